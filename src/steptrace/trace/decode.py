@@ -1,0 +1,110 @@
+"""Bytes of a trace file -> typed documents, with one-line errors for bad input.
+
+The JSON is decoded in one pass by msgspec into small typed structs; only the ``args``
+fields the analyses use are decoded, the rest is skipped without building objects.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import re
+import zlib
+from typing import Any
+
+import msgspec
+
+from steptrace.errors import TraceError
+
+Scalar = int | float | str | None
+
+
+class EventArgs(msgspec.Struct):
+    """The few ``args`` the analyses read; every other key is skipped."""
+
+    correlation: Scalar = None
+    device: Scalar = None
+    stream: Scalar = None
+    bytes: Scalar = None
+    name: Scalar = None  # metadata events: thread and process names
+    input_dims: msgspec.Raw = msgspec.field(default=msgspec.Raw(), name="Input Dims")
+
+
+class Event(msgspec.Struct):
+    """One Chrome-trace event, as far as the analyses need it."""
+
+    ph: str = ""
+    name: str = ""
+    cat: str = ""
+    ts: float | None = None
+    dur: float | None = None
+    pid: int | str = ""
+    tid: int | str = ""
+    args: EventArgs | None = None
+
+
+class Document(msgspec.Struct):
+    """A Kineto trace file: the events and the metadata written beside them."""
+
+    traceEvents: list[Event] | None = None  # noqa: N815 (the format's own key)
+    deviceProperties: list[dict[str, Any]] | None = None  # noqa: N815
+    distributedInfo: dict[str, Any] | None = None  # noqa: N815
+    baseTimeNanoseconds: int | str | None = None  # noqa: N815
+    displayTimeUnit: str | None = None  # noqa: N815
+    record_shapes: Scalar = None
+    profile_memory: Scalar = None
+    with_stack: Scalar = None
+    with_flops: Scalar = None
+    with_modules: Scalar = None
+
+
+_DOCUMENT = msgspec.json.Decoder(Document)
+_EVENT_LIST = msgspec.json.Decoder(list[Event])
+_GZIP_MAGIC = b"\x1f\x8b"
+_FIRST_CHARACTER = re.compile(rb"\S")
+
+
+def decompress(raw: bytes, where: str) -> bytes:
+    """Gunzip when the bytes are gzip, else return them as they are."""
+    if not raw.startswith(_GZIP_MAGIC):
+        return raw
+    try:
+        return gzip.decompress(raw)
+    except (OSError, EOFError, zlib.error) as exc:
+        raise TraceError(f"{where}: broken gzip ({_short(exc)})") from None
+
+
+def decode(data: bytes, where: str) -> Document:
+    """Decode a trace document; bad JSON or a non-trace raise a one-line ``TraceError``."""
+    first = _FIRST_CHARACTER.search(data)
+    if first is None:
+        raise TraceError(f"{where}: empty file")
+    try:
+        return _decode_typed(data, first.group())
+    except msgspec.ValidationError as exc:
+        raise TraceError(f"{where}: not a torch.profiler trace ({_short(exc)})") from None
+    except msgspec.DecodeError as exc:
+        return _decode_nonstandard(data, where, exc)
+
+
+def _decode_typed(data: bytes, first: bytes) -> Document:
+    if first == b"[":  # the Chrome trace "array format": events alone
+        return Document(traceEvents=_EVENT_LIST.decode(data))
+    return _DOCUMENT.decode(data)
+
+
+def _decode_nonstandard(data: bytes, where: str, error: msgspec.DecodeError) -> Document:
+    """Python's json writes NaN and Infinity, which strict JSON lacks: accept them as null."""
+    try:
+        loose = json.loads(data)
+    except (ValueError, RecursionError):
+        raise TraceError(f"{where}: invalid or truncated JSON ({_short(error)})") from None
+    try:
+        return _decode_typed(msgspec.json.encode(loose), b"[" if isinstance(loose, list) else b"{")  # non-finite numbers become null
+    except msgspec.MsgspecError as exc:
+        raise TraceError(f"{where}: not a torch.profiler trace ({_short(exc)})") from None
+
+
+def _short(exc: BaseException) -> str:
+    text = " ".join(str(exc).split()) or type(exc).__name__
+    return text[:200]

@@ -1,0 +1,100 @@
+"""The columnar event table: one numpy column per field, names interned.
+
+Only complete events (``ph == "X"``) become rows; rows are sorted by start time, longer
+first on ties, so that a parent precedes the events it contains. No Python object is kept
+per event. Times are microseconds as written in the trace (floats, sub-µs kept exactly
+as decoded); ``end_us`` is ``start_us + dur_us``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+from numpy.typing import NDArray
+
+from steptrace.trace.kinds import Kind
+
+Floats = NDArray[np.float64]
+Ints = NDArray[np.int64]
+Bools = NDArray[np.bool_]
+
+MISSING = -1  # integer columns: the trace did not say
+
+
+@dataclass(frozen=True, slots=True)
+class EventTable:
+    """Complete events as parallel columns (row ``i`` is one event)."""
+
+    kind: NDArray[np.int8]
+    name_id: NDArray[np.int32]
+    names: tuple[str, ...]
+    thread_id: NDArray[np.int32]
+    threads: tuple[tuple[int | str, int | str], ...]
+    start_us: Floats
+    dur_us: Floats
+    correlation: Ints
+    device: Ints
+    stream: Ints
+    bytes: Floats  # NaN where the trace gave no byte count
+    shape_id: NDArray[np.int32]  # MISSING where no input shapes were recorded
+    shapes: tuple[str, ...]
+
+    @property
+    def end_us(self) -> Floats:
+        return self.start_us + self.dur_us
+
+    def __len__(self) -> int:
+        return int(self.kind.shape[0])
+
+    def mask(self, *kinds: Kind) -> Bools:
+        """Rows whose kind is one of ``kinds``."""
+        return np.isin(self.kind, np.array([int(k) for k in kinds], dtype=np.int8))
+
+    def name_of(self, row: int) -> str:
+        return self.names[int(self.name_id[row])]
+
+
+@dataclass(frozen=True, slots=True)
+class Device:
+    """A GPU as described in ``deviceProperties``."""
+
+    id: int
+    name: str
+    compute_capability: str | None
+    memory_bytes: int | None
+
+
+@dataclass(frozen=True, slots=True)
+class Distributed:
+    """The ``distributedInfo`` block of a rank's trace."""
+
+    rank: int | None
+    world_size: int | None
+    backend: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class TraceInfo:
+    """What the trace says about itself, and what loading it had to skip."""
+
+    path: Path
+    size_bytes: int
+    events_total: int
+    devices: tuple[Device, ...] | None  # None: the trace has no deviceProperties at all
+    distributed: Distributed | None
+    base_time_ns: int | None
+    time_unit: str | None
+    options: dict[str, str]  # profiler options the trace records (record_shapes, ...)
+    memory_events: int
+    thread_names: dict[tuple[int | str, int | str], str] = field(default_factory=dict)
+    warnings: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class Trace:
+    """A loaded trace: its metadata and its event table."""
+
+    info: TraceInfo
+    events: EventTable
