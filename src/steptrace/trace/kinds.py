@@ -2,13 +2,17 @@
 
 Kineto has written two vocabularies: the current one (``cpu_op``, ``kernel``, ...) and the
 2021 one (``Operator``, ``Kernel``, ...). Both map onto one small set of kinds. The legacy
-``Operator`` category holds both ATen operators and ``record_function`` labels; a name
-without ``::`` (``ProfilerStep#5``, ``enumerate(DataLoader)#...``, ``read_batch``) is a label.
+``Operator`` category holds both ATen operators and ``record_function`` labels
+(``ProfilerStep#5``, ``enumerate(DataLoader)#...``, ``read_batch``): see
+``legacy_operator_kind``.
 """
 
 from __future__ import annotations
 
+import re
 from enum import IntEnum
+
+_AUTOGRAD_NODE = re.compile(r"Backward\d*$")
 
 
 class Kind(IntEnum):
@@ -66,6 +70,12 @@ def kind_of(category: str) -> Kind | None:
     return None
 
 
-def legacy_operator_kind(name: str) -> Kind:
-    """Resolve a legacy ``Operator`` event: labels have no ``::`` in their name."""
-    return Kind.CPU_OP if "::" in name else Kind.USER_ANNOTATION
+def legacy_operator_kind(name: str, has_inputs: bool) -> Kind:
+    """Resolve a legacy ``Operator`` event.
+
+    A ``record_function`` label has no ``::`` in its name, records no inputs, and is not
+    an autograd node (``AddmmBackward``, ``ReluBackward1``).
+    """
+    if "::" in name or has_inputs or _AUTOGRAD_NODE.search(name):
+        return Kind.CPU_OP
+    return Kind.USER_ANNOTATION

@@ -94,7 +94,7 @@ def _table(complete: list[Event], warnings: list[str]) -> EventTable:
         )
     names: dict[str, int] = {}
     name_id = np.array([names.setdefault(e.name, len(names)) for e in complete], np.int32)
-    kind = _kinds(complete, name_id, tuple(names), warnings)
+    kind = _kinds(complete, warnings)
     thread_id, threads = _threads(complete)
     rows = np.flatnonzero(usable)
     order = rows[np.lexsort((-dur[rows], start[rows]))]
@@ -116,9 +116,7 @@ def _table(complete: list[Event], warnings: list[str]) -> EventTable:
     )
 
 
-def _kinds(
-    complete: list[Event], name_id: np.ndarray, names: tuple[str, ...], warnings: list[str]
-) -> np.ndarray:
+def _kinds(complete: list[Event], warnings: list[str]) -> np.ndarray:
     categories: dict[str, int] = {}
     category_id = np.array(
         [categories.setdefault(e.cat, len(categories)) for e in complete], np.int64
@@ -136,10 +134,11 @@ def _kinds(
         count = sum(int(per_category[categories[c]]) for c in categories if kind_of(c) is None)
         listed = ", ".join(repr(c) for c in sorted(unknown))
         warnings.append(f"ignored {count} events of unknown categories: {listed}")
-    legacy = kind == Kind.LEGACY_OPERATOR
-    if legacy.any():
-        resolved = np.array([legacy_operator_kind(n) for n in names], dtype=np.int8)
-        kind[legacy] = resolved[name_id[legacy]]
+    legacy = np.flatnonzero(kind == Kind.LEGACY_OPERATOR)
+    kind[legacy] = [
+        legacy_operator_kind(complete[i].name, bool(complete[i].args and complete[i].args.input_dims))
+        for i in legacy.tolist()
+    ]
     return kind
 
 

@@ -1,0 +1,196 @@
+"""``analyze``: one trace file -> one ``TraceAnalysis`` (every analysis, typed results).
+
+Contract: pure with respect to the trace; the only I/O is reading the file. The result
+mirrors the JSON schema (``steptrace.analysis/1``, see ``docs/json-schema.md``).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from pathlib import Path
+
+from steptrace.analysis.gpu import GpuStep, gpu_per_step, gpu_timeline
+from steptrace.analysis.kernels import KernelStat, kernel_stats
+from steptrace.analysis.operators import OperatorStat, operator_stats
+from steptrace.analysis.phases import Phase, phases_per_step
+from steptrace.analysis.stats import Spread
+from steptrace.analysis.steps import find_steps
+from steptrace.trace.load import load_trace
+from steptrace.trace.table import Device, Trace
+
+SCHEMA = "steptrace.analysis/1"
+# The first step is shown apart when its wall time is this far (relative) from the others'.
+FIRST_STEP_TOLERANCE = 0.10
+
+
+@dataclass(frozen=True, slots=True)
+class TraceSummary:
+    """What was analyzed, and whether the GPU was observed at all."""
+
+    path: str
+    rank: int | None
+    world_size: int | None
+    backend: str | None
+    gpu_observed: bool
+    devices: tuple[Device, ...] | None
+    events: int
+    steps_from_markers: bool
+    options: dict[str, str]
+    memory_events: int
+    warnings: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class StepResult:
+    name: str
+    number: int | None
+    start_us: float  # as written in the trace, to find the step in a viewer
+    wall_ms: float
+    phases: tuple[Phase, ...]
+    unlabeled_ms: float | None
+    gpu: GpuStep | None  # None: GPU not observed
+
+
+@dataclass(frozen=True, slots=True)
+class FirstStep:
+    name: str
+    wall_ms: float
+    others_median_ms: float
+    ratio: float  # first / median of the others
+    differs: bool
+
+
+@dataclass(frozen=True, slots=True)
+class PhaseSummary:
+    """One label across the steps in which it appears."""
+
+    name: str
+    steps: int  # in how many steps it appears
+    exclusive_ms: Spread
+    share: Spread
+    gpu_idle_ms: Spread | None
+
+
+@dataclass(frozen=True, slots=True)
+class StepSummary:
+    count: int
+    wall_ms: Spread
+    gpu_busy_ms: Spread | None
+    gpu_idle_ms: Spread | None
+    first_step: FirstStep | None
+    phases: tuple[PhaseSummary, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class TraceAnalysis:
+    schema: str
+    trace: TraceSummary
+    summary: StepSummary
+    steps: tuple[StepResult, ...]
+    operators: tuple[OperatorStat, ...]
+    operators_total: int
+    kernels: tuple[KernelStat, ...]
+    kernels_total: int
+
+    def top(self, n: int) -> TraceAnalysis:
+        """The same analysis listing only the first ``n`` operators and kernels."""
+        return dataclasses.replace(self, operators=self.operators[:n], kernels=self.kernels[:n])
+
+
+def analyze(path: str | Path, *, progress: bool | None = None) -> TraceAnalysis:
+    """Load a trace file and analyze it."""
+    return analyze_trace(load_trace(path, progress=progress))
+
+
+def analyze_trace(trace: Trace) -> TraceAnalysis:
+    """Analyze a loaded trace."""
+    events = trace.events
+    steps = find_steps(events)
+    timeline = gpu_timeline(events)
+    gpu = gpu_per_step(events, steps.windows, timeline)
+    phases = phases_per_step(events, steps.windows, timeline.busy if timeline else None)
+    results = tuple(
+        StepResult(
+            name=w.name,
+            number=w.number,
+            start_us=w.start_us,
+            wall_ms=w.wall_ms,
+            phases=p.phases,
+            unlabeled_ms=p.unlabeled_ms,
+            gpu=g,
+        )
+        for w, p, g in zip(steps.windows, phases, gpu, strict=True)
+    )
+    operators = operator_stats(events, timeline is not None)
+    kernels = kernel_stats(events)
+    info = trace.info
+    dist = info.distributed
+    return TraceAnalysis(
+        schema=SCHEMA,
+        trace=TraceSummary(
+            path=str(info.path),
+            rank=dist.rank if dist else None,
+            world_size=dist.world_size if dist else None,
+            backend=dist.backend if dist else None,
+            gpu_observed=timeline is not None,
+            devices=info.devices,
+            events=info.events_total,
+            steps_from_markers=steps.from_markers,
+            options=info.options,
+            memory_events=info.memory_events,
+            warnings=info.warnings,
+        ),
+        summary=_summary(results),
+        steps=results,
+        operators=operators,
+        operators_total=len(operators),
+        kernels=kernels,
+        kernels_total=len(kernels),
+    )
+
+
+def _summary(steps: tuple[StepResult, ...]) -> StepSummary:
+    walls = [s.wall_ms for s in steps]
+    observed = [s.gpu for s in steps if s.gpu is not None]
+    wall = Spread.of(walls)
+    assert wall is not None  # a trace always has at least one step or one window
+    return StepSummary(
+        count=len(steps),
+        wall_ms=wall,
+        gpu_busy_ms=Spread.of([g.busy_ms for g in observed]) if observed else None,
+        gpu_idle_ms=Spread.of([g.idle_ms for g in observed]) if observed else None,
+        first_step=_first_step(steps),
+        phases=_phase_summaries(steps),
+    )
+
+
+def _phase_summaries(steps: tuple[StepResult, ...]) -> tuple[PhaseSummary, ...]:
+    by_name: dict[str, list[Phase]] = {}
+    for step in steps:
+        for phase in step.phases:
+            by_name.setdefault(phase.name, []).append(phase)
+    summaries = []
+    for name, phases in by_name.items():
+        idle = [p.gpu_idle_ms for p in phases if p.gpu_idle_ms is not None]
+        exclusive = Spread.of([p.exclusive_ms for p in phases])
+        share = Spread.of([p.share for p in phases])
+        assert exclusive is not None and share is not None
+        summaries.append(PhaseSummary(name, len(phases), exclusive, share, Spread.of(idle)))
+    return tuple(summaries)
+
+
+def _first_step(steps: tuple[StepResult, ...]) -> FirstStep | None:
+    if len(steps) < 2:
+        return None
+    others = Spread.of([s.wall_ms for s in steps[1:]])
+    assert others is not None
+    first = steps[0]
+    ratio = first.wall_ms / others.median if others.median > 0 else float("inf")
+    return FirstStep(
+        name=first.name,
+        wall_ms=first.wall_ms,
+        others_median_ms=others.median,
+        ratio=ratio,
+        differs=abs(ratio - 1) > FIRST_STEP_TOLERANCE,
+    )

@@ -1,0 +1,262 @@
+"""GPU activity per step, on the timeline.
+
+Contract: ``gpu_timeline(events)`` builds the merged busy intervals once;
+``gpu_per_step(events, steps, timeline) -> tuple[GpuStep | None, ...]``. Busy time is the
+union of kernel, memcpy and memset intervals over all streams and devices, clipped to the
+step's wall-time window, so concurrent streams are never added up. Kernels, copies and
+sets are attributed to the step in which they start. A trace without GPU events gives
+``None`` for every step: not observed, never zero.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+import numpy as np
+from numpy.typing import NDArray
+
+from steptrace.analysis.stats import Spread
+from steptrace.analysis.steps import StepWindow
+from steptrace.trace import intervals as iv
+from steptrace.trace.kinds import GPU_WORK, LAUNCHES, Kind
+from steptrace.trace.table import EventTable
+
+# Kernels of collective-communication libraries, reported apart from compute.
+COMMUNICATION = re.compile(r"nccl|rccl|gloo", re.IGNORECASE)
+# Host calls that block until the device (or a copy) has finished.
+SYNC_CALLS = frozenset(
+    {
+        "cudaDeviceSynchronize",
+        "cudaStreamSynchronize",
+        "cudaEventSynchronize",
+        "cudaMemcpy",
+        "cuCtxSynchronize",
+        "cuStreamSynchronize",
+        "cuEventSynchronize",
+        "hipDeviceSynchronize",
+        "hipStreamSynchronize",
+        "hipEventSynchronize",
+        "hipMemcpy",
+        "hipMemcpyWithStream",
+    }
+)
+_MEMCPY = re.compile(r"Memcpy (\w+)(?: \((\w+) -> (\w+)\))?")
+
+
+@dataclass(frozen=True, slots=True)
+class KernelSummary:
+    count: int
+    busy_ms: float  # union of kernel intervals only
+    duration_us: Spread | None
+
+
+@dataclass(frozen=True, slots=True)
+class CopySummary:
+    direction: str  # HtoD, DtoH, DtoD, ...
+    count: int
+    busy_ms: float
+    bytes: int | None  # None when the trace gives no byte counts
+    pageable: int  # copies whose host side is pageable memory
+    pinned: int
+
+
+@dataclass(frozen=True, slots=True)
+class SetSummary:
+    count: int
+    busy_ms: float
+
+
+@dataclass(frozen=True, slots=True)
+class CommunicationSummary:
+    count: int
+    busy_ms: float
+    overlap_with_compute_ms: float
+
+
+@dataclass(frozen=True, slots=True)
+class SyncSummary:
+    name: str
+    count: int
+    total_ms: float
+
+
+@dataclass(frozen=True, slots=True)
+class GpuStep:
+    """What the GPU did during one step."""
+
+    busy_ms: float
+    idle_ms: float
+    utilization: float  # busy / wall
+    kernels: KernelSummary
+    memcpy: tuple[CopySummary, ...]
+    memset: SetSummary
+    communication: CommunicationSummary
+    launch_delay_us: Spread | None  # kernel start minus the end of its launch call
+    sync_calls: tuple[SyncSummary, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class GpuTimeline:
+    """GPU work rows and their merged busy intervals, computed once per trace."""
+
+    rows: NDArray[np.int64]
+    busy: iv.Intervals
+    launch_delay_us: NDArray[np.float64]  # per GPU row, NaN when no launch call is known
+
+
+def gpu_timeline(events: EventTable) -> GpuTimeline | None:
+    """The GPU side of a trace, or ``None`` when it holds no GPU events."""
+    rows = np.flatnonzero(events.mask(*GPU_WORK))
+    if rows.size == 0:
+        return None
+    start, end = events.start_us[rows], events.end_us[rows]
+    return GpuTimeline(rows, iv.union(start, end), _launch_delays(events, rows))
+
+
+def _launch_delays(events: EventTable, rows: NDArray[np.int64]) -> NDArray[np.float64]:
+    launches = np.flatnonzero(events.mask(*LAUNCHES) & (events.correlation >= 0))
+    delay = np.full(rows.size, np.nan)
+    if launches.size == 0:
+        return delay
+    ids, first = np.unique(events.correlation[launches], return_index=True)
+    launch_end = events.end_us[launches][first]
+    wanted = events.correlation[rows]
+    at = np.clip(np.searchsorted(ids, wanted), 0, ids.size - 1)
+    found = (ids[at] == wanted) & (wanted >= 0)
+    delay[found] = events.start_us[rows][found] - launch_end[at][found]
+    return delay
+
+
+def gpu_per_step(
+    events: EventTable, steps: tuple[StepWindow, ...], timeline: GpuTimeline | None
+) -> tuple[GpuStep | None, ...]:
+    """One ``GpuStep`` per step, or ``None`` for each when the GPU was not observed."""
+    if timeline is None:
+        return tuple(None for _ in steps)
+    lo = np.array([s.start_us for s in steps])
+    hi = np.array([s.end_us for s in steps])
+    busy = iv.covered(timeline.busy, lo, hi) / 1000.0
+    gpu_start = events.start_us[timeline.rows]
+    syncs = _sync_rows(events)
+    comm_names = communication_names(events)
+    results = []
+    for k, step in enumerate(steps):
+        inside = (gpu_start >= step.start_us) & (gpu_start < step.end_us)
+        wall = step.wall_ms
+        results.append(
+            GpuStep(
+                busy_ms=float(busy[k]),
+                idle_ms=float(wall - busy[k]),
+                utilization=float(busy[k] / wall) if wall > 0 else 0.0,
+                kernels=_kernels(events, timeline.rows[inside]),
+                memcpy=_copies(events, timeline.rows[inside]),
+                memset=_sets(events, timeline.rows[inside]),
+                communication=_communication(events, timeline.rows[inside], comm_names),
+                launch_delay_us=Spread.of(_finite(timeline.launch_delay_us[inside])),
+                sync_calls=_syncs(events, syncs, step),
+            )
+        )
+    return tuple(results)
+
+
+def _finite(values: NDArray[np.float64]) -> NDArray[np.float64]:
+    return values[np.isfinite(values)]
+
+
+def _busy_ms(events: EventTable, rows: NDArray[np.int64]) -> float:
+    return iv.total(iv.union(events.start_us[rows], events.end_us[rows])) / 1000.0
+
+
+def _of_kind(events: EventTable, rows: NDArray[np.int64], kind: Kind) -> NDArray[np.int64]:
+    return rows[events.kind[rows] == kind]
+
+
+def _kernels(events: EventTable, rows: NDArray[np.int64]) -> KernelSummary:
+    kernels = _of_kind(events, rows, Kind.KERNEL)
+    return KernelSummary(
+        count=int(kernels.size),
+        busy_ms=_busy_ms(events, kernels),
+        duration_us=Spread.of(events.dur_us[kernels]),
+    )
+
+
+def _copies(events: EventTable, rows: NDArray[np.int64]) -> tuple[CopySummary, ...]:
+    copies = _of_kind(events, rows, Kind.MEMCPY)
+    by_direction: dict[str, list[int]] = {}
+    host_memory: dict[int, str | None] = {}
+    for row in copies.tolist():
+        direction, memory = _copy_kind(events.name_of(row))
+        by_direction.setdefault(direction, []).append(row)
+        host_memory[row] = memory
+    summaries = []
+    for direction, members in sorted(by_direction.items()):
+        chosen = np.array(members, dtype=np.int64)
+        nbytes = events.bytes[chosen]
+        summaries.append(
+            CopySummary(
+                direction=direction,
+                count=len(members),
+                busy_ms=_busy_ms(events, chosen),
+                bytes=int(np.nansum(nbytes)) if np.isfinite(nbytes).any() else None,
+                pageable=sum(host_memory[r] == "Pageable" for r in members),
+                pinned=sum(host_memory[r] == "Pinned" for r in members),
+            )
+        )
+    return tuple(summaries)
+
+
+def _copy_kind(name: str) -> tuple[str, str | None]:
+    """Direction and host-memory kind from a name like ``Memcpy HtoD (Pageable -> Device)``."""
+    match = _MEMCPY.search(name)
+    if not match:
+        return "other", None
+    direction, source, destination = match.groups()
+    host = source if direction.startswith("H") else destination
+    return direction, host if host in ("Pageable", "Pinned") else None
+
+
+def _sets(events: EventTable, rows: NDArray[np.int64]) -> SetSummary:
+    sets = _of_kind(events, rows, Kind.MEMSET)
+    return SetSummary(count=int(sets.size), busy_ms=_busy_ms(events, sets))
+
+
+def _communication(
+    events: EventTable, rows: NDArray[np.int64], comm_names: NDArray[np.bool_]
+) -> CommunicationSummary:
+    kernels = _of_kind(events, rows, Kind.KERNEL)
+    is_comm = comm_names[events.name_id[kernels]]
+    comm, compute = kernels[is_comm], kernels[~is_comm]
+    comm_busy = iv.union(events.start_us[comm], events.end_us[comm])
+    compute_busy = iv.union(events.start_us[compute], events.end_us[compute])
+    return CommunicationSummary(
+        count=int(comm.size),
+        busy_ms=iv.total(comm_busy) / 1000.0,
+        overlap_with_compute_ms=iv.total(iv.intersect(comm_busy, compute_busy)) / 1000.0,
+    )
+
+
+def communication_names(events: EventTable) -> NDArray[np.bool_]:
+    """Per interned name: is it a collective-communication kernel?"""
+    return np.array([bool(COMMUNICATION.search(n)) for n in events.names], dtype=bool)
+
+
+def _sync_rows(events: EventTable) -> NDArray[np.int64]:
+    sync_names = np.array(
+        [i for i, n in enumerate(events.names) if n in SYNC_CALLS], dtype=np.int32
+    )
+    return np.flatnonzero(events.mask(*LAUNCHES) & np.isin(events.name_id, sync_names))
+
+
+def _syncs(
+    events: EventTable, rows: NDArray[np.int64], step: StepWindow
+) -> tuple[SyncSummary, ...]:
+    start = events.start_us[rows]
+    inside = rows[(start >= step.start_us) & (start < step.end_us)]
+    by_name: dict[str, list[int]] = {}
+    for row in inside.tolist():
+        by_name.setdefault(events.name_of(row), []).append(row)
+    return tuple(
+        SyncSummary(name, len(members), _busy_ms(events, np.array(members, dtype=np.int64)))
+        for name, members in sorted(by_name.items())
+    )

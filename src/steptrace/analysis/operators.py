@@ -1,0 +1,111 @@
+"""CPU operators over the whole trace: self and inclusive time, calls, shapes, kernels.
+
+Contract: ``operator_stats(events, gpu_observed) -> tuple[OperatorStat, ...]``, sorted by
+self time. Self time excludes nested operators (runtime calls such as
+``cudaLaunchKernel`` stay in the operator that made them, as in torch's own table);
+inclusive time does not count a recursive call twice. Each kernel is attributed to the
+innermost operator around the runtime call that launched it (via ``correlation``), and so
+are copies and sets.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from numpy.typing import NDArray
+
+from steptrace.trace.kinds import GPU_WORK, LAUNCHES, Kind
+from steptrace.trace.nesting import has_same_name_ancestor, parents, self_time
+from steptrace.trace.table import EventTable
+
+
+@dataclass(frozen=True, slots=True)
+class OperatorStat:
+    """One CPU operator name, all calls together."""
+
+    name: str
+    calls: int
+    self_ms: float
+    inclusive_ms: float
+    gpu_ms: float | None  # summed durations of the GPU work it launched (kernels, copies, sets)
+    gpu_launches: int | None  # how many GPU activities it launched; None: GPU not observed
+    input_shapes: str | None  # most frequent recorded input shapes; None when not recorded
+
+
+def operator_stats(events: EventTable, gpu_observed: bool) -> tuple[OperatorStat, ...]:
+    """Every CPU operator name, by self time (largest first)."""
+    ops = np.flatnonzero(events.kind == Kind.CPU_OP)
+    if ops.size == 0:
+        return ()
+    start, end = events.start_us[ops], events.end_us[ops]
+    name = events.name_id[ops]
+    parent = parents(start, end, events.thread_id[ops])
+    own = self_time(start, end, parent)
+    outermost = ~has_same_name_ancestor(name, parent)
+    n = len(events.names)
+    calls = np.bincount(name, minlength=n)
+    self_us = np.bincount(name, weights=own, minlength=n)
+    inclusive_us = np.bincount(name[outermost], weights=(end - start)[outermost], minlength=n)
+    gpu_us, gpu_count = _launched_gpu_work(events, ops) if gpu_observed else (None, None)
+    shapes = _typical_shapes(events, ops)
+    stats = [
+        OperatorStat(
+            name=events.names[i],
+            calls=int(calls[i]),
+            self_ms=float(self_us[i]) / 1000,
+            inclusive_ms=float(inclusive_us[i]) / 1000,
+            gpu_ms=None if gpu_us is None else float(gpu_us[i]) / 1000,
+            gpu_launches=None if gpu_count is None else int(gpu_count[i]),
+            input_shapes=shapes.get(i),
+        )
+        for i in np.flatnonzero(calls).tolist()
+    ]
+    return tuple(sorted(stats, key=lambda s: (-s.self_ms, s.name)))
+
+
+def _launched_gpu_work(
+    events: EventTable, ops: NDArray[np.int64]
+) -> tuple[NDArray[np.float64], NDArray[np.int64]]:
+    """Per operator name: summed duration and count of the GPU work it launched."""
+    launches = np.flatnonzero(events.mask(*LAUNCHES))
+    rows = np.concatenate((ops, launches))
+    parent = parents(events.start_us[rows], events.end_us[rows], events.thread_id[rows])
+    is_op = np.arange(rows.size) < ops.size
+    owner = parent.copy()  # climb through nested launch calls (runtime > driver) to an op
+    while ((owner >= 0) & ~is_op[np.maximum(owner, 0)]).any():
+        climb = (owner >= 0) & ~is_op[np.maximum(owner, 0)]
+        owner[climb] = parent[owner[climb]]
+    launch_owner = owner[ops.size :]
+    known = launch_owner >= 0
+    correlation = events.correlation[launches][known]
+    owner_name = events.name_id[rows[launch_owner[known]]]
+    order = np.argsort(correlation)
+    correlation, owner_name = correlation[order], owner_name[order]
+    kernels = np.flatnonzero(events.mask(*GPU_WORK))
+    at = np.clip(np.searchsorted(correlation, events.correlation[kernels]), 0, None)
+    n = len(events.names)
+    if correlation.size == 0:
+        return np.zeros(n), np.zeros(n, dtype=np.int64)
+    at = np.minimum(at, correlation.size - 1)
+    found = (correlation[at] == events.correlation[kernels]) & (events.correlation[kernels] >= 0)
+    names = owner_name[at[found]]
+    total = np.bincount(names, weights=events.dur_us[kernels][found], minlength=n)
+    return total, np.bincount(names, minlength=n)
+
+
+def _typical_shapes(events: EventTable, ops: NDArray[np.int64]) -> dict[int, str]:
+    """Most frequent recorded input shapes per operator name."""
+    recorded = ops[events.shape_id[ops] >= 0]
+    if recorded.size == 0:
+        return {}
+    pairs, counts = np.unique(
+        np.stack((events.name_id[recorded], events.shape_id[recorded]), axis=1),
+        axis=0,
+        return_counts=True,
+    )
+    best: dict[int, tuple[int, int]] = {}
+    for (name, shape), count in zip(pairs.tolist(), counts.tolist(), strict=True):
+        if name not in best or count > best[name][1]:
+            best[name] = (shape, count)
+    return {name: events.shapes[shape] for name, (shape, _) in best.items()}

@@ -1,0 +1,99 @@
+"""The user's labels (``record_function`` names) per step, on the timeline.
+
+Contract: ``phases_per_step(events, steps, gpu_busy) -> tuple[StepPhases, ...]``. A label's
+``exclusive_ms`` is the time in which it is the innermost label on its thread, so nested
+labels (``train`` > ``forward``) are never counted twice; ``inclusive_ms`` is the union of
+its spans inside the step. Labels are attributed to the step in which they start. The
+GPU idle time while a label ran is ``None`` when the GPU was not observed.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+import numpy as np
+from numpy.typing import NDArray
+
+from steptrace.analysis.steps import StepWindow
+from steptrace.trace import intervals as iv
+from steptrace.trace.kinds import Kind
+from steptrace.trace.nesting import parents, self_time
+from steptrace.trace.table import EventTable
+
+_STEP_MARKER = re.compile(r"^ProfilerStep#\d+$")
+
+
+@dataclass(frozen=True, slots=True)
+class Phase:
+    """One label inside one step."""
+
+    name: str
+    calls: int
+    inclusive_ms: float
+    exclusive_ms: float
+    share: float  # exclusive time / step wall time
+    gpu_idle_ms: float | None
+
+
+@dataclass(frozen=True, slots=True)
+class StepPhases:
+    phases: tuple[Phase, ...]
+    unlabeled_ms: float | None  # step time on the step's thread outside every label
+
+
+def phases_per_step(
+    events: EventTable, steps: tuple[StepWindow, ...], gpu_busy: iv.Intervals | None
+) -> tuple[StepPhases, ...]:
+    """Labels of every step, in the order they first start."""
+    markers = np.array(
+        [i for i, n in enumerate(events.names) if _STEP_MARKER.match(n)], dtype=np.int32
+    )
+    rows = np.flatnonzero(
+        (events.kind == Kind.USER_ANNOTATION) & ~np.isin(events.name_id, markers)
+    )
+    start, end = events.start_us[rows], events.end_us[rows]
+    exclusive = self_time(start, end, parents(start, end, events.thread_id[rows]))
+    return tuple(
+        _step_phases(events, step, rows, exclusive, gpu_busy) for step in steps
+    )
+
+
+def _step_phases(
+    events: EventTable,
+    step: StepWindow,
+    rows: NDArray[np.int64],
+    exclusive: NDArray[np.float64],
+    gpu_busy: iv.Intervals | None,
+) -> StepPhases:
+    start, end = events.start_us[rows], events.end_us[rows]
+    inside = np.flatnonzero((start >= step.start_us) & (start < step.end_us))
+    by_name: dict[int, list[int]] = {}
+    for k in inside.tolist():
+        by_name.setdefault(int(events.name_id[rows[k]]), []).append(k)
+    phases = []
+    for name_id, members in by_name.items():
+        chosen = np.array(members, dtype=np.int64)
+        spans = iv.clip(iv.union(start[chosen], end[chosen]), step.start_us, step.end_us)
+        inclusive = iv.total(spans)
+        exclusive_us = min(float(exclusive[chosen].sum()), inclusive)
+        idle = None if gpu_busy is None else iv.total(iv.difference(spans, gpu_busy)) / 1000
+        phases.append(
+            Phase(
+                name=events.names[name_id],
+                calls=len(members),
+                inclusive_ms=inclusive / 1000,
+                exclusive_ms=exclusive_us / 1000,
+                share=exclusive_us / 1000 / step.wall_ms if step.wall_ms > 0 else 0.0,
+                gpu_idle_ms=idle,
+            )
+        )
+    return StepPhases(tuple(phases), _unlabeled_ms(events, step, rows[inside]))
+
+
+def _unlabeled_ms(events: EventTable, step: StepWindow, rows: NDArray[np.int64]) -> float | None:
+    if step.thread < 0:
+        return None
+    own = rows[events.thread_id[rows] == step.thread]
+    labels = iv.union(events.start_us[own], events.end_us[own])
+    return iv.total(iv.gaps(labels, step.start_us, step.end_us)) / 1000

@@ -1,0 +1,1 @@
+"""Renderers: analysis results -> text, Markdown or JSON. Renderers never compute."""

@@ -1,0 +1,107 @@
+"""Markdown renderer: the same sections as the terminal report, as GitHub tables."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from steptrace.analysis.analyze import TraceAnalysis
+from steptrace.report import format as fmt
+
+
+def render_markdown(results: list[TraceAnalysis]) -> str:
+    return "\n".join(_report(r) for r in results)
+
+
+def _table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
+    def line(cells: Sequence[str]) -> str:
+        return "| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |"
+
+    align = "|" + "|".join(":---" if i == 0 else "---:" for i in range(len(header))) + "|"
+    return "\n".join([line(header), align, *(line(r) for r in rows)]) + "\n"
+
+
+def _report(result: TraceAnalysis) -> str:
+    trace = result.trace
+    out = [f"# steptrace analysis: `{fmt.title(result)}`\n"]
+    out.append(f"GPU: {fmt.devices(result)}\n" if trace.gpu_observed else f"> {fmt.GPU_ABSENT}\n")
+    if not trace.steps_from_markers:
+        out.append(f"> {fmt.NO_STEPS}\n")
+    if (first := fmt.first_step_note(result)) is not None:
+        out.append(f"> {first}\n")
+    out += [f"> warning: {w}\n" for w in trace.warnings]
+    summary = result.summary
+    out.append("## Steps\n")
+    out.append(
+        _table(
+            ["step", "wall ms", "GPU busy ms", "GPU idle ms", "GPU busy", "kernels"],
+            [
+                [
+                    s.name,
+                    fmt.ms(s.wall_ms),
+                    fmt.ms(s.gpu.busy_ms if s.gpu else None),
+                    fmt.ms(s.gpu.idle_ms if s.gpu else None),
+                    fmt.pct(s.gpu.utilization if s.gpu else None),
+                    str(s.gpu.kernels.count) if s.gpu else fmt.NOT_OBSERVED,
+                ]
+                for s in result.steps
+            ],
+        )
+    )
+    out.append(
+        f"\n{summary.count} step(s): wall {fmt.spread(summary.wall_ms)} ms (median [min–max]).\n"
+    )
+    if summary.phases:
+        out.append("## Labels (exclusive of nested labels, median [min–max] over steps)\n")
+        out.append(
+            _table(
+                ["label", "steps", "exclusive ms", "share of step", "GPU idle ms"],
+                [
+                    [
+                        p.name,
+                        str(p.steps),
+                        fmt.spread(p.exclusive_ms),
+                        fmt.spread(p.share, "%"),
+                        fmt.spread(p.gpu_idle_ms),
+                    ]
+                    for p in summary.phases
+                ],
+            )
+        )
+    out.append(f"## CPU operators (top {len(result.operators)} of {result.operators_total})\n")
+    out.append(
+        _table(
+            ["operator", "calls", "self ms", "inclusive ms", "GPU ms launched", "input shapes"],
+            [
+                [
+                    f"`{o.name}`",
+                    str(o.calls),
+                    fmt.ms(o.self_ms),
+                    fmt.ms(o.inclusive_ms),
+                    fmt.ms(o.gpu_ms),
+                    o.input_shapes or "not recorded",
+                ]
+                for o in result.operators
+            ],
+        )
+    )
+    out.append(f"## Kernels (top {len(result.kernels)} of {result.kernels_total})\n")
+    if not trace.gpu_observed:
+        out.append("Not observed.\n")
+    else:
+        out.append(
+            _table(
+                ["kernel", "calls", "total ms", "mean µs", "min µs", "max µs"],
+                [
+                    [
+                        f"`{fmt.short(k.name, 90)}`",
+                        str(k.calls),
+                        fmt.ms(k.total_ms),
+                        fmt.us(k.mean_us),
+                        fmt.us(k.min_us),
+                        fmt.us(k.max_us),
+                    ]
+                    for k in result.kernels
+                ],
+            )
+        )
+    return "\n".join(out)

@@ -1,0 +1,90 @@
+"""Interval algebra on the timeline, vectorized with numpy.
+
+An ``Intervals`` value is a pair of float arrays ``(starts, ends)``: sorted, disjoint,
+non-empty (``start < end``), touching intervals merged. Every function returns that form,
+so the total time of a set is a plain sum and nothing is ever counted twice.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numpy.typing import NDArray
+
+Floats = NDArray[np.float64]
+Intervals = tuple[Floats, Floats]
+
+_EMPTY: Intervals = (np.zeros(0), np.zeros(0))
+
+
+def empty() -> Intervals:
+    return _EMPTY
+
+
+def union(starts: Floats, ends: Floats) -> Intervals:
+    """Merge any intervals (overlapping, nested, unsorted) into canonical form."""
+    keep = ends > starts
+    s, e = starts[keep], ends[keep]
+    if s.size == 0:
+        return _EMPTY
+    order = np.argsort(s, kind="stable")
+    s, e = s[order], e[order]
+    reach = np.maximum.accumulate(e)
+    opens = np.concatenate(([True], s[1:] > reach[:-1]))
+    first = np.flatnonzero(opens)
+    last = np.concatenate((first[1:] - 1, [s.size - 1]))
+    return s[first], reach[last]
+
+
+def total(intervals: Intervals) -> float:
+    """Total length."""
+    return float((intervals[1] - intervals[0]).sum())
+
+
+def intersect(a: Intervals, b: Intervals) -> Intervals:
+    """Time covered by both."""
+    return _combine(a, b, keep=3)
+
+
+def difference(a: Intervals, b: Intervals) -> Intervals:
+    """Time covered by ``a`` and not by ``b``."""
+    return _combine(a, b, keep=1)
+
+
+def clip(intervals: Intervals, lo: float, hi: float) -> Intervals:
+    """The part of ``intervals`` inside ``[lo, hi]``."""
+    s, e = intervals
+    inside = (e > lo) & (s < hi)
+    return union(np.maximum(s[inside], lo), np.minimum(e[inside], hi))
+
+
+def gaps(intervals: Intervals, lo: float, hi: float) -> Intervals:
+    """Time in ``[lo, hi]`` not covered by ``intervals``."""
+    return difference((np.array([lo]), np.array([hi])), intervals)
+
+
+def covered(intervals: Intervals, lo: Floats, hi: Floats) -> Floats:
+    """Covered length inside each window ``[lo[k], hi[k]]`` (one searchsorted, no loop)."""
+    return _covered_before(intervals, hi) - _covered_before(intervals, lo)
+
+
+def _covered_before(intervals: Intervals, t: Floats) -> Floats:
+    s, e = intervals
+    if s.size == 0:
+        return np.zeros(np.shape(t))
+    cumulative = np.concatenate(([0.0], np.cumsum(e - s)))
+    j = np.searchsorted(s, t, side="right") - 1
+    inside = np.clip(t - s[np.maximum(j, 0)], 0.0, (e - s)[np.maximum(j, 0)])
+    return np.where(j >= 0, cumulative[np.maximum(j, 0)] + inside, 0.0)
+
+
+def _combine(a: Intervals, b: Intervals, keep: int) -> Intervals:
+    """Sweep both sets: coverage is 1 for ``a`` only, 2 for ``b`` only, 3 for both."""
+    points = np.concatenate((a[0], a[1], b[0], b[1]))
+    if points.size == 0:
+        return _EMPTY
+    na, nb = a[0].size, b[0].size
+    delta = np.concatenate((np.ones(na), -np.ones(na), 2 * np.ones(nb), -2 * np.ones(nb)))
+    order = np.lexsort((delta, points))  # at equal times, closings come first
+    points, coverage = points[order], np.cumsum(delta[order])
+    chosen = np.flatnonzero(coverage[:-1] == keep)
+    return union(points[chosen], points[chosen + 1])

@@ -1,0 +1,159 @@
+"""The analyses on a synthetic trace whose every answer is known by construction (µs)."""
+
+from __future__ import annotations
+
+import random
+from pathlib import Path
+
+import pytest
+
+import steptrace
+from tests.conftest import WriteTrace
+from tests.tracegen import cpu, document, gpu, kernel, label, launch, step
+
+DATALOADER = "enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__"
+
+
+def events() -> list[dict]:  # type: ignore[type-arg]
+    return [
+        step(1, 0, 10_000),
+        label("read_batch", 0, 4_000),
+        label(DATALOADER, 100, 3_800),
+        label("transfer", 4_000, 500),
+        cpu("aten::copy_", 4_020, 100),
+        launch(4_050, 10, correlation=4, name="cudaMemcpyAsync"),
+        gpu("gpu_memcpy", "Memcpy HtoD (Pageable -> Device)", 4_100, 300, correlation=4, bytes=1000),
+        label("train", 4_500, 5_000),
+        label("forward", 4_500, 1_500),
+        cpu("aten::mm", 4_600, 1_000),
+        launch(4_700, 10, correlation=1),
+        launch(4_800, 5, correlation=3),
+        kernel("gemm", 5_000, 3_000, correlation=1),
+        kernel("small", 7_000, 500, stream=8, correlation=3),
+        kernel("ncclKernel_AllReduce", 7_200, 600, stream=9),
+        label("backward", 6_000, 3_000),
+        cpu("aten::add", 6_100, 200),
+        launch(6_150, 10, correlation=2),
+        kernel("add", 8_500, 500, stream=8, correlation=2),
+        launch(9_100, 300, correlation=5, name="cudaStreamSynchronize"),
+        step(2, 10_000, 3_000),
+        kernel("gemm", 10_500, 500),
+    ]  # fmt: skip
+
+
+@pytest.fixture
+def result(write_trace: WriteTrace) -> steptrace.TraceAnalysis:
+    return steptrace.analyze(write_trace(document(events())))
+
+
+def test_steps_and_first_step_apart(result: steptrace.TraceAnalysis) -> None:
+    assert [(s.name, s.wall_ms) for s in result.steps] == [
+        ("ProfilerStep#1", 10.0),
+        ("ProfilerStep#2", 3.0),
+    ]
+    first = result.summary.first_step
+    assert first is not None and first.differs
+    assert first.ratio == pytest.approx(10 / 3)
+
+
+def test_gpu_busy_is_a_union_over_streams(result: steptrace.TraceAnalysis) -> None:
+    gpu_step = result.steps[0].gpu
+    assert gpu_step is not None
+    # copy 300 + gemm 3000 (small and nccl lie inside it) + add 500
+    assert gpu_step.busy_ms == pytest.approx(3.8)
+    assert gpu_step.idle_ms == pytest.approx(6.2)
+    assert gpu_step.kernels.count == 4
+    assert gpu_step.kernels.busy_ms == pytest.approx(3.5)
+    assert gpu_step.communication.count == 1
+    assert gpu_step.communication.overlap_with_compute_ms == pytest.approx(0.6)
+    assert [(c.direction, c.count, c.bytes, c.pageable) for c in gpu_step.memcpy] == [
+        ("HtoD", 1, 1000, 1)
+    ]
+    assert [(s.name, s.count, s.total_ms) for s in gpu_step.sync_calls] == [
+        ("cudaStreamSynchronize", 1, pytest.approx(0.3))
+    ]
+    delay = gpu_step.launch_delay_us
+    assert delay is not None
+    # gemm 5000-4710, small 7000-4805, add 8500-6160, copy 4100-4060; nccl has no launch call
+    assert (delay.min, delay.max) == (pytest.approx(40), pytest.approx(2340))
+
+
+def test_labels_exclusive_of_nested_labels(result: steptrace.TraceAnalysis) -> None:
+    phases = {p.name: p for p in result.steps[0].phases}
+    assert list(phases) == ["read_batch", DATALOADER, "transfer", "train", "forward", "backward"]
+    expected_exclusive = {
+        "read_batch": 0.2,
+        DATALOADER: 3.8,
+        "transfer": 0.5,
+        "train": 0.5,
+        "forward": 1.5,
+        "backward": 3.0,
+    }
+    for name, ms in expected_exclusive.items():
+        assert phases[name].exclusive_ms == pytest.approx(ms), name
+        assert phases[name].share == pytest.approx(ms / 10)
+    assert sum(p.exclusive_ms for p in phases.values()) == pytest.approx(9.5)
+    assert phases["train"].inclusive_ms == pytest.approx(5.0)
+    assert phases["read_batch"].gpu_idle_ms == pytest.approx(4.0)
+    assert phases["transfer"].gpu_idle_ms == pytest.approx(0.2)
+    assert phases["train"].gpu_idle_ms == pytest.approx(1.5)
+    assert result.steps[0].unlabeled_ms == pytest.approx(0.5)
+
+
+def test_operators_own_the_kernels_they_launched(result: steptrace.TraceAnalysis) -> None:
+    ops = {o.name: o for o in result.operators}
+    assert ops["aten::mm"].self_ms == pytest.approx(1.0)  # its launch calls stay in it
+    assert ops["aten::mm"].gpu_ms == pytest.approx(3.5)
+    assert ops["aten::mm"].gpu_launches == 2
+    assert ops["aten::add"].gpu_ms == pytest.approx(0.5)
+    assert ops["aten::copy_"].gpu_ms == pytest.approx(0.3)  # the memcpy it launched
+
+
+def test_kernel_table(result: steptrace.TraceAnalysis) -> None:
+    gemm = next(k for k in result.kernels if k.name == "gemm")
+    assert (gemm.calls, gemm.total_ms, gemm.min_us, gemm.max_us) == (2, 3.5, 500, 3000)
+    assert gemm.mean_us == 1750
+    assert result.kernels[0].name == "gemm"
+
+
+def test_shuffled_events_give_the_same_analysis(write_trace: WriteTrace) -> None:
+    shuffled = events()
+    random.Random(7).shuffle(shuffled)
+    ordered = steptrace.analyze(write_trace(document(events())))
+    unordered = steptrace.analyze(write_trace(document(shuffled)))
+    assert unordered.steps == ordered.steps
+    assert unordered.operators == ordered.operators
+    assert unordered.kernels == ordered.kernels
+
+
+def test_gzip_and_plain_json_are_the_same(write_trace: WriteTrace) -> None:
+    plain = steptrace.analyze(write_trace(document(events())))
+    packed = steptrace.analyze(write_trace(document(events()), gz=True))
+    assert plain.steps == packed.steps
+
+
+def test_a_trace_without_steps_is_one_window(write_trace: WriteTrace) -> None:
+    no_steps = [e for e in events() if not e["name"].startswith("ProfilerStep")]
+    result = steptrace.analyze(write_trace(document(no_steps)))
+    assert not result.trace.steps_from_markers
+    (window,) = result.steps
+    assert window.name == "window"
+    assert window.wall_ms == pytest.approx(11.0)  # from 0 to the end of the last kernel
+
+
+def test_legacy_vocabulary_and_string_thread_ids(write_trace: WriteTrace) -> None:
+    legacy = [
+        {**e, "cat": {"user_annotation": "Operator", "cpu_op": "Operator", "kernel": "Kernel",
+                      "cuda_runtime": "Runtime", "gpu_memcpy": "Memcpy"}[e["cat"]],
+         "tid": str(e["tid"]) if e["cat"] != "kernel" else f"stream {e['tid']}"}
+        for e in events()
+    ]  # fmt: skip
+    result = steptrace.analyze(write_trace(document(legacy)))
+    current = steptrace.analyze(write_trace(document(events())))
+    assert result.steps == current.steps
+    assert {o.name for o in result.operators} == {o.name for o in current.operators}
+
+
+def test_path_is_reported(write_trace: WriteTrace) -> None:
+    path = write_trace(document(events()))
+    assert Path(steptrace.analyze(path).trace.path) == path
