@@ -7,8 +7,19 @@ from typing import Any
 PID, TID = 100, 100
 
 
-def cpu(name: str, ts: float, dur: float, cat: str = "cpu_op", tid: int = TID, **args: Any) -> dict[str, Any]:
-    return {"ph": "X", "cat": cat, "name": name, "pid": PID, "tid": tid, "ts": ts, "dur": dur, "args": args}
+def cpu(
+    name: str, ts: float, dur: float, cat: str = "cpu_op", tid: int = TID, **args: Any
+) -> dict[str, Any]:
+    return {
+        "ph": "X",
+        "cat": cat,
+        "name": name,
+        "pid": PID,
+        "tid": tid,
+        "ts": ts,
+        "dur": dur,
+        "args": args,
+    }
 
 
 def label(name: str, ts: float, dur: float, tid: int = TID) -> dict[str, Any]:
@@ -19,7 +30,9 @@ def step(number: int, ts: float, dur: float) -> dict[str, Any]:
     return label(f"ProfilerStep#{number}", ts, dur)
 
 
-def launch(ts: float, dur: float, correlation: int, name: str = "cudaLaunchKernel") -> dict[str, Any]:
+def launch(
+    ts: float, dur: float, correlation: int, name: str = "cudaLaunchKernel"
+) -> dict[str, Any]:
     return cpu(name, ts, dur, cat="cuda_runtime", correlation=correlation)
 
 
@@ -32,7 +45,9 @@ def gpu(
     }  # fmt: skip
 
 
-def kernel(name: str, ts: float, dur: float, stream: int = 7, correlation: int = -1) -> dict[str, Any]:
+def kernel(
+    name: str, ts: float, dur: float, stream: int = 7, correlation: int = -1
+) -> dict[str, Any]:
     return gpu("kernel", name, ts, dur, stream, correlation)
 
 

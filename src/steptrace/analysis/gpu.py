@@ -169,7 +169,8 @@ def _busy_ms(events: EventTable, rows: NDArray[np.int64]) -> float:
 
 
 def _of_kind(events: EventTable, rows: NDArray[np.int64], kind: Kind) -> NDArray[np.int64]:
-    return rows[events.kind[rows] == kind]
+    chosen: NDArray[np.int64] = rows[events.kind[rows] == kind]
+    return chosen
 
 
 def _kernels(events: EventTable, rows: NDArray[np.int64]) -> KernelSummary:
@@ -245,7 +246,10 @@ def _sync_rows(events: EventTable) -> NDArray[np.int64]:
     sync_names = np.array(
         [i for i, n in enumerate(events.names) if n in SYNC_CALLS], dtype=np.int32
     )
-    return np.flatnonzero(events.mask(*LAUNCHES) & np.isin(events.name_id, sync_names))
+    rows: NDArray[np.int64] = np.flatnonzero(
+        events.mask(*LAUNCHES) & np.isin(events.name_id, sync_names)
+    )
+    return rows
 
 
 def _syncs(

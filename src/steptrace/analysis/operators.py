@@ -86,12 +86,12 @@ def _launched_gpu_work(
     at = np.clip(np.searchsorted(correlation, events.correlation[kernels]), 0, None)
     n = len(events.names)
     if correlation.size == 0:
-        return np.zeros(n), np.zeros(n, dtype=np.int64)
+        return np.zeros(n, dtype=np.float64), np.zeros(n, dtype=np.int64)
     at = np.minimum(at, correlation.size - 1)
     found = (correlation[at] == events.correlation[kernels]) & (events.correlation[kernels] >= 0)
     names = owner_name[at[found]]
     total = np.bincount(names, weights=events.dur_us[kernels][found], minlength=n)
-    return total, np.bincount(names, minlength=n)
+    return total.astype(np.float64), np.bincount(names, minlength=n).astype(np.int64)
 
 
 def _typical_shapes(events: EventTable, ops: NDArray[np.int64]) -> dict[int, str]:

@@ -49,14 +49,10 @@ def phases_per_step(
     markers = np.array(
         [i for i, n in enumerate(events.names) if _STEP_MARKER.match(n)], dtype=np.int32
     )
-    rows = np.flatnonzero(
-        (events.kind == Kind.USER_ANNOTATION) & ~np.isin(events.name_id, markers)
-    )
+    rows = np.flatnonzero((events.kind == Kind.USER_ANNOTATION) & ~np.isin(events.name_id, markers))
     start, end = events.start_us[rows], events.end_us[rows]
     exclusive = self_time(start, end, parents(start, end, events.thread_id[rows]))
-    return tuple(
-        _step_phases(events, step, rows, exclusive, gpu_busy) for step in steps
-    )
+    return tuple(_step_phases(events, step, rows, exclusive, gpu_busy) for step in steps)
 
 
 def _step_phases(

@@ -62,7 +62,8 @@ def _steps(result: TraceAnalysis) -> Table:
     )  # fmt: skip
     for step in result.steps:
         gpu = step.gpu
-        _row(table, 
+        _row(
+            table,
             step.name,
             fmt.ms(step.wall_ms),
             fmt.ms(gpu.busy_ms if gpu else None),
@@ -74,9 +75,10 @@ def _steps(result: TraceAnalysis) -> Table:
             fmt.ms(step.unlabeled_ms) if step.unlabeled_ms is not None else "—",
         )
     summary = result.summary
+    busy = summary.gpu_busy_ms
     table.caption = Text(
-        f"{summary.count} step(s): wall {fmt.spread(summary.wall_ms)} ms "
-        f"(median [min–max]); GPU busy {fmt.spread(summary.gpu_busy_ms)} ms"
+        f"{summary.count} step(s): wall {fmt.spread(summary.wall_ms)} ms (median [min–max]); "
+        + (f"GPU busy {fmt.spread(busy)} ms" if busy else f"GPU busy {fmt.NOT_OBSERVED}")
     )
     return table
 
@@ -87,7 +89,8 @@ def _phases(result: TraceAnalysis) -> Table:
         "label", "steps", "exclusive ms", "share of step", "GPU idle while it ran ms",
     )  # fmt: skip
     for phase in result.summary.phases:
-        _row(table, 
+        _row(
+            table,
             fmt.short(phase.name, 60),
             str(phase.steps),
             fmt.spread(phase.exclusive_ms),
@@ -105,10 +108,15 @@ def _transfers(result: TraceAnalysis) -> Table:
         if step.gpu is None:
             continue
         for copy in step.gpu.memcpy:
-            _row(table, 
-                step.name, f"Memcpy {copy.direction}", str(copy.count), fmt.ms(copy.busy_ms),
-                fmt.size(copy.bytes), str(copy.pageable),
-            )  # fmt: skip
+            _row(
+                table,
+                step.name,
+                f"Memcpy {copy.direction}",
+                str(copy.count),
+                fmt.ms(copy.busy_ms),
+                fmt.size(copy.bytes),
+                str(copy.pageable),
+            )
         if step.gpu.memset.count:
             memset = step.gpu.memset
             _row(table, step.name, "Memset", str(memset.count), fmt.ms(memset.busy_ms), "", "")
@@ -121,10 +129,15 @@ def _operators(result: TraceAnalysis) -> Table:
         "operator", "calls", "self ms", "inclusive ms", "GPU ms launched", "input shapes",
     )  # fmt: skip
     for op in result.operators:
-        _row(table, 
-            fmt.short(op.name, 50), str(op.calls), fmt.ms(op.self_ms), fmt.ms(op.inclusive_ms),
-            fmt.ms(op.gpu_ms), fmt.short(op.input_shapes or "not recorded", 40),
-        )  # fmt: skip
+        _row(
+            table,
+            fmt.short(op.name, 50),
+            str(op.calls),
+            fmt.ms(op.self_ms),
+            fmt.ms(op.inclusive_ms),
+            fmt.ms(op.gpu_ms),
+            fmt.short(op.input_shapes or "not recorded", 40),
+        )
     return table
 
 
@@ -136,8 +149,13 @@ def _kernels(result: TraceAnalysis) -> RenderableType:
         "kernel", "calls", "total ms", "mean µs", "min µs", "max µs",
     )  # fmt: skip
     for k in result.kernels:
-        _row(table, 
-            fmt.short(k.name, 70), str(k.calls), fmt.ms(k.total_ms), fmt.us(k.mean_us),
-            fmt.us(k.min_us), fmt.us(k.max_us),
-        )  # fmt: skip
+        _row(
+            table,
+            fmt.short(k.name, 70),
+            str(k.calls),
+            fmt.ms(k.total_ms),
+            fmt.us(k.mean_us),
+            fmt.us(k.min_us),
+            fmt.us(k.max_us),
+        )
     return table

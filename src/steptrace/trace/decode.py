@@ -100,7 +100,9 @@ def _decode_nonstandard(data: bytes, where: str, error: msgspec.DecodeError) -> 
     except (ValueError, RecursionError):
         raise TraceError(f"{where}: invalid or truncated JSON ({_short(error)})") from None
     try:
-        return _decode_typed(msgspec.json.encode(loose), b"[" if isinstance(loose, list) else b"{")  # non-finite numbers become null
+        return _decode_typed(
+            msgspec.json.encode(loose), b"[" if isinstance(loose, list) else b"{"
+        )  # non-finite numbers become null
     except msgspec.MsgspecError as exc:
         raise TraceError(f"{where}: not a torch.profiler trace ({_short(exc)})") from None
 

@@ -136,10 +136,13 @@ def _kinds(complete: list[Event], warnings: list[str]) -> np.ndarray:
         warnings.append(f"ignored {count} events of unknown categories: {listed}")
     legacy = np.flatnonzero(kind == Kind.LEGACY_OPERATOR)
     kind[legacy] = [
-        legacy_operator_kind(complete[i].name, bool(complete[i].args and complete[i].args.input_dims))
-        for i in legacy.tolist()
+        legacy_operator_kind(complete[i].name, _has_inputs(complete[i])) for i in legacy.tolist()
     ]
     return kind
+
+
+def _has_inputs(event: Event) -> bool:
+    return event.args is not None and len(event.args.input_dims) > 0
 
 
 def _threads(complete: list[Event]) -> tuple[np.ndarray, tuple[tuple[int | str, int | str], ...]]:
@@ -169,12 +172,16 @@ class _ArgColumns:
         args = [e.args or _NO_ARGS for e in events]
         self.correlation[rows] = [_as_int(a.correlation) for a in args]
         self.device[rows] = [
-            _as_int(e.pid if a.device is None else a.device) for e, a in zip(events, args)
+            _as_int(e.pid if a.device is None else a.device)
+            for e, a in zip(events, args, strict=True)
         ]
         self.stream[rows] = [
-            _as_int(e.tid if a.stream is None else a.stream) for e, a in zip(events, args)
+            _as_int(e.tid if a.stream is None else a.stream)
+            for e, a in zip(events, args, strict=True)
         ]
-        self.nbytes[rows] = [a.bytes if isinstance(a.bytes, int | float) else math.nan for a in args]
+        self.nbytes[rows] = [
+            a.bytes if isinstance(a.bytes, int | float) else math.nan for a in args
+        ]
         shapes: dict[bytes, int] = {}
         for i in np.flatnonzero(kind == Kind.CPU_OP).tolist():
             a = complete[i].args

@@ -1,0 +1,149 @@
+"""Bad input: a one-line error naming the file, exit code 2, no traceback; or a warning."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from steptrace.cli import app
+from tests.conftest import TRACES, WriteTrace, gpu_trace
+from tests.tracegen import document, kernel, step
+
+runner = CliRunner()
+
+
+def run(*args: str) -> tuple[int, str, str]:
+    result = runner.invoke(app, ["analyze", *args])
+    return result.exit_code, result.stdout, result.stderr
+
+
+def assert_one_line_error(args: list[str], path: Path, problem: str) -> None:
+    code, out, err = run(*args)
+    assert code == 2
+    assert out == ""
+    lines = err.strip().splitlines()
+    assert len(lines) == 1, err
+    assert lines[0].startswith("steptrace: error: ")
+    assert str(path) in lines[0]
+    assert problem in lines[0]
+    assert "Traceback" not in err
+
+
+def test_empty_file(write_trace: WriteTrace) -> None:
+    path = write_trace(b"")
+    assert_one_line_error([str(path)], path, "empty file")
+
+
+def test_whitespace_only_file(write_trace: WriteTrace) -> None:
+    path = write_trace(b"  \n\t ")
+    assert_one_line_error([str(path)], path, "empty file")
+
+
+def test_truncated_json(write_trace: WriteTrace) -> None:
+    text = gzip.decompress(gpu_trace("a100_cuda_event_sync__").read_bytes())
+    path = write_trace(text[: len(text) // 2])
+    assert_one_line_error([str(path)], path, "invalid or truncated JSON")
+
+
+def test_broken_gzip(write_trace: WriteTrace) -> None:
+    packed = gpu_trace("a100_cuda_event_sync__").read_bytes()
+    path = write_trace(packed[: len(packed) // 2], name="cut.json.gz")
+    assert_one_line_error([str(path)], path, "broken gzip")
+
+
+def test_corrupted_gzip(write_trace: WriteTrace) -> None:
+    packed = bytearray(gpu_trace("a100_cuda_event_sync__").read_bytes())
+    packed[100:140] = bytes(40)
+    path = write_trace(bytes(packed), name="corrupt.json.gz")
+    assert_one_line_error([str(path)], path, "broken gzip")
+
+
+def test_memory_timeline_export_is_not_a_trace() -> None:
+    path = TRACES / "gpu" / "memory_timeline_export_raw__memory_analysis.raw.gz"
+    assert_one_line_error([str(path)], path, "not a torch.profiler trace")
+
+
+@pytest.mark.parametrize(
+    ("content", "problem"),
+    [
+        ({"hello": "world"}, "no traceEvents"),
+        ({"traceEvents": []}, "holds no events"),
+        ({"traceEvents": [{"ph": "M", "name": "process_name", "pid": 1}]}, "no complete"),
+        ({"traceEvents": "nope"}, "not a torch.profiler trace"),
+        ([1, 2, 3], "not a torch.profiler trace"),
+        ("42", "not a torch.profiler trace"),
+    ],
+)
+def test_json_that_is_not_a_trace(write_trace: WriteTrace, content: object, problem: str) -> None:
+    path = write_trace(json.dumps(content))
+    assert_one_line_error([str(path)], path, problem)
+
+
+def test_missing_file(tmp_path: Path) -> None:
+    path = tmp_path / "absent.json"
+    assert_one_line_error([str(path)], path, "no such file")
+
+
+def test_folder_without_traces(tmp_path: Path) -> None:
+    (tmp_path / "notes.txt").write_text("not a trace")
+    assert_one_line_error([str(tmp_path)], tmp_path, "holds no trace")
+
+
+def test_no_usable_event(write_trace: WriteTrace) -> None:
+    path = write_trace(document([{"ph": "X", "name": "a", "cat": "cpu_op", "pid": 1, "tid": 1}]))
+    assert_one_line_error([str(path)], path, "no event has a usable ts and dur")
+
+
+def test_events_without_times_or_with_bad_durations_are_skipped_with_a_warning(
+    write_trace: WriteTrace,
+) -> None:
+    good = [step(1, 0, 100), kernel("k", 10, 20)]
+    bad = [
+        {"ph": "X", "cat": "kernel", "name": "no_ts", "pid": 0, "tid": 7, "dur": 5},
+        {"ph": "X", "cat": "kernel", "name": "no_dur", "pid": 0, "tid": 7, "ts": 5},
+        kernel("negative", 30, -4),
+    ]
+    nan = '{"ph": "X", "cat": "kernel", "name": "nan", "pid": 0, "tid": 7, "ts": 1, "dur": NaN}'
+    text = json.dumps(document(good + bad))
+    text = text.replace('"traceEvents": [', f'"traceEvents": [{nan}, ', 1)
+    path = write_trace(text)
+    code, out, err = run(str(path), "--format", "json")
+    assert code == 0
+    assert "skipped 4 complete events without a usable ts/dur" in err
+    assert str(path) in err
+    result = json.loads(out)
+    assert result["steps"][0]["gpu"]["busy_ms"] == pytest.approx(0.02)
+    assert [k["name"] for k in result["kernels"]] == ["k"]
+    assert any("skipped 4" in w for w in result["trace"]["warnings"])
+
+
+def test_unknown_categories_are_ignored_with_a_warning(write_trace: WriteTrace) -> None:
+    odd = {"ph": "X", "cat": "quantum_op", "name": "q", "pid": 1, "tid": 1, "ts": 0, "dur": 1e6}
+    path = write_trace(document([step(1, 0, 100), kernel("k", 10, 20), odd]))
+    code, out, err = run(str(path), "--format", "json")
+    assert code == 0
+    assert "ignored 1 events of unknown categories: 'quantum_op'" in err
+    assert json.loads(out)["steps"][0]["gpu"]["busy_ms"] == pytest.approx(0.02)
+
+
+def test_one_bad_file_among_good_ones_fails_the_command(write_trace: WriteTrace) -> None:
+    good = write_trace(document([step(1, 0, 100)]))
+    bad = write_trace(b"{")
+    assert_one_line_error([str(good), str(bad)], bad, "invalid or truncated JSON")
+
+
+def test_the_installed_command_prints_no_traceback(write_trace: WriteTrace) -> None:
+    path = write_trace(b"{not json")
+    command = Path(sys.executable).parent / "steptrace"
+    done = subprocess.run(
+        [str(command), "analyze", str(path)], capture_output=True, text=True, check=False
+    )
+    assert done.returncode == 2
+    assert done.stderr.count("\n") == 1 and "Traceback" not in done.stderr
+    assert done.stderr.startswith(f"steptrace: error: {path}: ")

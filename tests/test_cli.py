@@ -1,0 +1,86 @@
+"""The command line: formats, the JSON schema's required names, folders of rank traces."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from steptrace.cli import app
+from tests import reference
+from tests.conftest import gpu_trace, read_json
+
+runner = CliRunner()
+NCCL = gpu_trace("a100_2rank_rank0")
+CPU_ONLY = gpu_trace("cpu_only_gloo")
+
+
+def analyze(*args: str) -> str:
+    result = runner.invoke(app, ["analyze", *args])
+    assert result.exit_code == 0, result.stderr
+    return result.stdout
+
+
+def test_json_has_the_documented_names() -> None:
+    out = json.loads(analyze(str(NCCL), "--format", "json", "--top", "3"))
+    assert out["schema"] == "steptrace.analysis/1"
+    assert out["trace"]["gpu_observed"] is True
+    assert out["trace"]["rank"] == 0 and out["trace"]["world_size"] == 2
+    windows = reference.step_windows(read_json(NCCL))
+    assert [s["name"] for s in out["steps"]] == [w[0] for w in windows]
+    for step, (_, lo, hi) in zip(out["steps"], windows, strict=True):
+        assert step["wall_ms"] == pytest.approx((hi - lo) / 1000)
+        assert set(step["gpu"]) >= {"busy_ms", "idle_ms", "kernels"}
+    assert len(out["kernels"]) == 3
+    assert set(out["kernels"][0]) >= {"name", "calls", "total_ms", "min_us", "max_us"}
+    assert out["kernels_total"] == len(reference.kernel_table(read_json(NCCL)))
+
+
+def test_json_says_not_observed_with_null() -> None:
+    out = json.loads(analyze(str(CPU_ONLY), "--format", "json"))
+    assert out["trace"]["gpu_observed"] is False
+    assert all(step["gpu"] is None for step in out["steps"])
+    assert out["summary"]["gpu_busy_ms"] is None
+
+
+def test_text_report_says_gpu_was_not_observed() -> None:
+    out = analyze(str(CPU_ONLY))
+    assert "GPU not observed" in out
+    assert "not observed" in out.split("Steps")[1]
+
+
+def test_text_report_shows_steps_labels_and_kernels() -> None:
+    out = analyze(str(NCCL), "--top", "4")
+    for expected in ("ProfilerStep#4", "nccl:all_reduce", "Kernels by total time (top 4 of"):
+        assert expected in out
+
+
+def test_markdown_report_has_tables() -> None:
+    out = analyze(str(NCCL), "--format", "md", "--top", "2")
+    assert out.startswith("# steptrace analysis")
+    assert "| step | wall ms |" in out
+    assert "## Kernels (top 2 of" in out
+
+
+def test_folder_of_rank_traces_gives_one_result_per_rank(tmp_path: Path) -> None:
+    for rank in (1, 0):
+        source = gpu_trace(f"sampled_128rank_rank{rank}")
+        shutil.copy(source, tmp_path / f"rank-{rank}.json.gz")
+    (tmp_path / "README.txt").write_text("ignored: not a trace name")
+    out = json.loads(analyze(str(tmp_path), "--format", "json", "--top", "1"))
+    assert [r["trace"]["rank"] for r in out] == [0, 1]
+    assert [r["trace"]["world_size"] for r in out] == [128, 128]
+
+
+def test_help_lists_the_command() -> None:
+    result = runner.invoke(app, ["--help"])
+    assert result.exit_code == 0
+    assert "analyze" in result.stdout
+
+
+def test_bad_format_is_a_usage_error() -> None:
+    result = runner.invoke(app, ["analyze", str(NCCL), "--format", "xml"])
+    assert result.exit_code == 2
