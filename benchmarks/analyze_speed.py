@@ -14,7 +14,9 @@ script and than the source trace.
 Each tool runs as a whole process (interpreter start, imports, gunzip, parse, analysis), the
 tools interleaved (A B C A B C ...) for ``--repeats`` rounds. Wall time is taken around the
 child; peak RSS is the child's ``ru_maxrss`` from ``os.wait4`` (on Linux the largest of the
-child and its reaped descendants, e.g. HTA's parser pool worker). Medians are quoted because the
+child and its reaped descendants, e.g. HTA's parser pool worker, not their sum). A forked
+child's ``ru_maxrss`` starts at the parent's RSS, so this process never loads a trace itself:
+counting events and building the copy run in spawned interpreters. Medians are quoted because the
 machine is small and shared.
 
 1. ``steptrace analyze TRACE --format json`` (stdout to /dev/null).
@@ -37,6 +39,7 @@ from __future__ import annotations
 import argparse
 import gzip
 import json
+import multiprocessing
 import os
 import re
 import resource
@@ -48,6 +51,7 @@ import tempfile
 import threading
 import time
 from collections.abc import Callable, Iterator
+from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -268,19 +272,35 @@ def uncompressed_size(path: Path) -> int:
     """Bytes of the decompressed file, streamed."""
     total = 0
     with gzip.open(path, "rb") as fh:
-        while chunk := fh.read(1 << 24):
+        while chunk := fh.read(1 << 20):
             total += len(chunk)
     return total
 
 
+def count_events(path: Path) -> int:
+    """Number of entries in ``traceEvents``."""
+    return len(load_trace(path)["traceEvents"])
+
+
+def in_fresh_process(func: Callable[..., Any], *args: Any) -> Any:
+    """Run ``func(*args)`` in a spawned interpreter, so that this process stays small.
+
+    A child's ``ru_maxrss`` starts from the RSS of the process that forked it, so the parent
+    must never hold a parsed trace.
+    """
+    context = multiprocessing.get_context("spawn")
+    with ProcessPoolExecutor(max_workers=1, mp_context=context) as pool:
+        return pool.submit(func, *args).result()
+
+
 def trace_infos(source: Path, rebuild: bool) -> list[TraceInfo]:
     """The source trace and its 8x replica (built if missing or stale)."""
-    events = len(load_trace(source)["traceEvents"])
+    events: int = in_fresh_process(count_events, source)
     stem = source.name.removesuffix(".gz").removesuffix(".json")
     replica = WORK / f"{stem}__x{COPIES}.json.gz"
     WORK.mkdir(parents=True, exist_ok=True)
     if rebuild or not is_fresh(replica, Path(__file__).resolve(), source):
-        build_replica(source, replica, COPIES)
+        in_fresh_process(build_replica, source, replica, COPIES)
     else:
         print(f"reusing {replica}", flush=True)
     return [

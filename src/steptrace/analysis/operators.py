@@ -38,16 +38,22 @@ def operator_stats(events: EventTable, gpu_observed: bool) -> tuple[OperatorStat
     ops = np.flatnonzero(events.kind == Kind.CPU_OP)
     if ops.size == 0:
         return ()
+    launches = np.flatnonzero(events.mask(*LAUNCHES))
+    owner = _owning_operator(events, ops, launches)
+    op_parent = owner[: ops.size]
     start, end = events.start_us[ops], events.end_us[ops]
     name = events.name_id[ops]
-    parent = parents(start, end, events.thread_id[ops])
-    own = self_time(start, end, parent)
-    outermost = ~has_same_name_ancestor(name, parent)
+    own = self_time(start, end, op_parent)
+    outermost = ~has_same_name_ancestor(name, op_parent)
     n = len(events.names)
     calls = np.bincount(name, minlength=n)
     self_us = np.bincount(name, weights=own, minlength=n)
     inclusive_us = np.bincount(name[outermost], weights=(end - start)[outermost], minlength=n)
-    gpu_us, gpu_count = _launched_gpu_work(events, ops) if gpu_observed else (None, None)
+    gpu_us, gpu_count = (
+        _launched_gpu_work(events, name, launches, owner[ops.size :])
+        if gpu_observed
+        else (None, None)
+    )
     shapes = _typical_shapes(events, ops)
     stats = [
         OperatorStat(
@@ -64,33 +70,40 @@ def operator_stats(events: EventTable, gpu_observed: bool) -> tuple[OperatorStat
     return tuple(sorted(stats, key=lambda s: (-s.self_ms, s.name)))
 
 
-def _launched_gpu_work(
-    events: EventTable, ops: NDArray[np.int64]
-) -> tuple[NDArray[np.float64], NDArray[np.int64]]:
-    """Per operator name: summed duration and count of the GPU work it launched."""
-    launches = np.flatnonzero(events.mask(*LAUNCHES))
+def _owning_operator(
+    events: EventTable, ops: NDArray[np.int64], launches: NDArray[np.int64]
+) -> NDArray[np.int64]:
+    """For each op, then each launch call: index (into ``ops``) of its innermost enclosing op."""
     rows = np.concatenate((ops, launches))
     parent = parents(events.start_us[rows], events.end_us[rows], events.thread_id[rows])
     is_op = np.arange(rows.size) < ops.size
-    owner = parent.copy()  # climb through nested launch calls (runtime > driver) to an op
-    while ((owner >= 0) & ~is_op[np.maximum(owner, 0)]).any():
-        climb = (owner >= 0) & ~is_op[np.maximum(owner, 0)]
+    owner = parent.copy()  # climb through launch calls (runtime > driver) to an operator
+    while (climb := (owner >= 0) & ~is_op[np.maximum(owner, 0)]).any():
         owner[climb] = parent[owner[climb]]
-    launch_owner = owner[ops.size :]
-    known = launch_owner >= 0
-    correlation = events.correlation[launches][known]
-    owner_name = events.name_id[rows[launch_owner[known]]]
-    order = np.argsort(correlation)
-    correlation, owner_name = correlation[order], owner_name[order]
-    kernels = np.flatnonzero(events.mask(*GPU_WORK))
-    at = np.clip(np.searchsorted(correlation, events.correlation[kernels]), 0, None)
+    return owner
+
+
+def _launched_gpu_work(
+    events: EventTable,
+    op_name: NDArray[np.int32],
+    launches: NDArray[np.int64],
+    launch_owner: NDArray[np.int64],
+) -> tuple[NDArray[np.float64], NDArray[np.int64]]:
+    """Per operator name: summed duration and count of the GPU work it launched."""
     n = len(events.names)
+    known = (launch_owner >= 0) & (events.correlation[launches] >= 0)
+    correlation = events.correlation[launches][known]
+    owner_name = op_name[launch_owner[known]]
     if correlation.size == 0:
         return np.zeros(n, dtype=np.float64), np.zeros(n, dtype=np.int64)
-    at = np.minimum(at, correlation.size - 1)
-    found = (correlation[at] == events.correlation[kernels]) & (events.correlation[kernels] >= 0)
+    order = np.argsort(correlation, kind="stable")
+    correlation, owner_name = correlation[order], owner_name[order]
+    work = np.flatnonzero(events.mask(*GPU_WORK))
+    wanted = events.correlation[work]
+    at = np.minimum(np.searchsorted(correlation, wanted), correlation.size - 1)
+    found = (correlation[at] == wanted) & (wanted >= 0)
     names = owner_name[at[found]]
-    total = np.bincount(names, weights=events.dur_us[kernels][found], minlength=n)
+    total = np.bincount(names, weights=events.dur_us[work][found], minlength=n)
     return total.astype(np.float64), np.bincount(names, minlength=n).astype(np.int64)
 
 

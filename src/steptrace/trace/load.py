@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import gc
 import math
 import re
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -30,7 +33,7 @@ def load_trace(path: str | Path, *, progress: bool | None = None) -> Trace:
     if path.is_dir():
         raise TraceError(f"{where}: is a folder, not a trace file")
     size = path.stat().st_size
-    with loading_progress(path.name, size, progress) as stage:
+    with loading_progress(path.name, size, progress) as stage, _collector_paused():
         raw = _read(path, stage.read)
         stage.step("decompressing")
         data = decompress(raw, where)
@@ -40,6 +43,18 @@ def load_trace(path: str | Path, *, progress: bool | None = None) -> Trace:
         del data
         stage.step("indexing")
         return _build(document, path, size)
+
+
+@contextmanager
+def _collector_paused() -> Iterator[None]:
+    """Building millions of acyclic objects triggers useless collections: pause them."""
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
 
 
 def _read(path: Path, advance: Any) -> bytes:

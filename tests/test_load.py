@@ -1,0 +1,75 @@
+"""Loading details: metadata, progress display, thread identity, args of every vintage."""
+
+from __future__ import annotations
+
+import io
+
+import numpy as np
+from rich.console import Console
+
+import steptrace
+from steptrace.trace.kinds import Kind
+from steptrace.trace.progress import loading_progress
+from tests.conftest import WriteTrace, gpu_trace
+from tests.tracegen import document, gpu, kernel, label, step
+
+
+def test_rocm_trace_reads_hip_calls_and_string_streams() -> None:
+    trace = steptrace.load_trace(gpu_trace("amd_mi250"))
+    events = trace.events
+    launches = events.mask(Kind.RUNTIME)
+    hip = {events.names[i] for i in np.unique(events.name_id[launches])}
+    assert "hipLaunchKernel" in hip
+    kernels = events.kind == Kind.KERNEL
+    assert (events.correlation[kernels] >= 0).all()
+    assert trace.info.devices is not None and trace.info.devices[0].name == "AMD Radeon Graphics"
+
+
+def test_metadata_of_a_rank_trace() -> None:
+    info = steptrace.load_trace(gpu_trace("a100_2rank_rank0")).info
+    assert info.distributed is not None
+    assert (info.distributed.rank, info.distributed.world_size) == (0, 2)
+    assert info.distributed.backend == "nccl"
+    assert info.base_time_ns is not None
+
+
+def test_trace_without_device_properties_is_not_a_cpu_trace() -> None:
+    result = steptrace.analyze(gpu_trace("sampled_128rank_rank0"))
+    assert result.trace.devices is None
+    assert result.trace.gpu_observed  # decided by the events, not by deviceProperties
+
+
+def test_progress_display_goes_to_stderr_and_leaves_the_result_unchanged(
+    write_trace: WriteTrace, monkeypatch
+) -> None:  # type: ignore[no-untyped-def]
+    buffer = io.StringIO()
+    monkeypatch.setattr(
+        "rich.console.Console",
+        lambda **kwargs: Console(file=buffer, force_terminal=True, width=100),
+    )
+    path = write_trace(document([step(1, 0, 100), label("read_batch", 0, 50), kernel("k", 60, 5)]))
+    shown = steptrace.load_trace(path, progress=True)
+    hidden = steptrace.load_trace(path, progress=False)
+    assert "read_batch" in shown.events.names
+    assert np.array_equal(shown.events.start_us, hidden.events.start_us)
+    assert "trace" in buffer.getvalue()
+
+
+def test_progress_is_off_for_small_files_and_pipes() -> None:
+    with loading_progress("x", 10, None) as stage:
+        stage.read(10)
+        stage.step("decoding")  # silent: no display was created
+
+
+def test_copies_carry_bytes_and_host_memory_kind(write_trace: WriteTrace) -> None:
+    copy = gpu("gpu_memcpy", "Memcpy DtoH (Device -> Pinned)", 10, 5, bytes=4096)
+    result = steptrace.analyze(write_trace(document([step(1, 0, 100), copy])))
+    gpu_step = result.steps[0].gpu
+    assert gpu_step is not None
+    (summary,) = gpu_step.memcpy
+    assert (summary.direction, summary.bytes, summary.pinned, summary.pageable) == (
+        "DtoH",
+        4096,
+        1,
+        0,
+    )
