@@ -1,7 +1,9 @@
 """Bytes of a trace file -> typed documents, with one-line errors for bad input.
 
-The JSON is decoded in one pass by msgspec into small typed structs; only the ``args``
-fields the analyses use are decoded, the rest is skipped without building objects. The
+The document is decoded by msgspec with its events left raw (references into the
+buffer); the events are then decoded in batches into small typed structs, so that only
+one batch of Python objects is alive at a time. Only the ``args`` fields the analyses
+use are decoded, the rest is skipped without building objects. The
 structs hold no reference cycles, so they are left out of the garbage collector
 (``gc=False``): millions of them would otherwise trigger collections for nothing.
 """
@@ -48,7 +50,7 @@ class Event(msgspec.Struct, gc=False):
 class Document(msgspec.Struct):
     """A Kineto trace file: the events and the metadata written beside them."""
 
-    traceEvents: list[Event] | None = None  # noqa: N815 (the format's own key)
+    traceEvents: list[msgspec.Raw] | None = None  # noqa: N815 (the format's own key)
     deviceProperties: list[dict[str, Any]] | None = None  # noqa: N815
     distributedInfo: dict[str, Any] | None = None  # noqa: N815
     baseTimeNanoseconds: int | str | None = None  # noqa: N815
@@ -61,17 +63,26 @@ class Document(msgspec.Struct):
 
 
 _DOCUMENT = msgspec.json.Decoder(Document)
+_RAW_LIST = msgspec.json.Decoder(list[msgspec.Raw])
 _EVENT_LIST = msgspec.json.Decoder(list[Event])
+_BATCH_PATH = re.compile(r"`\$\[(\d+)\]")
 _GZIP_MAGIC = b"\x1f\x8b"
 _FIRST_CHARACTER = re.compile(rb"\S")
 
 
 def decompress(raw: bytes, where: str) -> bytes:
-    """Gunzip when the bytes are gzip, else return them as they are."""
+    """Gunzip when the bytes are gzip, else return them as they are.
+
+    The gzip trailer gives the size: one exact allocation instead of growing buffers
+    (which would double the peak memory on a large trace). Multi-member files, whose
+    trailer only tells the last member's size, take the standard library's path.
+    """
     if not raw.startswith(_GZIP_MAGIC):
         return raw
     try:
-        return gzip.decompress(raw)
+        size = int.from_bytes(raw[-4:], "little")
+        data = zlib.decompress(raw, wbits=31, bufsize=max(size, 1))
+        return data if len(data) == size else gzip.decompress(raw)
     except (OSError, EOFError, zlib.error) as exc:
         raise TraceError(f"{where}: broken gzip ({_short(exc)})") from None
 
@@ -91,8 +102,19 @@ def decode(data: bytes, where: str) -> Document:
 
 def _decode_typed(data: bytes, first: bytes) -> Document:
     if first == b"[":  # the Chrome trace "array format": events alone
-        return Document(traceEvents=_EVENT_LIST.decode(data))
+        return Document(traceEvents=_RAW_LIST.decode(data))
     return _DOCUMENT.decode(data)
+
+
+def decode_events(raw: list[msgspec.Raw], offset: int, where: str) -> list[Event]:
+    """Decode a batch of raw events (``offset`` is the first one's index, for messages)."""
+    try:
+        return _EVENT_LIST.decode(b"[" + b",".join(raw) + b"]")
+    except msgspec.ValidationError as exc:
+        at = _BATCH_PATH.sub(lambda m: f"`$.traceEvents[{int(m.group(1)) + offset}]", str(exc))
+        raise TraceError(
+            f"{where}: not a torch.profiler trace ({_short(ValueError(at))})"
+        ) from None
 
 
 def _decode_nonstandard(data: bytes, where: str, error: msgspec.DecodeError) -> Document:

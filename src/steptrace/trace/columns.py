@@ -1,0 +1,183 @@
+"""Decoded events -> numpy columns, one batch at a time, names interned across batches.
+
+Only complete events (``ph == "X"``) become rows. Integer fields are accepted as written
+by every Kineto vintage (``7``, ``"7"``, ``"stream 7"``, ``"0x0"``); what cannot be read
+is ``MISSING``. The builder also keeps what the metadata and instant events say.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+
+import numpy as np
+from numpy.typing import NDArray
+
+from steptrace.trace.decode import Event, EventArgs
+from steptrace.trace.kinds import GPU_WORK, LAUNCHES, Kind, kind_of, legacy_operator_kind
+from steptrace.trace.table import MISSING, EventTable
+
+ThreadKey = tuple[int | str, int | str]
+
+_DIGITS = re.compile(r"-?\d+")
+_NO_ARGS = EventArgs()
+_WITH_DEVICE_ARGS = np.array([*GPU_WORK, *LAUNCHES, Kind.CUDA_SYNC], dtype=np.int8)
+
+
+class ColumnBuilder:
+    """Accumulates batches of decoded events into the columns of an ``EventTable``."""
+
+    def __init__(self) -> None:
+        self.names: dict[str, int] = {}
+        self.categories: dict[str, int] = {}
+        self.category_kinds: list[Kind | None] = []
+        self.raw_threads: dict[ThreadKey, int] = {}
+        self.shapes: dict[bytes, int] = {}
+        self.thread_names: dict[ThreadKey, str] = {}
+        self.memory_events = 0
+        self.events_seen = 0
+        self._batches: list[dict[str, NDArray[np.generic]]] = []
+
+    def add(self, events: list[Event]) -> None:
+        """Take one batch of decoded events."""
+        self.events_seen += len(events)
+        complete = []
+        for e in events:
+            if e.ph == "X":
+                complete.append(e)
+            elif e.ph == "i" and e.name == "[memory]":
+                self.memory_events += 1
+            elif e.ph == "M" and e.name == "thread_name" and e.args and e.args.name:
+                self.thread_names[(_id(e.pid), _id(e.tid))] = str(e.args.name)
+        if complete:
+            self._batches.append(self._columns(complete))
+
+    def _columns(self, complete: list[Event]) -> dict[str, NDArray[np.generic]]:
+        names, categories, threads = self.names, self.categories, self.raw_threads
+        category = np.array(
+            [categories.setdefault(e.cat, len(categories)) for e in complete], np.int32
+        )
+        self.category_kinds += [kind_of(c) for c in list(categories)[len(self.category_kinds) :]]
+        by_category = np.array([Kind.OTHER if k is None else k for k in self.category_kinds])
+        kind = by_category[category].astype(np.int8)
+        legacy = np.flatnonzero(kind == Kind.LEGACY_OPERATOR)
+        kind[legacy] = [_legacy_kind(complete[i]) for i in legacy.tolist()]
+        return {
+            "start_us": np.array([e.ts for e in complete], dtype=np.float64),  # None -> NaN
+            "dur_us": np.array([e.dur for e in complete], dtype=np.float64),
+            "name_id": np.array([names.setdefault(e.name, len(names)) for e in complete]),
+            "category": category,
+            "raw_thread": np.array(
+                [threads.setdefault((e.pid, e.tid), len(threads)) for e in complete]
+            ),
+            "kind": kind,
+            **self._args(complete, kind),
+        }  # fmt: skip
+
+    def _args(
+        self, complete: list[Event], kind: NDArray[np.int8]
+    ) -> dict[str, NDArray[np.generic]]:
+        """The ``args`` columns, filled only for the rows whose analyses read them."""
+        n = len(complete)
+        columns: dict[str, NDArray[np.generic]] = {
+            "correlation": np.full(n, MISSING, np.int64),
+            "device": np.full(n, MISSING, np.int64),
+            "stream": np.full(n, MISSING, np.int64),
+            "bytes": np.full(n, math.nan, np.float64),
+            "shape_id": np.full(n, MISSING, np.int32),
+        }
+        rows = np.flatnonzero(np.isin(kind, _WITH_DEVICE_ARGS))
+        pairs = [(e, e.args or _NO_ARGS) for e in (complete[i] for i in rows.tolist())]
+        columns["correlation"][rows] = [as_int(a.correlation) for _, a in pairs]
+        columns["device"][rows] = [
+            as_int(e.pid if a.device is None else a.device) for e, a in pairs
+        ]
+        columns["stream"][rows] = [
+            as_int(e.tid if a.stream is None else a.stream) for e, a in pairs
+        ]
+        columns["bytes"][rows] = [
+            a.bytes if isinstance(a.bytes, int | float) else math.nan for _, a in pairs
+        ]
+        shapes = self.shapes
+        for i in np.flatnonzero(kind == Kind.CPU_OP).tolist():
+            a = complete[i].args
+            if a is not None and a.input_dims:
+                columns["shape_id"][i] = shapes.setdefault(bytes(a.input_dims), len(shapes))
+        return columns  # fmt: skip
+
+    def unknown_categories(self) -> dict[str, int]:
+        """Categories no analysis knows, with how many complete events each has."""
+        if not self._batches:
+            return {}
+        counts = np.bincount(self._concat("category"), minlength=len(self.categories))
+        return {
+            c or "<none>": int(counts[i])
+            for c, i in self.categories.items()
+            if self.category_kinds[i] is None
+        }
+
+    def table(self) -> tuple[EventTable, int]:
+        """The sorted table of usable rows, and how many rows were unusable."""
+        start = self._concat("start_us").astype(np.float64)
+        dur = self._concat("dur_us").astype(np.float64)
+        usable = np.isfinite(start) & np.isfinite(dur) & (dur >= 0)
+        rows = np.flatnonzero(usable)
+        order = rows[np.lexsort((-dur[rows], start[rows]))]
+        thread_of_raw, threads = self._canonical_threads()
+        column = {name: self._concat(name)[order] for name in self._batches[0]}
+        table = EventTable(
+            kind=column["kind"].astype(np.int8),
+            name_id=column["name_id"].astype(np.int32),
+            names=tuple(self.names),
+            thread_id=thread_of_raw[column["raw_thread"]],
+            threads=threads,
+            start_us=column["start_us"].astype(np.float64),
+            dur_us=column["dur_us"].astype(np.float64),
+            correlation=column["correlation"].astype(np.int64),
+            device=column["device"].astype(np.int64),
+            stream=column["stream"].astype(np.int64),
+            bytes=column["bytes"].astype(np.float64),
+            shape_id=column["shape_id"].astype(np.int32),
+            shapes=tuple(s.decode("utf-8", "replace") for s in self.shapes),
+        )
+        return table, int((~usable).sum())
+
+    def _concat(self, name: str) -> NDArray[np.generic]:
+        return np.concatenate([batch[name] for batch in self._batches])
+
+    def _canonical_threads(self) -> tuple[NDArray[np.int32], tuple[ThreadKey, ...]]:
+        """``"25738"`` and ``25738`` are the same thread."""
+        canonical: dict[ThreadKey, int] = {}
+        remap = [
+            canonical.setdefault((_id(p), _id(t)), len(canonical)) for p, t in self.raw_threads
+        ]
+        return np.array(remap, dtype=np.int32), tuple(canonical)  # fmt: skip
+
+
+def _legacy_kind(event: Event) -> Kind:
+    has_inputs = event.args is not None and len(event.args.input_dims) > 0
+    return legacy_operator_kind(event.name, has_inputs)
+
+
+def as_int(value: object) -> int:
+    """An integer field as written (``7``, ``"7"``, ``"stream 7"``, ``"0x0"``); else MISSING."""
+    if type(value) is int:
+        return value
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    if isinstance(value, str):
+        if value.lower().startswith("0x"):
+            try:
+                return int(value, 16)
+            except ValueError:
+                return MISSING
+        match = _DIGITS.search(value)
+        if match:
+            return int(match.group())
+    return MISSING
+
+
+def _id(value: int | str) -> int | str:
+    if isinstance(value, str) and value.strip().lstrip("-").isdigit():
+        return int(value)
+    return value
