@@ -147,3 +147,19 @@ def test_the_installed_command_prints_no_traceback(write_trace: WriteTrace) -> N
     assert done.returncode == 2
     assert done.stderr.count("\n") == 1 and "Traceback" not in done.stderr
     assert done.stderr.startswith(f"steptrace: error: {path}: ")
+
+
+def test_a_malformed_event_is_named_by_its_index(write_trace: WriteTrace) -> None:
+    events = [kernel("k", i, 1) for i in range(10_000)]
+    events.append({"ph": "X", "cat": "kernel", "name": "bad", "ts": "soon", "dur": 1})
+    path = write_trace(document(events))
+    assert_one_line_error([str(path)], path, "$.traceEvents[10000].ts")
+
+
+def test_multi_member_gzip_is_read_whole(write_trace: WriteTrace) -> None:
+    text = json.dumps(document([step(1, 0, 100), kernel("k", 10, 20)])).encode()
+    half = len(text) // 2
+    path = write_trace(gzip.compress(text[:half]) + gzip.compress(text[half:]), name="two.json.gz")
+    code, out, _ = run(str(path), "--format", "json")
+    assert code == 0
+    assert json.loads(out)["steps"][0]["gpu"]["busy_ms"] == pytest.approx(0.02)
