@@ -64,3 +64,35 @@ def test_self_times_add_up_to_the_covered_time(rows: list[tuple[int, int]]) -> N
     parent = parents(start, end, np.zeros(len(rows), dtype=np.int32))
     own = self_time(start, end, parent)
     assert own.sum() == iv.total(iv.union(start, end))
+
+
+def stack_parents(rows: list[tuple[int, int]], thread: list[int]) -> list[int]:
+    """Reference: walk each thread's events in (start, longer first) order with a stack."""
+    order = sorted(
+        range(len(rows)), key=lambda i: (thread[i], rows[i][0], -(rows[i][1] - rows[i][0]))
+    )
+    parent = [-1] * len(rows)
+    stack: list[int] = []
+    current = None
+    for i in order:
+        if thread[i] != current:
+            current, stack = thread[i], []
+        while stack and rows[stack[-1]][1] <= rows[i][0]:
+            stack.pop()
+        parent[i] = stack[-1] if stack else -1
+        stack.append(i)
+    return parent
+
+
+@given(st.lists(st.tuples(st.integers(0, 40), st.integers(0, 15), st.integers(0, 2)), max_size=40))
+def test_parents_match_a_stack_walk(raw: list[tuple[int, int, int]]) -> None:
+    """Any intervals, partial overlaps and ties included, on up to three threads."""
+    rows = [(s, s + d) for s, d, _ in raw]
+    thread = [t for _, _, t in raw]
+    start, end = arrays(rows) if rows else (np.zeros(0), np.zeros(0))
+    found = parents(start, end, np.array(thread, dtype=np.int32))
+    expected = stack_parents(rows, thread)
+    # ties (identical start and length) may resolve to either twin: compare the intervals
+    assert [rows[p] if p >= 0 else None for p in found.tolist()] == [
+        rows[p] if p >= 0 else None for p in expected
+    ]

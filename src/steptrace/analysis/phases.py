@@ -64,6 +64,8 @@ def _step_phases(
 ) -> StepPhases:
     start, end = events.start_us[rows], events.end_us[rows]
     inside = np.flatnonzero((start >= step.start_us) & (start < step.end_us))
+    if gpu_busy is not None:  # labels may outlast the step only up to its end: clip once
+        gpu_busy = iv.clip(gpu_busy, step.start_us, step.end_us)
     by_name: dict[int, list[int]] = {}
     for k in inside.tolist():
         by_name.setdefault(int(events.name_id[rows[k]]), []).append(k)
@@ -73,7 +75,7 @@ def _step_phases(
         spans = iv.clip(iv.union(start[chosen], end[chosen]), step.start_us, step.end_us)
         inclusive = iv.total(spans)
         exclusive_us = min(float(exclusive[chosen].sum()), inclusive)
-        idle = None if gpu_busy is None else iv.total(iv.difference(spans, gpu_busy)) / 1000
+        idle = None if gpu_busy is None else _idle_us(spans, gpu_busy) / 1000
         phases.append(
             Phase(
                 name=events.names[name_id],
@@ -85,6 +87,11 @@ def _step_phases(
             )
         )
     return StepPhases(tuple(phases), _unlabeled_ms(events, step, rows[inside]))
+
+
+def _idle_us(spans: iv.Intervals, gpu_busy: iv.Intervals) -> float:
+    """Time inside ``spans`` (disjoint) when the GPU was not busy."""
+    return iv.total(spans) - float(iv.covered(gpu_busy, spans[0], spans[1]).sum())
 
 
 def _unlabeled_ms(events: EventTable, step: StepWindow, rows: NDArray[np.int64]) -> float | None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 import re
+from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
@@ -24,15 +25,23 @@ _NO_ARGS = EventArgs()
 _WITH_DEVICE_ARGS = np.array([*GPU_WORK, *LAUNCHES, Kind.CUDA_SYNC], dtype=np.int8)
 
 
+class _Interner(dict[Any, int]):
+    """Key -> dense id; a hit is one C-level lookup, a miss assigns the next id."""
+
+    def __missing__(self, key: Any) -> int:
+        self[key] = value = len(self)
+        return value
+
+
 class ColumnBuilder:
     """Accumulates batches of decoded events into the columns of an ``EventTable``."""
 
     def __init__(self) -> None:
-        self.names: dict[str, int] = {}
-        self.categories: dict[str, int] = {}
+        self.names = _Interner()
+        self.categories = _Interner()
         self.category_kinds: list[Kind | None] = []
-        self.raw_threads: dict[ThreadKey, int] = {}
-        self.shapes: dict[bytes, int] = {}
+        self.raw_threads = _Interner()
+        self.shapes = _Interner()
         self.thread_names: dict[ThreadKey, str] = {}
         self.memory_events = 0
         self.events_seen = 0
@@ -54,9 +63,7 @@ class ColumnBuilder:
 
     def _columns(self, complete: list[Event]) -> dict[str, NDArray[np.generic]]:
         names, categories, threads = self.names, self.categories, self.raw_threads
-        category = np.array(
-            [categories.setdefault(e.cat, len(categories)) for e in complete], np.int32
-        )
+        category = np.array([categories[e.cat] for e in complete], np.int32)
         self.category_kinds += [kind_of(c) for c in list(categories)[len(self.category_kinds) :]]
         by_category = np.array([Kind.OTHER if k is None else k for k in self.category_kinds])
         kind = by_category[category].astype(np.int8)
@@ -65,10 +72,10 @@ class ColumnBuilder:
         return {
             "start_us": np.array([e.ts for e in complete], dtype=np.float64),  # None -> NaN
             "dur_us": np.array([e.dur for e in complete], dtype=np.float64),
-            "name_id": np.array([names.setdefault(e.name, len(names)) for e in complete]),
+            "name_id": np.array([names[e.name] for e in complete]),
             "category": category,
             "raw_thread": np.array(
-                [threads.setdefault((e.pid, e.tid), len(threads)) for e in complete]
+                [threads[e.pid, e.tid] for e in complete]
             ),
             "kind": kind,
             **self._args(complete, kind),
@@ -88,13 +95,9 @@ class ColumnBuilder:
         }
         rows = np.flatnonzero(np.isin(kind, _WITH_DEVICE_ARGS))
         pairs = [(e, e.args or _NO_ARGS) for e in (complete[i] for i in rows.tolist())]
-        columns["correlation"][rows] = [as_int(a.correlation) for _, a in pairs]
-        columns["device"][rows] = [
-            as_int(e.pid if a.device is None else a.device) for e, a in pairs
-        ]
-        columns["stream"][rows] = [
-            as_int(e.tid if a.stream is None else a.stream) for e, a in pairs
-        ]
+        columns["correlation"][rows] = _ints([a.correlation for _, a in pairs])
+        columns["device"][rows] = _ints([e.pid if a.device is None else a.device for e, a in pairs])
+        columns["stream"][rows] = _ints([e.tid if a.stream is None else a.stream for e, a in pairs])
         columns["bytes"][rows] = [
             a.bytes if isinstance(a.bytes, int | float) else math.nan for _, a in pairs
         ]
@@ -102,7 +105,7 @@ class ColumnBuilder:
         for i in np.flatnonzero(kind == Kind.CPU_OP).tolist():
             a = complete[i].args
             if a is not None and a.input_dims:
-                columns["shape_id"][i] = shapes.setdefault(bytes(a.input_dims), len(shapes))
+                columns["shape_id"][i] = shapes[bytes(a.input_dims)]
         return columns  # fmt: skip
 
     def unknown_categories(self) -> dict[str, int]:
@@ -124,15 +127,20 @@ class ColumnBuilder:
         rows = np.flatnonzero(usable)
         order = rows[np.lexsort((-dur[rows], start[rows]))]
         thread_of_raw, threads = self._canonical_threads()
-        column = {name: self._concat(name)[order] for name in self._batches[0]}
+        column = {
+            name: self._concat(name)[order]
+            for name in self._batches[0]
+            if name not in ("start_us", "dur_us")
+        }
         table = EventTable(
             kind=column["kind"].astype(np.int8),
             name_id=column["name_id"].astype(np.int32),
             names=tuple(self.names),
             thread_id=thread_of_raw[column["raw_thread"]],
             threads=threads,
-            start_us=column["start_us"].astype(np.float64),
-            dur_us=column["dur_us"].astype(np.float64),
+            start_us=start[order],
+            dur_us=dur[order],
+            end_us=start[order] + dur[order],
             correlation=column["correlation"].astype(np.int64),
             device=column["device"].astype(np.int64),
             stream=column["stream"].astype(np.int64),
@@ -157,6 +165,10 @@ class ColumnBuilder:
 def _legacy_kind(event: Event) -> Kind:
     has_inputs = event.args is not None and len(event.args.input_dims) > 0
     return legacy_operator_kind(event.name, has_inputs)
+
+
+def _ints(values: list[object]) -> list[int]:
+    return [v if type(v) is int else as_int(v) for v in values]
 
 
 def as_int(value: object) -> int:

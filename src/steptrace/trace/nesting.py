@@ -17,32 +17,32 @@ Ints = NDArray[np.int64]
 def parents(start: Floats, end: Floats, thread: NDArray[np.int32]) -> Ints:
     """Index of each event's innermost container on its thread, or -1 for a root.
 
-    An event that starts inside another but ends after it (a rounding artefact) is still
-    its child; callers clip children to their parent's end.
+    With events ordered by (thread, start, longer first), the container of event ``k`` is
+    the latest earlier event of its thread still open when ``k`` starts:
+    ``max{j < k : end[j] > start[k]}``. That is what a stack walk finds, computed here
+    without a Python loop: a sparse table of running maxima of ``end`` lets every event
+    skip, in one binary descent, the blocks of earlier events that closed before it
+    started. An event that starts inside another but ends after it (a rounding artefact)
+    is still its child; callers clip children to their parent's end.
     """
     n = start.size
     order = np.lexsort((-(end - start), start, thread))
-    stack_ends: list[float] = []
-    stack_rows: list[int] = []
-    current = None
-    rows = order.tolist()
-    starts, ends, threads = start[order].tolist(), end[order].tolist(), thread[order].tolist()
-    result = [-1] * n
-    for k, row in enumerate(rows):
-        if threads[k] != current:
-            current = threads[k]
-            stack_ends.clear()
-            stack_rows.clear()
-        s = starts[k]
-        while stack_ends and stack_ends[-1] <= s:
-            stack_ends.pop()
-            stack_rows.pop()
-        if stack_rows:
-            result[k] = stack_rows[-1]
-        stack_ends.append(ends[k])
-        stack_rows.append(row)
+    s, e, t = start[order], end[order], thread[order]
+    first = np.searchsorted(t, t, side="left")  # first row of each event's thread
+    maxima = [e]  # maxima[p][i] = max(e[i : i + 2**p])
+    while (width := 1 << len(maxima)) <= n:
+        previous = maxima[-1]
+        maxima.append(np.maximum(previous[: -(width >> 1)], previous[width >> 1 :]))
+    bound = np.arange(n)  # candidates are rows [first, bound)
+    for p in range(len(maxima) - 1, -1, -1):
+        block = bound - (1 << p)
+        inside = block >= first
+        closed = maxima[p][np.where(inside, block, 0)] <= s
+        bound = np.where(inside & closed, block, bound)
+    candidate = bound - 1
+    found = (candidate >= first) & (e[np.maximum(candidate, 0)] > s)
     parent = np.empty(n, dtype=np.int64)
-    parent[order] = result
+    parent[order] = np.where(found, order[np.maximum(candidate, 0)], -1)
     return parent
 
 

@@ -34,16 +34,13 @@ class EventTable:
     threads: tuple[tuple[int | str, int | str], ...]
     start_us: Floats
     dur_us: Floats
+    end_us: Floats  # start_us + dur_us
     correlation: Ints
     device: Ints
     stream: Ints
     bytes: Floats  # NaN where the trace gave no byte count
     shape_id: NDArray[np.int32]  # MISSING where no input shapes were recorded
     shapes: tuple[str, ...]
-
-    @property
-    def end_us(self) -> Floats:
-        return self.start_us + self.dur_us
 
     def __len__(self) -> int:
         return int(self.kind.shape[0])
