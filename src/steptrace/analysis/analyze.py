@@ -6,9 +6,9 @@ mirrors the JSON schema (``steptrace.analysis/1``, see ``docs/json-schema.md``).
 
 from __future__ import annotations
 
-import dataclasses
-from dataclasses import dataclass
 from pathlib import Path
+
+import msgspec
 
 from steptrace.analysis.gpu import GpuStep, gpu_per_step, gpu_timeline
 from steptrace.analysis.kernels import KernelStat, kernel_stats
@@ -24,8 +24,7 @@ SCHEMA = "steptrace.analysis/1"
 FIRST_STEP_TOLERANCE = 0.10
 
 
-@dataclass(frozen=True, slots=True)
-class TraceSummary:
+class TraceSummary(msgspec.Struct, frozen=True):
     """What was analyzed, and whether the GPU was observed at all."""
 
     path: str
@@ -41,8 +40,7 @@ class TraceSummary:
     warnings: tuple[str, ...]
 
 
-@dataclass(frozen=True, slots=True)
-class StepResult:
+class StepResult(msgspec.Struct, frozen=True):
     name: str
     number: int | None
     start_us: float  # as written in the trace, to find the step in a viewer
@@ -52,8 +50,7 @@ class StepResult:
     gpu: GpuStep | None  # None: GPU not observed
 
 
-@dataclass(frozen=True, slots=True)
-class FirstStep:
+class FirstStep(msgspec.Struct, frozen=True):
     name: str
     wall_ms: float
     others_median_ms: float
@@ -61,8 +58,7 @@ class FirstStep:
     differs: bool
 
 
-@dataclass(frozen=True, slots=True)
-class PhaseSummary:
+class PhaseSummary(msgspec.Struct, frozen=True):
     """One label across the steps in which it appears."""
 
     name: str
@@ -72,8 +68,7 @@ class PhaseSummary:
     gpu_idle_ms: Spread | None
 
 
-@dataclass(frozen=True, slots=True)
-class StepSummary:
+class StepSummary(msgspec.Struct, frozen=True):
     count: int
     wall_ms: Spread
     gpu_busy_ms: Spread | None
@@ -82,8 +77,7 @@ class StepSummary:
     phases: tuple[PhaseSummary, ...]
 
 
-@dataclass(frozen=True, slots=True)
-class TraceAnalysis:
+class TraceAnalysis(msgspec.Struct, frozen=True):
     schema: str
     trace: TraceSummary
     summary: StepSummary
@@ -95,7 +89,7 @@ class TraceAnalysis:
 
     def top(self, n: int) -> TraceAnalysis:
         """The same analysis listing only the first ``n`` operators and kernels."""
-        return dataclasses.replace(self, operators=self.operators[:n], kernels=self.kernels[:n])
+        return msgspec.structs.replace(self, operators=self.operators[:n], kernels=self.kernels[:n])
 
 
 def analyze(path: str | Path, *, progress: bool | None = None) -> TraceAnalysis:

@@ -11,8 +11,8 @@ sets are attributed to the step in which they start. A trace without GPU events 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 
+import msgspec
 import numpy as np
 from numpy.typing import NDArray
 
@@ -44,15 +44,13 @@ SYNC_CALLS = frozenset(
 _MEMCPY = re.compile(r"Memcpy (\w+)(?: \((\w+) -> (\w+)\))?")
 
 
-@dataclass(frozen=True, slots=True)
-class KernelSummary:
+class KernelSummary(msgspec.Struct, frozen=True):
     count: int
     busy_ms: float  # union of kernel intervals only
     duration_us: Spread | None
 
 
-@dataclass(frozen=True, slots=True)
-class CopySummary:
+class CopySummary(msgspec.Struct, frozen=True):
     direction: str  # HtoD, DtoH, DtoD, ...
     count: int
     busy_ms: float
@@ -61,28 +59,24 @@ class CopySummary:
     pinned: int
 
 
-@dataclass(frozen=True, slots=True)
-class SetSummary:
+class SetSummary(msgspec.Struct, frozen=True):
     count: int
     busy_ms: float
 
 
-@dataclass(frozen=True, slots=True)
-class CommunicationSummary:
+class CommunicationSummary(msgspec.Struct, frozen=True):
     count: int
     busy_ms: float
     overlap_with_compute_ms: float
 
 
-@dataclass(frozen=True, slots=True)
-class SyncSummary:
+class SyncSummary(msgspec.Struct, frozen=True):
     name: str
     count: int
     total_ms: float
 
 
-@dataclass(frozen=True, slots=True)
-class GpuStep:
+class GpuStep(msgspec.Struct, frozen=True):
     """What the GPU did during one step."""
 
     busy_ms: float
@@ -96,8 +90,7 @@ class GpuStep:
     sync_calls: tuple[SyncSummary, ...]
 
 
-@dataclass(frozen=True, slots=True)
-class GpuTimeline:
+class GpuTimeline(msgspec.Struct, frozen=True):
     """GPU work rows and their merged busy intervals, computed once per trace."""
 
     rows: NDArray[np.int64]

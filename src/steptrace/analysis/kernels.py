@@ -8,16 +8,14 @@ spent in it, across streams), not a share of wall time.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
+import msgspec
 import numpy as np
 
 from steptrace.trace.kinds import Kind
 from steptrace.trace.table import EventTable
 
 
-@dataclass(frozen=True, slots=True)
-class KernelStat:
+class KernelStat(msgspec.Struct, frozen=True):
     name: str
     calls: int
     total_ms: float

@@ -10,8 +10,7 @@ are copies and sets.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
+import msgspec
 import numpy as np
 from numpy.typing import NDArray
 
@@ -20,8 +19,7 @@ from steptrace.trace.nesting import has_same_name_ancestor, parents, self_time
 from steptrace.trace.table import EventTable
 
 
-@dataclass(frozen=True, slots=True)
-class OperatorStat:
+class OperatorStat(msgspec.Struct, frozen=True):
     """One CPU operator name, all calls together."""
 
     name: str

@@ -10,8 +10,8 @@ GPU idle time while a label ran is ``None`` when the GPU was not observed.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 
+import msgspec
 import numpy as np
 from numpy.typing import NDArray
 
@@ -24,8 +24,7 @@ from steptrace.trace.table import EventTable
 _STEP_MARKER = re.compile(r"^ProfilerStep#\d+$")
 
 
-@dataclass(frozen=True, slots=True)
-class Phase:
+class Phase(msgspec.Struct, frozen=True):
     """One label inside one step."""
 
     name: str
@@ -36,8 +35,7 @@ class Phase:
     gpu_idle_ms: float | None
 
 
-@dataclass(frozen=True, slots=True)
-class StepPhases:
+class StepPhases(msgspec.Struct, frozen=True):
     phases: tuple[Phase, ...]
     unlabeled_ms: float | None  # step time on the step's thread outside every label
 

@@ -8,8 +8,8 @@ and ``Steps.from_markers`` is False so that reports can say so.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 
+import msgspec
 import numpy as np
 
 from steptrace.trace.kinds import Kind
@@ -19,8 +19,7 @@ _STEP_NAME = re.compile(r"^ProfilerStep#(\d+)$")
 WHOLE_WINDOW = "window"
 
 
-@dataclass(frozen=True, slots=True)
-class StepWindow:
+class StepWindow(msgspec.Struct, frozen=True):
     """One step: its name, number, the thread it ran on, and its wall-time span (µs)."""
 
     name: str
@@ -34,8 +33,7 @@ class StepWindow:
         return (self.end_us - self.start_us) / 1000.0
 
 
-@dataclass(frozen=True, slots=True)
-class Steps:
+class Steps(msgspec.Struct, frozen=True):
     windows: tuple[StepWindow, ...]
     from_markers: bool
 

@@ -8,9 +8,9 @@ as decoded); ``end_us`` is ``start_us + dur_us``.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from pathlib import Path
 
+import msgspec
 import numpy as np
 from numpy.typing import NDArray
 
@@ -23,8 +23,7 @@ Bools = NDArray[np.bool_]
 MISSING = -1  # integer columns: the trace did not say
 
 
-@dataclass(frozen=True, slots=True)
-class EventTable:
+class EventTable(msgspec.Struct, frozen=True, eq=False):
     """Complete events as parallel columns (row ``i`` is one event)."""
 
     kind: NDArray[np.int8]
@@ -53,8 +52,7 @@ class EventTable:
         return self.names[int(self.name_id[row])]
 
 
-@dataclass(frozen=True, slots=True)
-class Device:
+class Device(msgspec.Struct, frozen=True):
     """A GPU as described in ``deviceProperties``."""
 
     id: int
@@ -63,8 +61,7 @@ class Device:
     memory_bytes: int | None
 
 
-@dataclass(frozen=True, slots=True)
-class Distributed:
+class Distributed(msgspec.Struct, frozen=True):
     """The ``distributedInfo`` block of a rank's trace."""
 
     rank: int | None
@@ -72,8 +69,7 @@ class Distributed:
     backend: str | None
 
 
-@dataclass(frozen=True, slots=True)
-class TraceInfo:
+class TraceInfo(msgspec.Struct, frozen=True):
     """What the trace says about itself, and what loading it had to skip."""
 
     path: Path
@@ -85,12 +81,11 @@ class TraceInfo:
     time_unit: str | None
     options: dict[str, str]  # profiler options the trace records (record_shapes, ...)
     memory_events: int
-    thread_names: dict[tuple[int | str, int | str], str] = field(default_factory=dict)
+    thread_names: dict[tuple[int | str, int | str], str] = msgspec.field(default_factory=dict)
     warnings: tuple[str, ...] = ()
 
 
-@dataclass(frozen=True, slots=True)
-class Trace:
+class Trace(msgspec.Struct, frozen=True):
     """A loaded trace: its metadata and its event table."""
 
     info: TraceInfo
