@@ -5,7 +5,7 @@ from __future__ import annotations
 import sys
 from enum import Enum
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, NoReturn
 
 import typer
 
@@ -49,6 +49,72 @@ def analyze(
     except TraceError as error:
         _fail(str(error))
     results.sort(key=lambda r: (r.trace.rank is None, r.trace.rank or 0, r.trace.path))
+    _report(results, output_format)
+
+
+@app.command()
+def profile(
+    target: Annotated[
+        str,
+        typer.Argument(help="MODULE:FUNCTION or FILE.py:FUNCTION returning a steptrace.Workload."),
+    ],
+    out: Annotated[
+        Path | None, typer.Option(help="New trace file (never overwritten). Default: dated.")
+    ] = None,
+    wait: Annotated[int, typer.Option(min=0, help="Steps skipped before warm-up.")] = 1,
+    warmup: Annotated[int, typer.Option(min=0, help="Profiler warm-up steps.")] = 1,
+    active: Annotated[int, typer.Option(min=1, help="Recorded steps.")] = 2,
+    repeat: Annotated[int, typer.Option(min=1, help="Active windows.")] = 1,
+    cold_steps: Annotated[
+        int, typer.Option(min=0, help="First steps timed apart, before the profiler.")
+    ] = 1,
+    measure_overhead: Annotated[
+        bool, typer.Option(help="Also time the steps without the profiler (training).")
+    ] = False,
+    flops: Annotated[bool, typer.Option(help="Count FLOPs per step; MFU when known.")] = False,
+    record_shapes: Annotated[bool, typer.Option(help="Record input shapes (costly).")] = False,
+    profile_memory: Annotated[bool, typer.Option(help="Record allocations (costly).")] = False,
+    with_stack: Annotated[bool, typer.Option(help="Record Python stacks (costly).")] = False,
+    output_format: Annotated[
+        Format, typer.Option("--format", "-f", help="text (terminal), json or md.")
+    ] = Format.text,
+    top: Annotated[int, typer.Option(min=1, help="Operators and kernels to list.")] = 15,
+) -> None:
+    """Capture a labelled window of a workload with torch.profiler, then analyze it."""
+    import time
+    import warnings
+
+    from steptrace.analysis.analyze import analyze as analyze_file
+    from steptrace.errors import CaptureError
+
+    try:
+        from steptrace.harness.workload import load_workload, run_workload
+    except ImportError as error:
+        _fail(f"capture needs torch ({error})")
+    path = out or Path(f"steptrace-{time.strftime('%Y%m%d-%H%M%S')}.json")
+    options = {
+        "out": path, "wait": wait, "warmup": warmup, "active": active, "repeat": repeat,
+        "cold_steps": cold_steps, "measure_overhead": measure_overhead, "count_flops": flops,
+        "record_shapes": record_shapes, "profile_memory": profile_memory,
+        "with_stack": with_stack,
+    }  # fmt: skip
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # the result carries them; printed below once
+            captured = run_workload(load_workload(target), **options)
+        results = [analyze_file(trace).top(top) for trace in captured.traces]
+    except (CaptureError, TraceError) as error:
+        _fail(str(error))
+    for message in captured.warnings:
+        print(f"steptrace: warning: {message}", file=sys.stderr)
+    print(
+        f"steptrace: trace {', '.join(captured.traces)}; scenario {captured.sidecar}",
+        file=sys.stderr,
+    )
+    _report(results, output_format)
+
+
+def _report(results: list, output_format: Format) -> None:  # type: ignore[type-arg]
     for result in results:
         for warning in result.trace.warnings:
             print(f"steptrace: warning: {result.trace.path}: {warning}", file=sys.stderr)
@@ -73,7 +139,7 @@ def _emit(results: list, output_format: Format) -> None:  # type: ignore[type-ar
         render_text(results, console)
 
 
-def _fail(message: str) -> typer.Exit:
+def _fail(message: str) -> NoReturn:
     print(f"steptrace: error: {message}", file=sys.stderr)
     raise typer.Exit(code=2)
 

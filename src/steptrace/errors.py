@@ -8,3 +8,11 @@ class TraceError(Exception):
 
     The message is one line that names the file and says what is wrong with it.
     """
+
+
+class CaptureError(Exception):
+    """A capture refused before or after running: the message says why, in one line."""
+
+
+class CaptureWarning(UserWarning):
+    """Something the capture observed that makes its trace less trustworthy."""

@@ -7,6 +7,7 @@ mirrors the JSON schema (``steptrace.analysis/1``, see ``docs/json-schema.md``).
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import msgspec
 
@@ -16,6 +17,7 @@ from steptrace.analysis.operators import OperatorStat, operator_stats
 from steptrace.analysis.phases import Phase, phases_per_step
 from steptrace.analysis.stats import Spread
 from steptrace.analysis.steps import find_steps
+from steptrace.scenario import Scenario, read_record
 from steptrace.trace.load import load_trace
 from steptrace.trace.table import Device, Trace
 
@@ -79,6 +81,8 @@ class StepSummary(msgspec.Struct, frozen=True):
 
 class TraceAnalysis(msgspec.Struct, frozen=True):
     schema: str
+    scenario: Scenario | None  # the question and the step, when one was recorded
+    capture: dict[str, Any] | None  # what the capture measured outside the profiler
     trace: TraceSummary
     summary: StepSummary
     steps: tuple[StepResult, ...]
@@ -120,8 +124,11 @@ def analyze_trace(trace: Trace) -> TraceAnalysis:
     kernels = kernel_stats(events)
     info = trace.info
     dist = info.distributed
+    record, scenario_warnings = read_record(info.path, info.scenario_block)
     return TraceAnalysis(
         schema=SCHEMA,
+        scenario=record.scenario if record else None,
+        capture=record.capture if record else None,
         trace=TraceSummary(
             path=str(info.path),
             rank=dist.rank if dist else None,
@@ -133,7 +140,7 @@ def analyze_trace(trace: Trace) -> TraceAnalysis:
             steps_from_markers=steps.from_markers,
             options=info.options,
             memory_events=info.memory_events,
-            warnings=info.warnings,
+            warnings=info.warnings + tuple(scenario_warnings),
         ),
         summary=_summary(results),
         steps=results,

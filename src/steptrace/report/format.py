@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from steptrace.analysis.analyze import TraceAnalysis
 from steptrace.analysis.stats import Spread
+from steptrace.scenario import OPTION_COSTS
 
 NOT_OBSERVED = "not observed"
 GPU_ABSENT = (
@@ -15,6 +18,66 @@ NO_STEPS = (
     "No ProfilerStep markers: the whole trace is analyzed as one window. Use "
     "torch.profiler's schedule and prof.step() to get per-step figures."
 )
+
+
+NO_QUESTION = (
+    "No question was recorded with this trace: state the question and the step's "
+    "boundaries before reading it (steptrace.profile_training or steptrace.harness "
+    "record them)."
+)
+_ON = ("1", "true", "True")
+
+
+def scenario_lines(result: TraceAnalysis) -> list[str]:
+    """The question and the step first: what this trace was captured to answer."""
+    scenario = result.scenario
+    if scenario is None:
+        return [NO_QUESTION]
+    step = ", ".join(scenario.parts)
+    if scenario.kind == "inference":
+        step += "; model loading " + ("inside" if scenario.model_load_in_step else "excluded")
+    shapes = ", ".join("×".join(map(str, s)) for s in scenario.input_shapes) or "not stated"
+    lines = [
+        f"Question: {scenario.question}",
+        f"Step ({scenario.kind}): {step}",
+        f"Batch {scenario.batch_size or 'not stated'} · shapes {shapes} · {scenario.dtype} · "
+        f"{scenario.mode} mode · compile {scenario.compile} · {scenario.device} · "
+        f"data {scenario.data_origin} · unit {scenario.unit}",
+        f"Simplified: {scenario.simplifications or 'nothing stated'}",
+    ]
+    return lines + _capture_lines(result.capture or {})
+
+
+def _capture_lines(capture: dict[str, Any]) -> list[str]:
+    lines = []
+    if capture.get("model_load_ms") is not None:
+        lines.append(f"Model load (outside every request): {ms(capture['model_load_ms'])} ms")
+    if capture.get("cold_start_ms"):
+        cold = ", ".join(ms(v) for v in capture["cold_start_ms"])
+        lines.append(f"Cold start (first step(s), before the profiler): {cold} ms — kept apart")
+    if capture.get("overhead_ratio") is not None:
+        lines.append(
+            f"Profiler distortion: profiled steps took {capture['overhead_ratio']:.2f}× the "
+            "same steps without the profiler (medians, synchronized at step boundaries)"
+        )
+    if capture.get("flops_per_step"):
+        mfu = capture.get("mfu")
+        lines.append(
+            f"FLOPs per step {capture['flops_per_step']:,}; achieved "
+            f"{capture.get('achieved_tflops') or 0:.3g} TFLOP/s; "
+            + (
+                f"MFU {100 * mfu:.1f}%"
+                if mfu is not None
+                else "MFU unknown (no peak for this device)"
+            )
+        )
+    return lines
+
+
+def option_notes(result: TraceAnalysis) -> list[str]:
+    """Profiler options that were on, and what each one costs."""
+    options = result.trace.options
+    return [f"{k} was on: {cost}" for k, cost in OPTION_COSTS.items() if options.get(k) in _ON]
 
 
 def ms(value: float | None) -> str:

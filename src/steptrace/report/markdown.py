@@ -23,6 +23,8 @@ def _table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
 def _report(result: TraceAnalysis) -> str:
     trace = result.trace
     out = [f"# steptrace analysis: `{fmt.title(result)}`\n"]
+    out += [f"- {line}" for line in fmt.scenario_lines(result)] + [""]
+    out += [f"> note: {n}\n" for n in fmt.option_notes(result)]
     out.append(f"GPU: {fmt.devices(result)}\n" if trace.gpu_observed else f"> {fmt.GPU_ABSENT}\n")
     if not trace.steps_from_markers:
         out.append(f"> {fmt.NO_STEPS}\n")

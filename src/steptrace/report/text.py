@@ -29,7 +29,9 @@ def _report(result: TraceAnalysis) -> RenderableType:
 
 def _notes(result: TraceAnalysis) -> list[RenderableType]:
     trace = result.trace
-    notes: list[RenderableType] = []
+    style = "bold" if result.scenario else "bold yellow"
+    notes: list[RenderableType] = [Text(line, style=style) for line in fmt.scenario_lines(result)]
+    notes += [Text(f"note: {n}", style="yellow") for n in fmt.option_notes(result)]
     if trace.gpu_observed:
         notes.append(Text(f"GPU: {fmt.devices(result)}"))
     else:

@@ -86,6 +86,7 @@ class Document(msgspec.Struct):
     with_stack: Scalar = None
     with_flops: Scalar = None
     with_modules: Scalar = None
+    steptrace: Any = None  # the scenario block steptrace's capture writes
 
 
 _DOCUMENT = msgspec.json.Decoder(Document)

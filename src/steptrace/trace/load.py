@@ -98,6 +98,7 @@ def _build(document: Document, path: Path, size: int) -> Trace:
         options={k: str(v) for k in _OPTION_KEYS if (v := getattr(document, k)) is not None},
         memory_events=builder.memory_events,
         thread_names=builder.thread_names,
+        scenario_block=document.steptrace,
         warnings=tuple(warnings),
     )
     return Trace(info=info, events=table)

@@ -9,6 +9,7 @@ as decoded); ``end_us`` is ``start_us + dur_us``.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import msgspec
 import numpy as np
@@ -82,6 +83,7 @@ class TraceInfo(msgspec.Struct, frozen=True):
     options: dict[str, str]  # profiler options the trace records (record_shapes, ...)
     memory_events: int
     thread_names: dict[tuple[int | str, int | str], str] = msgspec.field(default_factory=dict)
+    scenario_block: Any = None  # the trace's own ``steptrace`` metadata, undecoded
     warnings: tuple[str, ...] = ()
 
 

@@ -1,0 +1,235 @@
+"""``Capture``: one labelled profiling window, the core that every harness uses.
+
+It refuses before anything runs (an existing output, a GPU that cannot be observed), runs
+torch.profiler with a schedule (wait / warm-up / active) and minimal options unless asked,
+writes the scenario into the trace and beside it, and after the window checks that a GPU
+that was asked for really appears in the trace.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+import warnings
+from collections.abc import Callable
+from contextlib import AbstractContextManager
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+
+import msgspec
+import torch
+from torch.profiler import profile, record_function, schedule
+
+from steptrace.errors import CaptureError, CaptureWarning
+from steptrace.harness import devices, files
+from steptrace.harness.result import CaptureResult
+from steptrace.scenario import (
+    OPTION_COSTS,
+    TRACE_METADATA_KEY,
+    Scenario,
+    record_payload,
+    sidecar_path,
+)
+from steptrace.trace.kinds import GPU_WORK
+from steptrace.trace.load import load_trace
+
+
+class Capture(AbstractContextManager["Capture"]):
+    """A profiling window for any loop: call ``step()`` after each step, ``phase()`` to label."""
+
+    def __init__(
+        self,
+        scenario: Scenario,
+        *,
+        out: str | Path,
+        wait: int = 1,
+        warmup: int = 1,
+        active: int = 2,
+        repeat: int = 1,
+        record_shapes: bool = False,
+        profile_memory: bool = False,
+        with_stack: bool = False,
+        with_flops: bool = False,
+        sync_steps: bool = False,
+        clock: Callable[[], float] = time.perf_counter,
+    ) -> None:
+        if min(wait, warmup) < 0 or active < 1 or repeat < 1:
+            raise CaptureError(
+                "the schedule needs wait >= 0, warmup >= 0, active >= 1, repeat >= 1"
+            )
+        self.scenario = scenario
+        self.device = devices.resolve(scenario.device)
+        self._activities = devices.activities(self.device)  # refuses an unobservable GPU
+        self.cycle = wait + warmup + active
+        self.total_steps = self.cycle * repeat
+        self._active_from = wait + warmup
+        self.options = {
+            "record_shapes": record_shapes,
+            "profile_memory": profile_memory,
+            "with_stack": with_stack,
+            "with_flops": with_flops,
+        }
+        self.settings: dict[str, Any] = {
+            "wait": wait, "warmup": warmup, "active": active, "repeat": repeat,
+            "options": self.options, "sync_steps": sync_steps, "torch": str(torch.__version__),
+        }  # fmt: skip
+        self._paths = [files.cycle_path(Path(out), k) for k in range(repeat)]
+        self._sync_steps = sync_steps
+        self._clock = clock
+        self.steps_done = 0
+        self.step_ms: list[float] = []  # active steps, wall clock
+        self._exported = 0
+        self._profiler: profile | None = None
+        self._last = 0.0
+        self.result: CaptureResult | None = None
+
+    # -- the window -------------------------------------------------------------------
+    def __enter__(self) -> Capture:
+        self._reserve()
+        self._profiler = profile(
+            activities=self._activities,
+            schedule=schedule(
+                wait=self.settings["wait"],
+                warmup=self.settings["warmup"],
+                active=self.settings["active"],
+                repeat=self.settings["repeat"],
+            ),
+            on_trace_ready=self._export,
+            record_shapes=self.options["record_shapes"],
+            profile_memory=self.options["profile_memory"],
+            with_stack=self.options["with_stack"],
+            with_flops=self.options["with_flops"],
+        )
+        self._profiler.__enter__()
+        self._label_window()
+        self._mark()
+        return self
+
+    def _label_window(self) -> None:
+        """Write the scenario into the trace; kineto keeps it only once recording began."""
+        if self.active_now and self.steps_done % self.cycle == self._active_from:
+            assert self._profiler is not None
+            payload = record_payload(self.scenario, {"settings": self.settings})
+            self._profiler.add_metadata_json(TRACE_METADATA_KEY, json.dumps(payload))
+
+    @property
+    def active_now(self) -> bool:
+        """Is the step about to run inside an active (recorded) window?"""
+        return self.steps_done % self.cycle >= self._active_from and not self.done
+
+    @property
+    def done(self) -> bool:
+        """All scheduled steps have run: a custom loop can stop."""
+        return self.steps_done >= self.total_steps
+
+    def phase(self, name: str) -> AbstractContextManager[Any]:
+        """Label a part of the step (``record_function``)."""
+        return record_function(name)
+
+    def step(self) -> None:
+        """End a step: time it, and advance the profiler's schedule."""
+        if self._profiler is None:
+            raise CaptureError("step() called outside the capture's with-block")
+        was_active = self.active_now
+        if self._sync_steps:
+            devices.synchronize(self.device)
+        now = self._clock()
+        if was_active:
+            self.step_ms.append((now - self._last) * 1000)
+        self.steps_done += 1
+        self._profiler.step()
+        self._label_window()
+        self._last = self._clock()
+
+    def _mark(self) -> None:
+        if self._sync_steps:
+            devices.synchronize(self.device)
+        self._last = self._clock()
+
+    def __exit__(
+        self,
+        kind: type[BaseException] | None,
+        error: BaseException | None,
+        trace: TracebackType | None,
+    ) -> None:
+        assert self._profiler is not None
+        self._profiler.__exit__(kind, error, trace)
+        if error is not None:
+            self._release()
+            return
+        if self._exported == 0:
+            self._release()
+            raise CaptureError(
+                f"the loop ran {self.steps_done} of the {self.total_steps} scheduled steps: "
+                "no active window was recorded"
+            )
+        self.result = self._finish()
+
+    # -- files --------------------------------------------------------------------------
+    def _reserve(self) -> None:
+        reserved: list[Path] = []
+        try:
+            for path in self._paths:
+                reserved += files.reserve_trace(path)
+        except CaptureError:
+            for path in reserved:
+                files.release(path)
+            raise
+
+    def _release(self) -> None:
+        for path in self._paths:
+            files.release(path)
+            files.release(sidecar_path(path))
+
+    def _export(self, prof: profile) -> None:
+        if self._exported < len(self._paths):
+            prof.export_chrome_trace(str(self._paths[self._exported]))
+        self._exported += 1
+
+    def _finish(self) -> CaptureResult:
+        written = self._paths[: self._exported]
+        for path in self._paths[self._exported :]:
+            files.release(path)
+            files.release(sidecar_path(path))
+        warned: list[str] = []
+        gpu_requested = devices.wants_gpu(self.device)
+        gpu_observed = load_trace(written[0]).events.mask(*GPU_WORK).any()
+        if gpu_requested and not gpu_observed:
+            warned.append(
+                f"the scenario asked for {self.device} but the trace holds no GPU event: "
+                "GPU collection failed, and nothing about the GPU can be concluded from it"
+            )
+        warned += [
+            f"{name} was on: {cost}" for name, cost in OPTION_COSTS.items() if self.options[name]
+        ]
+        result = CaptureResult(
+            traces=tuple(str(p) for p in written),
+            sidecar=str(sidecar_path(written[0])),
+            scenario=self.scenario,
+            settings=self.settings,
+            gpu_requested=gpu_requested,
+            gpu_observed=bool(gpu_observed),
+            profiled_step_ms=tuple(self.step_ms),
+        )
+        return self.amend(result, warnings=tuple(warned))
+
+    def amend(self, result: CaptureResult | None = None, **fields: Any) -> CaptureResult:
+        """Add figures measured outside the window; rewrite the sidecars (ours) with them.
+
+        New ``warnings`` are appended to the result's and emitted as ``CaptureWarning``.
+        """
+        result = result or self.result
+        if result is None:
+            raise CaptureError("the capture has not finished")
+        new_warnings = tuple(fields.pop("warnings", ()))
+        for message in new_warnings:
+            warnings.warn(message, CaptureWarning, stacklevel=3)
+        result = msgspec.structs.replace(result, warnings=result.warnings + new_warnings, **fields)
+        for trace in result.traces:
+            sidecar_path(Path(trace)).write_text(
+                json.dumps(record_payload(self.scenario, result.facts()), indent=2) + "\n",
+                encoding="utf-8",
+            )
+        self.result = result
+        return result

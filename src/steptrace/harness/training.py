@@ -1,0 +1,212 @@
+"""``profile_training``: the seeds' four-step training example, done right.
+
+The iterator is created before the window; each step is labelled ``read_batch``,
+``transfer`` and ``train`` (with ``forward``, ``backward`` and ``optimizer_step`` inside);
+``prof.step()`` follows each step. The first step(s) run and are timed before the
+profiler starts (cold start, kept apart). The user's weights, optimizer state and RNG
+states are put back afterwards unless ``restore_state=False``.
+"""
+
+from __future__ import annotations
+
+import statistics
+import time
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import AbstractContextManager, nullcontext
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from steptrace.errors import CaptureError
+from steptrace.harness import devices, flops
+from steptrace.harness.result import CaptureResult
+from steptrace.harness.session import Capture
+from steptrace.harness.state import SavedState
+from steptrace.scenario import Scenario
+
+Phase = Callable[[str], AbstractContextManager[Any]]
+LossFn = Callable[[Any, Any], torch.Tensor]
+
+
+def _no_label(_: str) -> AbstractContextManager[Any]:
+    return nullcontext()
+
+
+def training_step(
+    model: torch.nn.Module,
+    optimizer: torch.optim.Optimizer,
+    loss_fn: LossFn,
+    batch: Any,
+    device: torch.device,
+    phase: Phase = _no_label,
+) -> torch.Tensor:
+    """One labelled step on a batch ``(inputs, target)`` already read."""
+    with phase("transfer"):
+        inputs, target = devices.to_device(batch, device)
+    with phase("train"):
+        optimizer.zero_grad(set_to_none=True)
+        with phase("forward"):
+            loss = loss_fn(model(inputs), target)
+        with phase("backward"):
+            loss.backward()
+        with phase("optimizer_step"):
+            optimizer.step()
+    return loss
+
+
+def profile_training(
+    model: torch.nn.Module,
+    optimizer: torch.optim.Optimizer,
+    loss_fn: LossFn,
+    loader: Iterable[Any],
+    *,
+    scenario: Scenario,
+    out: str | Path,
+    wait: int = 1,
+    warmup: int = 1,
+    active: int = 2,
+    repeat: int = 1,
+    cold_steps: int = 1,
+    restore_state: bool = True,
+    measure_overhead: bool = False,
+    count_flops: bool = False,
+    record_shapes: bool = False,
+    profile_memory: bool = False,
+    with_stack: bool = False,
+    clock: Callable[[], float] = time.perf_counter,
+) -> CaptureResult:
+    """Capture a labelled training window and return where it is and what was measured."""
+    if scenario.kind != "training":
+        raise CaptureError(f"profile_training needs a training scenario, not {scenario.kind!r}")
+    needed = cold_steps + (wait + warmup + active) * repeat
+    _check_length(loader, needed, cold_steps, wait, warmup, active, repeat)
+    window = Capture(
+        scenario, out=out, wait=wait, warmup=warmup, active=active, repeat=repeat,
+        record_shapes=record_shapes, profile_memory=profile_memory, with_stack=with_stack,
+        sync_steps=measure_overhead, clock=clock,
+    )  # fmt: skip
+    device = window.device
+    saved = SavedState(model, optimizer)
+
+    def step(batch: Any, phase: Phase = _no_label) -> torch.Tensor:
+        return training_step(model, optimizer, loss_fn, batch, device, phase)
+
+    extra: dict[str, Any] = {}
+    if count_flops:
+        extra["flops_per_step"] = flops.count_flops(lambda: step(next(iter(loader))))
+        saved.restore()
+    model.train(scenario.mode == "train")
+    iterator = _Batches(loader, needed)  # created before the window: start-up not measured
+    extra["observed"] = _observe(model, iterator.first, scenario)
+    extra["cold_start_ms"] = _timed_steps(iterator, cold_steps, step, device, clock)
+    with window:
+        for _ in range(window.total_steps):
+            with window.phase("read_batch"):
+                batch = next(iterator)
+            step(batch, window.phase)
+            window.step()
+    if measure_overhead:
+        saved.restore()
+        model.train(scenario.mode == "train")
+        again = _Batches(loader, needed)
+        _timed_steps(again, cold_steps + wait + warmup, step, device, clock)
+        unprofiled = _timed_steps(again, active, step, device, clock)
+        extra["unprofiled_step_ms"] = tuple(unprofiled)
+        extra["overhead_ratio"] = _ratio(window.step_ms, unprofiled)
+    if restore_state:
+        saved.restore()
+    steady = extra.get("unprofiled_step_ms") or tuple(window.step_ms)
+    extra |= _throughput(extra.get("flops_per_step"), steady, window)
+    return window.amend(**extra)
+
+
+def _check_length(
+    loader: Iterable[Any], needed: int, cold: int, wait: int, warmup: int, active: int, repeat: int
+) -> None:
+    try:
+        available = len(loader)  # type: ignore[arg-type]
+    except TypeError:
+        return  # an iterable without a length is checked as it runs
+    if available < needed:
+        raise CaptureError(
+            f"the loader yields {available} batches; cold start ({cold}) + (wait {wait} + "
+            f"warmup {warmup} + active {active}) x repeat {repeat} need {needed}"
+        )
+
+
+class _Batches(Iterator[Any]):
+    """A fresh iterator over the loader whose first batch is known; running out is clear."""
+
+    def __init__(self, loader: Iterable[Any], needed: int) -> None:
+        self._source = iter(loader)
+        self._needed = needed
+        self._taken = 0
+        try:
+            self.first = next(self._source)
+        except StopIteration:
+            raise CaptureError("the loader yields no batch") from None
+
+    def __next__(self) -> Any:
+        self._taken += 1
+        if self._taken == 1:
+            return self.first
+        try:
+            return next(self._source)
+        except StopIteration:
+            raise CaptureError(
+                f"the loader ran out after {self._taken - 1} batches; {self._needed} are needed"
+            ) from None
+
+
+def _observe(model: torch.nn.Module, batch: Any, scenario: Scenario) -> dict[str, Any]:
+    """What the run really is, to set beside what the scenario declares."""
+    inputs = batch[0] if isinstance(batch, tuple | list) else batch
+    shape = list(inputs.shape) if isinstance(inputs, torch.Tensor) else None
+    parameter = next(model.parameters(), None)
+    return {
+        "batch_size": shape[0] if shape else None,
+        "input_shape": shape,
+        "parameter_dtype": None if parameter is None else str(parameter.dtype)[len("torch.") :],
+        "model_mode": scenario.mode,
+        "device": scenario.device,
+    }  # fmt: skip
+
+
+def _timed_steps(
+    iterator: Iterator[Any],
+    count: int,
+    step: Callable[[Any], object],
+    device: torch.device,
+    clock: Callable[[], float],
+) -> tuple[float, ...]:
+    """Run ``count`` steps outside any profiler, each timed to its end on the device."""
+    times = []
+    for _ in range(count):
+        devices.synchronize(device)
+        start = clock()
+        step(next(iterator))
+        devices.synchronize(device)
+        times.append((clock() - start) * 1000)
+    return tuple(times)
+
+
+def _ratio(profiled: list[float], unprofiled: tuple[float, ...]) -> float | None:
+    if not profiled or not unprofiled:
+        return None
+    return statistics.median(profiled) / statistics.median(unprofiled)
+
+
+def _throughput(
+    flops_per_step: int | None, steady_ms: tuple[float, ...], window: Capture
+) -> dict[str, Any]:
+    """Achieved TFLOP/s from the steady step time (unprofiled when measured) and MFU."""
+    if not flops_per_step or not steady_ms:
+        return {}
+    achieved = flops_per_step / (statistics.median(steady_ms) / 1000) / 1e12
+    peak = flops.peak_tflops(devices.device_name(window.device), window.scenario.dtype)
+    return {
+        "achieved_tflops": achieved,
+        "peak_tflops": peak,
+        "mfu": achieved / peak if peak else None,
+    }

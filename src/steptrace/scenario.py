@@ -1,0 +1,148 @@
+"""The question and the step it is asked about, recorded with every trace.
+
+A ``Scenario`` states, before any trace is read, what is being asked (``question``), what
+the step contains (data read, host-to-device transfer, forward, backward, optimizer step;
+for inference, whether model loading is inside), and the facts that make two windows
+comparable: batch, shapes, precision, model mode, compilation, device, data origin, and
+what the scenario simplifies. It is plain data (no torch needed): capture writes it into
+the trace and beside it; analysis reads it back.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any, Literal
+
+import msgspec
+
+Kind = Literal["training", "inference"]
+StepPart = Literal["data_read", "transfer", "forward", "backward", "optimizer_step"]
+
+TRAINING_STEP: tuple[StepPart, ...] = (
+    "data_read",
+    "transfer",
+    "forward",
+    "backward",
+    "optimizer_step",
+)
+INFERENCE_STEP: tuple[StepPart, ...] = ("transfer", "forward")
+SCHEMA = "steptrace.scenario/1"
+# What each non-default profiler option costs: reports say it when one was on.
+OPTION_COSTS = {
+    "record_shapes": "records input shapes: adds overhead and keeps tensors alive longer",
+    "profile_memory": "records every allocation: adds overhead",
+    "with_stack": "records Python stacks: adds large overhead to every operator",
+    "with_flops": "estimates FLOPs per operator: adds overhead",
+}
+
+TRACE_METADATA_KEY = "steptrace"
+
+
+class Scenario(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    """What is asked, and of which step. Only ``question`` is required."""
+
+    question: str
+    kind: Kind = "training"
+    step: tuple[StepPart, ...] | None = None  # None: the kind's usual step (see ``parts``)
+    model_load_in_step: bool = False  # inference: is loading the model part of a request?
+    batch_size: int | None = None
+    input_shapes: tuple[tuple[int, ...], ...] = ()
+    dtype: str = "float32"  # or "bfloat16", "float16", "autocast-bfloat16", ...
+    model_mode: Literal["train", "eval"] | None = None  # None: train for training, eval else
+    compile: str = "off"  # torch.compile: "off" or its mode ("default", "max-autotune", ...)
+    device: str = "cpu"
+    data_origin: str = "synthetic"  # synthetic, local files, streaming, ...
+    simplifications: str = ""  # what this scenario leaves out of the real workload
+    unit: Literal["ms/step", "samples/s"] = "ms/step"
+
+    def __post_init__(self) -> None:
+        if not self.question.strip():
+            raise ValueError("a scenario needs a question, in the user's words")
+        if self.kind == "inference" and {"backward", "optimizer_step"} & set(self.parts):
+            raise ValueError("an inference step cannot contain backward or optimizer_step")
+        if self.batch_size is not None and self.batch_size < 1:
+            raise ValueError("batch_size must be at least 1")
+
+    @property
+    def parts(self) -> tuple[StepPart, ...]:
+        """What the step contains."""
+        if self.step is not None:
+            return self.step
+        return TRAINING_STEP if self.kind == "training" else INFERENCE_STEP
+
+    @property
+    def mode(self) -> Literal["train", "eval"]:
+        """The model mode the scenario expects."""
+        if self.model_mode is not None:
+            return self.model_mode
+        return "train" if self.kind == "training" else "eval"
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain JSON-ready data, defaults resolved so that readers need no code."""
+        data: dict[str, Any] = msgspec.json.decode(msgspec.json.encode(self))
+        data["step"] = list(self.parts)
+        data["model_mode"] = self.mode
+        return data
+
+    @classmethod
+    def from_dict(cls, data: object) -> Scenario:
+        """Validate plain data (from a sidecar or a trace) into a ``Scenario``."""
+        return msgspec.convert(data, cls, strict=False)
+
+
+class ScenarioRecord(msgspec.Struct, frozen=True):
+    """A scenario as stored with a trace, and what the capture measured around the window."""
+
+    scenario: Scenario
+    capture: dict[str, Any] | None  # settings and outside-the-profiler figures, if known
+    source: str  # "sidecar" or "trace"
+
+
+def sidecar_path(trace: Path) -> Path:
+    """``run/trace.json.gz`` -> ``run/trace.scenario.json``."""
+    name = trace.name
+    for suffix in (".json.gz", ".json", ".gz"):
+        if name.endswith(suffix):
+            name = name[: -len(suffix)]
+            break
+    return trace.with_name(f"{name}.scenario.json")
+
+
+def record_payload(scenario: Scenario, capture: dict[str, Any] | None) -> dict[str, Any]:
+    """The JSON object written into the trace and into the sidecar."""
+    return {"schema": SCHEMA, "scenario": scenario.to_dict(), "capture": capture}
+
+
+def read_record(trace: Path, embedded: object | None) -> tuple[ScenarioRecord | None, list[str]]:
+    """The scenario of a trace: from its sidecar, else from the trace's own metadata.
+
+    Returns the record (or None) and warnings about a sidecar or block that is unreadable.
+    """
+    warnings: list[str] = []
+    path = sidecar_path(trace)
+    if path.is_file():
+        try:
+            payload = json.loads(path.read_text(encoding="utf-8"))
+            return _record(payload, "sidecar"), warnings
+        except (OSError, ValueError, TypeError, msgspec.ValidationError) as exc:
+            warnings.append(f"scenario sidecar {path.name} is unreadable ({exc}); ignored")
+    if embedded is not None:
+        try:
+            return _record(embedded, "trace"), warnings
+        except (ValueError, TypeError, msgspec.ValidationError) as exc:
+            warnings.append(f"the trace's steptrace metadata is unreadable ({exc}); ignored")
+    return None, warnings
+
+
+def _record(payload: Any, source: str) -> ScenarioRecord:
+    if isinstance(payload, str):  # some writers store metadata as a JSON string
+        payload = json.loads(payload)
+    if not isinstance(payload, dict) or "scenario" not in payload:
+        raise ValueError("no 'scenario' object")
+    capture = payload.get("capture")
+    return ScenarioRecord(
+        scenario=Scenario.from_dict(payload["scenario"]),
+        capture=capture if isinstance(capture, dict) else None,
+        source=source,
+    )
