@@ -1,8 +1,9 @@
-"""Record a short, labelled training window with torch.profiler on the CPU, then analyze it.
+"""The method on a real PyTorch step, on the CPU: question, capture, analysis.
 
-The seeds' four-step example done right: the iterator is created before the window, the
-step's phases are labelled, the schedule waits one step, warms up one and records three,
-and the trace goes to a new folder (nothing is overwritten). Run by ``make demo``.
+A small MLP is trained on synthetic data. The question is stated first; profile_training
+captures a labelled window (wait 1, warm-up 1, active 3) into a new folder, times the
+cold start and the same steps without the profiler, counts FLOPs, puts the user's
+weights back, and the trace is analyzed. Run by ``make demo``.
 """
 
 from __future__ import annotations
@@ -13,63 +14,47 @@ from pathlib import Path
 
 import torch
 from torch import nn
-from torch.profiler import ProfilerActivity, profile, record_function, schedule
 from torch.utils.data import DataLoader, TensorDataset
 
+import steptrace
 from steptrace.cli import app
 
-WAIT, WARMUP, ACTIVE = 1, 1, 3
+BATCH, FEATURES = 64, 256
 
 
 def new_folder(root: Path) -> Path:
-    folder = root / time.strftime("%Y%m%d-%H%M%S")
-    suffix = 0
-    while True:
-        candidate = folder if suffix == 0 else folder.with_name(f"{folder.name}-{suffix}")
+    """A fresh, dated folder: nothing earlier is ever overwritten."""
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    for suffix in range(1000):
+        folder = root / (stamp if suffix == 0 else f"{stamp}-{suffix}")
         try:
-            candidate.mkdir(parents=True)
-            return candidate
+            folder.mkdir(parents=True)
+            return folder
         except FileExistsError:
-            suffix += 1
-
-
-def record(trace: Path) -> None:
-    torch.manual_seed(0)
-    model = nn.Sequential(nn.Linear(256, 512), nn.ReLU(), nn.Linear(512, 512), nn.ReLU(),
-                          nn.Linear(512, 10))  # fmt: skip
-    optimizer = torch.optim.Adam(model.parameters())
-    loss_fn = nn.CrossEntropyLoss()
-    data = TensorDataset(torch.randn(64 * 8, 256), torch.randint(0, 10, (64 * 8,)))
-    loader = DataLoader(data, batch_size=64, num_workers=0)
-    device = torch.device("cpu")
-    iterator = iter(loader)  # created before the window: its start-up is not measured
-    model.train()
-    with profile(
-        activities=[ProfilerActivity.CPU],
-        schedule=schedule(wait=WAIT, warmup=WARMUP, active=ACTIVE, repeat=1),
-        on_trace_ready=lambda p: p.export_chrome_trace(str(trace)),
-    ) as prof:
-        for _ in range(WAIT + WARMUP + ACTIVE):
-            with record_function("read_batch"):
-                x, y = next(iterator)
-            with record_function("transfer"):
-                x, y = x.to(device), y.to(device)
-            with record_function("train"):
-                optimizer.zero_grad(set_to_none=True)
-                with record_function("forward"):
-                    loss = loss_fn(model(x), y)
-                with record_function("backward"):
-                    loss.backward()
-                with record_function("optimizer_step"):
-                    optimizer.step()
-            prof.step()
+            continue
+    raise SystemExit(f"steptrace demo: no free folder name under {root}")
 
 
 def main() -> None:
-    folder = new_folder(Path("steptrace-demo"))
-    trace = folder / "trace.json"
-    print(f"Recording {ACTIVE} training steps on the CPU with torch.profiler into {trace} ...")
-    record(trace)
+    torch.manual_seed(0)
+    model = nn.Sequential(
+        nn.Linear(FEATURES, 512), nn.ReLU(), nn.Linear(512, 512), nn.ReLU(), nn.Linear(512, 10)
+    )
+    data = TensorDataset(torch.randn(BATCH * 12, FEATURES), torch.randint(0, 10, (BATCH * 12,)))
+    scenario = steptrace.Scenario(
+        question="Where does a training step of this MLP spend its time on the CPU?",
+        batch_size=BATCH,
+        input_shapes=((BATCH, FEATURES),),
+        data_origin="synthetic tensors in memory",
+        simplifications="random data and a 3-layer MLP stand in for a real model and dataset",
+    )
+    trace = new_folder(Path("steptrace-demo")) / "trace.json"
+    print(f"Capturing 3 labelled training steps on the CPU into {trace} ...", flush=True)
+    steptrace.profile_training(
+        model, torch.optim.Adam(model.parameters()), nn.functional.cross_entropy,
+        DataLoader(data, batch_size=BATCH), scenario=scenario, out=trace, active=3,
+        measure_overhead=True, count_flops=True,
+    )  # fmt: skip
     print(f"Analyzing {trace}:\n", flush=True)
     sys.argv = ["steptrace", "analyze", str(trace), "--top", "8"]
     app()

@@ -96,3 +96,16 @@ def test_an_unreadable_sidecar_is_a_warning(write_trace: WriteTrace) -> None:
     assert record is None
     assert "unreadable" in warnings[0]
     assert any("unreadable" in w for w in steptrace.analyze(path).trace.warnings)
+
+
+def test_a_cpu_scenario_explains_the_missing_gpu_calmly(write_trace: WriteTrace) -> None:
+    from steptrace.report.format import GPU_ABSENT, gpu_absent_note
+
+    path = write_trace(document([step(1, 0, 100)]), name="trace.json")
+    assert gpu_absent_note(steptrace.analyze(path)) == GPU_ABSENT  # no scenario: warn
+    for device, expected_warning in (("cpu", False), ("cuda", True)):
+        sidecar_path(path).write_text(
+            json.dumps(record_payload(Scenario(question="q", device=device), None))
+        )
+        note = gpu_absent_note(steptrace.analyze(path))
+        assert (note == GPU_ABSENT) == expected_warning

@@ -80,6 +80,20 @@ def option_notes(result: TraceAnalysis) -> list[str]:
     return [f"{k} was on: {cost}" for k, cost in OPTION_COSTS.items() if options.get(k) in _ON]
 
 
+CPU_ONLY = (
+    "CPU-only trace, as the scenario states (device {device}): no GPU was asked for, so "
+    "every GPU figure is 'not observed'."
+)
+
+
+def gpu_absent_note(result: TraceAnalysis) -> str:
+    """Why there are no GPU figures: expected (a CPU scenario) or a warning."""
+    scenario = result.scenario
+    if scenario is not None and not scenario.device.startswith("cuda"):
+        return CPU_ONLY.format(device=scenario.device)
+    return GPU_ABSENT
+
+
 def ms(value: float | None) -> str:
     if value is None:
         return NOT_OBSERVED

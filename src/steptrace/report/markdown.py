@@ -25,7 +25,11 @@ def _report(result: TraceAnalysis) -> str:
     out = [f"# steptrace analysis: `{fmt.title(result)}`\n"]
     out += [f"- {line}" for line in fmt.scenario_lines(result)] + [""]
     out += [f"> note: {n}\n" for n in fmt.option_notes(result)]
-    out.append(f"GPU: {fmt.devices(result)}\n" if trace.gpu_observed else f"> {fmt.GPU_ABSENT}\n")
+    out.append(
+        f"GPU: {fmt.devices(result)}\n"
+        if trace.gpu_observed
+        else f"> {fmt.gpu_absent_note(result)}\n"
+    )
     if not trace.steps_from_markers:
         out.append(f"> {fmt.NO_STEPS}\n")
     if (first := fmt.first_step_note(result)) is not None:

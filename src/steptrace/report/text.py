@@ -35,7 +35,8 @@ def _notes(result: TraceAnalysis) -> list[RenderableType]:
     if trace.gpu_observed:
         notes.append(Text(f"GPU: {fmt.devices(result)}"))
     else:
-        notes.append(Text(fmt.GPU_ABSENT, style="bold yellow"))
+        absent = fmt.gpu_absent_note(result)
+        notes.append(Text(absent, style="bold yellow" if absent == fmt.GPU_ABSENT else ""))
     if not trace.steps_from_markers:
         notes.append(Text(fmt.NO_STEPS, style="yellow"))
     if (first := fmt.first_step_note(result)) is not None:
