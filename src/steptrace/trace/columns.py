@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from itertools import compress, repeat
 from operator import attrgetter, is_
 from typing import Any, TypeVar, cast
@@ -26,7 +26,9 @@ _Phase = TypeVar("_Phase", Event, Instant, Metadata)
 
 _DIGITS = re.compile(r"-?\d+")
 _NO_ARGS = EventArgs()
-_WITH_DEVICE_ARGS = np.array([*GPU_WORK, *LAUNCHES, Kind.CUDA_SYNC], dtype=np.int8)
+_CORRELATED = np.array([*GPU_WORK, *LAUNCHES, Kind.CUDA_SYNC], dtype=np.int8)
+_GPU_WORK = np.array([*GPU_WORK, Kind.CUDA_SYNC], dtype=np.int8)
+_COPIES = np.array([Kind.MEMCPY, Kind.MEMSET], dtype=np.int8)
 
 
 class _Interner(dict[Any, int]):
@@ -100,18 +102,21 @@ class ColumnBuilder:
             "bytes": np.full(n, math.nan, np.float64),
             "shape_id": np.full(n, MISSING, np.int32),
         }
-        rows = np.flatnonzero(np.isin(kind, _WITH_DEVICE_ARGS))
-        pairs = [(e, e.args or _NO_ARGS) for e in (complete[i] for i in rows.tolist())]
-        columns["correlation"][rows] = _ints([a.correlation for _, a in pairs])
-        columns["device"][rows] = _ints([e.pid if a.device is None else a.device for e, a in pairs])
-        columns["stream"][rows] = _ints([e.tid if a.stream is None else a.stream for e, a in pairs])
-        columns["bytes"][rows] = [
-            a.bytes if isinstance(a.bytes, int | float) else math.nan for _, a in pairs
+        launched = np.flatnonzero(np.isin(kind, _CORRELATED))
+        columns["correlation"][launched] = _ints(_args_of(complete, launched), "correlation")
+        work = np.flatnonzero(np.isin(kind, _GPU_WORK))
+        events, args = _pick(complete, work), _args_of(complete, work)
+        columns["device"][work] = _ints(args, "device", fallback=map(attrgetter("pid"), events))
+        columns["stream"][work] = _ints(args, "stream", fallback=map(attrgetter("tid"), events))
+        copies = np.flatnonzero(np.isin(kind, _COPIES))
+        columns["bytes"][copies] = [
+            b if isinstance(b, int | float) else math.nan
+            for b in map(attrgetter("bytes"), _args_of(complete, copies))
         ]
+        ops = np.flatnonzero(kind == Kind.CPU_OP)
         shapes = self.shapes
-        for i in np.flatnonzero(kind == Kind.CPU_OP).tolist():
-            a = complete[i].args
-            if a is not None and a.input_dims:
+        for i, a in zip(ops.tolist(), _args_of(complete, ops), strict=True):
+            if a.input_dims:
                 columns["shape_id"][i] = shapes[bytes(a.input_dims)]
         return columns  # fmt: skip
 
@@ -178,7 +183,21 @@ def _legacy_kind(event: Event) -> Kind:
     return legacy_operator_kind(event.name, has_inputs)
 
 
-def _ints(values: list[object]) -> list[int]:
+def _pick(complete: list[Event], rows: NDArray[np.intp]) -> list[Event]:
+    return [complete[i] for i in rows.tolist()]
+
+
+def _args_of(complete: list[Event], rows: NDArray[np.intp]) -> list[EventArgs]:
+    return [a or _NO_ARGS for a in map(attrgetter("args"), _pick(complete, rows))]
+
+
+def _ints(
+    args: list[EventArgs], field: str, fallback: Iterator[int | str] | None = None
+) -> list[int]:
+    """An integer ``args`` field per row; where it is absent, ``fallback`` (pid or tid)."""
+    values: Iterable[object] = map(attrgetter(field), args)
+    if fallback is not None:
+        values = (f if v is None else v for v, f in zip(values, fallback, strict=True))
     return [v if type(v) is int else as_int(v) for v in values]
 
 
