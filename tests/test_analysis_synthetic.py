@@ -158,3 +158,35 @@ def test_legacy_vocabulary_and_string_thread_ids(write_trace: WriteTrace) -> Non
 def test_path_is_reported(write_trace: WriteTrace) -> None:
     path = write_trace(document(events()))
     assert Path(steptrace.analyze(path).trace.path) == path
+
+
+def test_why_the_gpu_was_idle(result: steptrace.TraceAnalysis) -> None:
+    gpu_step = result.steps[0].gpu
+    assert gpu_step is not None
+    # gap 4400-5000: gemm's launch ended at 4710, after the GPU went idle -> host-bound.
+    # gap 8000-8500: add was launched at 6160, long before -> not waiting on the host.
+    assert gpu_step.idle_waiting_on_host_ms == pytest.approx(0.6)
+    # the sync ends at 9400, the GPU is idle until the step ends at 10000
+    assert gpu_step.idle_after_sync_ms == pytest.approx(0.6)
+    assert gpu_step.kernels.shorter_than_launch == 0
+
+
+def test_launches_per_label_and_cpu_busy(result: steptrace.TraceAnalysis) -> None:
+    launches = {p.name: p.gpu_launches for p in result.steps[0].phases}
+    assert launches == {
+        "read_batch": 0,
+        DATALOADER: 0,
+        "transfer": 1,
+        "train": 3,
+        "forward": 2,
+        "backward": 1,
+    }
+    cpu = result.steps[0].cpu
+    assert cpu.busy_ms == pytest.approx(1.3) and cpu.operators == 3
+
+
+def test_copy_patterns(result: steptrace.TraceAnalysis) -> None:
+    (pattern,) = result.copies
+    assert (pattern.direction, pattern.bytes, pattern.operator) == ("HtoD", 1000, "aten::copy_")
+    assert pattern.per_step == (1, 0) and pattern.steps == 1
+    assert pattern.host_memory == "Pageable"

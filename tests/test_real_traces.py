@@ -67,8 +67,14 @@ def test_no_negative_duration_anywhere(analyzed) -> None:  # type: ignore[no-unt
         for phase in step.phases:
             assert phase.exclusive_ms >= 0 and phase.inclusive_ms >= 0
             assert phase.exclusive_ms <= phase.inclusive_ms + 1e-9
+        assert 0 <= step.cpu.busy_ms <= step.wall_ms + 1e-9
         if step.gpu is not None:
             assert step.gpu.idle_ms >= -1e-9
+            idle = step.gpu.idle_ms + 1e-9
+            assert 0 <= step.gpu.idle_after_sync_ms <= idle
+            waiting = step.gpu.idle_waiting_on_host_ms
+            assert waiting is None or 0 <= waiting <= idle
+            assert step.gpu.kernels.shorter_than_launch <= step.gpu.kernels.count
     assert all(k.min_us >= 0 for k in result.kernels)
     assert all(o.self_ms >= 0 and o.self_ms <= o.inclusive_ms + 1e-9 for o in result.operators)
 

@@ -10,9 +10,13 @@ from pathlib import Path
 from typing import Any
 
 import msgspec
+import numpy as np
 
+from steptrace.analysis.copies import CopyPattern, copy_patterns
+from steptrace.analysis.cpu import CpuStep, cpu_per_step
 from steptrace.analysis.gpu import GpuStep, gpu_per_step, gpu_timeline
 from steptrace.analysis.kernels import KernelStat, kernel_stats
+from steptrace.analysis.links import cpu_tree, gpu_links
 from steptrace.analysis.operators import OperatorStat, operator_stats
 from steptrace.analysis.phases import Phase, phases_per_step
 from steptrace.analysis.stats import Spread
@@ -49,6 +53,7 @@ class StepResult(msgspec.Struct, frozen=True):
     wall_ms: float
     phases: tuple[Phase, ...]
     unlabeled_ms: float | None
+    cpu: CpuStep
     gpu: GpuStep | None  # None: GPU not observed
 
 
@@ -90,6 +95,7 @@ class TraceAnalysis(msgspec.Struct, frozen=True):
     operators_total: int
     kernels: tuple[KernelStat, ...]
     kernels_total: int
+    copies: tuple[CopyPattern, ...]  # device copies grouped by direction, size and operator
 
     def top(self, n: int) -> TraceAnalysis:
         """The same analysis listing only the first ``n`` operators and kernels."""
@@ -105,9 +111,18 @@ def analyze_trace(trace: Trace) -> TraceAnalysis:
     """Analyze a loaded trace."""
     events = trace.events
     steps = find_steps(events)
-    timeline = gpu_timeline(events)
+    tree = cpu_tree(events)
+    links = gpu_links(events, tree)
+    timeline = gpu_timeline(events, links)
     gpu = gpu_per_step(events, steps.windows, timeline)
-    phases = phases_per_step(events, steps.windows, timeline.busy if timeline else None)
+    launch_starts = events.start_us[np.unique(links.launch[links.launch >= 0])]
+    phases = phases_per_step(
+        events,
+        steps.windows,
+        timeline.busy if timeline else None,
+        launch_starts if timeline else None,
+    )
+    cpu = cpu_per_step(events, tree, steps.windows)
     results = tuple(
         StepResult(
             name=w.name,
@@ -116,11 +131,12 @@ def analyze_trace(trace: Trace) -> TraceAnalysis:
             wall_ms=w.wall_ms,
             phases=p.phases,
             unlabeled_ms=p.unlabeled_ms,
+            cpu=c,
             gpu=g,
         )
-        for w, p, g in zip(steps.windows, phases, gpu, strict=True)
+        for w, p, c, g in zip(steps.windows, phases, cpu, gpu, strict=True)
     )
-    operators = operator_stats(events, timeline is not None)
+    operators = operator_stats(events, tree, links if timeline else None)
     kernels = kernel_stats(events)
     info = trace.info
     dist = info.distributed
@@ -148,6 +164,7 @@ def analyze_trace(trace: Trace) -> TraceAnalysis:
         operators_total=len(operators),
         kernels=kernels,
         kernels_total=len(kernels),
+        copies=copy_patterns(events, links, steps.windows),
     )
 
 

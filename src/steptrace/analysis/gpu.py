@@ -16,10 +16,12 @@ import msgspec
 import numpy as np
 from numpy.typing import NDArray
 
+from steptrace.analysis.idle import after_sync_us, waiting_on_host_us
+from steptrace.analysis.links import GpuLinks
 from steptrace.analysis.stats import Spread
 from steptrace.analysis.steps import StepWindow
 from steptrace.trace import intervals as iv
-from steptrace.trace.kinds import GPU_WORK, LAUNCHES, Kind
+from steptrace.trace.kinds import LAUNCHES, Kind
 from steptrace.trace.table import EventTable
 
 # Kernels of collective-communication libraries, reported apart from compute.
@@ -48,6 +50,7 @@ class KernelSummary(msgspec.Struct, frozen=True):
     count: int
     busy_ms: float  # union of kernel intervals only
     duration_us: Spread | None
+    shorter_than_launch: int  # kernels that ran for less time than their launch call took
 
 
 class CopySummary(msgspec.Struct, frozen=True):
@@ -88,37 +91,32 @@ class GpuStep(msgspec.Struct, frozen=True):
     communication: CommunicationSummary
     launch_delay_us: Spread | None  # kernel start minus the end of its launch call
     sync_calls: tuple[SyncSummary, ...]
+    idle_waiting_on_host_ms: float | None  # gaps the next launch arrived too late to fill
+    idle_after_sync_ms: float  # idle from the end of a blocking call to the next GPU work
 
 
 class GpuTimeline(msgspec.Struct, frozen=True):
-    """GPU work rows and their merged busy intervals, computed once per trace."""
+    """GPU work rows, their merged busy intervals and their launch calls, once per trace."""
 
     rows: NDArray[np.int64]
+    start_us: NDArray[np.float64]
     busy: iv.Intervals
-    launch_delay_us: NDArray[np.float64]  # per GPU row, NaN when no launch call is known
+    launch_end_us: NDArray[np.float64]  # per GPU row, NaN when no launch call is known
+    launch_dur_us: NDArray[np.float64]
 
 
-def gpu_timeline(events: EventTable) -> GpuTimeline | None:
+def gpu_timeline(events: EventTable, links: GpuLinks) -> GpuTimeline | None:
     """The GPU side of a trace, or ``None`` when it holds no GPU events."""
-    rows = np.flatnonzero(events.mask(*GPU_WORK))
+    rows = links.rows
     if rows.size == 0:
         return None
     start, end = events.start_us[rows], events.end_us[rows]
-    return GpuTimeline(rows, iv.union(start, end), _launch_delays(events, rows))
-
-
-def _launch_delays(events: EventTable, rows: NDArray[np.int64]) -> NDArray[np.float64]:
-    launches = np.flatnonzero(events.mask(*LAUNCHES) & (events.correlation >= 0))
-    delay = np.full(rows.size, np.nan)
-    if launches.size == 0:
-        return delay
-    ids, first = np.unique(events.correlation[launches], return_index=True)
-    launch_end = events.end_us[launches][first]
-    wanted = events.correlation[rows]
-    at = np.clip(np.searchsorted(ids, wanted), 0, ids.size - 1)
-    found = (ids[at] == wanted) & (wanted >= 0)
-    delay[found] = events.start_us[rows][found] - launch_end[at][found]
-    return delay
+    known = links.launch >= 0
+    launch_end = np.full(rows.size, np.nan)
+    launch_dur = np.full(rows.size, np.nan)
+    launch_end[known] = events.end_us[links.launch[known]]
+    launch_dur[known] = events.dur_us[links.launch[known]]
+    return GpuTimeline(rows, start, iv.union(start, end), launch_end, launch_dur)
 
 
 def gpu_per_step(
@@ -130,8 +128,10 @@ def gpu_per_step(
     lo = np.array([s.start_us for s in steps])
     hi = np.array([s.end_us for s in steps])
     busy = iv.covered(timeline.busy, lo, hi) / 1000.0
-    gpu_start = events.start_us[timeline.rows]
+    gpu_start = timeline.start_us
+    launch_delay = gpu_start - timeline.launch_end_us  # queueing included
     syncs = _sync_rows(events)
+    sync_ends = events.end_us[syncs]
     comm_names = communication_names(events)
     results = []
     for k, step in enumerate(steps):
@@ -142,15 +142,24 @@ def gpu_per_step(
                 busy_ms=float(busy[k]),
                 idle_ms=float(wall - busy[k]),
                 utilization=float(busy[k] / wall) if wall > 0 else 0.0,
-                kernels=_kernels(events, timeline.rows[inside]),
+                kernels=_kernels(events, timeline, inside),
                 memcpy=_copies(events, timeline.rows[inside]),
                 memset=_sets(events, timeline.rows[inside]),
                 communication=_communication(events, timeline.rows[inside], comm_names),
-                launch_delay_us=Spread.of(_finite(timeline.launch_delay_us[inside])),
+                launch_delay_us=Spread.of(_finite(launch_delay[inside])),
                 sync_calls=_syncs(events, syncs, step),
+                idle_waiting_on_host_ms=_ms(
+                    waiting_on_host_us(timeline, step.start_us, step.end_us)
+                ),
+                idle_after_sync_ms=after_sync_us(timeline, sync_ends, step.start_us, step.end_us)
+                / 1000,
             )
         )
     return tuple(results)
+
+
+def _ms(us: float | None) -> float | None:
+    return None if us is None else us / 1000
 
 
 def _finite(values: NDArray[np.float64]) -> NDArray[np.float64]:
@@ -166,12 +175,16 @@ def _of_kind(events: EventTable, rows: NDArray[np.int64], kind: Kind) -> NDArray
     return chosen
 
 
-def _kernels(events: EventTable, rows: NDArray[np.int64]) -> KernelSummary:
-    kernels = _of_kind(events, rows, Kind.KERNEL)
+def _kernels(events: EventTable, timeline: GpuTimeline, inside: NDArray[np.bool_]) -> KernelSummary:
+    chosen = inside & (events.kind[timeline.rows] == Kind.KERNEL)
+    kernels = timeline.rows[chosen]
+    duration = events.dur_us[kernels]
+    launch = timeline.launch_dur_us[chosen]
     return KernelSummary(
         count=int(kernels.size),
         busy_ms=_busy_ms(events, kernels),
-        duration_us=Spread.of(events.dur_us[kernels]),
+        duration_us=Spread.of(duration),
+        shorter_than_launch=int((duration < launch).sum()),  # NaN launch: not counted
     )
 
 
@@ -180,7 +193,7 @@ def _copies(events: EventTable, rows: NDArray[np.int64]) -> tuple[CopySummary, .
     by_direction: dict[str, list[int]] = {}
     host_memory: dict[int, str | None] = {}
     for row in copies.tolist():
-        direction, memory = _copy_kind(events.name_of(row))
+        direction, memory = copy_kind(events.name_of(row))
         by_direction.setdefault(direction, []).append(row)
         host_memory[row] = memory
     summaries = []
@@ -200,7 +213,7 @@ def _copies(events: EventTable, rows: NDArray[np.int64]) -> tuple[CopySummary, .
     return tuple(summaries)
 
 
-def _copy_kind(name: str) -> tuple[str, str | None]:
+def copy_kind(name: str) -> tuple[str, str | None]:
     """Direction and host-memory kind from a name like ``Memcpy HtoD (Pageable -> Device)``."""
     match = _MEMCPY.search(name)
     if not match:

@@ -1,6 +1,6 @@
 """CPU operators over the whole trace: self and inclusive time, calls, shapes, kernels.
 
-Contract: ``operator_stats(events, gpu_observed) -> tuple[OperatorStat, ...]``, sorted by
+Contract: ``operator_stats(events, tree, links) -> tuple[OperatorStat, ...]``, sorted by
 self time. Self time excludes nested operators (runtime calls such as
 ``cudaLaunchKernel`` stay in the operator that made them, as in torch's own table);
 inclusive time does not count a recursive call twice. Each kernel is attributed to the
@@ -14,8 +14,8 @@ import msgspec
 import numpy as np
 from numpy.typing import NDArray
 
-from steptrace.trace.kinds import GPU_WORK, LAUNCHES, Kind
-from steptrace.trace.nesting import has_same_name_ancestor, parents, self_time
+from steptrace.analysis.links import CpuTree, GpuLinks
+from steptrace.trace.nesting import has_same_name_ancestor, self_time
 from steptrace.trace.table import EventTable
 
 
@@ -31,27 +31,22 @@ class OperatorStat(msgspec.Struct, frozen=True):
     input_shapes: str | None  # most frequent recorded input shapes; None when not recorded
 
 
-def operator_stats(events: EventTable, gpu_observed: bool) -> tuple[OperatorStat, ...]:
-    """Every CPU operator name, by self time (largest first)."""
-    ops = np.flatnonzero(events.kind == Kind.CPU_OP)
+def operator_stats(
+    events: EventTable, tree: CpuTree, links: GpuLinks | None
+) -> tuple[OperatorStat, ...]:
+    """Every CPU operator name, by self time (largest first); GPU figures need ``links``."""
+    ops = tree.ops
     if ops.size == 0:
         return ()
-    launches = np.flatnonzero(events.mask(*LAUNCHES))
-    owner = _owning_operator(events, ops, launches)
-    op_parent = owner[: ops.size]
     start, end = events.start_us[ops], events.end_us[ops]
     name = events.name_id[ops]
-    own = self_time(start, end, op_parent)
-    outermost = ~has_same_name_ancestor(name, op_parent)
+    own = self_time(start, end, tree.op_parent)
+    outermost = ~has_same_name_ancestor(name, tree.op_parent)
     n = len(events.names)
     calls = np.bincount(name, minlength=n)
     self_us = np.bincount(name, weights=own, minlength=n)
     inclusive_us = np.bincount(name[outermost], weights=(end - start)[outermost], minlength=n)
-    gpu_us, gpu_count = (
-        _launched_gpu_work(events, name, launches, owner[ops.size :])
-        if gpu_observed
-        else (None, None)
-    )
+    gpu_us, gpu_count = _launched_gpu_work(events, links) if links else (None, None)
     shapes = _typical_shapes(events, ops)
     stats = [
         OperatorStat(
@@ -68,40 +63,14 @@ def operator_stats(events: EventTable, gpu_observed: bool) -> tuple[OperatorStat
     return tuple(sorted(stats, key=lambda s: (-s.self_ms, s.name)))
 
 
-def _owning_operator(
-    events: EventTable, ops: NDArray[np.int64], launches: NDArray[np.int64]
-) -> NDArray[np.int64]:
-    """For each op, then each launch call: index (into ``ops``) of its innermost enclosing op."""
-    rows = np.concatenate((ops, launches))
-    parent = parents(events.start_us[rows], events.end_us[rows], events.thread_id[rows])
-    is_op = np.arange(rows.size) < ops.size
-    owner = parent.copy()  # climb through launch calls (runtime > driver) to an operator
-    while (climb := (owner >= 0) & ~is_op[np.maximum(owner, 0)]).any():
-        owner[climb] = parent[owner[climb]]
-    return owner
-
-
 def _launched_gpu_work(
-    events: EventTable,
-    op_name: NDArray[np.int32],
-    launches: NDArray[np.int64],
-    launch_owner: NDArray[np.int64],
+    events: EventTable, links: GpuLinks
 ) -> tuple[NDArray[np.float64], NDArray[np.int64]]:
     """Per operator name: summed duration and count of the GPU work it launched."""
     n = len(events.names)
-    known = (launch_owner >= 0) & (events.correlation[launches] >= 0)
-    correlation = events.correlation[launches][known]
-    owner_name = op_name[launch_owner[known]]
-    if correlation.size == 0:
-        return np.zeros(n, dtype=np.float64), np.zeros(n, dtype=np.int64)
-    order = np.argsort(correlation, kind="stable")
-    correlation, owner_name = correlation[order], owner_name[order]
-    work = np.flatnonzero(events.mask(*GPU_WORK))
-    wanted = events.correlation[work]
-    at = np.minimum(np.searchsorted(correlation, wanted), correlation.size - 1)
-    found = (correlation[at] == wanted) & (wanted >= 0)
-    names = owner_name[at[found]]
-    total = np.bincount(names, weights=events.dur_us[work][found], minlength=n)
+    known = links.owner >= 0
+    names = events.name_id[links.owner[known]]
+    total = np.bincount(names, weights=events.dur_us[links.rows[known]], minlength=n)
     return total.astype(np.float64), np.bincount(names, minlength=n).astype(np.int64)
 
 

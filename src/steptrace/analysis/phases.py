@@ -33,6 +33,7 @@ class Phase(msgspec.Struct, frozen=True):
     exclusive_ms: float
     share: float  # exclusive time / step wall time
     gpu_idle_ms: float | None
+    gpu_launches: int | None  # GPU activities launched while it ran (any thread)
 
 
 class StepPhases(msgspec.Struct, frozen=True):
@@ -41,7 +42,10 @@ class StepPhases(msgspec.Struct, frozen=True):
 
 
 def phases_per_step(
-    events: EventTable, steps: tuple[StepWindow, ...], gpu_busy: iv.Intervals | None
+    events: EventTable,
+    steps: tuple[StepWindow, ...],
+    gpu_busy: iv.Intervals | None,
+    launch_starts: NDArray[np.float64] | None,
 ) -> tuple[StepPhases, ...]:
     """Labels of every step, in the order they first start."""
     markers = np.array(
@@ -50,7 +54,8 @@ def phases_per_step(
     rows = np.flatnonzero((events.kind == Kind.USER_ANNOTATION) & ~np.isin(events.name_id, markers))
     start, end = events.start_us[rows], events.end_us[rows]
     exclusive = self_time(start, end, parents(start, end, events.thread_id[rows]))
-    return tuple(_step_phases(events, step, rows, exclusive, gpu_busy) for step in steps)
+    launches = None if launch_starts is None else np.sort(launch_starts)
+    return tuple(_step_phases(events, step, rows, exclusive, gpu_busy, launches) for step in steps)
 
 
 def _step_phases(
@@ -59,6 +64,7 @@ def _step_phases(
     rows: NDArray[np.int64],
     exclusive: NDArray[np.float64],
     gpu_busy: iv.Intervals | None,
+    launches: NDArray[np.float64] | None,
 ) -> StepPhases:
     start, end = events.start_us[rows], events.end_us[rows]
     inside = np.flatnonzero((start >= step.start_us) & (start < step.end_us))
@@ -82,9 +88,16 @@ def _step_phases(
                 exclusive_ms=exclusive_us / 1000,
                 share=exclusive_us / 1000 / step.wall_ms if step.wall_ms > 0 else 0.0,
                 gpu_idle_ms=idle,
+                gpu_launches=None if launches is None else _count_inside(launches, spans),
             )
         )
     return StepPhases(tuple(phases), _unlabeled_ms(events, step, rows[inside]))
+
+
+def _count_inside(points: NDArray[np.float64], spans: iv.Intervals) -> int:
+    """How many sorted ``points`` fall inside the disjoint ``spans``."""
+    starts, ends = spans
+    return int((np.searchsorted(points, ends) - np.searchsorted(points, starts)).sum())
 
 
 def _idle_us(spans: iv.Intervals, gpu_busy: iv.Intervals) -> float:

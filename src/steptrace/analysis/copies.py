@@ -1,0 +1,63 @@
+"""Copies that recur: the same direction, size and launching operator, step after step.
+
+Contract: ``copy_patterns(events, links, steps) -> tuple[CopyPattern, ...]``, largest total
+time first. A pattern that appears in every step with the same size is the signature of
+a constant rebuilt and transferred each step.
+"""
+
+from __future__ import annotations
+
+import msgspec
+import numpy as np
+
+from steptrace.analysis.gpu import copy_kind
+from steptrace.analysis.links import GpuLinks
+from steptrace.analysis.steps import StepWindow
+from steptrace.trace.kinds import Kind
+from steptrace.trace.table import EventTable
+
+UNKNOWN_OPERATOR = "<launch not linked>"
+
+
+class CopyPattern(msgspec.Struct, frozen=True):
+    direction: str
+    bytes: int | None
+    operator: str  # the operator whose runtime call launched the copy
+    host_memory: str | None  # Pageable or Pinned, when the trace says
+    steps: int  # in how many steps it appears
+    per_step: tuple[int, ...]  # how many such copies in each step
+    total_ms: float  # summed copy durations over all steps
+
+
+def copy_patterns(
+    events: EventTable, links: GpuLinks, steps: tuple[StepWindow, ...]
+) -> tuple[CopyPattern, ...]:
+    is_copy = events.kind[links.rows] == Kind.MEMCPY
+    rows, owners = links.rows[is_copy], links.owner[is_copy]
+    start = events.start_us[rows]
+    step_of = np.full(rows.size, -1)
+    for k, step in enumerate(steps):
+        step_of[(start >= step.start_us) & (start < step.end_us)] = k
+    groups: dict[tuple[str, int | None, str, str | None], list[int]] = {}
+    for i, (row, owner) in enumerate(zip(rows.tolist(), owners.tolist(), strict=True)):
+        if step_of[i] < 0:
+            continue
+        direction, memory = copy_kind(events.name_of(row))
+        size = int(events.bytes[row]) if np.isfinite(events.bytes[row]) else None
+        operator = events.name_of(owner) if owner >= 0 else UNKNOWN_OPERATOR
+        groups.setdefault((direction, size, operator, memory), []).append(i)
+    patterns = []
+    for (direction, size, operator, memory), members in groups.items():
+        per_step = np.bincount(step_of[members], minlength=len(steps))
+        patterns.append(
+            CopyPattern(
+                direction=direction,
+                bytes=size,
+                operator=operator,
+                host_memory=memory,
+                steps=int((per_step > 0).sum()),
+                per_step=tuple(int(c) for c in per_step),
+                total_ms=float(events.dur_us[rows[members]].sum()) / 1000,
+            )
+        )
+    return tuple(sorted(patterns, key=lambda p: -p.total_ms))

@@ -1,0 +1,44 @@
+"""CPU operators per step: how busy the CPU was in operators, and how short they were.
+
+Contract: ``cpu_per_step(events, tree, steps) -> tuple[CpuStep, ...]``. ``busy_ms`` is the
+union of operator intervals over all threads, clipped to the step (concurrent threads
+are not added up). Operators are attributed to the step in which they start.
+"""
+
+from __future__ import annotations
+
+import msgspec
+import numpy as np
+
+from steptrace.analysis.links import CpuTree
+from steptrace.analysis.stats import Spread
+from steptrace.analysis.steps import StepWindow
+from steptrace.trace import intervals as iv
+from steptrace.trace.table import EventTable
+
+
+class CpuStep(msgspec.Struct, frozen=True):
+    busy_ms: float  # time at least one CPU operator ran, any thread
+    operators: int  # operator calls starting in the step, nested ones included
+    operator_us: Spread | None  # their durations
+
+
+def cpu_per_step(
+    events: EventTable, tree: CpuTree, steps: tuple[StepWindow, ...]
+) -> tuple[CpuStep, ...]:
+    start, end = events.start_us[tree.ops], events.end_us[tree.ops]
+    busy = iv.union(start, end)
+    lo = np.array([s.start_us for s in steps])
+    hi = np.array([s.end_us for s in steps])
+    covered = iv.covered(busy, lo, hi) / 1000
+    results = []
+    for k, step in enumerate(steps):
+        inside = (start >= step.start_us) & (start < step.end_us)
+        results.append(
+            CpuStep(
+                busy_ms=float(covered[k]),
+                operators=int(inside.sum()),
+                operator_us=Spread.of((end - start)[inside]),
+            )
+        )
+    return tuple(results)
