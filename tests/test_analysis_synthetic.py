@@ -188,5 +188,6 @@ def test_launches_per_label_and_cpu_busy(result: steptrace.TraceAnalysis) -> Non
 def test_copy_patterns(result: steptrace.TraceAnalysis) -> None:
     (pattern,) = result.copies
     assert (pattern.direction, pattern.bytes, pattern.operator) == ("HtoD", 1000, "aten::copy_")
+    assert pattern.label == "transfer"
     assert pattern.per_step == (1, 0) and pattern.steps == 1
     assert pattern.host_memory == "Pageable"

@@ -43,6 +43,7 @@ class TraceSummary(msgspec.Struct, frozen=True):
     steps_from_markers: bool
     options: dict[str, str]
     memory_events: int
+    fwdbwd_flows: int
     warnings: tuple[str, ...]
 
 
@@ -156,6 +157,7 @@ def analyze_trace(trace: Trace) -> TraceAnalysis:
             steps_from_markers=steps.from_markers,
             options=info.options,
             memory_events=info.memory_events,
+            fwdbwd_flows=info.fwdbwd_flows,
             warnings=info.warnings + tuple(scenario_warnings),
         ),
         summary=_summary(results),

@@ -9,11 +9,14 @@ from __future__ import annotations
 
 import msgspec
 import numpy as np
+from numpy.typing import NDArray
 
 from steptrace.analysis.gpu import copy_kind
 from steptrace.analysis.links import GpuLinks
+from steptrace.analysis.phases import label_rows
 from steptrace.analysis.steps import StepWindow
 from steptrace.trace.kinds import Kind
+from steptrace.trace.nesting import parents
 from steptrace.trace.table import EventTable
 
 UNKNOWN_OPERATOR = "<launch not linked>"
@@ -23,6 +26,7 @@ class CopyPattern(msgspec.Struct, frozen=True):
     direction: str
     bytes: int | None
     operator: str  # the operator whose runtime call launched the copy
+    label: str | None  # the innermost label around that call, None outside every label
     host_memory: str | None  # Pageable or Pinned, when the trace says
     steps: int  # in how many steps it appears
     per_step: tuple[int, ...]  # how many such copies in each step
@@ -38,22 +42,24 @@ def copy_patterns(
     step_of = np.full(rows.size, -1)
     for k, step in enumerate(steps):
         step_of[(start >= step.start_us) & (start < step.end_us)] = k
-    groups: dict[tuple[str, int | None, str, str | None], list[int]] = {}
+    labels = _launch_labels(events, links.launch[is_copy])
+    groups: dict[tuple[str, int | None, str, str | None, str | None], list[int]] = {}
     for i, (row, owner) in enumerate(zip(rows.tolist(), owners.tolist(), strict=True)):
         if step_of[i] < 0:
             continue
         direction, memory = copy_kind(events.name_of(row))
         size = int(events.bytes[row]) if np.isfinite(events.bytes[row]) else None
         operator = events.name_of(owner) if owner >= 0 else UNKNOWN_OPERATOR
-        groups.setdefault((direction, size, operator, memory), []).append(i)
+        groups.setdefault((direction, size, operator, memory, labels[i]), []).append(i)
     patterns = []
-    for (direction, size, operator, memory), members in groups.items():
+    for (direction, size, operator, memory, label), members in groups.items():
         per_step = np.bincount(step_of[members], minlength=len(steps))
         patterns.append(
             CopyPattern(
                 direction=direction,
                 bytes=size,
                 operator=operator,
+                label=label,
                 host_memory=memory,
                 steps=int((per_step > 0).sum()),
                 per_step=tuple(int(c) for c in per_step),
@@ -61,3 +67,16 @@ def copy_patterns(
             )
         )
     return tuple(sorted(patterns, key=lambda p: -p.total_ms))
+
+
+def _launch_labels(events: EventTable, launches: NDArray[np.int64]) -> list[str | None]:
+    """The innermost label around each launch call (None: unknown call or no label)."""
+    labels = label_rows(events)
+    known = launches[launches >= 0]
+    rows = np.concatenate((labels, known))
+    parent = parents(events.start_us[rows], events.end_us[rows], events.thread_id[rows])
+    around = parent[labels.size :]
+    names = iter(
+        events.name_of(int(labels[p])) if 0 <= p < labels.size else None for p in around.tolist()
+    )
+    return [next(names) if row >= 0 else None for row in launches.tolist()]

@@ -21,12 +21,14 @@ class CpuStep(msgspec.Struct, frozen=True):
     busy_ms: float  # time at least one CPU operator ran, any thread
     operators: int  # operator calls starting in the step, nested ones included
     operator_us: Spread | None  # their durations
+    grad_recording: int  # of those, operators autograd recorded (grad mode was on)
 
 
 def cpu_per_step(
     events: EventTable, tree: CpuTree, steps: tuple[StepWindow, ...]
 ) -> tuple[CpuStep, ...]:
     start, end = events.start_us[tree.ops], events.end_us[tree.ops]
+    grad = events.records_grad[tree.ops]
     busy = iv.union(start, end)
     lo = np.array([s.start_us for s in steps])
     hi = np.array([s.end_us for s in steps])
@@ -39,6 +41,7 @@ def cpu_per_step(
                 busy_ms=float(covered[k]),
                 operators=int(inside.sum()),
                 operator_us=Spread.of((end - start)[inside]),
+                grad_recording=int((inside & grad).sum()),
             )
         )
     return tuple(results)

@@ -48,14 +48,22 @@ def phases_per_step(
     launch_starts: NDArray[np.float64] | None,
 ) -> tuple[StepPhases, ...]:
     """Labels of every step, in the order they first start."""
-    markers = np.array(
-        [i for i, n in enumerate(events.names) if _STEP_MARKER.match(n)], dtype=np.int32
-    )
-    rows = np.flatnonzero((events.kind == Kind.USER_ANNOTATION) & ~np.isin(events.name_id, markers))
+    rows = label_rows(events)
     start, end = events.start_us[rows], events.end_us[rows]
     exclusive = self_time(start, end, parents(start, end, events.thread_id[rows]))
     launches = None if launch_starts is None else np.sort(launch_starts)
     return tuple(_step_phases(events, step, rows, exclusive, gpu_busy, launches) for step in steps)
+
+
+def label_rows(events: EventTable) -> NDArray[np.int64]:
+    """Rows of the user's labels (``record_function``), step markers excluded."""
+    markers = np.array(
+        [i for i, n in enumerate(events.names) if _STEP_MARKER.match(n)], dtype=np.int32
+    )
+    rows: NDArray[np.int64] = np.flatnonzero(
+        (events.kind == Kind.USER_ANNOTATION) & ~np.isin(events.name_id, markers)
+    )
+    return rows
 
 
 def _step_phases(

@@ -17,12 +17,12 @@ from typing import Any, TypeVar, cast
 import numpy as np
 from numpy.typing import NDArray
 
-from steptrace.trace.decode import AnyEvent, Event, EventArgs, Instant, Metadata
+from steptrace.trace.decode import AnyEvent, Event, EventArgs, FlowStart, Instant, Metadata
 from steptrace.trace.kinds import GPU_WORK, LAUNCHES, Kind, kind_of, legacy_operator_kind
 from steptrace.trace.table import MISSING, EventTable
 
 ThreadKey = tuple[int | str, int | str]
-_Phase = TypeVar("_Phase", Event, Instant, Metadata)
+_Phase = TypeVar("_Phase", Event, Instant, Metadata, FlowStart)
 
 _DIGITS = re.compile(r"-?\d+")
 _NO_ARGS = EventArgs()
@@ -50,6 +50,7 @@ class ColumnBuilder:
         self.shapes = _Interner()
         self.thread_names: dict[ThreadKey, str] = {}
         self.memory_events = 0
+        self.fwdbwd_flows = 0
         self.events_seen = 0
         self._batches: list[dict[str, NDArray[np.generic]]] = []
 
@@ -63,6 +64,7 @@ class ColumnBuilder:
 
         complete = list(of_phase(Event))
         self.memory_events += sum(e.name == "[memory]" for e in of_phase(Instant))
+        self.fwdbwd_flows += sum(e.cat == "fwdbwd" for e in of_phase(FlowStart))
         for e in of_phase(Metadata):
             if e.name == "thread_name" and e.args and e.args.name:
                 self.thread_names[(_id(e.pid), _id(e.tid))] = str(e.args.name)
@@ -101,6 +103,7 @@ class ColumnBuilder:
             "stream": np.full(n, MISSING, np.int64),
             "bytes": np.full(n, math.nan, np.float64),
             "shape_id": np.full(n, MISSING, np.int32),
+            "records_grad": np.zeros(n, dtype=bool),
         }
         launched = np.flatnonzero(np.isin(kind, _CORRELATED))
         columns["correlation"][launched] = _ints(_args_of(complete, launched), "correlation")
@@ -115,7 +118,9 @@ class ColumnBuilder:
         ]
         ops = np.flatnonzero(kind == Kind.CPU_OP)
         shapes = self.shapes
-        for i, a in zip(ops.tolist(), _args_of(complete, ops), strict=True):
+        op_args = _args_of(complete, ops)
+        columns["records_grad"][ops] = [a.sequence is not None for a in op_args]
+        for i, a in zip(ops.tolist(), op_args, strict=True):
             if a.input_dims:
                 columns["shape_id"][i] = shapes[bytes(a.input_dims)]
         return columns  # fmt: skip
@@ -158,6 +163,7 @@ class ColumnBuilder:
             stream=column["stream"].astype(np.int64),
             bytes=column["bytes"].astype(np.float64),
             shape_id=column["shape_id"].astype(np.int32),
+            records_grad=column["records_grad"].astype(bool),
             shapes=tuple(s.decode("utf-8", "replace") for s in self.shapes),
         )
         return table, int((~usable).sum())

@@ -35,6 +35,8 @@ class EventArgs(msgspec.Struct, gc=False):
     bytes: Scalar = None
     name: Scalar = None  # metadata events: thread and process names
     input_dims: msgspec.Raw = msgspec.field(default=msgspec.Raw(), name="Input Dims")
+    # autograd numbers the operators it records: present only while grad mode is on
+    sequence: Scalar = msgspec.field(default=None, name="Sequence number")
 
 
 class Event(msgspec.Struct, tag_field="ph", tag="X", gc=False):
@@ -64,13 +66,19 @@ class Instant(msgspec.Struct, tag_field="ph", tag="i", gc=False):
     name: str = ""
 
 
+class FlowStart(msgspec.Struct, tag_field="ph", tag="s", gc=False):
+    """The start of a flow; ``fwdbwd`` ones link a forward operator to its backward."""
+
+    cat: str = ""
+
+
 # Every other phase of the Chrome trace format decodes to an empty marker: its fields are
 # skipped without building a single object (flows alone are a third of a Kineto trace).
-_OTHER_PHASES = "BEIbnestfPNODVvRcC"
+_OTHER_PHASES = "BEIbnetfPNODVvRcC"
 _SKIPPED = tuple(
     msgspec.defstruct(f"Phase{ph}", [], tag_field="ph", tag=ph, gc=False) for ph in _OTHER_PHASES
 )
-AnyEvent = Event | Metadata | Instant | msgspec.Struct
+AnyEvent = Event | Metadata | Instant | FlowStart | msgspec.Struct
 
 
 class Document(msgspec.Struct):
@@ -91,7 +99,7 @@ class Document(msgspec.Struct):
 
 _DOCUMENT = msgspec.json.Decoder(Document)
 _RAW_LIST = msgspec.json.Decoder(list[msgspec.Raw])
-_EVENT_TYPES: Any = Union[(Event, Metadata, Instant, *_SKIPPED)]  # built at run time
+_EVENT_TYPES: Any = Union[(Event, Metadata, Instant, FlowStart, *_SKIPPED)]  # built at run time
 _EVENT_LIST = msgspec.json.Decoder(list[_EVENT_TYPES])
 _BATCH_PATH = re.compile(r"`\$\[(\d+)\]")
 _ISAL_ERROR = cast(type[Exception], isal_zlib.error)

@@ -97,6 +97,7 @@ def _build(document: Document, path: Path, size: int) -> Trace:
         time_unit=document.displayTimeUnit,
         options={k: str(v) for k in _OPTION_KEYS if (v := getattr(document, k)) is not None},
         memory_events=builder.memory_events,
+        fwdbwd_flows=builder.fwdbwd_flows,
         thread_names=builder.thread_names,
         scenario_block=document.steptrace,
         warnings=tuple(warnings),

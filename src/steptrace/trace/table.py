@@ -40,6 +40,7 @@ class EventTable(msgspec.Struct, frozen=True, eq=False):
     stream: Ints
     bytes: Floats  # NaN where the trace gave no byte count
     shape_id: NDArray[np.int32]  # MISSING where no input shapes were recorded
+    records_grad: NDArray[np.bool_]  # operators recorded by autograd (grad mode on)
     shapes: tuple[str, ...]
 
     def __len__(self) -> int:
@@ -82,6 +83,7 @@ class TraceInfo(msgspec.Struct, frozen=True):
     time_unit: str | None
     options: dict[str, str]  # profiler options the trace records (record_shapes, ...)
     memory_events: int
+    fwdbwd_flows: int  # forward-to-backward links: autograd ran a backward pass
     thread_names: dict[tuple[int | str, int | str], str] = msgspec.field(default_factory=dict)
     scenario_block: Any = None  # the trace's own ``steptrace`` metadata, undecoded
     warnings: tuple[str, ...] = ()
