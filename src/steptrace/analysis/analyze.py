@@ -21,6 +21,8 @@ from steptrace.analysis.operators import OperatorStat, operator_stats
 from steptrace.analysis.phases import Phase, phases_per_step
 from steptrace.analysis.stats import Spread
 from steptrace.analysis.steps import find_steps
+from steptrace.hypotheses.finding import Finding
+from steptrace.hypotheses.thresholds import Thresholds
 from steptrace.scenario import Scenario, read_record
 from steptrace.trace.load import load_trace
 from steptrace.trace.table import Device, Trace
@@ -44,6 +46,7 @@ class TraceSummary(msgspec.Struct, frozen=True):
     options: dict[str, str]
     memory_events: int
     fwdbwd_flows: int
+    launch_calls: int  # CUDA/HIP runtime and driver calls
     warnings: tuple[str, ...]
 
 
@@ -97,15 +100,21 @@ class TraceAnalysis(msgspec.Struct, frozen=True):
     kernels: tuple[KernelStat, ...]
     kernels_total: int
     copies: tuple[CopyPattern, ...]  # device copies grouped by direction, size and operator
+    findings: tuple[Finding, ...] = ()  # filled by steptrace.hypotheses
+    thresholds: dict[str, Any] | None = None  # the thresholds the findings used
 
     def top(self, n: int) -> TraceAnalysis:
         """The same analysis listing only the first ``n`` operators and kernels."""
         return msgspec.structs.replace(self, operators=self.operators[:n], kernels=self.kernels[:n])
 
 
-def analyze(path: str | Path, *, progress: bool | None = None) -> TraceAnalysis:
-    """Load a trace file and analyze it."""
-    return analyze_trace(load_trace(path, progress=progress))
+def analyze(
+    path: str | Path, *, thresholds: Thresholds | None = None, progress: bool | None = None
+) -> TraceAnalysis:
+    """Load a trace file, measure it, and attach the findings."""
+    from steptrace.hypotheses import with_findings
+
+    return with_findings(analyze_trace(load_trace(path, progress=progress)), thresholds)
 
 
 def analyze_trace(trace: Trace) -> TraceAnalysis:
@@ -158,6 +167,7 @@ def analyze_trace(trace: Trace) -> TraceAnalysis:
             options=info.options,
             memory_events=info.memory_events,
             fwdbwd_flows=info.fwdbwd_flows,
+            launch_calls=int(tree.launches.size),
             warnings=info.warnings + tuple(scenario_warnings),
         ),
         summary=_summary(results),

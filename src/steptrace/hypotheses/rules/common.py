@@ -1,0 +1,38 @@
+"""Helpers the rules share: medians over steps and where to look in the timeline."""
+
+from __future__ import annotations
+
+import re
+import statistics
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from steptrace.analysis.analyze import StepResult, TraceAnalysis
+
+# Labels that read or move the batch: the DataLoader's own, and the usual user labels.
+INPUT_LABEL = re.compile(r"DataLoader|read_batch|data_?load|load_batch|next_batch|fetch", re.I)
+TRANSFER_LABEL = re.compile(r"transfer|to_device|h2d|copy_batch", re.I)
+
+
+def median(values: Iterable[float]) -> float:
+    data = list(values)
+    return float(statistics.median(data)) if data else 0.0
+
+
+def where(
+    analysis: TraceAnalysis, steps: Iterable[StepResult] | None = None, **extra: Any
+) -> dict[str, Any]:
+    """Which steps, and their time range as written in the trace (µs), for a viewer."""
+    chosen = list(steps) if steps is not None else list(analysis.steps)
+    first, last = chosen[0], chosen[-1]
+    return {
+        "steps": [s.name for s in chosen],
+        "time_us": [first.start_us, last.start_us + last.wall_ms * 1000],
+        **extra,
+    }
+
+
+def step_span(analysis: TraceAnalysis) -> str:
+    count = len(analysis.steps)
+    return "the window" if count == 1 else f"{count} steps"

@@ -1,0 +1,114 @@
+"""Rules ``repeated-copy`` and ``pageable-memcpy``: what the copies in each step suggest."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from steptrace.hypotheses.finding import Finding, finding, pct
+from steptrace.hypotheses.rules.common import INPUT_LABEL, TRANSFER_LABEL, median, where
+
+if TYPE_CHECKING:
+    from steptrace.analysis.analyze import TraceAnalysis
+    from steptrace.hypotheses.thresholds import Thresholds
+
+
+def repeated_copy(analysis: TraceAnalysis, limits: Thresholds) -> list[Finding]:
+    """A host-to-device copy of the same size, from the same operator, in every step.
+
+    Copies made while reading or transferring the batch are the batch itself: expected.
+    A copy outside every label cannot be told apart from the batch and is not reported.
+    """
+    steps = len(analysis.steps)
+    wall_ms = sum(s.wall_ms for s in analysis.steps)
+    found = []
+    for pattern in analysis.copies:
+        label = pattern.label
+        if (
+            pattern.direction != "HtoD"
+            or steps < limits.repeated_copy_steps
+            or pattern.steps < steps
+            or len(set(pattern.per_step)) != 1
+            or label is None
+            or INPUT_LABEL.search(label)
+            or TRANSFER_LABEL.search(label)
+        ):
+            continue
+        size = f"{pattern.bytes:,} bytes" if pattern.bytes is not None else "unknown size"
+        found.append(
+            finding(
+                "repeated-copy",
+                pattern.total_ms / wall_ms if wall_ms else 0.0,
+                observation=(
+                    f"The same host-to-device copy ({size}, launched by {pattern.operator} "
+                    f"inside '{label}') happens {pattern.per_step[0]}× in every one of the "
+                    f"{steps} steps, {pattern.total_ms:.3f} ms in all."
+                ),
+                evidence={
+                    "bytes": pattern.bytes,
+                    "operator": pattern.operator,
+                    "label": label,
+                    "per_step": list(pattern.per_step),
+                    "total_ms": pattern.total_ms,
+                    "where": where(analysis),
+                },
+                hypothesis=(
+                    "A constant may be rebuilt on the host and transferred at every step "
+                    "instead of living on the device."
+                ),
+                next_check=(
+                    "Create the tensor once on the device before the loop (or register it as "
+                    "a buffer), keep everything else equal, and verify that outputs, loss and "
+                    "gradients are unchanged before comparing ms/step outside the profiler."
+                ),
+                caveats=(
+                    "The same size each step does not prove the same content: a tensor that "
+                    "really changes every step (a new mask, new indices) looks the same.",
+                ),
+            )
+        )
+    return found
+
+
+def pageable_memcpy(analysis: TraceAnalysis, limits: Thresholds) -> list[Finding]:
+    """Host-to-device copies from pageable memory: staged, synchronous for the host."""
+    per_step_bytes, per_step_ms, counts = [], [], []
+    for step in analysis.steps:
+        if step.gpu is None:
+            return []
+        pageable = [c for c in step.gpu.memcpy if c.direction == "HtoD" and c.pageable]
+        per_step_bytes.append(sum(c.bytes or 0 for c in pageable))
+        per_step_ms.append(sum(c.busy_ms for c in pageable))
+        counts.append(sum(c.pageable for c in pageable))
+    if not counts or median(per_step_bytes) < limits.pageable_bytes:
+        return []
+    wall = median(s.wall_ms for s in analysis.steps)
+    return [
+        finding(
+            "pageable-memcpy",
+            median(per_step_ms) / wall if wall else 0.0,
+            observation=(
+                f"{median(counts):.0f} host-to-device copies per step come from pageable "
+                f"memory ({median(per_step_bytes) / 1e6:.1f} MB, {median(per_step_ms):.3f} ms "
+                f"of copy time per step, {pct(median(per_step_ms) / wall)} of it)."
+            ),
+            evidence={
+                "copies_per_step": median(counts),
+                "bytes_per_step": median(per_step_bytes),
+                "copy_ms_per_step": median(per_step_ms),
+                "where": where(analysis),
+            },
+            hypothesis=(
+                "Copies from pageable memory are staged by the driver and block the host; "
+                "pinned memory would let them run asynchronously."
+            ),
+            next_check=(
+                "Use pinned host memory (DataLoader(pin_memory=True) or tensor.pin_memory()) "
+                "with .to(device, non_blocking=True), same batch and model; compare ms/step "
+                "outside the profiler and check the outputs are unchanged."
+            ),
+            caveats=(
+                "Pinned memory is a limited resource: pinning very large buffers can slow "
+                "the rest of the system.",
+            ),
+        )
+    ]

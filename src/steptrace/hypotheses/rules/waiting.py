@@ -1,0 +1,139 @@
+"""Rules ``sync-in-step``, ``cpu-bound`` and ``comm-overlap``: who waits for whom."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from steptrace.hypotheses.finding import Finding, finding, pct
+from steptrace.hypotheses.rules.common import median, where
+
+if TYPE_CHECKING:
+    from steptrace.analysis.analyze import TraceAnalysis
+    from steptrace.hypotheses.thresholds import Thresholds
+
+# Operators that copy a value to the host and so wait for the GPU.
+SYNCING_OPERATORS = (
+    "aten::item",
+    "aten::_local_scalar_dense",
+    "aten::nonzero",
+    "aten::is_nonzero",
+)
+
+
+def sync_in_step(analysis: TraceAnalysis, limits: Thresholds) -> list[Finding]:
+    if not analysis.trace.gpu_observed:
+        return []
+    idle = [s.gpu.idle_after_sync_ms for s in analysis.steps if s.gpu]
+    share = median(
+        s.gpu.idle_after_sync_ms / s.wall_ms for s in analysis.steps if s.gpu and s.wall_ms
+    )
+    if share < limits.sync_idle_share:
+        return []
+    calls: dict[str, int] = {}
+    for step in analysis.steps:
+        for sync in step.gpu.sync_calls if step.gpu else ():
+            calls[sync.name] = calls.get(sync.name, 0) + sync.count
+    operators = {o.name: o.calls for o in analysis.operators if o.name in SYNCING_OPERATORS}
+    named = ", ".join(f"{n} ×{c}" for n, c in {**calls, **operators}.items()) or "blocking calls"
+    return [
+        finding(
+            "sync-in-step",
+            share,
+            observation=(
+                f"After blocking calls ({named}) the GPU sits idle {median(idle):.3f} ms per "
+                f"step ({pct(share)}) until the host launches more work."
+            ),
+            evidence={
+                "idle_after_sync_ms": median(idle),
+                "share_of_step": share,
+                "sync_calls": calls,
+                "syncing_operators": operators,
+                "where": where(analysis),
+            },
+            hypothesis=(
+                "The host waits for the GPU inside the step (a .item(), .cpu(), nonzero or an "
+                "explicit synchronize), then the GPU waits for the host."
+            ),
+            next_check=(
+                "Move the synchronizing call out of the step (log every N steps, keep values "
+                "on the device) or remove it; check that the results are unchanged, then "
+                "compare ms/step outside the profiler."
+            ),
+            caveats=(
+                "Some syncs are needed (a data-dependent shape, a loss printed for a reason); "
+                "the profiler's own step boundary is not one of them.",
+            ),
+        )
+    ]
+
+
+def cpu_bound(analysis: TraceAnalysis, limits: Thresholds) -> list[Finding]:
+    if not analysis.trace.gpu_observed:
+        return []
+    gpu = median(s.gpu.utilization for s in analysis.steps if s.gpu)
+    cpu = median(s.cpu.busy_ms / s.wall_ms for s in analysis.steps if s.wall_ms)
+    if gpu >= limits.cpu_bound_gpu_busy or cpu < limits.cpu_bound_cpu_busy:
+        return []
+    return [
+        finding(
+            "cpu-bound",
+            1 - gpu,
+            observation=(
+                f"The GPU is busy {pct(gpu)} of the step while the CPU is inside operators "
+                f"{pct(cpu)} of it."
+            ),
+            evidence={
+                "gpu_busy_share": gpu,
+                "cpu_in_operators_share": cpu,
+                "where": where(analysis),
+            },
+            hypothesis="The step is bound by the CPU: the GPU waits for work to be issued.",
+            next_check=(
+                "Look at the top CPU operators by self time; try reducing CPU work per step "
+                "(larger batch, fused or compiled operators, CUDA graphs) one change at a time, "
+                "and compare ms/step outside the profiler."
+            ),
+            caveats=(
+                "The profiler slows the CPU side more than the GPU side: part of this may be "
+                "its own cost (see profiler-distortion).",
+            ),
+        )
+    ]
+
+
+def comm_overlap(analysis: TraceAnalysis, limits: Thresholds) -> list[Finding]:
+    shares, overlaps = [], []
+    for step in analysis.steps:
+        if step.gpu is None or not step.gpu.communication.count or not step.wall_ms:
+            continue
+        comm = step.gpu.communication
+        shares.append(comm.busy_ms / step.wall_ms)
+        overlaps.append(comm.overlap_with_compute_ms / comm.busy_ms if comm.busy_ms else 1.0)
+    if not shares or median(shares) < limits.comm_share or median(overlaps) >= limits.comm_overlap:
+        return []
+    share = median(shares)
+    return [
+        finding(
+            "comm-overlap",
+            share * (1 - median(overlaps)),
+            observation=(
+                f"Communication kernels take {pct(share)} of the step and only "
+                f"{pct(median(overlaps))} of their time overlaps compute."
+            ),
+            evidence={
+                "communication_share": share,
+                "overlapped_share": median(overlaps),
+                "where": where(analysis),
+            },
+            hypothesis=(
+                "Gradients may be communicated after the compute rather than during it "
+                "(bucketing, or the order of the backward pass)."
+            ),
+            next_check=(
+                "Adjust DDP bucketing (bucket_cap_mb), or overlap communication with the "
+                "backward pass, keeping world size and batch equal; compare ms/step on all "
+                "ranks and check the parameters stay identical."
+            ),
+            caveats=("One rank's trace does not show a straggler on another rank.",),
+        )
+    ]

@@ -1,0 +1,70 @@
+"""Every threshold the rules use, named, with the reason for its value. Override any:
+
+steptrace.hypotheses.find(analysis, Thresholds(input_share=0.2))
+steptrace analyze trace.json --threshold input_share=0.2
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import msgspec
+
+
+class Thresholds(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    # input-pipeline: reading the batch takes at least this share of the step. TensorBoard's
+    # plugin flagged 5%; twice that leaves room for a prefetching loader's normal hand-off.
+    input_share: float = 0.10
+    # ... and, when the GPU is observed, it sits idle for at least this share of that time.
+    input_gpu_idle: float = 0.5
+    # repeated-copy: a copy must recur in every step, in at least this many steps.
+    repeated_copy_steps: int = 2
+    # small-launches: at least this many kernels in a step (TensorBoard's removed rule) ...
+    small_kernel_count: int = 100
+    # ... with at least this share shorter than the runtime call that launched them,
+    small_kernel_share: float = 0.5
+    # ... or the GPU idle waiting on the host for at least this share of the step.
+    host_wait_share: float = 0.10
+    # dominant-op: one operator holds at least this share of GPU time (or CPU self time).
+    dominant_share: float = 0.30
+    # ... and that time is at least this share of the steps' wall time (else it is noise).
+    dominant_step_share: float = 0.05
+    # pageable-memcpy: host-to-device copies from pageable memory, at least this many bytes
+    # per step (small ones cost little) ...
+    pageable_bytes: int = 1_000_000
+    # sync-in-step: GPU idle after blocking calls for at least this share of the step.
+    sync_idle_share: float = 0.05
+    # cpu-bound: GPU busy under this share (TensorBoard's 50%) while the CPU is in
+    # operators for at least the second share of the step.
+    cpu_bound_gpu_busy: float = 0.5
+    cpu_bound_cpu_busy: float = 0.8
+    # precision: fp32 matrix kernels take at least this share of kernel time, on a GPU with
+    # tensor cores (compute capability 7.0 and later) and no tensor-core kernel in sight.
+    precision_share: float = 0.20
+    # comm-overlap: communication takes at least this share of the step (TensorBoard's
+    # 10%) and less than the second share of it overlaps compute.
+    comm_share: float = 0.10
+    comm_overlap: float = 0.5
+    # optimizer-kernels: the optimizer step launches at least this many GPU activities
+    # (a foreach or fused optimizer launches a handful per parameter group).
+    optimizer_launches: int = 50
+    # profiler-distortion: CPU operators last this many µs or less (median) and there are
+    # at least the second number of them per step: the profiler's per-operator cost (a few
+    # µs) is then a large part of what is measured; or a measured overhead ratio this high.
+    short_operator_us: float = 10.0
+    short_operator_count: int = 200
+    overhead_ratio: float = 1.2
+
+    def to_dict(self) -> dict[str, Any]:
+        data: dict[str, Any] = msgspec.to_builtins(self)
+        return data
+
+    def replace(self, assignments: list[str]) -> Thresholds:
+        """``["input_share=0.2", ...]`` -> a copy with those values (validated)."""
+        changes: dict[str, Any] = {}
+        for assignment in assignments:
+            name, sep, value = assignment.partition("=")
+            if not sep:
+                raise ValueError(f"threshold {assignment!r}: expected NAME=VALUE")
+            changes[name.strip()] = value.strip()
+        return msgspec.convert(self.to_dict() | changes, Thresholds, strict=False)
