@@ -5,7 +5,7 @@ from __future__ import annotations
 import sys
 from enum import Enum
 from pathlib import Path
-from typing import Annotated, NoReturn
+from typing import Annotated, Any, NoReturn
 
 import typer
 
@@ -39,17 +39,37 @@ def analyze(
         Format, typer.Option("--format", "-f", help="text (terminal), json or md.")
     ] = Format.text,
     top: Annotated[int, typer.Option(min=1, help="Operators and kernels to list.")] = 15,
+    findings_only: Annotated[
+        bool, typer.Option(help="Only the question and the findings table.")
+    ] = False,
+    threshold: Annotated[
+        list[str] | None,
+        typer.Option(help="Override a finding threshold, NAME=VALUE (repeatable)."),
+    ] = None,
 ) -> None:
-    """Measure traces on the timeline: step time, labels, GPU busy/idle, operators, kernels."""
+    """Measure traces on the timeline (steps, labels, GPU busy/idle, operators, kernels)
+    and turn what they show into testable hypotheses."""
     from steptrace.analysis.analyze import analyze as analyze_file
     from steptrace.inputs import trace_files
 
+    limits = _thresholds(threshold or [])
     try:
-        results = [analyze_file(path).top(top) for path in trace_files(traces)]
+        results = [analyze_file(path, thresholds=limits).top(top) for path in trace_files(traces)]
     except TraceError as error:
         _fail(str(error))
     results.sort(key=lambda r: (r.trace.rank is None, r.trace.rank or 0, r.trace.path))
-    _report(results, output_format)
+    _report(results, output_format, findings_only=findings_only)
+
+
+def _thresholds(assignments: list[str]) -> Any:
+    import msgspec
+
+    from steptrace.hypotheses.thresholds import Thresholds
+
+    try:
+        return Thresholds().replace(assignments)
+    except (ValueError, msgspec.ValidationError) as error:
+        _fail(f"--threshold: {error}")
 
 
 @app.command()
@@ -114,29 +134,34 @@ def profile(
     _report(results, output_format)
 
 
-def _report(results: list, output_format: Format) -> None:  # type: ignore[type-arg]
+def _report(
+    results: list,  # type: ignore[type-arg]
+    output_format: Format,
+    *,
+    findings_only: bool = False,
+) -> None:
     for result in results:
         for warning in result.trace.warnings:
             print(f"steptrace: warning: {result.trace.path}: {warning}", file=sys.stderr)
-    _emit(results, output_format)
+    _emit(results, output_format, findings_only)
 
 
-def _emit(results: list, output_format: Format) -> None:  # type: ignore[type-arg]
+def _emit(results: list, output_format: Format, findings_only: bool) -> None:  # type: ignore[type-arg]
     if output_format is Format.json:
         from steptrace.report.json import render_json
 
-        sys.stdout.write(render_json(results))
+        sys.stdout.write(render_json(results, findings_only=findings_only))
     elif output_format is Format.md:
         from steptrace.report.markdown import render_markdown
 
-        sys.stdout.write(render_markdown(results))
+        sys.stdout.write(render_markdown(results, findings_only=findings_only))
     else:
         from rich.console import Console
 
         from steptrace.report.text import render_text
 
         console = Console() if sys.stdout.isatty() else Console(width=160, color_system=None)
-        render_text(results, console)
+        render_text(results, console, findings_only=findings_only)
 
 
 def _fail(message: str) -> NoReturn:

@@ -22,7 +22,7 @@ NO_STEPS = (
 
 NO_QUESTION = (
     "No question was recorded with this trace: state the question and the step's "
-    "boundaries before reading it (steptrace.profile_training or steptrace.harness "
+    "boundaries before reading it (steptrace.profile_training or steptrace.capture "
     "record them)."
 )
 _ON = ("1", "true", "True")
@@ -92,6 +92,41 @@ def gpu_absent_note(result: TraceAnalysis) -> str:
     if scenario is not None and not scenario.device.startswith("cuda"):
         return CPU_ONLY.format(device=scenario.device)
     return GPU_ABSENT
+
+
+FINDINGS_TITLE = (
+    "Findings: possible readings of this trace, not verdicts. No duration or speed-up is "
+    "promised; each ends with the controlled check that can confirm or refute it."
+)
+
+
+def no_findings(result: TraceAnalysis) -> str:
+    thresholds = ", ".join(f"{k}={v}" for k, v in (result.thresholds or {}).items())
+    return f"No finding above thresholds ({thresholds})."
+
+
+def evidence_line(evidence: dict[str, Any]) -> str:
+    """The evidence numbers in one line; where to look comes last."""
+    parts = [
+        f"{key}={_short_value(value)}"
+        for key, value in evidence.items()
+        if key != "where" and value not in (None, [], {})
+    ]
+    place = evidence.get("where") or {}
+    if place:
+        steps = place.get("steps", [])
+        span = f"{steps[0]}–{steps[-1]}" if len(steps) > 1 else (steps[0] if steps else "")
+        parts.append(f"look at {span} (ts {place['time_us'][0]:.0f}–{place['time_us'][1]:.0f} µs)")
+    return "; ".join(parts)
+
+
+def _short_value(value: Any) -> str:
+    if isinstance(value, float):
+        return f"{value:.0f}" if value.is_integer() and abs(value) >= 100 else f"{value:.3g}"
+    if isinstance(value, list) and value and isinstance(value[0], str):
+        first = short(value[0], 60)
+        return first if len(value) == 1 else f"{first} (+{len(value) - 1} more)"
+    return short(str(value), 80)
 
 
 def ms(value: float | None) -> str:

@@ -6,8 +6,13 @@ import msgspec
 
 from steptrace.analysis.analyze import TraceAnalysis
 
+FINDINGS_ONLY = ("schema", "trace", "scenario", "capture", "findings", "thresholds")
 
-def render_json(results: list[TraceAnalysis]) -> str:
+
+def render_json(results: list[TraceAnalysis], *, findings_only: bool = False) -> str:
     """One object for one trace, a list of objects for several."""
-    payload: object = results[0] if len(results) == 1 else results
+    chosen: list[object] = list(results)
+    if findings_only:
+        chosen = [{k: getattr(r, k) for k in FINDINGS_ONLY} for r in results]
+    payload: object = chosen[0] if len(chosen) == 1 else chosen
     return msgspec.json.format(msgspec.json.encode(payload).decode(), indent=2) + "\n"

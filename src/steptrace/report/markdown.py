@@ -8,8 +8,35 @@ from steptrace.analysis.analyze import TraceAnalysis
 from steptrace.report import format as fmt
 
 
-def render_markdown(results: list[TraceAnalysis]) -> str:
+def render_markdown(results: list[TraceAnalysis], *, findings_only: bool = False) -> str:
+    if findings_only:
+        return "\n".join(_findings_report(r) for r in results)
     return "\n".join(_report(r) for r in results)
+
+
+def _findings_report(result: TraceAnalysis) -> str:
+    head = [f"# steptrace findings: `{fmt.title(result)}`\n"]
+    head += [f"- {line}" for line in fmt.scenario_lines(result)] + [""]
+    return "\n".join([*head, _findings(result)])
+
+
+def _findings(result: TraceAnalysis) -> str:
+    out = ["## Findings\n", f"{fmt.FINDINGS_TITLE}\n"]
+    if not result.findings:
+        return "\n".join([*out, fmt.no_findings(result) + "\n"])
+    rows = [
+        [
+            f"{f.level} ({100 * f.severity:.0f}%)",
+            f"`{f.rule}`",
+            f"{f.observation} ({fmt.evidence_line(f.evidence)})",
+            f.hypothesis,
+            f.next_check,
+            " ".join(f.caveats),
+        ]
+        for f in result.findings
+    ]
+    header = ["level", "rule", "observation", "hypothesis", "next check", "caveats"]
+    return "\n".join([*out, _table(header, rows)])
 
 
 def _table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
@@ -90,6 +117,7 @@ def _report(result: TraceAnalysis) -> str:
             ],
         )
     )
+    out.append(_findings(result))
     out.append(f"## Kernels (top {len(result.kernels)} of {result.kernels_total})\n")
     if not trace.gpu_observed:
         out.append("Not observed.\n")

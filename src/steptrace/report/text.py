@@ -11,10 +11,12 @@ from steptrace.analysis.analyze import TraceAnalysis
 from steptrace.report import format as fmt
 
 
-def render_text(results: list[TraceAnalysis], console: Console) -> None:
-    """Print every analysis to ``console``."""
+def render_text(
+    results: list[TraceAnalysis], console: Console, *, findings_only: bool = False
+) -> None:
+    """Print every analysis to ``console`` (only the question and findings if asked)."""
     for result in results:
-        console.print(_report(result))
+        console.print(_findings_report(result) if findings_only else _report(result))
 
 
 def _report(result: TraceAnalysis) -> RenderableType:
@@ -23,8 +25,34 @@ def _report(result: TraceAnalysis) -> RenderableType:
         parts.append(_phases(result))
     if result.trace.gpu_observed:
         parts.append(_transfers(result))
-    parts += [_operators(result), _kernels(result)]
+    parts += [_operators(result), _kernels(result), _findings(result)]
     return Group(*parts)
+
+
+def _findings_report(result: TraceAnalysis) -> RenderableType:
+    lines = [Text(line, style="bold") for line in fmt.scenario_lines(result)]
+    return Group(Rule(fmt.title(result)), *lines, _findings(result))
+
+
+def _findings(result: TraceAnalysis) -> RenderableType:
+    if not result.findings:
+        return Text(fmt.no_findings(result))
+    table = _table(fmt.FINDINGS_TITLE, "finding", "observation and evidence", "hypothesis",
+                   "next controlled check")  # fmt: skip
+    table.columns[0].justify = "left"
+    for column in table.columns[1:]:
+        column.justify = "left"
+    for f in result.findings:
+        observed = f"{f.observation}\n{fmt.evidence_line(f.evidence)}"
+        if f.caveats:
+            observed += "\nCaveat: " + " ".join(f.caveats)
+        _row(table, f"{f.level} · {pct_of(f.severity)}\n{f.rule}", observed, f.hypothesis,
+             f.next_check)  # fmt: skip
+    return table
+
+
+def pct_of(share: float) -> str:
+    return f"{100 * share:.0f}% of step"
 
 
 def _notes(result: TraceAnalysis) -> list[RenderableType]:
