@@ -71,6 +71,10 @@ def test_input_pipeline(write_trace: WriteTrace) -> None:
     assert finding.evidence["share_of_step_median"] == pytest.approx(0.3)
     assert finding.evidence["gpu_idle_share_while_reading"] == pytest.approx(1.0)
     assert finding.severity == pytest.approx(0.3) and finding.level == "high"
+    where = finding.evidence["where"]
+    assert where["steps"] == ["ProfilerStep#1", "ProfilerStep#2", "ProfilerStep#3"]
+    assert where["time_us"] == [0, STEPS * WALL]
+    assert where["thread"] == "pid 100 tid 100" and where["streams"] == [7]
     assert "input-pipeline" not in rules_fired(write_trace, input_steps(500))
     assert "input-pipeline" not in rules_fired(write_trace, input_steps(3000, prefetch=True))
 
@@ -227,6 +231,14 @@ def test_cpu_bound(write_trace: WriteTrace) -> None:
     assert finding.evidence["gpu_busy_share"] == pytest.approx(0.2)
     assert finding.evidence["cpu_in_operators_share"] == pytest.approx(0.95)
     assert "cpu-bound" not in rules_fired(write_trace, busy_steps(8000))
+
+
+def test_small_launches_and_syncs_on_real_traces() -> None:
+    resnet = {f.rule for f in steptrace.analyze(gpu_trace("resnet50_train")).findings}
+    assert "small-launches" in resnet and "sync-in-step" not in resnet
+    assert "sync-in-step" in {f.rule for f in steptrace.analyze(gpu_trace("gp100")).findings}
+    qwen = {f.rule for f in steptrace.analyze(gpu_trace("tracelens_h100")).findings}
+    assert "small-launches" not in qwen  # many small kernels, but queued: the GPU stays busy
 
 
 def test_cpu_bound_on_real_traces() -> None:

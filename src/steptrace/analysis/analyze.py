@@ -54,6 +54,7 @@ class StepResult(msgspec.Struct, frozen=True):
     name: str
     number: int | None
     start_us: float  # as written in the trace, to find the step in a viewer
+    thread: str | None  # the thread the step ran on (pid/tid, and its name when known)
     wall_ms: float
     phases: tuple[Phase, ...]
     unlabeled_ms: float | None
@@ -138,6 +139,7 @@ def analyze_trace(trace: Trace) -> TraceAnalysis:
             name=w.name,
             number=w.number,
             start_us=w.start_us,
+            thread=_thread_label(trace, w.thread),
             wall_ms=w.wall_ms,
             phases=p.phases,
             unlabeled_ms=p.unlabeled_ms,
@@ -178,6 +180,14 @@ def analyze_trace(trace: Trace) -> TraceAnalysis:
         kernels_total=len(kernels),
         copies=copy_patterns(events, links, steps.windows),
     )
+
+
+def _thread_label(trace: Trace, thread: int) -> str | None:
+    if thread < 0:
+        return None
+    pid, tid = trace.events.threads[thread]
+    name = trace.info.thread_names.get((pid, tid))
+    return f"pid {pid} tid {tid}" + (f" ({name})" if name else "")
 
 
 def _summary(steps: tuple[StepResult, ...]) -> StepSummary:

@@ -93,6 +93,7 @@ class GpuStep(msgspec.Struct, frozen=True):
     sync_calls: tuple[SyncSummary, ...]
     idle_waiting_on_host_ms: float | None  # gaps the next launch arrived too late to fill
     idle_after_sync_ms: float  # idle from the end of a blocking call to the next GPU work
+    streams: tuple[int, ...]  # streams with GPU work starting in the step
 
 
 class GpuTimeline(msgspec.Struct, frozen=True):
@@ -151,6 +152,7 @@ def gpu_per_step(
                 idle_waiting_on_host_ms=_ms(
                     waiting_on_host_us(timeline, step.start_us, step.end_us)
                 ),
+                streams=tuple(int(x) for x in np.unique(events.stream[timeline.rows[inside]])),
                 idle_after_sync_ms=after_sync_us(timeline, sync_ends, step.start_us, step.end_us)
                 / 1000,
             )

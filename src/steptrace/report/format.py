@@ -116,7 +116,12 @@ def evidence_line(evidence: dict[str, Any]) -> str:
     if place:
         steps = place.get("steps", [])
         span = f"{steps[0]}–{steps[-1]}" if len(steps) > 1 else (steps[0] if steps else "")
-        parts.append(f"look at {span} (ts {place['time_us'][0]:.0f}–{place['time_us'][1]:.0f} µs)")
+        look = f"look at {span} (ts {place['time_us'][0]:.0f}–{place['time_us'][1]:.0f} µs"
+        if place.get("thread"):
+            look += f", {place['thread']}"
+        if place.get("streams"):
+            look += f", streams {', '.join(map(str, place['streams']))}"
+        parts.append(look + ")")
     return "; ".join(parts)
 
 

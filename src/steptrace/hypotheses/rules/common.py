@@ -26,9 +26,12 @@ def where(
     """Which steps, and their time range as written in the trace (µs), for a viewer."""
     chosen = list(steps) if steps is not None else list(analysis.steps)
     first, last = chosen[0], chosen[-1]
+    streams = sorted({x for s in chosen if s.gpu for x in s.gpu.streams})
     return {
         "steps": [s.name for s in chosen],
         "time_us": [first.start_us, last.start_us + last.wall_ms * 1000],
+        "thread": first.thread,
+        "streams": streams or None,
         **extra,
     }
 
