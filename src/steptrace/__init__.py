@@ -27,15 +27,18 @@ if TYPE_CHECKING:
         profile_inference,
         profile_training,
     )
+    from steptrace.validate import Comparison, compare
 
-_NEEDS_TORCH = frozenset(
+_HARNESS = frozenset(
     {"Capture", "CaptureResult", "Workload", "capture", "profile_inference", "profile_training"}
 )
+_VALIDATE = frozenset({"Comparison", "compare"})
 
 __all__ = [
     "Capture",
     "CaptureError",
     "CaptureResult",
+    "Comparison",
     "Scenario",
     "TraceAnalysis",
     "TraceError",
@@ -43,6 +46,7 @@ __all__ = [
     "analyze",
     "analyze_trace",
     "capture",
+    "compare",
     "load_trace",
     "profile_inference",
     "profile_training",
@@ -51,6 +55,8 @@ __all__ = [
 
 def __getattr__(name: str) -> Any:
     """Import the capture side (and torch) only when one of its names is used."""
-    if name in _NEEDS_TORCH:
+    if name in _HARNESS:
         return getattr(importlib.import_module("steptrace.harness"), name)
+    if name in _VALIDATE:
+        return getattr(importlib.import_module("steptrace.validate"), name)
     raise AttributeError(f"module 'steptrace' has no attribute {name!r}")

@@ -134,6 +134,71 @@ def profile(
     _report(results, output_format)
 
 
+@app.command()
+def compare(
+    baseline: Annotated[
+        str, typer.Argument(help="MODULE:FUNCTION, the step A: step(state, batch).")
+    ],
+    candidate: Annotated[str, typer.Argument(help="MODULE:FUNCTION, the step B.")],
+    state: Annotated[str, typer.Option(help="MODULE:FUNCTION returning {'model': ..., ...}.")],
+    batches: Annotated[str, typer.Option(help="MODULE:FUNCTION returning a list of batches.")],
+    device: Annotated[str, typer.Option(help="cpu, cuda, cuda:1, ...")] = "cpu",
+    unit: Annotated[str, typer.Option(help="ms/step or samples/s.")] = "ms/step",
+    budget: Annotated[float, typer.Option(min=0.5, help="Seconds of timing at most.")] = 20.0,
+    check_steps: Annotated[int, typer.Option(min=1, help="Steps before comparing outputs.")] = 3,
+    rtol: Annotated[
+        float | None, typer.Option(help="Relative tolerance (default by dtype).")
+    ] = None,
+    atol: Annotated[
+        float | None, typer.Option(help="Absolute tolerance (default by dtype).")
+    ] = None,
+    accept_difference: Annotated[
+        bool, typer.Option(help="Give a speed verdict even if the outputs differ.")
+    ] = False,
+    json_out: Annotated[
+        Path | None, typer.Option("--json", help="Write every raw value to a new JSON file.")
+    ] = None,
+    csv_out: Annotated[
+        Path | None, typer.Option("--csv", help="Write the raw step times to a new CSV file.")
+    ] = None,
+) -> None:
+    """A/B outside the profiler: same state, correctness first, interleaved timing, verdict."""
+    from steptrace.errors import CaptureError
+    from steptrace.targets import load_callable
+
+    if unit not in ("ms/step", "samples/s"):
+        _fail(f"--unit must be ms/step or samples/s, not {unit!r}")
+    for path in (json_out, csv_out):
+        if path is not None and path.exists():
+            _fail(f"{path} exists already: choose a new file name")
+    try:
+        from steptrace.validate import TimingPlan
+        from steptrace.validate import compare as run_compare
+
+        batch_list = list(load_callable(batches)())
+        result = run_compare(
+            load_callable(baseline), load_callable(candidate),
+            make_state=load_callable(state), batches=batch_list, device=device,
+            unit=unit,  # type: ignore[arg-type]
+            check_steps=check_steps, rtol=rtol, atol=atol, accept_difference=accept_difference,
+            plan=TimingPlan(budget_s=budget),
+        )  # fmt: skip
+    except ImportError as error:
+        _fail(f"compare needs torch and scipy ({error})")
+    except CaptureError as error:
+        _fail(str(error))
+    from rich.console import Console
+
+    from steptrace.report.comparison import render_comparison
+
+    console = Console() if sys.stdout.isatty() else Console(width=140, color_system=None)
+    render_comparison(result, console, (baseline, candidate))
+    if json_out is not None:
+        print(f"steptrace: raw values in {result.write_json(json_out)}", file=sys.stderr)
+    if csv_out is not None:
+        print(f"steptrace: raw step times in {result.write_csv(csv_out)}", file=sys.stderr)
+
+
 def _report(
     results: list,  # type: ignore[type-arg]
     output_format: Format,

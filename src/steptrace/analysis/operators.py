@@ -29,6 +29,7 @@ class OperatorStat(msgspec.Struct, frozen=True):
     gpu_ms: float | None  # summed durations of the GPU work it launched (kernels, copies, sets)
     gpu_launches: int | None  # how many GPU activities it launched; None: GPU not observed
     input_shapes: str | None  # most frequent recorded input shapes; None when not recorded
+    input_types: str | None  # the input types recorded with those shapes
 
 
 def operator_stats(
@@ -56,7 +57,8 @@ def operator_stats(
             inclusive_ms=float(inclusive_us[i]) / 1000,
             gpu_ms=None if gpu_us is None else float(gpu_us[i]) / 1000,
             gpu_launches=None if gpu_count is None else int(gpu_count[i]),
-            input_shapes=shapes.get(i),
+            input_shapes=events.shapes[shapes[i]] if i in shapes else None,
+            input_types=(events.shape_types[shapes[i]] or None) if i in shapes else None,
         )
         for i in np.flatnonzero(calls).tolist()
     ]
@@ -74,8 +76,8 @@ def _launched_gpu_work(
     return total.astype(np.float64), np.bincount(names, minlength=n).astype(np.int64)
 
 
-def _typical_shapes(events: EventTable, ops: NDArray[np.int64]) -> dict[int, str]:
-    """Most frequent recorded input shapes per operator name."""
+def _typical_shapes(events: EventTable, ops: NDArray[np.int64]) -> dict[int, int]:
+    """Most frequent recorded inputs (shape id) per operator name."""
     recorded = ops[events.shape_id[ops] >= 0]
     if recorded.size == 0:
         return {}
@@ -88,4 +90,4 @@ def _typical_shapes(events: EventTable, ops: NDArray[np.int64]) -> dict[int, str
     for (name, shape), count in zip(pairs.tolist(), counts.tolist(), strict=True):
         if name not in best or count > best[name][1]:
             best[name] = (shape, count)
-    return {name: events.shapes[shape] for name, (shape, _) in best.items()}
+    return {name: shape for name, (shape, _) in best.items()}

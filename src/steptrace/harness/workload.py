@@ -12,12 +12,8 @@ An inference workload gives ``load_model``, ``request`` and ``inputs`` instead.
 
 from __future__ import annotations
 
-import importlib
-import importlib.util
-import sys
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import torch
@@ -27,6 +23,7 @@ from steptrace.harness.inference import profile_inference
 from steptrace.harness.result import CaptureResult
 from steptrace.harness.training import LossFn, profile_training
 from steptrace.scenario import Scenario
+from steptrace.targets import load_callable
 
 
 @dataclass(frozen=True)
@@ -45,13 +42,7 @@ class Workload:
 
 def load_workload(target: str) -> Workload:
     """Call ``module:function`` or ``path/file.py:function`` and check what it returns."""
-    where, _, name = target.rpartition(":")
-    if not where or not name:
-        raise CaptureError(f"{target}: expected MODULE:FUNCTION or FILE.py:FUNCTION")
-    module = _import(where)
-    function = getattr(module, name, None)
-    if not callable(function):
-        raise CaptureError(f"{target}: {where} has no function {name!r}")
+    function = load_callable(target)
     try:
         workload = function()
     except Exception as exc:  # the user's code: say what failed, in one line
@@ -61,24 +52,6 @@ def load_workload(target: str) -> Workload:
             f"{target}: returned {type(workload).__name__}, not a steptrace.Workload"
         )
     return workload
-
-
-def _import(where: str) -> Any:
-    path = Path(where)
-    if where.endswith(".py") or path.exists():
-        if not path.is_file():
-            raise CaptureError(f"{where}: no such file")
-        spec = importlib.util.spec_from_file_location(path.stem, path)
-        if spec is None or spec.loader is None:
-            raise CaptureError(f"{where}: cannot be imported")
-        module = importlib.util.module_from_spec(spec)
-        sys.modules[path.stem] = module
-        spec.loader.exec_module(module)
-        return module
-    try:
-        return importlib.import_module(where)
-    except ImportError as exc:
-        raise CaptureError(f"{where}: cannot import ({exc})") from None
 
 
 def run_workload(workload: Workload, **options: Any) -> CaptureResult:

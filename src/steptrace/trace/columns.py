@@ -122,7 +122,7 @@ class ColumnBuilder:
         columns["records_grad"][ops] = [a.sequence is not None for a in op_args]
         for i, a in zip(ops.tolist(), op_args, strict=True):
             if a.input_dims:
-                columns["shape_id"][i] = shapes[bytes(a.input_dims)]
+                columns["shape_id"][i] = shapes[bytes(a.input_dims), bytes(a.input_types)]
         return columns  # fmt: skip
 
     def unknown_categories(self) -> dict[str, int]:
@@ -164,7 +164,8 @@ class ColumnBuilder:
             bytes=column["bytes"].astype(np.float64),
             shape_id=column["shape_id"].astype(np.int32),
             records_grad=column["records_grad"].astype(bool),
-            shapes=tuple(s.decode("utf-8", "replace") for s in self.shapes),
+            shapes=tuple(d.decode("utf-8", "replace") for d, _ in self.shapes),
+            shape_types=tuple(t.decode("utf-8", "replace") for _, t in self.shapes),
         )
         return table, int((~usable).sum())
 

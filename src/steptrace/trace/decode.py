@@ -35,6 +35,7 @@ class EventArgs(msgspec.Struct, gc=False):
     bytes: Scalar = None
     name: Scalar = None  # metadata events: thread and process names
     input_dims: msgspec.Raw = msgspec.field(default=msgspec.Raw(), name="Input Dims")
+    input_types: msgspec.Raw = msgspec.field(default=msgspec.Raw(), name="Input type")
     # autograd numbers the operators it records: present only while grad mode is on
     sequence: Scalar = msgspec.field(default=None, name="Sequence number")
 

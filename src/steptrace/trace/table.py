@@ -41,7 +41,8 @@ class EventTable(msgspec.Struct, frozen=True, eq=False):
     bytes: Floats  # NaN where the trace gave no byte count
     shape_id: NDArray[np.int32]  # MISSING where no input shapes were recorded
     records_grad: NDArray[np.bool_]  # operators recorded by autograd (grad mode on)
-    shapes: tuple[str, ...]
+    shapes: tuple[str, ...]  # recorded "Input Dims", as JSON text
+    shape_types: tuple[str, ...]  # the matching "Input type", as JSON text ("" if absent)
 
     def __len__(self) -> int:
         return int(self.kind.shape[0])

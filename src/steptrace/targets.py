@@ -1,0 +1,49 @@
+"""``MODULE:FUNCTION`` or ``FILE.py:FUNCTION`` -> the function, with one-line errors."""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from steptrace.errors import CaptureError
+
+
+def load_callable(target: str) -> Callable[..., Any]:
+    """Import the module (or file) and return its callable attribute."""
+    where, _, name = target.rpartition(":")
+    if not where or not name:
+        raise CaptureError(f"{target}: expected MODULE:FUNCTION or FILE.py:FUNCTION")
+    module = _import(where)
+    function = getattr(module, name, None)
+    if not callable(function):
+        raise CaptureError(f"{target}: {where} has no function {name!r}")
+    return function  # type: ignore[no-any-return]
+
+
+def _import(where: str) -> Any:
+    path = Path(where)
+    if where.endswith(".py") or path.exists():
+        if not path.is_file():
+            raise CaptureError(f"{where}: no such file")
+        name = f"steptrace_target_{path.stem}"
+        if name in sys.modules:
+            return sys.modules[name]
+        spec = importlib.util.spec_from_file_location(name, path)
+        if spec is None or spec.loader is None:
+            raise CaptureError(f"{where}: cannot be imported")
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[name] = module
+        try:
+            spec.loader.exec_module(module)
+        except Exception as exc:  # the user's module: one line, not a traceback
+            del sys.modules[name]
+            raise CaptureError(f"{where}: importing it failed: {exc!r}") from None
+        return module
+    try:
+        return importlib.import_module(where)
+    except ImportError as exc:
+        raise CaptureError(f"{where}: cannot import ({exc})") from None

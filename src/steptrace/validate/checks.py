@@ -1,0 +1,118 @@
+"""The findings' next checks as A/B comparisons, ready to run outside the profiler.
+
+- ``prepared_batch_check`` (input-pipeline): A reads every batch from the loader inside
+  the timed step; B runs the same compute on one batch prepared in advance.
+- ``pinned_memory_check`` (pageable-memcpy): A copies batches from pageable memory; B
+  from pinned memory with ``non_blocking=True``.
+- ``moved_once_check`` (repeated-copy): the user's step with the constant rebuilt each
+  step against the one with the constant created once; outputs must agree.
+- ``operator_script`` (dominant-op): see ``steptrace.validate.script``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any
+
+import torch
+
+from steptrace.errors import CaptureError
+from steptrace.harness.devices import to_device
+from steptrace.validate.compare import Comparison, compare
+from steptrace.validate.timing import Step
+
+StepOnBatch = Callable[[Mapping[str, Any], Any], Any]
+
+
+def prepared_batch_check(
+    step: StepOnBatch,
+    *,
+    make_state: Callable[[], Mapping[str, Any]],
+    loader: Iterable[Any],
+    device: str | torch.device = "cpu",
+    **options: Any,
+) -> Comparison:
+    """Does the step wait for data? The same compute with and without reading the batch.
+
+    The two sides see different data by design, so their outputs are not expected to
+    agree: the difference is accepted and shown, not hidden.
+    """
+    target = torch.device(device)
+    prepared = to_device(next(iter(loader)), target)
+    source = {"batches": iter(loader)}
+
+    def from_loader(state: Mapping[str, Any], _: Any) -> Any:
+        try:
+            batch = next(source["batches"])
+        except StopIteration:
+            source["batches"] = iter(loader)
+            batch = next(source["batches"])
+        return step(state, to_device(batch, target))
+
+    def from_memory(state: Mapping[str, Any], _: Any) -> Any:
+        return step(state, prepared)
+
+    return compare(
+        from_loader, from_memory, make_state=make_state, batches=[None], device=target,
+        accept_difference=True, **options,
+    )  # fmt: skip
+
+
+def pinned_memory_check(
+    step: StepOnBatch,
+    *,
+    make_state: Callable[[], Mapping[str, Any]],
+    batches: list[Any],
+    device: str | torch.device = "cuda",
+    **options: Any,
+) -> Comparison:
+    """Pageable copies (A) against pinned memory with non_blocking copies (B)."""
+    target = torch.device(device)
+    if target.type != "cuda" or not torch.cuda.is_available():
+        raise CaptureError("pinned memory needs a CUDA device: this check cannot run here")
+    pinned = [_pin(b) for b in batches]
+    pageable = list(batches)
+
+    def from_pageable(state: Mapping[str, Any], index: int) -> Any:
+        return step(state, to_device(pageable[index], target))
+
+    def from_pinned(state: Mapping[str, Any], index: int) -> Any:
+        return step(state, _to_device_async(pinned[index], target))
+
+    return compare(
+        from_pageable, from_pinned, make_state=make_state, batches=list(range(len(batches))),
+        device=target, **options,
+    )  # fmt: skip
+
+
+def moved_once_check(
+    rebuilt_each_step: Step,
+    created_once: Step,
+    *,
+    make_state: Callable[[], Mapping[str, Any]],
+    batches: list[Any],
+    **options: Any,
+) -> Comparison:
+    """A constant rebuilt and copied every step (A) against one created once (B).
+
+    Correctness is checked strictly first: moving a constant must not change the results.
+    """
+    return compare(
+        rebuilt_each_step, created_once, make_state=make_state, batches=batches, **options
+    )
+
+
+def _pin(batch: Any) -> Any:
+    if isinstance(batch, torch.Tensor):
+        return batch.pin_memory()
+    if isinstance(batch, tuple | list):
+        return type(batch)(_pin(b) for b in batch)
+    return batch
+
+
+def _to_device_async(batch: Any, device: torch.device) -> Any:
+    if isinstance(batch, torch.Tensor):
+        return batch.to(device, non_blocking=True)
+    if isinstance(batch, tuple | list):
+        return type(batch)(_to_device_async(b, device) for b in batch)
+    return batch

@@ -1,0 +1,270 @@
+"""``compare``: is B faster than A, outside the profiler, from the same state, and correct?
+
+1. Same start: ``make_state()`` is called once; A and B each get a deep copy of it (model,
+   optimizer and the rest), and the same RNG seed before they run.
+2. Correctness first: each side runs ``check_steps`` steps on the same batches; outputs,
+   gradients, parameters and buffers are compared with dtype tolerances. A mismatch is
+   the verdict (``outputs-differ``) unless ``accept_difference=True``.
+3. Timing: fresh copies, warm-up kept apart, A and B interleaved in randomized blocks,
+   synchronized at step boundaries only, until the ratio is known precisely enough.
+4. Statistics: raw values, median, IQR, min, max per side; the ratio B/A with a bootstrap
+   CI; a paired rank test; a noise warning; the verdict in words.
+"""
+
+from __future__ import annotations
+
+import copy
+import csv
+import json
+import random
+import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import Any, Literal
+
+import msgspec
+import numpy as np
+import torch
+
+from steptrace.errors import CaptureError
+from steptrace.validate.correctness import (
+    Correctness,
+    compare_values,
+    flatten,
+    same_start,
+    snapshot,
+)
+from steptrace.validate.stats import (
+    SideStats,
+    Verdict,
+    ratio_stats,
+    sentence,
+    summarize,
+    verdict,
+)
+from steptrace.validate.timing import Clock, Samples, Step, Sync, TimingPlan, run_blocks
+
+Unit = Literal["ms/step", "samples/s"]
+
+
+class LoopCheck(msgspec.Struct, frozen=True):
+    """The whole loop (data included) timed per side, a few times: a local gain may vanish."""
+
+    a_ms: tuple[float, ...]
+    b_ms: tuple[float, ...]
+    ratio: float  # median B / median A
+
+
+class Comparison(msgspec.Struct, frozen=True, kw_only=True):
+    schema: str = "steptrace.compare/1"
+    verdict: Verdict
+    sentence: str
+    ratio: float | None  # median B / median A of the step time (below 1: B is faster)
+    ci: tuple[float, float] | None
+    p_value: float | None
+    band: float
+    unit: Unit
+    batch_size: int | None
+    baseline: SideStats | None
+    candidate: SideStats | None
+    correctness: Correctness
+    accepted_difference: bool
+    noise_warning: str | None
+    samples: Samples | None  # every raw value, ms per step
+    loop: LoopCheck | None
+    device: str
+
+    def throughput(self, side: Literal["baseline", "candidate"]) -> float | None:
+        """Samples per second from the median step time (needs ``batch_size``)."""
+        stats = self.baseline if side == "baseline" else self.candidate
+        if stats is None or not self.batch_size:
+            return None
+        return self.batch_size / (stats.median / 1000)
+
+    def write_json(self, path: str | Path) -> Path:
+        """Write every figure and raw value to a new file (never overwrites)."""
+        target = Path(path)
+        with target.open("x", encoding="utf-8") as handle:
+            handle.write(json.dumps(msgspec.to_builtins(self), indent=2) + "\n")
+        return target
+
+    def write_csv(self, path: str | Path) -> Path:
+        """Raw values, one row per timed step: side, phase, index, ms (never overwrites)."""
+        target = Path(path)
+        with target.open("x", encoding="utf-8", newline="") as handle:
+            writer = csv.writer(handle)
+            writer.writerow(["side", "phase", "index", "ms"])
+            if self.samples is not None:
+                for side, phase, values in (
+                    ("A", "warmup", self.samples.warmup_a), ("B", "warmup", self.samples.warmup_b),
+                    ("A", "steady", self.samples.a), ("B", "steady", self.samples.b),
+                ):  # fmt: skip
+                    writer.writerows((side, phase, i, v) for i, v in enumerate(values))
+            if self.loop is not None:
+                writer.writerows(("A", "loop", i, v) for i, v in enumerate(self.loop.a_ms))
+                writer.writerows(("B", "loop", i, v) for i, v in enumerate(self.loop.b_ms))
+        return target
+
+
+def compare(
+    baseline: Step,
+    candidate: Step,
+    *,
+    make_state: Callable[[], Mapping[str, Any]],
+    batches: Sequence[Any],
+    device: str | torch.device = "cpu",
+    unit: Unit = "ms/step",
+    batch_size: int | None = None,
+    check_steps: int = 3,
+    rtol: float | None = None,
+    atol: float | None = None,
+    accept_difference: bool = False,
+    plan: TimingPlan | None = None,
+    band: float = 0.01,
+    loop_batches: Callable[[], Iterable[Any]] | None = None,
+    loop_repeats: int = 3,
+    seed: int = 0,
+    clock: Clock = time.perf_counter,
+    synchronize: Sync | None = None,
+) -> Comparison:
+    """Compare two step functions ``step(state, batch) -> outputs`` from the same state."""
+    if not batches:
+        raise CaptureError("compare needs at least one batch")
+    target = torch.device(device)
+    sync = synchronize or _synchronizer(target)
+    origin = make_state()
+    if "model" not in origin:
+        raise CaptureError("make_state() must return a mapping with a 'model'")
+    correctness = _check(baseline, candidate, origin, batches, check_steps, rtol, atol, seed)
+    plan = plan or TimingPlan(seed=seed)
+    size = batch_size or _batch_size(batches[0])
+    if not correctness.ok and not accept_difference:
+        return Comparison(
+            verdict="outputs-differ", sentence=sentence("outputs-differ", None, band),
+            ratio=None, ci=None, p_value=None, band=band, unit=unit, batch_size=size,
+            baseline=None, candidate=None, correctness=correctness, accepted_difference=False,
+            noise_warning=None, samples=None, loop=None, device=str(target),
+        )  # fmt: skip
+    state_a, state_b = _copies(origin, seed)
+    samples = run_blocks(
+        lambda batch: baseline(state_a, batch),
+        lambda batch: candidate(state_b, batch),
+        batches,
+        plan,
+        clock=clock,
+        synchronize=sync,
+    )
+    ratio = ratio_stats(samples.a, samples.b, seed=seed)
+    outcome = verdict(ratio, band)
+    a_stats, b_stats = summarize(samples.a), summarize(samples.b)
+    loop = (
+        _loop(baseline, candidate, origin, loop_batches, loop_repeats, seed, clock, sync)
+        if loop_batches is not None
+        else None
+    )
+    return Comparison(
+        verdict=outcome, sentence=sentence(outcome, ratio, band), ratio=ratio.ratio,
+        ci=ratio.ci, p_value=ratio.p_value, band=band, unit=unit, batch_size=size,
+        baseline=a_stats, candidate=b_stats, correctness=correctness,
+        accepted_difference=not correctness.ok, noise_warning=_noise(a_stats, b_stats),
+        samples=samples, loop=loop, device=str(target),
+    )  # fmt: skip
+
+
+def _check(
+    baseline: Step,
+    candidate: Step,
+    origin: Mapping[str, Any],
+    batches: Sequence[Any],
+    steps: int,
+    rtol: float | None,
+    atol: float | None,
+    seed: int,
+) -> Correctness:
+    state_a, state_b = _copies(origin, seed)
+    identical = same_start(state_a, state_b)
+    outputs = []
+    for step, state in ((baseline, state_a), (candidate, state_b)):
+        _seed_everything(seed)
+        results = [step(state, batches[i % len(batches)]) for i in range(steps)]
+        outputs.append((results, snapshot(state)))
+    (results_a, after_a), (results_b, after_b) = outputs
+    differences = [
+        compare_values(name, a, b, rtol, atol)
+        for (name, a), (_, b) in zip(
+            flatten(results_a, "output"), flatten(results_b, "output"), strict=False
+        )
+    ]
+    for name in sorted(after_a.keys() | after_b.keys()):
+        if name not in after_a or name not in after_b:
+            differences.append(
+                compare_values(name, after_a.get(name), after_b.get(name), rtol, atol)
+            )
+        else:
+            differences.append(compare_values(name, after_a[name], after_b[name], rtol, atol))
+    ok = identical and all(d.ok for d in differences)
+    return Correctness(
+        ok=ok, steps=steps, differences=tuple(differences), start_identical=identical
+    )
+
+
+def _copies(origin: Mapping[str, Any], seed: int) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Two deep copies of the starting state (the optimizer keeps pointing at its copy)."""
+    _seed_everything(seed)
+    return copy.deepcopy(dict(origin)), copy.deepcopy(dict(origin))
+
+
+def _seed_everything(seed: int) -> None:
+    torch.manual_seed(seed)
+    random.seed(seed)
+    np.random.seed(seed)
+
+
+def _synchronizer(device: torch.device) -> Sync:
+    if device.type == "cuda":
+        return lambda: torch.cuda.synchronize(device)
+    return lambda: None
+
+
+def _batch_size(batch: Any) -> int | None:
+    first = next((v for _, v in flatten(batch, "batch") if isinstance(v, torch.Tensor)), None)
+    return int(first.shape[0]) if first is not None and first.dim() > 0 else None
+
+
+def _noise(a: SideStats, b: SideStats) -> str | None:
+    worst = max(a, b, key=lambda s: s.spread)
+    if worst.noise == "ok":
+        return None
+    level = (
+        "very noisy (IQR > 25% of the median)"
+        if worst.noise == "gross"
+        else "noisy (IQR > 10% of the median)"
+    )
+    return f"the timings are {level}: the verdict is less reliable; close other work and repeat"
+
+
+def _loop(
+    baseline: Step,
+    candidate: Step,
+    origin: Mapping[str, Any],
+    loop_batches: Callable[[], Iterable[Any]],
+    repeats: int,
+    seed: int,
+    clock: Clock,
+    sync: Sync,
+) -> LoopCheck:
+    coin = np.random.default_rng(seed + 1)
+    times: dict[str, list[float]] = {"A": [], "B": []}
+    for _ in range(repeats):
+        sides = [("A", baseline), ("B", candidate)]
+        for name, step in sides if coin.integers(2) else reversed(sides):
+            state = copy.deepcopy(dict(origin))
+            sync()
+            start = clock()
+            for batch in loop_batches():
+                step(state, batch)
+            sync()
+            times[name].append((clock() - start) * 1000)
+    return LoopCheck(
+        tuple(times["A"]), tuple(times["B"]), float(np.median(times["B"]) / np.median(times["A"]))
+    )

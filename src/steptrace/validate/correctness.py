@@ -1,0 +1,99 @@
+"""Correctness before speed: A's and B's outputs, loss, gradients and parameters compared.
+
+Tolerances follow ``torch.testing.assert_close``'s defaults for each dtype (overridable):
+an element agrees when ``|a - b| <= atol + rtol * |b|``. Every difference is reported
+with its largest absolute and relative error, whether it passes or not.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+import msgspec
+import torch
+
+# dtype -> (rtol, atol), torch.testing.assert_close's defaults
+TOLERANCES: dict[torch.dtype, tuple[float, float]] = {
+    torch.float64: (1e-7, 1e-7),
+    torch.float32: (1.3e-6, 1e-5),
+    torch.float16: (1e-3, 1e-5),
+    torch.bfloat16: (1.6e-2, 1e-5),
+}
+
+
+class Difference(msgspec.Struct, frozen=True):
+    name: str  # output[0], loss, grad:layer.weight, param:layer.weight, ...
+    ok: bool
+    max_abs: float | None
+    max_rel: float | None
+    rtol: float | None
+    atol: float | None
+    note: str | None = None  # a shape, dtype or type mismatch
+
+
+class Correctness(msgspec.Struct, frozen=True):
+    ok: bool
+    steps: int  # how many steps each side ran from the same state before comparing
+    differences: tuple[Difference, ...]
+    start_identical: bool  # the two starting states were equal, bit for bit
+
+
+def flatten(value: Any, prefix: str) -> Iterator[tuple[str, Any]]:
+    """Tensors and numbers inside tuples, lists and dicts, with readable names."""
+    if isinstance(value, Mapping):
+        for key, item in value.items():
+            yield from flatten(item, f"{prefix}.{key}")
+    elif isinstance(value, tuple | list):
+        for index, item in enumerate(value):
+            yield from flatten(item, f"{prefix}[{index}]")
+    else:
+        yield prefix, value
+
+
+def compare_values(name: str, a: Any, b: Any, rtol: float | None, atol: float | None) -> Difference:
+    if isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor):
+        return _compare_tensors(name, a, b, rtol, atol)
+    if isinstance(a, int | float) and isinstance(b, int | float):
+        return _compare_tensors(name, torch.tensor(float(a)), torch.tensor(float(b)), rtol, atol)
+    same = (a is None and b is None) or (type(a) is type(b) and a == b)
+    return Difference(name, same, None, None, rtol, atol, None if same else "values differ")
+
+
+def _compare_tensors(
+    name: str, a: torch.Tensor, b: torch.Tensor, rtol: float | None, atol: float | None
+) -> Difference:
+    if a.shape != b.shape or a.dtype != b.dtype:
+        note = f"A {tuple(a.shape)} {a.dtype} vs B {tuple(b.shape)} {b.dtype}"
+        return Difference(name, False, None, None, rtol, atol, note)
+    default_rtol, default_atol = TOLERANCES.get(a.dtype, (0.0, 0.0))
+    rtol = default_rtol if rtol is None else rtol
+    atol = default_atol if atol is None else atol
+    x, y = a.detach().double().cpu(), b.detach().double().cpu()
+    if x.numel() == 0:
+        return Difference(name, True, 0.0, 0.0, rtol, atol)
+    error = (x - y).abs()
+    both_nan = x.isnan() & y.isnan()
+    error = torch.where(both_nan, torch.zeros_like(error), error)
+    relative = error / y.abs().clamp_min(torch.finfo(torch.float64).tiny)
+    ok = bool(((error <= atol + rtol * y.abs()) | both_nan).all())
+    return Difference(name, ok, float(error.max()), float(relative.max()), rtol, atol)
+
+
+def snapshot(state: Mapping[str, Any]) -> dict[str, torch.Tensor]:
+    """Parameters and gradients of the state's model, cloned, by name."""
+    model = state["model"]
+    taken: dict[str, torch.Tensor] = {}
+    for name, parameter in model.named_parameters():
+        taken[f"param:{name}"] = parameter.detach().clone()
+        if parameter.grad is not None:
+            taken[f"grad:{name}"] = parameter.grad.detach().clone()
+    for name, buffer in model.named_buffers():
+        taken[f"buffer:{name}"] = buffer.detach().clone()
+    return taken
+
+
+def same_start(a: Mapping[str, Any], b: Mapping[str, Any]) -> bool:
+    """Bit-for-bit equal parameters and buffers."""
+    left, right = snapshot(a), snapshot(b)
+    return left.keys() == right.keys() and all(torch.equal(left[k], right[k]) for k in left)

@@ -1,0 +1,175 @@
+"""A/B comparisons on real CPU steps: same start, correctness first, raw values kept."""
+
+from __future__ import annotations
+
+import csv
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from typer.testing import CliRunner
+
+torch = pytest.importorskip("torch", reason="compare needs torch (installed by make test)")
+pytest.importorskip("scipy")
+
+import steptrace  # noqa: E402
+from steptrace.cli import app  # noqa: E402
+from steptrace.errors import CaptureError, TraceError  # noqa: E402
+from steptrace.validate import TimingPlan, operator_script, prepared_batch_check  # noqa: E402
+from steptrace.validate import pinned_memory_check  # noqa: E402
+from tests import compare_steps as steps  # noqa: E402
+from tests.conftest import gpu_trace  # noqa: E402
+
+QUICK = TimingPlan(warmup=2, block_steps=3, min_blocks=4, max_blocks=8, budget_s=3)
+
+
+def run(candidate: Any, **options: Any) -> steptrace.Comparison:
+    return steptrace.compare(
+        steps.step, candidate, make_state=steps.make_state, batches=steps.make_batches(),
+        plan=QUICK, **options,
+    )  # fmt: skip
+
+
+def test_identical_steps_agree() -> None:
+    result = run(steps.same_step)
+    check = result.correctness
+    assert check.ok and check.start_identical and check.steps == 3
+    names = {d.name for d in check.differences}
+    assert {"output[0]", "output[2]", "param:0.weight", "grad:2.bias"} <= names
+    assert all(d.max_abs == 0 for d in check.differences)
+    assert result.verdict != "outputs-differ"
+    assert result.samples is not None
+    assert len(result.samples.a) == len(result.samples.b) >= 4 * 3
+    assert len(result.samples.warmup_a) == 2  # cold start kept apart
+    assert result.ratio == pytest.approx(
+        result.candidate.median / result.baseline.median  # type: ignore[union-attr]
+    )
+
+
+def test_a_candidate_that_changes_results_is_caught() -> None:
+    result = run(steps.step_that_changes_results)
+    assert result.verdict == "outputs-differ"
+    assert result.samples is None and result.ratio is None  # no speed verdict
+    failing = [d for d in result.correctness.differences if not d.ok]
+    assert failing and all(d.max_abs and d.max_abs > 0 for d in failing)
+    assert "no speed verdict" in result.sentence
+
+
+def test_an_accepted_difference_is_timed_and_said() -> None:
+    result = run(steps.step_that_changes_results, accept_difference=True)
+    assert result.verdict != "outputs-differ" and result.accepted_difference
+    assert not result.correctness.ok
+
+
+def test_both_sides_start_from_the_same_state() -> None:
+    seen: dict[str, list[torch.Tensor]] = {"A": [], "B": []}
+
+    def recording(name: str) -> Any:
+        def run_step(state: dict[str, Any], batch: Any) -> torch.Tensor:
+            if not seen[name]:
+                seen[name] = [p.detach().clone() for p in state["model"].parameters()]
+            return steps.step(state, batch)
+
+        return run_step
+
+    origin = steps.make_state()
+    before = [p.detach().clone() for p in origin["model"].parameters()]
+    steptrace.compare(
+        recording("A"), recording("B"), make_state=lambda: origin, batches=steps.make_batches(),
+        plan=QUICK,
+    )  # fmt: skip
+    assert all(torch.equal(a, b) for a, b in zip(seen["A"], seen["B"], strict=True))
+    # the state the user built is never trained: each side works on its own copy
+    assert all(torch.equal(a, b) for a, b in zip(before, origin["model"].parameters(), strict=True))
+
+
+def test_known_extra_work_with_a_fake_clock_is_slower() -> None:
+    now = [0.0]
+
+    def clock() -> float:
+        return now[0]
+
+    def timed(ms: float) -> Any:
+        def run_step(state: dict[str, Any], batch: Any) -> torch.Tensor:
+            now[0] += ms / 1000
+            return steps.step(state, batch)
+
+        return run_step
+
+    result = steptrace.compare(
+        timed(10.0), timed(10.5), make_state=steps.make_state, batches=steps.make_batches(),
+        plan=QUICK, clock=clock,
+    )  # fmt: skip
+    assert result.verdict == "slower"
+    assert result.ratio == pytest.approx(1.05)
+    assert result.sentence.startswith("B is 5.0% slower")
+
+
+def test_raw_values_go_to_new_json_and_csv_files(tmp_path: Path) -> None:
+    result = run(steps.same_step, loop_batches=steps.make_batches, loop_repeats=2)
+    written = json.loads(result.write_json(tmp_path / "ab.json").read_text())
+    assert written["verdict"] == result.verdict
+    assert written["samples"]["a"] == list(result.samples.a)  # type: ignore[union-attr]
+    assert len(written["loop"]["a_ms"]) == 2
+    rows = list(csv.DictReader(result.write_csv(tmp_path / "ab.csv").open()))
+    assert {r["phase"] for r in rows} == {"warmup", "steady", "loop"}
+    assert sum(r["side"] == "A" and r["phase"] == "steady" for r in rows) == len(result.samples.a)  # type: ignore[union-attr]
+    with pytest.raises(FileExistsError):
+        result.write_json(tmp_path / "ab.json")
+
+
+def test_input_pipeline_check_runs_the_same_compute_on_a_prepared_batch() -> None:
+    loader = torch.utils.data.DataLoader(
+        torch.utils.data.TensorDataset(torch.randn(64, steps.FEATURES), torch.randint(0, 4, (64,))),
+        batch_size=steps.BATCH,
+    )
+    result = prepared_batch_check(
+        steps.step, make_state=steps.make_state, loader=loader, plan=QUICK
+    )
+    assert result.verdict in ("faster", "slower", "no-detectable-difference")
+    assert result.accepted_difference  # different batches by design, said so
+
+
+def test_pinned_memory_check_needs_a_gpu() -> None:
+    if torch.cuda.is_available():
+        pytest.skip("a GPU is present: the refusal cannot be shown here")
+    with pytest.raises(CaptureError, match="needs a CUDA device"):
+        pinned_memory_check(steps.step, make_state=steps.make_state, batches=steps.make_batches())
+
+
+def test_operator_script_runs(tmp_path: Path) -> None:
+    analysis = steptrace.analyze(gpu_trace("cpu_train_trace_all"))
+    script = tmp_path / "addmm.py"
+    script.write_text(operator_script(analysis, "aten::addmm"))
+    assert "torch.randn((64, 256), dtype=torch.float32" in script.read_text()
+    done = subprocess.run(
+        [sys.executable, str(script)], capture_output=True, text=True, check=False
+    )
+    assert done.returncode == 0, done.stderr
+    assert "median" in done.stdout
+    without_shapes = steptrace.analyze(gpu_trace("cpu_train_trace.json"))
+    with pytest.raises(TraceError, match="record_shapes=True"):
+        operator_script(without_shapes, "aten::addmm")
+
+
+def test_the_command_line(tmp_path: Path) -> None:
+    runner = CliRunner()
+    args = [
+        "compare", "tests.compare_steps:step", "tests.compare_steps:step_with_extra_work",
+        "--state", "tests.compare_steps:make_state", "--batches", "tests.compare_steps:make_batches",
+        "--budget", "2", "--json", str(tmp_path / "ab.json"), "--csv", str(tmp_path / "ab.csv"),
+    ]  # fmt: skip
+    result = runner.invoke(app, args)
+    assert result.exit_code == 0, result.stderr
+    for expected in ("Correctness after 3 steps", "Steady-state step time", "Verdict:"):
+        assert expected in result.stdout
+    assert json.loads((tmp_path / "ab.json").read_text())["correctness"]["ok"] is True
+    again = runner.invoke(app, args)
+    assert again.exit_code == 2 and "exists already" in again.stderr
+    bad = runner.invoke(app, ["compare", "tests.compare_steps:nope", "tests.compare_steps:step",
+                              "--state", "tests.compare_steps:make_state",
+                              "--batches", "tests.compare_steps:make_batches"])  # fmt: skip
+    assert bad.exit_code == 2 and "has no function 'nope'" in bad.stderr
