@@ -18,8 +18,12 @@ pytest.importorskip("scipy")
 import steptrace  # noqa: E402
 from steptrace.cli import app  # noqa: E402
 from steptrace.errors import CaptureError, TraceError  # noqa: E402
-from steptrace.validate import TimingPlan, operator_script, prepared_batch_check  # noqa: E402
-from steptrace.validate import pinned_memory_check  # noqa: E402
+from steptrace.validate import (  # noqa: E402
+    TimingPlan,
+    operator_script,
+    pinned_memory_check,
+    prepared_batch_check,
+)
 from tests import compare_steps as steps  # noqa: E402
 from tests.conftest import gpu_trace  # noqa: E402
 
@@ -159,8 +163,9 @@ def test_the_command_line(tmp_path: Path) -> None:
     runner = CliRunner()
     args = [
         "compare", "tests.compare_steps:step", "tests.compare_steps:step_with_extra_work",
-        "--state", "tests.compare_steps:make_state", "--batches", "tests.compare_steps:make_batches",
-        "--budget", "2", "--json", str(tmp_path / "ab.json"), "--csv", str(tmp_path / "ab.csv"),
+        "--state", "tests.compare_steps:make_state",
+        "--batches", "tests.compare_steps:make_batches", "--budget", "2",
+        "--json", str(tmp_path / "ab.json"), "--csv", str(tmp_path / "ab.csv"),
     ]  # fmt: skip
     result = runner.invoke(app, args)
     assert result.exit_code == 0, result.stderr

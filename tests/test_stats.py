@@ -7,8 +7,8 @@ import pytest
 
 pytest.importorskip("scipy")
 
-from steptrace.validate.stats import ratio_stats, sentence, summarize, verdict  # noqa: E402
-from steptrace.validate.timing import TimingPlan, run_blocks  # noqa: E402
+from steptrace.validate.stats import ratio_stats, sentence, summarize, verdict
+from steptrace.validate.timing import TimingPlan, run_blocks
 
 
 def noisy(median: float, n: int, seed: int, spread: float = 0.02) -> np.ndarray:
