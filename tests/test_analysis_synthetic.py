@@ -191,3 +191,37 @@ def test_copy_patterns(result: steptrace.TraceAnalysis) -> None:
     assert pattern.label == "transfer"
     assert pattern.per_step == (1, 0) and pattern.steps == 1
     assert pattern.host_memory == "Pageable"
+
+
+def test_a_label_crossing_a_step_boundary_is_split(write_trace: WriteTrace) -> None:
+    events = [step(1, 0, 100), step(2, 100, 100), label("A", 0, 200), label("B", 0, 90)]
+    result = steptrace.analyze(write_trace(document(events)))
+    first, second = ({p.name: p for p in s.phases} for s in result.steps)
+    assert first["A"].exclusive_ms == pytest.approx(0.010)  # 90-100: B owns 0-90
+    assert first["B"].exclusive_ms == pytest.approx(0.090)
+    assert second["A"].exclusive_ms == pytest.approx(0.100) and "B" not in second
+    assert second["A"].inclusive_ms == pytest.approx(0.100)
+    assert [s.unlabeled_ms for s in result.steps] == [pytest.approx(0), pytest.approx(0)]
+
+
+def test_gpu_work_counts_in_the_step_that_launched_it(write_trace: WriteTrace) -> None:
+    events = [
+        step(1, 0, 100), step(2, 100, 100),
+        launch(50, 5, correlation=1), kernel("late", 150, 30, correlation=1),
+        launch(160, 5, correlation=2), kernel("tail", 250, 40, correlation=2),
+    ]  # fmt: skip
+    result = steptrace.analyze(write_trace(document(events)))
+    first, second = (s.gpu for s in result.steps)
+    assert first is not None and second is not None
+    assert (first.kernels.count, second.kernels.count) == (1, 1)
+    assert (first.busy_ms, second.busy_ms) == (0, pytest.approx(0.030))  # busy: by time
+    assert any("0.040 ms of GPU work ran after the last step" in w for w in result.trace.warnings)
+
+
+def test_input_idle_never_exceeds_the_read_time(write_trace: WriteTrace) -> None:
+    events = [step(1, 0, 1000), label("read_batch", 0, 300), label("decode", 50, 190),
+              kernel("k", 400, 500)]  # fmt: skip
+    finding = {f.rule: f for f in steptrace.analyze(write_trace(document(events))).findings}
+    evidence = finding["input-pipeline"].evidence
+    assert evidence["share_of_step_median"] == pytest.approx(0.3)
+    assert evidence["gpu_idle_share_while_reading"] == pytest.approx(1.0)

@@ -96,3 +96,26 @@ def test_parents_match_a_stack_walk(raw: list[tuple[int, int, int]]) -> None:
     assert [rows[p] if p >= 0 else None for p in found.tolist()] == [
         rows[p] if p >= 0 else None for p in expected
     ]
+
+
+def test_exclusive_segments_by_hand() -> None:
+    from steptrace.trace.nesting import exclusive_segments
+
+    # a [0,10] > b [1,4] > c [2,3];  a > d [5,9]
+    start, end = arrays([(0, 10), (1, 4), (2, 3), (5, 9)])
+    parent = parents(start, end, np.zeros(4, dtype=np.int32))
+    seg_start, seg_end, owner = exclusive_segments(start, end, parent)
+    pieces = sorted(zip(owner.tolist(), seg_start.tolist(), seg_end.tolist(), strict=True))
+    assert pieces == [(0, 0, 1), (0, 4, 5), (0, 9, 10), (1, 1, 2), (1, 3, 4), (2, 2, 3), (3, 5, 9)]
+
+
+@given(nested())
+def test_exclusive_segments_add_up_to_self_time(rows: list[tuple[int, int]]) -> None:
+    from steptrace.trace.nesting import exclusive_segments
+
+    start, end = arrays(rows) if rows else (np.zeros(0), np.zeros(0))
+    parent = parents(start, end, np.zeros(len(rows), dtype=np.int32))
+    seg_start, seg_end, owner = exclusive_segments(start, end, parent)
+    per_owner = np.bincount(owner, weights=seg_end - seg_start, minlength=len(rows))
+    assert np.allclose(per_owner, self_time(start, end, parent))
+    assert iv.total(iv.union(seg_start, seg_end)) == (seg_end - seg_start).sum()  # disjoint

@@ -14,16 +14,17 @@ import numpy as np
 
 from steptrace.analysis.copies import CopyPattern, copy_patterns
 from steptrace.analysis.cpu import CpuStep, cpu_per_step
-from steptrace.analysis.gpu import GpuStep, gpu_per_step, gpu_timeline
+from steptrace.analysis.gpu import GpuStep, GpuTimeline, gpu_per_step, gpu_timeline
 from steptrace.analysis.kernels import KernelStat, kernel_stats
 from steptrace.analysis.links import cpu_tree, gpu_links
 from steptrace.analysis.operators import OperatorStat, operator_stats
-from steptrace.analysis.phases import Phase, phases_per_step
+from steptrace.analysis.phases import Phase, Reading, phases_per_step
 from steptrace.analysis.stats import Spread
-from steptrace.analysis.steps import find_steps
+from steptrace.analysis.steps import StepWindow, find_steps
 from steptrace.hypotheses.finding import Finding
 from steptrace.hypotheses.thresholds import Thresholds
 from steptrace.scenario import Scenario, read_record
+from steptrace.trace import intervals as iv
 from steptrace.trace.load import load_trace
 from steptrace.trace.table import Device, Trace
 
@@ -58,6 +59,7 @@ class StepResult(msgspec.Struct, frozen=True):
     wall_ms: float
     phases: tuple[Phase, ...]
     unlabeled_ms: float | None
+    reading: Reading | None  # reading the batch (data-read labels), when labelled
     cpu: CpuStep
     gpu: GpuStep | None  # None: GPU not observed
 
@@ -143,6 +145,7 @@ def analyze_trace(trace: Trace) -> TraceAnalysis:
             wall_ms=w.wall_ms,
             phases=p.phases,
             unlabeled_ms=p.unlabeled_ms,
+            reading=p.reading,
             cpu=c,
             gpu=g,
         )
@@ -153,6 +156,8 @@ def analyze_trace(trace: Trace) -> TraceAnalysis:
     info = trace.info
     dist = info.distributed
     record, scenario_warnings = read_record(info.path, info.scenario_block)
+    if timeline is not None and steps.from_markers:
+        scenario_warnings += _gpu_outside_steps(timeline, steps.windows)
     return TraceAnalysis(
         schema=SCHEMA,
         scenario=record.scenario if record else None,
@@ -180,6 +185,18 @@ def analyze_trace(trace: Trace) -> TraceAnalysis:
         kernels_total=len(kernels),
         copies=copy_patterns(events, links, steps.windows),
     )
+
+
+def _gpu_outside_steps(timeline: GpuTimeline, windows: tuple[StepWindow, ...]) -> list[str]:
+    """GPU busy time after the last step ends: launched inside the window, run after it."""
+    last = windows[-1].end_us
+    after = float(iv.covered(timeline.busy, np.array([last]), np.array([np.inf]))[0])
+    if after <= 0:
+        return []
+    return [
+        f"{after / 1000:.3f} ms of GPU work ran after the last step ended: it is counted in "
+        "the step that launched it, but outside every step's busy time"
+    ]
 
 
 def _thread_label(trace: Trace, thread: int) -> str | None:

@@ -38,7 +38,8 @@ def copy_patterns(
 ) -> tuple[CopyPattern, ...]:
     is_copy = events.kind[links.rows] == Kind.MEMCPY
     rows, owners = links.rows[is_copy], links.owner[is_copy]
-    start = events.start_us[rows]
+    launched = links.launch[is_copy]
+    start = np.where(launched >= 0, events.start_us[np.maximum(launched, 0)], events.start_us[rows])
     step_of = np.full(rows.size, -1)
     for k, step in enumerate(steps):
         step_of[(start >= step.start_us) & (start < step.end_us)] = k

@@ -1,11 +1,12 @@
 """GPU activity per step, on the timeline.
 
-Contract: ``gpu_timeline(events)`` builds the merged busy intervals once;
+Contract: ``gpu_timeline(events, links)`` builds the merged busy intervals once;
 ``gpu_per_step(events, steps, timeline) -> tuple[GpuStep | None, ...]``. Busy time is the
 union of kernel, memcpy and memset intervals over all streams and devices, clipped to the
 step's wall-time window, so concurrent streams are never added up. Kernels, copies and
-sets are attributed to the step in which they start. A trace without GPU events gives
-``None`` for every step: not observed, never zero.
+sets are counted in the step whose CPU side launched them (their launch call's start;
+the GPU start when no launch is linked), so work that runs after its step is not lost.
+A trace without GPU events gives ``None`` for every step: not observed, never zero.
 """
 
 from __future__ import annotations
@@ -104,6 +105,7 @@ class GpuTimeline(msgspec.Struct, frozen=True):
     busy: iv.Intervals
     launch_end_us: NDArray[np.float64]  # per GPU row, NaN when no launch call is known
     launch_dur_us: NDArray[np.float64]
+    issued_us: NDArray[np.float64]  # when the CPU issued it: launch start, else GPU start
 
 
 def gpu_timeline(events: EventTable, links: GpuLinks) -> GpuTimeline | None:
@@ -117,7 +119,9 @@ def gpu_timeline(events: EventTable, links: GpuLinks) -> GpuTimeline | None:
     launch_dur = np.full(rows.size, np.nan)
     launch_end[known] = events.end_us[links.launch[known]]
     launch_dur[known] = events.dur_us[links.launch[known]]
-    return GpuTimeline(rows, start, iv.union(start, end), launch_end, launch_dur)
+    issued = start.copy()
+    issued[known] = events.start_us[links.launch[known]]
+    return GpuTimeline(rows, start, iv.union(start, end), launch_end, launch_dur, issued)
 
 
 def gpu_per_step(
@@ -136,7 +140,8 @@ def gpu_per_step(
     comm_names = communication_names(events)
     results = []
     for k, step in enumerate(steps):
-        inside = (gpu_start >= step.start_us) & (gpu_start < step.end_us)
+        issued = timeline.issued_us  # work belongs to the step whose CPU side launched it
+        inside = (issued >= step.start_us) & (issued < step.end_us)
         wall = step.wall_ms
         results.append(
             GpuStep(

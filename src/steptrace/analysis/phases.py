@@ -1,10 +1,11 @@
 """The user's labels (``record_function`` names) per step, on the timeline.
 
-Contract: ``phases_per_step(events, steps, gpu_busy) -> tuple[StepPhases, ...]``. A label's
-``exclusive_ms`` is the time in which it is the innermost label on its thread, so nested
-labels (``train`` > ``forward``) are never counted twice; ``inclusive_ms`` is the union of
-its spans inside the step. Labels are attributed to the step in which they start. The
-GPU idle time while a label ran is ``None`` when the GPU was not observed.
+Contract: ``phases_per_step(events, steps, gpu_busy, launch_starts) -> tuple[StepPhases, ...]``.
+Each label owns the pieces of time in which it is the innermost label on its thread; a
+label's ``exclusive_ms`` in a step is the part of those pieces inside the step, so nested
+labels (``train`` > ``forward``) are never counted twice and a label that crosses a step
+boundary is split between the steps. ``inclusive_ms`` is the union of its spans inside
+the step. GPU figures are ``None`` when the GPU was not observed.
 """
 
 from __future__ import annotations
@@ -18,41 +19,44 @@ from numpy.typing import NDArray
 from steptrace.analysis.steps import StepWindow
 from steptrace.trace import intervals as iv
 from steptrace.trace.kinds import Kind
-from steptrace.trace.nesting import parents, self_time
+from steptrace.trace.nesting import exclusive_segments, parents
 from steptrace.trace.table import EventTable
 
 _STEP_MARKER = re.compile(r"^ProfilerStep#\d+$")
+# Labels that read the batch: the DataLoader's own, and the usual user labels.
+DATA_READ = re.compile(r"DataLoader|read_batch|data_?load|load_batch|next_batch|fetch", re.I)
 
 
 class Phase(msgspec.Struct, frozen=True):
     """One label inside one step."""
 
     name: str
-    calls: int
+    calls: int  # instances overlapping the step
     inclusive_ms: float
     exclusive_ms: float
     share: float  # exclusive time / step wall time
-    gpu_idle_ms: float | None
+    gpu_idle_ms: float | None  # GPU idle while it ran (inclusive spans)
+    gpu_idle_exclusive_ms: float | None  # GPU idle during its exclusive time only
     gpu_launches: int | None  # GPU activities launched while it ran (any thread)
+
+
+class Reading(msgspec.Struct, frozen=True):
+    """Reading the batch in one step: the union of the data-read labels' spans."""
+
+    ms: float
+    gpu_idle_ms: float | None
+    labels: tuple[str, ...]
 
 
 class StepPhases(msgspec.Struct, frozen=True):
     phases: tuple[Phase, ...]
     unlabeled_ms: float | None  # step time on the step's thread outside every label
+    reading: Reading | None  # None: no data-read label in the step
 
 
-def phases_per_step(
-    events: EventTable,
-    steps: tuple[StepWindow, ...],
-    gpu_busy: iv.Intervals | None,
-    launch_starts: NDArray[np.float64] | None,
-) -> tuple[StepPhases, ...]:
-    """Labels of every step, in the order they first start."""
-    rows = label_rows(events)
-    start, end = events.start_us[rows], events.end_us[rows]
-    exclusive = self_time(start, end, parents(start, end, events.thread_id[rows]))
-    launches = None if launch_starts is None else np.sort(launch_starts)
-    return tuple(_step_phases(events, step, rows, exclusive, gpu_busy, launches) for step in steps)
+class _Labels(msgspec.Struct, frozen=True):
+    rows: NDArray[np.int64]
+    pieces: tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.int64]]
 
 
 def label_rows(events: EventTable) -> NDArray[np.int64]:
@@ -66,40 +70,76 @@ def label_rows(events: EventTable) -> NDArray[np.int64]:
     return rows
 
 
+def phases_per_step(
+    events: EventTable,
+    steps: tuple[StepWindow, ...],
+    gpu_busy: iv.Intervals | None,
+    launch_starts: NDArray[np.float64] | None,
+) -> tuple[StepPhases, ...]:
+    """Labels of every step, in the order they first appear in it."""
+    rows = label_rows(events)
+    start, end = events.start_us[rows], events.end_us[rows]
+    labels = _Labels(
+        rows, exclusive_segments(start, end, parents(start, end, events.thread_id[rows]))
+    )
+    launches = None if launch_starts is None else np.sort(launch_starts)
+    return tuple(_step_phases(events, step, labels, gpu_busy, launches) for step in steps)
+
+
 def _step_phases(
     events: EventTable,
     step: StepWindow,
-    rows: NDArray[np.int64],
-    exclusive: NDArray[np.float64],
+    labels: _Labels,
     gpu_busy: iv.Intervals | None,
     launches: NDArray[np.float64] | None,
 ) -> StepPhases:
-    start, end = events.start_us[rows], events.end_us[rows]
-    inside = np.flatnonzero((start >= step.start_us) & (start < step.end_us))
-    if gpu_busy is not None:  # labels may outlast the step only up to its end: clip once
-        gpu_busy = iv.clip(gpu_busy, step.start_us, step.end_us)
+    lo, hi = step.start_us, step.end_us
+    start, end = events.start_us[labels.rows], events.end_us[labels.rows]
+    overlapping = np.flatnonzero((end > lo) & (start < hi) | (start == lo))
+    if gpu_busy is not None:  # only the step's part of the GPU timeline matters here
+        gpu_busy = iv.clip(gpu_busy, lo, hi)
+    piece_start, piece_end, owner = labels.pieces
+    piece_len = np.clip(np.minimum(piece_end, hi) - np.maximum(piece_start, lo), 0, None)
     by_name: dict[int, list[int]] = {}
-    for k in inside.tolist():
-        by_name.setdefault(int(events.name_id[rows[k]]), []).append(k)
+    for k in overlapping[np.argsort(np.maximum(start[overlapping], lo), kind="stable")].tolist():
+        by_name.setdefault(int(events.name_id[labels.rows[k]]), []).append(k)
     phases = []
+    reading: list[iv.Intervals] = []
     for name_id, members in by_name.items():
         chosen = np.array(members, dtype=np.int64)
-        spans = iv.clip(iv.union(start[chosen], end[chosen]), step.start_us, step.end_us)
-        inclusive = iv.total(spans)
-        exclusive_us = min(float(exclusive[chosen].sum()), inclusive)
-        idle = None if gpu_busy is None else _idle_us(spans, gpu_busy) / 1000
+        spans = iv.clip(iv.union(start[chosen], end[chosen]), lo, hi)
+        mine = np.isin(owner, chosen) & (piece_len > 0)
+        own = iv.union(np.maximum(piece_start[mine], lo), np.minimum(piece_end[mine], hi))
+        exclusive_us = iv.total(own)
+        if DATA_READ.search(events.names[name_id]):
+            reading.append(spans)
         phases.append(
             Phase(
                 name=events.names[name_id],
                 calls=len(members),
-                inclusive_ms=inclusive / 1000,
+                inclusive_ms=iv.total(spans) / 1000,
                 exclusive_ms=exclusive_us / 1000,
                 share=exclusive_us / 1000 / step.wall_ms if step.wall_ms > 0 else 0.0,
-                gpu_idle_ms=idle,
+                gpu_idle_ms=None if gpu_busy is None else _idle_us(spans, gpu_busy) / 1000,
+                gpu_idle_exclusive_ms=None if gpu_busy is None else _idle_us(own, gpu_busy) / 1000,
                 gpu_launches=None if launches is None else _count_inside(launches, spans),
             )
         )
-    return StepPhases(tuple(phases), _unlabeled_ms(events, step, rows[inside]))
+    return StepPhases(
+        tuple(phases),
+        _unlabeled_ms(events, step, labels.rows[overlapping]),
+        _reading(reading, [p.name for p in phases if DATA_READ.search(p.name)], gpu_busy),
+    )
+
+
+def _reading(
+    spans: list[iv.Intervals], names: list[str], gpu_busy: iv.Intervals | None
+) -> Reading | None:
+    if not spans:
+        return None
+    union = iv.union(np.concatenate([s for s, _ in spans]), np.concatenate([e for _, e in spans]))
+    idle = None if gpu_busy is None else _idle_us(union, gpu_busy) / 1000
+    return Reading(iv.total(union) / 1000, idle, tuple(names))
 
 
 def _count_inside(points: NDArray[np.float64], spans: iv.Intervals) -> int:

@@ -63,3 +63,33 @@ def has_same_name_ancestor(name: NDArray[np.int32], parent: Ints) -> NDArray[np.
         found[alive] |= name[ancestor[alive]] == name[alive]
         ancestor[alive] = parent[ancestor[alive]]
     return found
+
+
+def exclusive_segments(start: Floats, end: Floats, parent: Ints) -> tuple[Floats, Floats, Ints]:
+    """The pieces of time each event owns: its span minus its direct children's spans.
+
+    Returns ``(seg_start, seg_end, owner)``; an event with children ``c1..cn`` (by start)
+    owns ``[start, c1.start], [c1.end, c2.start], ..., [cn.end, end]``. Pieces can be
+    clipped to any window, which durations alone cannot be. Empty pieces are dropped.
+    """
+    n = start.size
+    child = np.flatnonzero(parent >= 0)
+    owner_of_child = parent[child]
+    # piece starts: each event's start, then each child's end; piece ends: each child's
+    # start, then each event's end. Sorted the same way, they pair up piece by piece.
+    starts_owner = np.concatenate((np.arange(n), owner_of_child))
+    starts_rank = np.concatenate((np.zeros(n), np.ones(child.size)))
+    starts_key = np.concatenate((start, start[child]))
+    starts_value = np.concatenate((start, end[child]))
+    ends_owner = np.concatenate((owner_of_child, np.arange(n)))
+    ends_rank = np.concatenate((np.zeros(child.size), np.ones(n)))
+    ends_key = np.concatenate((start[child], end))
+    ends_value = np.concatenate((start[child], end))
+    # per owner: [own start, child ends by child start] and [child starts, own end]
+    first = np.lexsort((starts_key, starts_rank, starts_owner))
+    second = np.lexsort((ends_key, ends_rank, ends_owner))
+    seg_start = starts_value[first]
+    seg_end = np.minimum(ends_value[second], end[starts_owner[first]])
+    owner = starts_owner[first]
+    keep = seg_end > seg_start
+    return seg_start[keep], seg_end[keep], owner[keep]

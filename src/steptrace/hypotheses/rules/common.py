@@ -7,11 +7,13 @@ import statistics
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
+from steptrace.analysis.phases import DATA_READ as INPUT_LABEL
+
 if TYPE_CHECKING:
     from steptrace.analysis.analyze import StepResult, TraceAnalysis
 
-# Labels that read or move the batch: the DataLoader's own, and the usual user labels.
-INPUT_LABEL = re.compile(r"DataLoader|read_batch|data_?load|load_batch|next_batch|fetch", re.I)
+__all__ = ["INPUT_LABEL", "TRANSFER_LABEL", "median", "where"]
+
 TRANSFER_LABEL = re.compile(r"transfer|to_device|h2d|copy_batch", re.I)
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from steptrace.hypotheses.finding import Finding, finding, pct
-from steptrace.hypotheses.rules.common import INPUT_LABEL, median, where
+from steptrace.hypotheses.rules.common import median, where
 
 if TYPE_CHECKING:
     from steptrace.analysis.analyze import TraceAnalysis
@@ -13,24 +13,16 @@ if TYPE_CHECKING:
 
 
 def input_pipeline(analysis: TraceAnalysis, limits: Thresholds) -> list[Finding]:
-    shares, idles, reads, labels = [], [], [], set[str]()
-    for step in analysis.steps:
-        matching = [p for p in step.phases if INPUT_LABEL.search(p.name)]
-        if not matching:
-            continue
-        read_ms = sum(p.exclusive_ms for p in matching)  # exclusive times never overlap
-        labels.update(p.name for p in matching)
-        reads.append(read_ms)
-        shares.append(read_ms / step.wall_ms if step.wall_ms else 0.0)
-        idle = [p.gpu_idle_ms for p in matching if p.gpu_idle_ms is not None]
-        if idle:
-            idles.append(max(idle))  # the outer label's idle time: never counted twice
+    reads = [s.reading for s in analysis.steps if s.reading is not None]
+    shares = [s.reading.ms / s.wall_ms for s in analysis.steps if s.reading and s.wall_ms]
     if not shares or median(shares) < limits.input_share:
         return []
-    gpu_seen = analysis.trace.gpu_observed
-    idle_share = median(idles) / median(reads) if gpu_seen and idles and median(reads) else None
-    if gpu_seen and (idle_share is None or idle_share < limits.input_gpu_idle):
+    read_ms = median(r.ms for r in reads)
+    idles = [r.gpu_idle_ms for r in reads if r.gpu_idle_ms is not None]
+    idle_share = median(idles) / read_ms if idles and read_ms else None
+    if analysis.trace.gpu_observed and (idle_share is None or idle_share < limits.input_gpu_idle):
         return []
+    labels = sorted({name for r in reads for name in r.labels})
     share = median(shares)
     gpu_text = (
         f"and the GPU sat idle for {pct(idle_share)} of that time"
@@ -42,14 +34,14 @@ def input_pipeline(analysis: TraceAnalysis, limits: Thresholds) -> list[Finding]
             "input-pipeline",
             share,
             observation=(
-                f"Reading the batch ({', '.join(sorted(labels))}) takes {pct(share)} of the step "
+                f"Reading the batch ({', '.join(labels)}) takes {pct(share)} of the step "
                 f"(median over {len(shares)} steps), {gpu_text}."
             ),
             evidence={
-                "read_ms_median": median(reads),
+                "read_ms_median": read_ms,
                 "share_of_step_median": share,
                 "gpu_idle_share_while_reading": idle_share,
-                "labels": sorted(labels),
+                "labels": labels,
                 "where": where(analysis),
             },
             hypothesis="The input pipeline may not keep up with the compute.",
