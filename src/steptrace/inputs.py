@@ -8,10 +8,11 @@ from pathlib import Path
 from steptrace.errors import TraceError
 
 TRACE_SUFFIXES = (".json", ".json.gz")
+SIDECAR_SUFFIX = ".scenario.json"  # steptrace's own scenario files, beside their traces
 
 
 def is_trace_name(path: Path) -> bool:
-    return path.name.endswith(TRACE_SUFFIXES)
+    return path.name.endswith(TRACE_SUFFIXES) and not path.name.endswith(SIDECAR_SUFFIX)
 
 
 def trace_files(arguments: Iterable[Path]) -> list[Path]:

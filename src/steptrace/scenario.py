@@ -91,6 +91,27 @@ class Scenario(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=
         return msgspec.convert(data, cls, strict=False)
 
 
+class CaptureFacts(msgspec.Struct, frozen=True, kw_only=True):
+    """What a capture measured outside the profiler, as stored beside its trace."""
+
+    traces: tuple[str, ...] = ()
+    sidecar: str | None = None
+    settings: dict[str, Any] | None = None
+    gpu_requested: bool | None = None
+    gpu_observed: bool | None = None
+    cold_start_ms: tuple[float, ...] = ()
+    model_load_ms: float | None = None
+    profiled_step_ms: tuple[float, ...] = ()
+    unprofiled_step_ms: tuple[float, ...] | None = None
+    overhead_ratio: float | None = None
+    flops_per_step: int | None = None
+    achieved_tflops: float | None = None
+    peak_tflops: float | None = None
+    mfu: float | None = None
+    observed: dict[str, Any] = msgspec.field(default_factory=dict)
+    warnings: tuple[str, ...] = ()
+
+
 class ScenarioRecord(msgspec.Struct, frozen=True):
     """A scenario as stored with a trace, and what the capture measured around the window."""
 
@@ -141,8 +162,10 @@ def _record(payload: Any, source: str) -> ScenarioRecord:
     if not isinstance(payload, dict) or "scenario" not in payload:
         raise ValueError("no 'scenario' object")
     capture = payload.get("capture")
+    if capture is not None:  # validated: a report must not trust what it did not write
+        capture = msgspec.to_builtins(msgspec.convert(capture, CaptureFacts, strict=False))
     return ScenarioRecord(
         scenario=Scenario.from_dict(payload["scenario"]),
-        capture=capture if isinstance(capture, dict) else None,
+        capture=capture,
         source=source,
     )

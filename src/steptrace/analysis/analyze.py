@@ -68,7 +68,7 @@ class FirstStep(msgspec.Struct, frozen=True):
     name: str
     wall_ms: float
     others_median_ms: float
-    ratio: float  # first / median of the others
+    ratio: float | None  # first / median of the others; None when they take no time
     differs: bool
 
 
@@ -243,11 +243,11 @@ def _first_step(steps: tuple[StepResult, ...]) -> FirstStep | None:
     others = Spread.of([s.wall_ms for s in steps[1:]])
     assert others is not None
     first = steps[0]
-    ratio = first.wall_ms / others.median if others.median > 0 else float("inf")
+    ratio = first.wall_ms / others.median if others.median > 0 else None
     return FirstStep(
         name=first.name,
         wall_ms=first.wall_ms,
         others_median_ms=others.median,
         ratio=ratio,
-        differs=abs(ratio - 1) > FIRST_STEP_TOLERANCE,
+        differs=ratio is not None and abs(ratio - 1) > FIRST_STEP_TOLERANCE,
     )

@@ -73,11 +73,12 @@ def copy_patterns(
 def _launch_labels(events: EventTable, launches: NDArray[np.int64]) -> list[str | None]:
     """The innermost label around each launch call (None: unknown call or no label)."""
     labels = label_rows(events)
-    known = launches[launches >= 0]
+    known, back = np.unique(launches[launches >= 0], return_inverse=True)  # one launch, many copies
     rows = np.concatenate((labels, known))
     parent = parents(events.start_us[rows], events.end_us[rows], events.thread_id[rows])
-    around = parent[labels.size :]
-    names = iter(
-        events.name_of(int(labels[p])) if 0 <= p < labels.size else None for p in around.tolist()
-    )
+    around = [
+        events.name_of(int(labels[p])) if 0 <= p < labels.size else None
+        for p in parent[labels.size :].tolist()
+    ]
+    names = iter(around[i] for i in back.tolist())
     return [next(names) if row >= 0 else None for row in launches.tolist()]

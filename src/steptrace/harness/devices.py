@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 import torch
@@ -49,10 +50,16 @@ def to_device(batch: Any, device: torch.device) -> Any:
     """Move tensors, and tuples, lists and dicts of them, to ``device``."""
     if isinstance(batch, torch.Tensor):
         return batch.to(device)
+    if isinstance(batch, tuple) and hasattr(batch, "_fields"):  # a namedtuple
+        return type(batch)(*(to_device(b, device) for b in batch))
     if isinstance(batch, tuple | list):
         return type(batch)(to_device(b, device) for b in batch)
-    if isinstance(batch, dict):
-        return {k: to_device(v, device) for k, v in batch.items()}
+    if isinstance(batch, Mapping):  # dict, or a Mapping such as transformers' BatchEncoding
+        moved = {k: to_device(v, device) for k, v in batch.items()}
+        try:
+            return type(batch)(moved)  # type: ignore[call-arg]
+        except TypeError:
+            return moved
     return batch
 
 

@@ -40,8 +40,9 @@ def cycle_path(path: Path, cycle: int) -> Path:
     if cycle == 0:
         return path
     name = path.name
-    suffix = ".json.gz" if name.endswith(".json.gz") else ".json"
-    return path.with_name(f"{name[: -len(suffix)]}-{cycle + 1}{suffix}")
+    suffix = next((s for s in (".json.gz", ".json") if name.endswith(s)), "")
+    stem = name[: len(name) - len(suffix)]
+    return path.with_name(f"{stem}-{cycle + 1}{suffix}")
 
 
 def release(path: Path) -> None:

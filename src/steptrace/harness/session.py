@@ -87,6 +87,14 @@ class Capture(AbstractContextManager["Capture"]):
     # -- the window -------------------------------------------------------------------
     def __enter__(self) -> Capture:
         self._reserve()
+        try:
+            self._start()
+        except BaseException:
+            self._release()  # nothing was recorded: leave no placeholder behind
+            raise
+        return self
+
+    def _start(self) -> None:
         self._profiler = profile(
             activities=self._activities,
             schedule=schedule(
@@ -104,7 +112,6 @@ class Capture(AbstractContextManager["Capture"]):
         self._profiler.__enter__()
         self._label_window()
         self._mark()
-        return self
 
     def _label_window(self) -> None:
         """Write the scenario into the trace; kineto keeps it only once recording began."""

@@ -15,8 +15,9 @@ class SavedState:
     def __init__(self, model: torch.nn.Module, optimizer: torch.optim.Optimizer | None) -> None:
         self._model = model
         self._optimizer = optimizer
-        self._model_state = copy.deepcopy(model.state_dict())
-        self._optimizer_state = copy.deepcopy(optimizer.state_dict()) if optimizer else None
+        # kept on the host: a copy on the GPU would double the parameters' device memory
+        self._model_state = _to_host(model.state_dict())
+        self._optimizer_state = _to_host(optimizer.state_dict()) if optimizer else None
         self._was_training = model.training
         self._rng = _rng_states()
 
@@ -28,6 +29,17 @@ class SavedState:
             self._optimizer.load_state_dict(copy.deepcopy(self._optimizer_state))
         self._model.train(self._was_training)
         _set_rng_states(self._rng)
+
+
+def _to_host(state: Any) -> Any:
+    """A deep copy with every tensor cloned to the CPU (load_state_dict moves it back)."""
+    if isinstance(state, torch.Tensor):
+        return state.detach().to("cpu", copy=True)
+    if isinstance(state, dict):
+        return {k: _to_host(v) for k, v in state.items()}
+    if isinstance(state, list | tuple):
+        return type(state)(_to_host(v) for v in state)
+    return copy.deepcopy(state)
 
 
 def _rng_states() -> dict[str, Any]:

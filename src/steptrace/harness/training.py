@@ -92,6 +92,34 @@ def profile_training(
     def step(batch: Any, phase: Phase = _no_label) -> torch.Tensor:
         return training_step(model, optimizer, loss_fn, batch, device, phase)
 
+    try:
+        extra = _run(
+            window, saved, model, loader, step, needed, cold_steps, measure_overhead,
+            count_flops, clock,
+        )  # fmt: skip
+    finally:
+        if restore_state:  # also when the loop fails: the user's weights come back
+            saved.restore()
+    steady = extra.get("unprofiled_step_ms") or tuple(window.step_ms)
+    extra |= _throughput(extra.get("flops_per_step"), steady, window)
+    return window.amend(**extra)
+
+
+def _run(
+    window: Capture,
+    saved: SavedState,
+    model: torch.nn.Module,
+    loader: Iterable[Any],
+    step: Callable[..., torch.Tensor],
+    needed: int,
+    cold_steps: int,
+    measure_overhead: bool,
+    count_flops: bool,
+    clock: Callable[[], float],
+) -> dict[str, Any]:
+    """FLOPs, cold start, the profiled window and the unprofiled steps, in that order."""
+    device, scenario = window.device, window.scenario
+    wait, warmup, active = (window.settings[k] for k in ("wait", "warmup", "active"))
     extra: dict[str, Any] = {}
     if count_flops:
         extra["flops_per_step"] = flops.count_flops(lambda: step(next(iter(loader))))
@@ -114,11 +142,7 @@ def profile_training(
         unprofiled = _timed_steps(again, active, step, device, clock)
         extra["unprofiled_step_ms"] = tuple(unprofiled)
         extra["overhead_ratio"] = _ratio(window.step_ms, unprofiled)
-    if restore_state:
-        saved.restore()
-    steady = extra.get("unprofiled_step_ms") or tuple(window.step_ms)
-    extra |= _throughput(extra.get("flops_per_step"), steady, window)
-    return window.amend(**extra)
+    return extra
 
 
 def _check_length(

@@ -6,6 +6,7 @@ steptrace analyze trace.json --threshold input_share=0.2
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import msgspec
@@ -67,4 +68,8 @@ class Thresholds(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_field
             if not sep:
                 raise ValueError(f"threshold {assignment!r}: expected NAME=VALUE")
             changes[name.strip()] = value.strip()
-        return msgspec.convert(self.to_dict() | changes, Thresholds, strict=False)
+        chosen = msgspec.convert(self.to_dict() | changes, Thresholds, strict=False)
+        for name, value in chosen.to_dict().items():
+            if not math.isfinite(value) or value < 0:
+                raise ValueError(f"threshold {name}={value}: must be a finite, non-negative number")
+        return chosen

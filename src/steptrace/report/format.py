@@ -183,7 +183,7 @@ def devices(result: TraceAnalysis) -> str:
 
 def first_step_note(result: TraceAnalysis) -> str | None:
     first = result.summary.first_step
-    if first is None or not first.differs:
+    if first is None or not first.differs or first.ratio is None:
         return None
     return (
         f"First step {first.name} took {ms(first.wall_ms)} ms, {first.ratio:.2f}× the median "

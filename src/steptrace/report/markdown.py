@@ -41,10 +41,14 @@ def _findings(result: TraceAnalysis) -> str:
 
 def _table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
     def line(cells: Sequence[str]) -> str:
-        return "| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |"
+        return "| " + " | ".join(_cell(c) for c in cells) + " |"
 
     align = "|" + "|".join(":---" if i == 0 else "---:" for i in range(len(header))) + "|"
     return "\n".join([line(header), align, *(line(r) for r in rows)]) + "\n"
+
+
+def _cell(text: str) -> str:
+    return " ".join(text.split()).replace("|", "\\|")
 
 
 def _report(result: TraceAnalysis) -> str:

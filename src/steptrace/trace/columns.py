@@ -198,6 +198,9 @@ def _args_of(complete: list[Event], rows: NDArray[np.intp]) -> list[EventArgs]:
     return [a or _NO_ARGS for a in map(attrgetter("args"), _pick(complete, rows))]
 
 
+_INT64 = (-(2**63), 2**63)
+
+
 def _ints(
     args: list[EventArgs], field: str, fallback: Iterator[int | str] | None = None
 ) -> list[int]:
@@ -205,11 +208,16 @@ def _ints(
     values: Iterable[object] = map(attrgetter(field), args)
     if fallback is not None:
         values = (f if v is None else v for v, f in zip(values, fallback, strict=True))
-    return [v if type(v) is int else as_int(v) for v in values]
+    return [v if type(v) is int and _INT64[0] <= v < _INT64[1] else as_int(v) for v in values]
 
 
 def as_int(value: object) -> int:
     """An integer field as written (``7``, ``"7"``, ``"stream 7"``, ``"0x0"``); else MISSING."""
+    number = _parse_int(value)
+    return number if _INT64[0] <= number < _INT64[1] else MISSING
+
+
+def _parse_int(value: object) -> int:
     if type(value) is int:
         return value
     if isinstance(value, float) and value.is_integer():

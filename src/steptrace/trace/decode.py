@@ -137,6 +137,8 @@ def decode(data: bytes, where: str) -> Document:
         raise TraceError(f"{where}: not a torch.profiler trace ({_short(exc)})") from None
     except msgspec.DecodeError as exc:
         return _decode_nonstandard(data, where, exc)
+    except RecursionError:
+        raise TraceError(f"{where}: JSON nested too deeply to be a trace") from None
 
 
 def _decode_typed(data: bytes, first: bytes) -> Document:
@@ -155,6 +157,8 @@ def decode_events(raw: list[msgspec.Raw], offset: int, where: str) -> list[AnyEv
         raise TraceError(
             f"{where}: not a torch.profiler trace ({_short(ValueError(at))})"
         ) from None
+    except (msgspec.DecodeError, RecursionError) as exc:
+        raise TraceError(f"{where}: invalid JSON in the events ({_short(exc)})") from None
 
 
 def _decode_nonstandard(data: bytes, where: str, error: msgspec.DecodeError) -> Document:

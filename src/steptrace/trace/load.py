@@ -12,7 +12,7 @@ from steptrace.errors import TraceError
 from steptrace.trace.columns import ColumnBuilder, as_int
 from steptrace.trace.decode import Document, decode, decode_events, decompress
 from steptrace.trace.progress import loading_progress
-from steptrace.trace.table import Device, Distributed, Trace, TraceInfo
+from steptrace.trace.table import MISSING, Device, Distributed, Trace, TraceInfo
 
 _CHUNK = 8 * 1024 * 1024
 _BATCH = 8_192  # events decoded into Python objects at a time
@@ -110,16 +110,22 @@ def _devices(properties: list[dict[str, Any]] | None) -> tuple[Device, ...] | No
         return None
     devices = []
     for p in properties:
-        major, minor = p.get("computeMajor"), p.get("computeMinor")
+        major, minor = as_int(p.get("computeMajor")), as_int(p.get("computeMinor"))
         devices.append(
             Device(
                 id=as_int(p.get("id")),
                 name=str(p.get("name", "unknown")),
-                compute_capability=f"{major}.{minor}" if major is not None else None,
+                compute_capability=f"{major}.{minor}" if min(major, minor) >= 0 else None,
                 memory_bytes=as_int(p["totalGlobalMem"]) if "totalGlobalMem" in p else None,
             )
         )
     return tuple(devices)
+
+
+def _count(value: object) -> int | None:
+    """A rank or a size: a non-negative integer, else None (never a made-up -1)."""
+    number = as_int(value) if value is not None else MISSING
+    return number if number >= 0 else None
 
 
 def _distributed(info: dict[str, Any] | None) -> Distributed | None:
@@ -127,7 +133,7 @@ def _distributed(info: dict[str, Any] | None) -> Distributed | None:
         return None
     rank, world, backend = info.get("rank"), info.get("world_size"), info.get("backend")
     return Distributed(
-        rank=as_int(rank) if rank is not None else None,
-        world_size=as_int(world) if world is not None else None,
+        rank=_count(rank),
+        world_size=_count(world),
         backend=str(backend) if backend is not None else None,
     )

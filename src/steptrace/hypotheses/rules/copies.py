@@ -99,7 +99,7 @@ def pageable_memcpy(analysis: TraceAnalysis, limits: Thresholds) -> list[Finding
             },
             hypothesis=(
                 "Copies from pageable memory are staged by the driver and block the host; "
-                "pinned memory would let them run asynchronously."
+                "pinned memory could let them overlap other work."
             ),
             next_check=(
                 "Use pinned host memory (DataLoader(pin_memory=True) or tensor.pin_memory()) "

@@ -76,14 +76,15 @@ def optimizer_kernels(analysis: TraceAnalysis, limits: Thresholds) -> list[Findi
     if not launches or median(launches) < limits.optimizer_launches:
         return []
     wall = median(s.wall_ms for s in analysis.steps)
+    share = median(times) / wall if wall else 0.0
     return [
         finding(
             "optimizer-kernels",
-            median(times) / wall if wall else 0.0,
+            share,
             observation=(
                 f"The optimizer step ({', '.join(sorted(labels))}) launches "
                 f"{median(launches):.0f} GPU activities per step and lasts "
-                f"{median(times):.3f} ms ({pct(median(times) / wall)} of the step)."
+                f"{median(times):.3f} ms ({pct(share)} of the step)."
             ),
             evidence={
                 "launches_per_step": median(launches),

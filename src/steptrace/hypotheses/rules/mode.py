@@ -73,7 +73,7 @@ def inference_autograd(analysis: TraceAnalysis, limits: Thresholds) -> list[Find
 
 def precision(analysis: TraceAnalysis, limits: Thresholds) -> list[Finding]:
     devices = analysis.trace.devices or ()
-    capable = [d for d in devices if d.compute_capability and float(d.compute_capability) >= 7.0]
+    capable = [d for d in devices if _capability(d.compute_capability) >= 7.0]
     if not analysis.trace.gpu_observed or not capable or not analysis.kernels:
         return []
     matrix = [k for k in analysis.kernels if MATRIX.search(k.name)]
@@ -110,6 +110,13 @@ def precision(analysis: TraceAnalysis, limits: Thresholds) -> list[Finding]:
             ),
         )
     ]
+
+
+def _capability(text: str | None) -> float:
+    try:
+        return float(text) if text else 0.0
+    except ValueError:
+        return 0.0
 
 
 def gpu_not_observed(analysis: TraceAnalysis, limits: Thresholds) -> list[Finding]:

@@ -101,8 +101,9 @@ def profiler_distortion(analysis: TraceAnalysis, limits: Thresholds) -> list[Fin
                 "where": where(analysis),
             },
             hypothesis=(
-                "The step is dispatch-bound: the profiler adds a few µs to every operator, so "
-                "it distorts this step, and per-operator figures overstate the small ones."
+                "The step may be dispatch-bound: the profiler adds a few µs to every operator, "
+                "so it can distort this step, and per-operator figures may overstate the "
+                "small ones."
             ),
             next_check=(
                 "Validate any change outside the profiler (steptrace compare, or "

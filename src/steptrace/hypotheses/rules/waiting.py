@@ -87,7 +87,7 @@ def cpu_bound(analysis: TraceAnalysis, limits: Thresholds) -> list[Finding]:
                 "cpu_in_operators_share": cpu,
                 "where": where(analysis),
             },
-            hypothesis="The step is bound by the CPU: the GPU waits for work to be issued.",
+            hypothesis="The step may be bound by the CPU: the GPU may be waiting for work.",
             next_check=(
                 "Look at the top CPU operators by self time; try reducing CPU work per step "
                 "(larger batch, fused or compiled operators, CUDA graphs) one change at a time, "
