@@ -163,3 +163,73 @@ def test_multi_member_gzip_is_read_whole(write_trace: WriteTrace) -> None:
     code, out, _ = run(str(path), "--format", "json")
     assert code == 0
     assert json.loads(out)["steps"][0]["gpu"]["busy_ms"] == pytest.approx(0.02)
+
+
+def test_invalid_utf8_in_an_event(write_trace: WriteTrace) -> None:
+    text = json.dumps(document([step(1, 0, 100), kernel("k", 10, 20)])).encode()
+    path = write_trace(text.replace(b'"name": "k"', b'"name": "\xff\xfe"'))
+    assert_one_line_error([str(path)], path, "invalid JSON")
+
+
+def test_json_nested_too_deeply(write_trace: WriteTrace) -> None:
+    path = write_trace('{"traceEvents": [' + "[" * 100_000 + "]" * 100_000 + "]}")
+    code, _, err = run(str(path))
+    assert code == 2 and err.count("\n") == 1 and "Traceback" not in err
+
+
+def test_integers_beyond_64_bits_are_read_as_missing(write_trace: WriteTrace) -> None:
+    huge = kernel("k", 10, 20, correlation=2**70)
+    huge["args"]["stream"] = str(2**70)
+    code, out, _ = run(str(write_trace(document([step(1, 0, 100), huge]))), "--format", "json")
+    assert code == 0
+    assert json.loads(out)["kernels"][0]["calls"] == 1
+
+
+def test_incomplete_device_properties_and_odd_ranks(write_trace: WriteTrace) -> None:
+    doc = document([step(1, 0, 100), kernel("volta_sgemm_128x64_nn", 10, 80)])
+    doc["deviceProperties"] = [{"id": 0, "name": "GPU", "computeMajor": 7}]
+    doc["distributedInfo"] = {"rank": "first", "world_size": 2}
+    code, out, _ = run(str(write_trace(doc)), "--format", "json")
+    assert code == 0
+    result = json.loads(out)
+    assert result["trace"]["devices"][0]["compute_capability"] is None
+    assert result["trace"]["rank"] is None and result["trace"]["world_size"] == 2
+
+
+def test_zero_length_steps_do_not_make_infinite_ratios(write_trace: WriteTrace) -> None:
+    path = write_trace(document([step(1, 0, 0), step(2, 10, 0), step(3, 20, 0)]))
+    for fmt in ("text", "json", "md"):
+        code, out, _ = run(str(path), "--format", fmt)
+        assert code == 0 and "inf" not in out.lower().replace("information", "")
+
+
+def test_a_broken_capture_block_is_ignored_with_a_warning(write_trace: WriteTrace) -> None:
+    doc = document([step(1, 0, 100)])
+    doc["steptrace"] = {"scenario": {"question": "q"}, "capture": {"overhead_ratio": "fast"}}
+    path = write_trace(doc)
+    for fmt in ("text", "json", "md"):
+        code, _, err = run(str(path), "--format", fmt)
+        assert code == 0 and "unreadable" in err
+
+
+def test_names_with_newlines_keep_markdown_tables_whole(write_trace: WriteTrace) -> None:
+    from tests.tracegen import cpu
+
+    path = write_trace(document([step(1, 0, 100), cpu("aten::odd\nname|x", 10, 50)]))
+    code, out, _ = run(str(path), "--format", "md")
+    assert code == 0
+    row = next(line for line in out.splitlines() if "aten::odd" in line)
+    assert row.startswith("|") and row.endswith("|") and "name\\|x" in row
+
+
+def test_a_folder_with_scenario_sidecars_analyzes_only_traces(write_trace: WriteTrace) -> None:
+    path = write_trace(document([step(1, 0, 100)]), name="t.json")
+    path.with_name("t.scenario.json").write_text('{"schema": "steptrace.scenario/1"}')
+    code, out, _ = run(str(path.parent), "--format", "json")
+    assert code == 0 and json.loads(out)["trace"]["path"] == str(path)
+
+
+def test_a_non_finite_threshold_is_refused(write_trace: WriteTrace) -> None:
+    path = write_trace(document([step(1, 0, 100)]))
+    code, _, err = run(str(path), "--threshold", "input_share=nan")
+    assert code == 2 and "finite" in err

@@ -258,3 +258,57 @@ def test_wrong_kind_is_refused(tmp_path: Path) -> None:
             work.model, work.optimizer, work.loss_fn, work.loader,  # type: ignore[arg-type]
             scenario=steptrace.Scenario(question="q", kind="inference"), out=tmp_path / "t.json",
         )  # fmt: skip
+
+
+def test_state_is_restored_even_when_the_loop_fails(tmp_path: Path) -> None:
+    work = workloads.tiny_training()
+    assert work.model is not None and work.optimizer is not None
+    before = state_of(work.model, work.optimizer)
+    batches = iter(list(workloads.tiny_loader(batches=4)))  # runs out inside the window
+    with pytest.raises(CaptureError, match="ran out"):
+        steptrace.profile_training(
+            work.model, work.optimizer, work.loss_fn, batches,  # type: ignore[arg-type]
+            scenario=work.scenario, out=tmp_path / "t.json",
+        )  # fmt: skip
+    after = state_of(work.model, work.optimizer)
+    assert all(torch.equal(a, b) for a, b in zip(before, after, strict=True))
+
+
+def test_a_profiler_that_fails_to_start_leaves_no_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def broken(self: object) -> None:
+        raise RuntimeError("CUPTI initialization failed")
+
+    monkeypatch.setattr(torch.profiler.profile, "__enter__", broken)
+    with (
+        pytest.raises(RuntimeError, match="CUPTI"),
+        steptrace.capture(workloads.training_scenario(), out=tmp_path / "t.json"),
+    ):
+        pass
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_window_files_for_repeats() -> None:
+    from steptrace.harness.files import cycle_path
+
+    assert cycle_path(Path("run/trace.json.gz"), 1) == Path("run/trace-2.json.gz")
+    assert cycle_path(Path("run/trace.json"), 2) == Path("run/trace-3.json")
+    assert cycle_path(Path("run/trace"), 1) == Path("run/trace-2")
+    assert cycle_path(Path("run/trace"), 0) == Path("run/trace")
+
+
+def test_repeat_writes_one_trace_per_window(tmp_path: Path) -> None:
+    result = train(tmp_path, active=1, repeat=2)
+    assert [Path(t).name for t in result.traces] == ["trace.json", "trace-2.json"]
+    assert all(len(steptrace.analyze(t).steps) == 1 for t in result.traces)
+
+
+def test_batches_as_namedtuples_and_mappings_move_to_the_device() -> None:
+    from collections import namedtuple
+
+    from steptrace.harness.devices import to_device
+
+    pair = namedtuple("pair", "x y")
+    moved = to_device(pair(torch.ones(1), {"mask": torch.zeros(1)}), torch.device("cpu"))
+    assert isinstance(moved, pair) and isinstance(moved.y, dict)
