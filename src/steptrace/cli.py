@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+import time
 from enum import Enum
 from pathlib import Path
 from typing import Annotated, Any, NoReturn
@@ -23,6 +24,7 @@ class Format(str, Enum):
     text = "text"
     json = "json"
     md = "md"
+    html = "html"
 
 
 @app.callback()
@@ -36,7 +38,7 @@ def analyze(
         list[Path], typer.Argument(help="Trace files (.json, .json.gz) or folders of rank traces.")
     ],
     output_format: Annotated[
-        Format, typer.Option("--format", "-f", help="text (terminal), json or md.")
+        Format, typer.Option("--format", "-f", help="text (terminal), json, md or html.")
     ] = Format.text,
     top: Annotated[int, typer.Option(min=1, help="Operators and kernels to list.")] = 15,
     findings_only: Annotated[
@@ -199,6 +201,65 @@ def compare(
         print(f"steptrace: raw step times in {result.write_csv(csv_out)}", file=sys.stderr)
 
 
+@app.command()
+def diff(
+    before: Annotated[Path, typer.Argument(help="Trace or analysis JSON, before the change.")],
+    after: Annotated[Path, typer.Argument(help="Trace or analysis JSON, after the change.")],
+    output_format: Annotated[
+        Format, typer.Option("--format", "-f", help="text (terminal), json or md.")
+    ] = Format.text,
+    top: Annotated[int, typer.Option(min=1, help="Changed operators and kernels to list.")] = 15,
+) -> None:
+    """Where time moved between two windows: steps, GPU, operators, kernels. It suggests;
+    ``steptrace compare`` decides."""
+    from steptrace.diff import diff_paths
+    from steptrace.report.diff import render_diff_json, render_diff_markdown, render_diff_text
+
+    try:
+        result = diff_paths(before, after)
+    except TraceError as error:
+        _fail(str(error))
+    for warning in result.warnings:
+        print(f"steptrace: warning: {warning}", file=sys.stderr)
+    if output_format is Format.json:
+        sys.stdout.write(render_diff_json(result))
+    elif output_format is Format.md:
+        sys.stdout.write(render_diff_markdown(result, top))
+    elif output_format is Format.html:
+        _fail("diff has no html format; use text, json or md")
+    else:
+        from rich.console import Console
+
+        console = Console() if sys.stdout.isatty() else Console(width=160, color_system=None)
+        render_diff_text(result, console, top)
+
+
+@app.command()
+def demo(
+    out: Annotated[
+        Path, typer.Option(help="Folder under which a new dated folder is made.")
+    ] = Path("steptrace-demo"),
+    device: Annotated[str, typer.Option(help="auto (CUDA when present), cpu or cuda.")] = "auto",
+    quick: Annotated[bool, typer.Option(help="Shorter A/B checks (for tests).")] = False,
+) -> None:
+    """The whole method on a small CNN: question, capture, findings, A/B checks, reports."""
+    try:
+        from steptrace.demo import run_demo
+    except ImportError as error:
+        _fail(f"the demo needs torch ({error})")
+    from steptrace.errors import CaptureError
+
+    def say(line: str) -> None:
+        print(f"[{time.strftime('%H:%M:%S')}] {line}", file=sys.stderr, flush=True)
+
+    try:
+        folder = run_demo(out, device=device, quick=quick, say=say)
+    except CaptureError as error:
+        _fail(str(error))
+    print(f"Reports in {folder}/: report.html, report.md, analysis.json, comparisons.json, "
+          "trace.json (open it in ui.perfetto.dev)")  # fmt: skip
+
+
 def _report(
     results: list,  # type: ignore[type-arg]
     output_format: Format,
@@ -212,7 +273,13 @@ def _report(
 
 
 def _emit(results: list, output_format: Format, findings_only: bool) -> None:  # type: ignore[type-arg]
-    if output_format is Format.json:
+    if output_format is Format.html:
+        from steptrace.report.html import render_html
+
+        if len(results) != 1:
+            _fail("--format html takes one trace; run it once per trace")
+        sys.stdout.write(render_html(results[0]))
+    elif output_format is Format.json:
         from steptrace.report.json import render_json
 
         sys.stdout.write(render_json(results, findings_only=findings_only))

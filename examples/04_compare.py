@@ -1,0 +1,56 @@
+"""A/B outside the profiler: does a foreach optimizer make this step faster?
+
+Both sides start from copies of the same state; their parameters after three steps are
+compared before any timing; then they are timed interleaved, and the verdict comes with
+its confidence interval.
+
+    python examples/04_compare.py [OUTPUT_FOLDER]
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import torch
+from torch import nn
+
+import steptrace
+
+
+def make_state(foreach: bool) -> dict[str, Any]:
+    torch.manual_seed(0)
+    model = nn.Sequential(*[nn.Linear(64, 64) for _ in range(8)])
+    return {"model": model, "optimizer": torch.optim.Adam(model.parameters(), foreach=foreach)}
+
+
+def step(state: dict[str, Any], batch: Any) -> torch.Tensor:
+    x, y = batch
+    state["optimizer"].zero_grad(set_to_none=True)
+    loss = nn.functional.mse_loss(state["model"](x), y)
+    loss.backward()
+    state["optimizer"].step()
+    return loss.detach()
+
+
+def main(folder: Path) -> None:
+    folder.mkdir(parents=True, exist_ok=True)
+    batches = [(torch.randn(32, 64), torch.randn(32, 64)) for _ in range(4)]
+    result = steptrace.compare(
+        lambda state, batch: step(state["per_tensor"], batch),
+        lambda state, batch: step(state["foreach"], batch),
+        make_state=lambda: {"model": nn.Identity(), "per_tensor": make_state(False),
+                            "foreach": make_state(True)},
+        batches=batches,
+        plan=steptrace.validate.TimingPlan(budget_s=4),
+    )  # fmt: skip
+    print(f"correctness: {'agree' if result.correctness.ok else 'differ'}; {result.sentence}")
+    print(f"A median {result.baseline.median:.3f} ms, B median {result.candidate.median:.3f} ms")
+    saved = result.write_json(folder / f"compare-{time.strftime('%Y%m%d-%H%M%S')}.json")
+    print(f"raw values: {saved}")
+
+
+if __name__ == "__main__":
+    main(Path(sys.argv[1]) if len(sys.argv) > 1 else Path("example-out"))

@@ -1,0 +1,189 @@
+"""``steptrace demo``: the whole method on a real PyTorch training step, in about a minute.
+
+A small CNN learns from synthetic images made on the fly by a deliberately slow,
+single-process pipeline, and its forward pass rebuilds a constant tensor (class weights)
+from a Python list at every step. The demo states its question, captures a labelled
+window, analyzes it, shows the findings, runs the controlled checks of the findings it
+can (outside the profiler, as A/B comparisons), and writes the trace, the analysis JSON,
+the Markdown and the HTML report into a new folder.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+import torch
+from torch import nn
+from torch.utils.data import DataLoader, Dataset
+
+from steptrace.scenario import Scenario
+
+BATCH, CLASSES, SIZE = 32, 10, 32
+
+
+class SlowImages(Dataset[tuple[torch.Tensor, int]]):
+    """Synthetic images, 'decoded' and normalized one channel at a time in Python."""
+
+    def __init__(self, count: int) -> None:
+        self.count = count
+
+    def __len__(self) -> int:
+        return self.count
+
+    def __getitem__(self, index: int) -> tuple[torch.Tensor, int]:
+        generator = torch.Generator().manual_seed(index)
+        image = torch.rand(3, SIZE + 8, SIZE + 8, generator=generator)  # "decode"
+        crop = image[:, 4 : 4 + SIZE, 4 : 4 + SIZE].clone()
+        for channel in range(3):  # per-channel work in Python: the planted slow pipeline
+            for row in range(0, SIZE, 4):
+                block = crop[channel, row : row + 4]
+                crop[channel, row : row + 4] = (block - block.mean()) / (block.std() + 1e-6)
+        return crop, index % CLASSES
+
+
+class SmallCNN(nn.Module):
+    """Two convolutions and a linear head; class weights rebuilt each step (planted)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.features = nn.Sequential(
+            nn.Conv2d(3, 16, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
+            nn.Conv2d(16, 32, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
+        )  # fmt: skip
+        self.head = nn.Linear(32 * (SIZE // 4) ** 2, CLASSES)
+        self.class_weights = [1.0 + 0.1 * c for c in range(CLASSES)]  # a Python list
+        self.register_buffer("weights_once", torch.tensor(self.class_weights))
+        self.rebuild_constant = True
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        logits = self.head(self.features(x).flatten(1))
+        if self.rebuild_constant:  # the planted problem: a new tensor, copied, every step
+            weights = torch.tensor(self.class_weights, device=x.device)
+        else:
+            weights = self.get_buffer("weights_once")
+        result: torch.Tensor = logits * weights
+        return result
+
+
+def make_state(device: torch.device) -> dict[str, Any]:
+    torch.manual_seed(0)
+    model = SmallCNN().to(device)
+    return {"model": model, "optimizer": torch.optim.SGD(model.parameters(), lr=0.01)}
+
+
+def train_step(state: Mapping[str, Any], batch: Any) -> torch.Tensor:
+    images, labels = batch
+    state["optimizer"].zero_grad(set_to_none=True)
+    loss = nn.functional.cross_entropy(state["model"](images), labels)
+    loss.backward()
+    state["optimizer"].step()
+    return loss.detach()
+
+
+def scenario(device: torch.device) -> Scenario:
+    return Scenario(
+        question="Why is a training step of this small CNN slower than its compute suggests?",
+        batch_size=BATCH,
+        input_shapes=((BATCH, 3, SIZE, SIZE),),
+        device=str(device),
+        data_origin="synthetic images generated and normalized on the fly, one process",
+        simplifications="random images and a two-layer CNN stand in for a real dataset and model",
+    )
+
+
+def loader(batches: int) -> DataLoader[tuple[torch.Tensor, int]]:
+    return DataLoader(SlowImages(BATCH * batches), batch_size=BATCH, num_workers=0)
+
+
+Say = Callable[[str], None]
+
+
+def run_demo(root: Path, *, device: str = "auto", quick: bool = False, say: Say = print) -> Path:
+    """Run the demo into a new folder under ``root``; return the folder."""
+    from steptrace.analysis.analyze import analyze
+    from steptrace.harness.training import profile_training
+
+    target = torch.device("cuda" if device == "auto" and torch.cuda.is_available() else
+                          ("cpu" if device == "auto" else device))  # fmt: skip
+    folder = _new_folder(root)
+    question = scenario(target)
+    say(f"Question: {question.question}")
+    state = make_state(target)
+    say(f"Capturing a labelled window on {target} (wait 1, warm-up 1, active 3) ...")
+    captured = profile_training(
+        state["model"], state["optimizer"], nn.functional.cross_entropy, loader(8),
+        scenario=question, out=folder / "trace.json", active=3, measure_overhead=True,
+        count_flops=True,
+    )  # fmt: skip
+    say("Analyzing the trace ...")
+    result = analyze(captured.trace)
+    rules = [f.rule for f in result.findings]
+    say("Findings: " + (", ".join(rules) or "none above thresholds"))
+    comparisons = _checks(rules, target, quick, say)
+    _write(folder, result, comparisons)
+    return folder
+
+
+def _checks(rules: list[str], device: torch.device, quick: bool, say: Say) -> list[tuple[str, Any]]:
+    """The controlled checks of the findings this demo can test, outside the profiler."""
+    from steptrace.harness.devices import to_device
+    from steptrace.validate import TimingPlan, compare, prepared_batch_check
+
+    plan = TimingPlan(budget_s=2.0 if quick else 8.0, max_blocks=40 if quick else 200)
+    checks: list[tuple[str, Any]] = []
+    if "input-pipeline" in rules:
+        say("Checking input-pipeline: the same compute on a batch prepared in advance ...")
+        result = prepared_batch_check(
+            train_step, make_state=lambda: make_state(device), loader=loader(64), device=device,
+            plan=plan,
+        )  # fmt: skip
+        checks.append(("input-pipeline: real loader (A) vs batch prepared in advance (B)", result))
+    say("Checking the constant: rebuilt every step (A) vs created once (B) ...")
+    batches = [to_device(b, device) for b, _ in zip(loader(4), range(4), strict=False)]
+
+    def created_once(state: Mapping[str, Any], batch: Any) -> torch.Tensor:
+        state["model"].rebuild_constant = False
+        return train_step(state, batch)
+
+    result = compare(
+        train_step, created_once, make_state=lambda: make_state(device), batches=batches,
+        device=device, plan=plan,
+    )  # fmt: skip
+    checks.append(("constant: rebuilt every step (A) vs created once (B)", result))
+    for title, check in checks:
+        say(f"  {title}: {check.sentence}")
+    return checks
+
+
+def _write(folder: Path, result: Any, comparisons: list[tuple[str, Any]]) -> None:
+    import msgspec
+
+    from steptrace.report.html import render_html
+    from steptrace.report.json import render_json
+    from steptrace.report.markdown import render_markdown
+
+    top = result.top(15)
+    (folder / "analysis.json").write_text(render_json([top]), encoding="utf-8")
+    (folder / "report.md").write_text(render_markdown([top]), encoding="utf-8")
+    (folder / "report.html").write_text(
+        render_html(top, comparisons=comparisons, trace_name="trace.json"), encoding="utf-8"
+    )
+    payload = [{"title": t, **msgspec.to_builtins(c)} for t, c in comparisons]
+    (folder / "comparisons.json").write_text(
+        msgspec.json.format(msgspec.json.encode(payload).decode(), indent=2), encoding="utf-8"
+    )
+
+
+def _new_folder(root: Path) -> Path:
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    for suffix in range(1000):
+        folder = root / (stamp if suffix == 0 else f"{stamp}-{suffix}")
+        try:
+            folder.mkdir(parents=True)
+            return folder
+        except FileExistsError:
+            continue
+    raise FileExistsError(f"no free folder name under {root}")

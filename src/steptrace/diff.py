@@ -1,0 +1,351 @@
+"""``diff``: two traces (or two analyses) -> where time moved between them, a ``TraceDiff``.
+
+Contract: ``diff_analyses(before, after)`` is pure. ``diff_paths(before, after)`` reads each
+path as an analysis JSON when its first key is ``"schema"`` (as ``steptrace analyze
+--format json`` writes it), else as a trace (``.json``/``.json.gz``), then diffs them.
+
+What is compared: step wall time and GPU busy/idle per step (median, min, max; the GPU
+figures are None unless both sides observed the GPU, never zero), then operators (self
+time) and kernels (total time) that appeared, disappeared or changed in calls or time.
+A name listed on one side only is left out ("unknown") when the other side cannot tell
+its absence: its list was cut to the top N, or it did not observe the GPU. Warnings say
+why the two windows may not be comparable: the scenarios' boundaries, shapes, batch,
+precision, model mode, compilation or device differ, or a question is missing; step
+markers on one side only; the GPU observed on one side only; lists cut to the top N.
+
+A diff suggests where time moved; it proves no speed-up: ``steptrace compare`` decides.
+"""
+
+from __future__ import annotations
+
+import gzip
+import re
+import zlib
+from collections import Counter
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Literal
+
+import msgspec
+
+from steptrace.analysis.analyze import SCHEMA as ANALYSIS_SCHEMA
+from steptrace.analysis.analyze import TraceAnalysis, analyze
+from steptrace.analysis.stats import Spread
+from steptrace.errors import TraceError
+from steptrace.scenario import Scenario
+from steptrace.trace.decode import decompress
+
+SCHEMA = "steptrace.diff/1"
+# A name's time "changed" when it moved by more than this share of its time before
+# (run-to-run noise of a profiled step is a few percent)...
+RELATIVE_TOLERANCE = 0.05
+# ...and by more than this many ms (below it, timer resolution and rounding dominate).
+ABSOLUTE_TOLERANCE_MS = 0.01
+REMINDER = (
+    "A trace diff suggests where time moved; it does not show a speed-up (the profiler "
+    "distorts the steps it records): `steptrace compare` decides, timing both outside "
+    "the profiler."
+)
+NO_QUESTION = "no question recorded: cannot check that the windows have the same boundaries"
+
+_PEEK_BYTES = 64 * 1024
+_GZIP_MAGIC = b"\x1f\x8b"
+# An analysis JSON opens with its schema (msgspec writes struct fields in order); a list
+# of them is what ``analyze --format json`` writes for several traces.
+_SCHEMA_FIRST = re.compile(rb'\A\s*(\[\s*)?\{\s*"schema"\s*:\s*"([^"\\]*)"')
+
+Status = Literal["appeared", "disappeared", "changed", "unchanged"]
+Row = tuple[int, float]  # calls, ms
+
+
+class SpreadChange(msgspec.Struct, frozen=True):
+    """A per-step figure in ms, before and after (median, min, max over the steps)."""
+
+    before: Spread
+    after: Spread
+    ratio: float | None  # after.median / before.median; None when the median before is 0
+    delta_ms: float  # after.median - before.median
+
+
+class NameChange(msgspec.Struct, frozen=True):
+    """One operator or kernel name before and after; None: absent from that side."""
+
+    name: str
+    status: Status
+    before_calls: int | None
+    after_calls: int | None
+    before_ms: float | None  # operators: self time; kernels: total time
+    after_ms: float | None
+    delta_ms: float  # after - before, an absent side counting as 0
+
+
+class ChangeCounts(msgspec.Struct, frozen=True):
+    """How many names fell in each status."""
+
+    appeared: int
+    disappeared: int
+    changed: int
+    unchanged: int
+    unknown: int  # on one side only, and the other side cannot tell (list cut, no GPU)
+
+
+class TraceDiff(msgspec.Struct, frozen=True):
+    """Two traces compared; ``operators`` and ``kernels`` list only what moved."""
+
+    schema: str
+    before: str
+    after: str
+    before_steps: int
+    after_steps: int
+    step_ms: SpreadChange
+    gpu_busy_ms: SpreadChange | None  # None unless both sides observed the GPU
+    gpu_idle_ms: SpreadChange | None
+    operators: tuple[NameChange, ...]  # by |delta_ms|, largest first; self time
+    operator_counts: ChangeCounts
+    kernels: tuple[NameChange, ...]  # by |delta_ms|, largest first; total time
+    kernel_counts: ChangeCounts
+    warnings: tuple[str, ...]
+    reminder: str
+
+
+def diff_paths(before: str | Path, after: str | Path) -> TraceDiff:
+    """Diff two traces or analysis JSONs, named by the paths given."""
+    result = diff_analyses(read_analysis(before), read_analysis(after))
+    return msgspec.structs.replace(result, before=str(before), after=str(after))
+
+
+def diff_analyses(before: TraceAnalysis, after: TraceAnalysis) -> TraceDiff:
+    """Diff two analyses (full lists, or lists cut to their top N)."""
+    gpu = before.trace.gpu_observed and after.trace.gpu_observed
+    old, new = before.summary, after.summary
+    operators, operator_counts = _name_changes(
+        {o.name: (o.calls, o.self_ms) for o in before.operators},
+        {o.name: (o.calls, o.self_ms) for o in after.operators},
+        before_known=len(before.operators) == before.operators_total,
+        after_known=len(after.operators) == after.operators_total,
+    )
+    kernels, kernel_counts = _name_changes(
+        {k.name: (k.calls, k.total_ms) for k in before.kernels},
+        {k.name: (k.calls, k.total_ms) for k in after.kernels},
+        before_known=_kernels_known(before, after.trace.gpu_observed),
+        after_known=_kernels_known(after, before.trace.gpu_observed),
+    )
+    return TraceDiff(
+        schema=SCHEMA,
+        before=before.trace.path,
+        after=after.trace.path,
+        before_steps=old.count,
+        after_steps=new.count,
+        step_ms=_spread_change(old.wall_ms, new.wall_ms),
+        gpu_busy_ms=_gpu_change(old.gpu_busy_ms, new.gpu_busy_ms) if gpu else None,
+        gpu_idle_ms=_gpu_change(old.gpu_idle_ms, new.gpu_idle_ms) if gpu else None,
+        operators=operators,
+        operator_counts=operator_counts,
+        kernels=kernels,
+        kernel_counts=kernel_counts,
+        warnings=tuple(_warnings(before, after)),
+        reminder=REMINDER,
+    )
+
+
+def read_analysis(path: str | Path) -> TraceAnalysis:
+    """A trace analyzed, or an analysis JSON read back; ``TraceError`` when neither."""
+    path = Path(path)
+    schema = _schema_of(path)
+    if schema is None:
+        return analyze(path)
+    if schema != ANALYSIS_SCHEMA:
+        raise TraceError(
+            f"{path}: schema {schema!r} is not {ANALYSIS_SCHEMA!r}: diff reads traces and "
+            "analyses written by `steptrace analyze --format json`"
+        )
+    return _decode_analysis(path)
+
+
+def _schema_of(path: Path) -> str | None:
+    """The top-level ``schema`` of an analysis JSON; None for anything else."""
+    found = _SCHEMA_FIRST.match(_head(path))
+    if found is None:
+        return None
+    if found.group(1):
+        raise TraceError(
+            f"{path}: holds a list of analyses; diff compares one with one "
+            "(analyze each trace on its own)"
+        )
+    return found.group(2).decode("utf-8", errors="replace")
+
+
+def _head(path: Path) -> bytes:
+    """The first bytes of the file, gunzipped; empty when unreadable (load_trace says why)."""
+    try:
+        with path.open("rb") as handle:
+            head = handle.read(_PEEK_BYTES)
+            if not head.startswith(_GZIP_MAGIC):
+                return head
+            handle.seek(0)
+            with gzip.GzipFile(fileobj=handle) as unzipped:
+                return unzipped.read(_PEEK_BYTES)
+    except (OSError, EOFError, zlib.error):
+        return b""
+
+
+def _decode_analysis(path: Path) -> TraceAnalysis:
+    try:
+        raw = path.read_bytes()
+    except OSError as exc:
+        raise TraceError(f"{path}: cannot read ({exc.strerror or exc})") from None
+    try:
+        return msgspec.json.decode(decompress(raw, str(path)), type=TraceAnalysis)
+    except (msgspec.DecodeError, msgspec.ValidationError) as exc:
+        problem = " ".join(str(exc).split())
+        raise TraceError(f"{path}: not a complete steptrace analysis ({problem})") from None
+
+
+def _spread_change(before: Spread, after: Spread) -> SpreadChange:
+    ratio = after.median / before.median if before.median > 0 else None
+    return SpreadChange(before, after, ratio, after.median - before.median)
+
+
+def _gpu_change(before: Spread | None, after: Spread | None) -> SpreadChange | None:
+    if before is None or after is None:
+        return None
+    return _spread_change(before, after)
+
+
+def _kernels_known(analysis: TraceAnalysis, other_observed_gpu: bool) -> bool:
+    """Whether a kernel's absence from this side's list means it did not run."""
+    if not analysis.trace.gpu_observed:
+        return not other_observed_gpu  # unrecorded, not absent, when the other side saw it
+    return len(analysis.kernels) == analysis.kernels_total
+
+
+def _name_changes(
+    before: Mapping[str, Row], after: Mapping[str, Row], *, before_known: bool, after_known: bool
+) -> tuple[tuple[NameChange, ...], ChangeCounts]:
+    """What moved, by |delta| (largest first), and how many names fell in each status."""
+    changes: list[NameChange] = []
+    unknown = 0
+    for name in before.keys() | after.keys():
+        old, new = before.get(name), after.get(name)
+        if (old is None and not before_known) or (new is None and not after_known):
+            unknown += 1
+            continue
+        changes.append(_name_change(name, old, new))
+    counts = Counter(c.status for c in changes)
+    moved = sorted(
+        (c for c in changes if c.status != "unchanged"), key=lambda c: (-abs(c.delta_ms), c.name)
+    )
+    tally = ChangeCounts(
+        counts["appeared"], counts["disappeared"], counts["changed"], counts["unchanged"], unknown
+    )
+    return tuple(moved), tally
+
+
+def _name_change(name: str, old: Row | None, new: Row | None) -> NameChange:
+    old_ms = old[1] if old else 0.0
+    new_ms = new[1] if new else 0.0
+    status: Status
+    if old is None:
+        status = "appeared"
+    elif new is None:
+        status = "disappeared"
+    else:
+        status = "changed" if _changed(old, new) else "unchanged"
+    return NameChange(
+        name=name,
+        status=status,
+        before_calls=old[0] if old else None,
+        after_calls=new[0] if new else None,
+        before_ms=old[1] if old else None,
+        after_ms=new[1] if new else None,
+        delta_ms=new_ms - old_ms,
+    )
+
+
+def _changed(old: Row, new: Row) -> bool:
+    """Calls differ, or time moved beyond both tolerances."""
+    moved = abs(new[1] - old[1])
+    return old[0] != new[0] or moved > max(RELATIVE_TOLERANCE * old[1], ABSOLUTE_TOLERANCE_MS)
+
+
+def _warnings(before: TraceAnalysis, after: TraceAnalysis) -> list[str]:
+    return [
+        *_scenario_warnings(before.scenario, after.scenario),
+        *_marker_warnings(before.trace.steps_from_markers, after.trace.steps_from_markers),
+        *_gpu_warnings(before.trace.gpu_observed, after.trace.gpu_observed),
+        *_cut_warnings("before", before),
+        *_cut_warnings("after", after),
+    ]
+
+
+def _scenario_warnings(before: Scenario | None, after: Scenario | None) -> list[str]:
+    if before is None or after is None:
+        missing = [side for side, s in (("before", before), ("after", after)) if s is None]
+        return [f"{' and '.join(missing)}: {NO_QUESTION}"]
+    old, new = _comparable(before), _comparable(after)
+    return [
+        f"scenarios differ in {field}: before {_shown(old[field])}, after {_shown(new[field])}"
+        + (": only windows with the same boundaries may be compared" if field == "step" else "")
+        for field in old
+        if old[field] != new[field]
+    ]
+
+
+def _comparable(scenario: Scenario) -> dict[str, object]:
+    """The facts two windows must share to be compared (defaults resolved)."""
+    return {
+        "step": scenario.parts,
+        "model_load_in_step": scenario.model_load_in_step,
+        "input_shapes": scenario.input_shapes,
+        "batch_size": scenario.batch_size,
+        "dtype": scenario.dtype,
+        "model_mode": scenario.mode,
+        "compile": scenario.compile,
+        "device": scenario.device,
+    }
+
+
+def _shown(value: object) -> str:
+    """A scenario value in words: parts joined by '+', shapes as 8x3x32x32."""
+    if value is None or value == ():
+        return "not recorded"
+    if isinstance(value, tuple) and all(isinstance(v, str) for v in value):
+        return "+".join(value)
+    if isinstance(value, tuple):
+        return ", ".join("x".join(str(n) for n in shape) for shape in value)
+    return str(value)
+
+
+def _marker_warnings(before: bool, after: bool) -> list[str]:
+    if before and after:
+        return []
+    if before or after:
+        side = "before" if before else "after"
+        return [
+            f"ProfilerStep markers in {side} only: the other trace is one window over all "
+            "its events, not a step: only windows with the same boundaries may be compared"
+        ]
+    return ["no ProfilerStep markers: each trace is one window over all its events"]
+
+
+def _gpu_warnings(before: bool, after: bool) -> list[str]:
+    if before == after:
+        return []
+    side = "before" if before else "after"
+    return [
+        f"GPU observed in {side} only: GPU busy and idle are not compared, and its kernels "
+        "are not told appeared or disappeared"
+    ]
+
+
+def _cut_warnings(side: str, analysis: TraceAnalysis) -> Iterable[str]:
+    lists = (
+        ("operators", len(analysis.operators), analysis.operators_total),
+        ("kernels", len(analysis.kernels), analysis.kernels_total),
+    )
+    return [
+        f"{side}: the analysis lists {listed} of {total} {what}: names beyond them cannot be "
+        "told to have appeared or disappeared"
+        for what, listed, total in lists
+        if listed < total
+    ]

@@ -1,0 +1,36 @@
+"""``steptrace demo`` end to end (quick A/B checks), and what it writes."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+pytest.importorskip("torch", reason="the demo needs torch (installed by make test)")
+
+from steptrace.cli import app
+
+
+def test_demo_runs_the_method_and_writes_every_report(tmp_path: Path) -> None:
+    result = CliRunner().invoke(app, ["demo", "--out", str(tmp_path), "--quick", "--device", "cpu"])
+    assert result.exit_code == 0, result.stderr
+    (folder,) = tmp_path.iterdir()
+    names = {p.name for p in folder.iterdir()}
+    assert {"trace.json", "trace.scenario.json", "analysis.json", "report.md", "report.html",
+            "comparisons.json"} <= names  # fmt: skip
+    assert "Question:" in result.stderr and "Findings:" in result.stderr
+    analysis = json.loads((folder / "analysis.json").read_text())
+    assert analysis["scenario"]["question"].startswith("Why is a training step")
+    rules = {f["rule"] for f in analysis["findings"]}
+    assert "input-pipeline" in rules  # the planted slow pipeline is found
+    comparisons = json.loads((folder / "comparisons.json").read_text())
+    titles = [c["title"] for c in comparisons]
+    assert any(t.startswith("input-pipeline") for t in titles)
+    assert any(t.startswith("constant") for t in titles)
+    constant = next(c for c in comparisons if c["title"].startswith("constant"))
+    assert constant["correctness"]["ok"] is True  # moving the constant changes no result
+    html = (folder / "report.html").read_text()
+    assert "A/B outside the profiler" in html and "<script" not in html
+    assert str(folder) in result.stdout

@@ -1,0 +1,37 @@
+"""Every example in examples/ runs as a user would run it, on the CPU."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("torch", reason="the examples need torch (installed by make test)")
+EXAMPLES = sorted((Path(__file__).parents[1] / "examples").glob("0*.py"))
+
+
+def test_there_are_four_examples() -> None:
+    assert [p.name for p in EXAMPLES] == [
+        "01_matmul_add.py", "02_training_step.py", "03_inference.py", "04_compare.py"
+    ]  # fmt: skip
+
+
+@pytest.mark.parametrize("example", EXAMPLES, ids=lambda p: p.stem)
+def test_example_runs(example: Path, tmp_path: Path) -> None:
+    done = subprocess.run(
+        [sys.executable, str(example), str(tmp_path / "out")],
+        capture_output=True, text=True, timeout=300, check=False,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "Traceback" not in done.stderr
+    written = list((tmp_path / "out").iterdir())
+    assert written, "each example writes its trace or raw values into the folder it is given"
+    expected = {
+        "01_matmul_add": "Self CPU",
+        "02_training_step": "question: Does the step wait for data?",
+        "03_inference": "outside the profiled window",
+        "04_compare": "correctness: agree",
+    }[example.stem]
+    assert expected in done.stdout

@@ -1,0 +1,105 @@
+"""The HTML report: its structure, and a real headless Chromium that loads it cleanly."""
+
+from __future__ import annotations
+
+import io
+import os
+import shutil
+from html.parser import HTMLParser
+from pathlib import Path
+
+import pytest
+
+import steptrace
+from steptrace.report.html import render_html
+from tests.conftest import gpu_trace
+
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+
+
+class Page(HTMLParser):
+    """Collects tags, attributes and text: enough to check a page's structure."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.tags: list[str] = []
+        self.links: list[str] = []
+        self.headings: list[str] = []
+        self._in_heading = False
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        self.tags.append(tag)
+        self.links += [v or "" for k, v in attrs if k in ("src", "href")]
+        self._in_heading = tag == "h2"
+
+    def handle_data(self, data: str) -> None:
+        if self._in_heading:
+            self.headings.append(data)
+            self._in_heading = False
+
+
+def parse(html: str) -> Page:
+    page = Page()
+    page.feed(html)
+    return page
+
+
+def test_structure_of_a_gpu_report() -> None:
+    analysis = steptrace.analyze(gpu_trace("resnet50_train")).top(10)
+    page = parse(render_html(analysis))
+    assert page.headings[:3] == ["Step time", "Labels per step (exclusive of nested labels)",
+                                 "GPU busy and idle per step"]  # fmt: skip
+    assert "Findings" in page.headings and "Open the trace on the timeline" in page.headings
+    assert page.tags.count("svg") == 3  # steps, labels, GPU
+    assert "script" not in page.tags and page.links == []  # self-contained: nothing to fetch
+    html = render_html(analysis)
+    assert html.count("<tr>") >= len(analysis.findings) + len(analysis.kernels)
+    assert "No question was recorded" in html
+
+
+def test_a_cpu_report_says_the_gpu_was_not_observed() -> None:
+    html = render_html(steptrace.analyze(gpu_trace("cpu_train_trace.json")))
+    assert "GPU not observed" in html and "Kernels</h2><p>Not observed." in html
+
+
+def test_names_are_escaped(write_trace) -> None:  # type: ignore[no-untyped-def]
+    from tests.tracegen import document, label, step
+
+    path = write_trace(document([step(1, 0, 100), label("<img src=x onerror=alert(1)>", 0, 50)]))
+    html = render_html(steptrace.analyze(path))
+    assert "<img" not in html and "&lt;img" in html
+
+
+def test_the_report_loads_in_headless_chromium(tmp_path: Path) -> None:
+    if CHROMIUM is None:
+        if os.environ.get("CI"):
+            pytest.fail("Chromium is missing: .ci/run installs it (apt-get install chromium)")
+        pytest.skip("Chromium is not installed here (.ci/run installs it in CI)")
+    playwright = pytest.importorskip("playwright.sync_api")
+    image = pytest.importorskip("PIL.Image")
+    report = tmp_path / "report.html"
+    report.write_text(render_html(steptrace.analyze(gpu_trace("resnet50_train")).top(10)))
+    problems: list[str] = []
+    with playwright.sync_playwright() as driver:
+        browser = driver.chromium.launch(
+            executable_path=CHROMIUM,
+            args=["--no-sandbox", "--disable-gpu", "--disable-background-networking",
+                  "--disable-component-update", "--disable-sync", "--no-first-run"],
+        )  # fmt: skip
+        page = browser.new_page(viewport={"width": 1200, "height": 900})
+        page.on("console", lambda m: problems.append(m.text) if m.type == "error" else None)
+        page.on("pageerror", lambda e: problems.append(str(e)))
+        page.on(
+            "request",
+            lambda r: problems.append(f"request {r.url}") if "file:" not in r.url else None,
+        )
+        page.goto(report.as_uri())
+        shot = page.screenshot(full_page=True)
+        svg_count = page.locator("svg").count()
+        browser.close()
+    assert problems == []  # no console error, no network request
+    assert svg_count == 3
+    pixels = image.open(io.BytesIO(shot)).convert("L")
+    low, high = pixels.getextrema()
+    assert high - low > 100  # not blank: text and bars on a light background
+    assert len(pixels.histogram()) == 256 and sum(1 for n in pixels.histogram() if n) > 20
