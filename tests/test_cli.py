@@ -84,3 +84,29 @@ def test_help_lists_the_command() -> None:
 def test_bad_format_is_a_usage_error() -> None:
     result = runner.invoke(app, ["analyze", str(NCCL), "--format", "xml"])
     assert result.exit_code == 2
+
+
+def test_diff_command_formats_and_errors(tmp_path: Path) -> None:
+    before = str(gpu_trace("cpu_train_trace.json"))
+    after = str(gpu_trace("cpu_train_trace_nw2"))
+    text = runner.invoke(app, ["diff", before, after, "--top", "3"])
+    assert text.exit_code == 0
+    assert "step time:" in text.stdout and "steptrace compare` decides" in text.stdout
+    data = json.loads(runner.invoke(app, ["diff", before, after, "--format", "json"]).stdout)
+    assert data["schema"] == "steptrace.diff/1"
+    assert data["step_ms"]["ratio"] == pytest.approx(
+        data["step_ms"]["after"]["median"] / data["step_ms"]["before"]["median"]
+    )
+    md = runner.invoke(app, ["diff", before, after, "--format", "md"]).stdout
+    assert md.startswith("# steptrace diff")
+    bad = tmp_path / "bad.json"
+    bad.write_text("{")
+    failed = runner.invoke(app, ["diff", before, str(bad)])
+    assert failed.exit_code == 2 and str(bad) in failed.stderr and failed.stderr.count("\n") == 1
+
+
+def test_html_format_takes_one_trace(tmp_path: Path) -> None:
+    one = runner.invoke(app, ["analyze", str(CPU_ONLY), "--format", "html"])
+    assert one.exit_code == 0 and one.stdout.startswith("<!doctype html>")
+    two = runner.invoke(app, ["analyze", str(CPU_ONLY), str(NCCL), "--format", "html"])
+    assert two.exit_code == 2 and "one trace" in two.stderr
