@@ -110,3 +110,14 @@ def test_html_format_takes_one_trace(tmp_path: Path) -> None:
     assert one.exit_code == 0 and one.stdout.startswith("<!doctype html>")
     two = runner.invoke(app, ["analyze", str(CPU_ONLY), str(NCCL), "--format", "html"])
     assert two.exit_code == 2 and "one trace" in two.stderr
+
+
+def test_scrub_command(tmp_path: Path) -> None:
+    source = gpu_trace("gp100_gpu_user_annotation")
+    out = tmp_path / "shared.json.gz"
+    done = runner.invoke(app, ["scrub", str(source), "-o", str(out)])
+    assert done.exit_code == 0, done.stderr
+    assert f"wrote {out}" in done.stdout and "user ×" in done.stdout
+    assert "anupamb" not in read_json(out)["traceName"]
+    again = runner.invoke(app, ["scrub", str(source), "-o", str(out)])
+    assert again.exit_code == 2 and "exists already" in again.stderr

@@ -235,6 +235,22 @@ def diff(
 
 
 @app.command()
+def scrub(
+    trace: Annotated[Path, typer.Argument(help="The trace to share (.json or .json.gz).")],
+    output: Annotated[Path, typer.Option("--output", "-o", help="New file for the copy.")],
+) -> None:
+    """Write a copy without e-mails, tokens, keys, user and host names (never overwrites)."""
+    from steptrace.scrub import scrub_file
+
+    try:
+        report = scrub_file(trace, output)
+    except TraceError as error:
+        _fail(str(error))
+    kinds = ", ".join(f"{kind} ×{count}" for kind, count in report.counts.items()) or "nothing"
+    print(f"steptrace: wrote {output}; replaced {report.total}: {kinds}")
+
+
+@app.command()
 def demo(
     out: Annotated[
         Path, typer.Option(help="Folder under which a new dated folder is made.")

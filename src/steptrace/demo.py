@@ -10,6 +10,7 @@ the Markdown and the HTML report into a new folder.
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
@@ -109,6 +110,11 @@ def run_demo(root: Path, *, device: str = "auto", quick: bool = False, say: Say 
     target = torch.device("cuda" if device == "auto" and torch.cuda.is_available() else
                           ("cpu" if device == "auto" else device))  # fmt: skip
     folder = _new_folder(root)
+    if target.type == "cpu" and torch.get_num_threads() > 1 and (os.cpu_count() or 1) <= 2:
+        # On a 2-core machine, intra-op threads spin against every other process and
+        # turn ms steps into stalls of tens of ms: one thread keeps the demo's timings sane.
+        torch.set_num_threads(1)
+        say("CPU with 2 cores or fewer: the demo runs torch on 1 thread (stable timings)")
     question = scenario(target)
     say(f"Question: {question.question}")
     state = make_state(target)
