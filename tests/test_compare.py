@@ -42,7 +42,7 @@ def test_identical_steps_agree() -> None:
     check = result.correctness
     assert check.ok and check.start_identical and check.steps == 3
     names = {d.name for d in check.differences}
-    assert {"output[0]", "output[2]", "param:0.weight", "grad:2.bias"} <= names
+    assert {"step0.output", "step2.output", "param:0.weight", "grad:2.bias"} <= names
     assert all(d.max_abs == 0 for d in check.differences)
     assert result.verdict != "outputs-differ"
     assert result.samples is not None
@@ -178,3 +178,62 @@ def test_the_command_line(tmp_path: Path) -> None:
                               "--state", "tests.compare_steps:make_state",
                               "--batches", "tests.compare_steps:make_batches"])  # fmt: skip
     assert bad.exit_code == 2 and "has no function 'nope'" in bad.stderr
+
+
+def test_a_candidate_with_fewer_outputs_fails_correctness() -> None:
+    def two(state: dict[str, Any], batch: Any) -> Any:
+        loss = steps.step(state, batch)
+        return {"loss": loss, "logits": state["model"](batch[0]).detach()}
+
+    def one(state: dict[str, Any], batch: Any) -> Any:
+        return {"loss": steps.step(state, batch)}
+
+    result = steptrace.compare(
+        two, one, make_state=steps.make_state, batches=steps.make_batches(), plan=QUICK
+    )
+    assert result.verdict == "outputs-differ"
+    missing = [d for d in result.correctness.differences if not d.ok]
+    assert missing and all(d.note == "only A returns it" for d in missing)
+
+
+def test_values_that_agree_even_when_odd() -> None:
+    from steptrace.validate.correctness import compare_values
+
+    inf = torch.tensor([float("-inf"), 1.0])
+    assert compare_values("x", inf, inf.clone(), None, None).ok
+    nan = torch.tensor([float("nan")])
+    assert compare_values("x", nan, nan.clone(), None, None).ok
+    assert not compare_values("z", torch.tensor([1 + 1j]), torch.tensor([1 + 5j]), None, None).ok
+    import numpy as np
+
+    assert compare_values("n", np.ones(3), np.ones(3), None, None).ok
+    assert not compare_values("n", np.ones(3), np.zeros(3), None, None).ok
+
+
+def test_a_clock_too_coarse_is_refused() -> None:
+    with pytest.raises(CaptureError, match="too coarse"):
+        steptrace.compare(
+            steps.step, steps.same_step, make_state=steps.make_state,
+            batches=steps.make_batches(), plan=QUICK, clock=lambda: 0.0,
+        )  # fmt: skip
+
+
+def test_the_command_line_refuses_bad_requests_before_running(tmp_path: Path) -> None:
+    runner = CliRunner()
+    base = ["compare", "tests.compare_steps:step", "tests.compare_steps:same_step",
+            "--state", "tests.compare_steps:make_state",
+            "--batches", "tests.compare_steps:make_batches"]  # fmt: skip
+    same = runner.invoke(app, [*base, "--json", str(tmp_path / "x"), "--csv", str(tmp_path / "x")])
+    assert same.exit_code == 2 and "two different files" in same.stderr
+    nowhere = runner.invoke(app, [*base, "--json", str(tmp_path / "no" / "x.json")])
+    assert nowhere.exit_code == 2 and "no such folder" in nowhere.stderr
+    if not torch.cuda.is_available():
+        cuda = runner.invoke(app, [*base, "--device", "cuda"])
+        assert cuda.exit_code == 2 and "sees no GPU" in cuda.stderr
+
+
+def test_operator_names_are_checked_before_writing_a_script() -> None:
+    analysis = steptrace.analyze(gpu_trace("cpu_train_trace_all"))
+    for bad in ("my_label", "aten::mm'); import os; ('", "aten::"):
+        with pytest.raises(TraceError, match="not an operator name"):
+            operator_script(analysis, bad)

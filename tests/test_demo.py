@@ -34,3 +34,18 @@ def test_demo_runs_the_method_and_writes_every_report(tmp_path: Path) -> None:
     html = (folder / "report.html").read_text()
     assert "A/B outside the profiler" in html and "<script" not in html
     assert str(folder) in result.stdout
+
+
+def test_demo_refusals_leave_nothing(tmp_path: Path) -> None:
+    import torch
+
+    runner = CliRunner()
+    if not torch.cuda.is_available():
+        cuda = runner.invoke(app, ["demo", "--out", str(tmp_path), "--device", "cuda"])
+        assert cuda.exit_code == 2 and "sees no GPU" in cuda.stderr
+    banana = runner.invoke(app, ["demo", "--out", str(tmp_path), "--device", "banana"])
+    assert banana.exit_code == 2 and "unknown device" in banana.stderr
+    a_file = tmp_path / "file"
+    a_file.write_text("x")
+    assert runner.invoke(app, ["demo", "--out", str(a_file)]).exit_code == 2
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["file"]

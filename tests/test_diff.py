@@ -70,16 +70,17 @@ def test_changes_known_by_construction(write_trace: WriteTrace) -> None:
     assert (busy.before.median, busy.after.median) == pytest.approx((3.5, 4.5))
     assert (idle.before.median, idle.after.median) == pytest.approx((4.5, 1.5))
     approx = pytest.approx
+    # two steps on each side: calls and times per step are half the window's
     assert moved(result.operators) == [
-        ("aten::gelu", "appeared", None, 2, None, approx(0.8)),
-        ("aten::relu", "disappeared", 2, None, approx(0.6), None),
-        ("aten::copy_", "changed", 2, 4, approx(0.2), approx(0.4)),
+        ("aten::gelu", "appeared", None, 1, None, approx(0.4)),
+        ("aten::relu", "disappeared", 1, None, approx(0.3), None),
+        ("aten::copy_", "changed", 1, 2, approx(0.1), approx(0.2)),
     ]
-    assert [c.delta_ms for c in result.operators] == approx([0.8, -0.6, 0.2])
+    assert [c.delta_ms for c in result.operators] == approx([0.4, -0.3, 0.1])
     counts = result.operator_counts
     assert (counts.appeared, counts.disappeared, counts.changed, counts.unknown) == (1, 1, 1, 0)
     assert counts.unchanged == len(steptrace.analyze(before).operators) - 2  # relu, copy_
-    assert moved(result.kernels) == [("gemm", "changed", 2, 2, approx(6.0), approx(8.0))]
+    assert moved(result.kernels) == [("gemm", "changed", 1, 1, approx(3.0), approx(4.0))]
     assert result.kernel_counts.unchanged == 1  # add
     assert result.warnings == (f"before and after: {NO_QUESTION}",)
 
@@ -107,7 +108,9 @@ def test_small_time_changes_are_within_tolerance(write_trace: WriteTrace) -> Non
     assert [(c.name, c.status) for c in changed] == [("mm", "changed"), ("add", "changed")]
 
 
-def expected_changes(old: dict[str, tuple[int, float]], new: dict[str, tuple[int, float]]) -> Any:
+def expected_changes(
+    old: dict[str, tuple[float, float]], new: dict[str, tuple[float, float]]
+) -> Any:
     """Status of every name, recomputed from the two analyses' rows."""
     status = {}
     for name in old.keys() | new.keys():
@@ -131,9 +134,10 @@ def test_real_cpu_traces() -> None:
     assert result.step_ms.before.min == old.summary.wall_ms.min
     assert result.step_ms.after.max == new.summary.wall_ms.max
     assert result.gpu_busy_ms is None and result.gpu_idle_ms is None  # CPU only: not zero
+    n0, n1 = old.summary.count, new.summary.count  # compared per step
     status = expected_changes(
-        {o.name: (o.calls, o.self_ms) for o in old.operators},
-        {o.name: (o.calls, o.self_ms) for o in new.operators},
+        {o.name: (o.calls / n0, o.self_ms / n0) for o in old.operators},
+        {o.name: (o.calls / n1, o.self_ms / n1) for o in new.operators},
     )
     listed = {c.name: c.status for c in result.operators}
     assert listed == {n: s for n, s in status.items() if s != "unchanged"}
@@ -272,3 +276,15 @@ def test_missing_file_and_folder(tmp_path: Path) -> None:
     for path, problem in ((tmp_path / "nope.json", "no such file"), (tmp_path, "is a folder")):
         with pytest.raises(TraceError, match=problem):
             diff_paths(path, CPU_TRAIN)
+
+
+def test_windows_of_different_lengths_are_compared_per_step(write_trace: WriteTrace) -> None:
+    def steps(count: int) -> Path:
+        events = []
+        for k in range(count):
+            events += [step(k + 1, k * 1000, 1000), cpu("aten::mm", k * 1000 + 100, 500)]
+        return write_trace(document(events))
+
+    result = diff_paths(steps(2), steps(4))
+    assert result.operators == () and result.operator_counts.unchanged == 1
+    assert "2 steps before, 4 after: calls and times are compared per step" in result.warnings

@@ -441,3 +441,22 @@ def test_broken_gzip_and_non_trace_files(tmp_path: Path, write_trace: WriteTrace
     assert_error(broken, tmp_path / "a.json", "broken gzip", broken)
     timeline = next(TRACES.glob(f"*/{NOT_A_TRACE}"))
     assert_error(timeline, tmp_path / "b.json", "not a torch.profiler trace", timeline)
+
+
+def test_declared_names_never_touch_operators_or_categories() -> None:
+    from steptrace.scrub import scrub_document
+
+    doc = {
+        "username": "max",
+        "host_name": "cuda",
+        "traceEvents": [
+            {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "ts": 1, "dur": 1},
+            {"ph": "X", "cat": "cpu_op", "name": "aten::max_pool2d", "ts": 2, "dur": 1},
+            {"ph": "X", "cat": "cpu_op", "name": "run by max on cuda", "ts": 3, "dur": 1},
+        ],
+    }
+    scrubbed, _ = scrub_document(doc)
+    events = scrubbed["traceEvents"]
+    assert [e["cat"] for e in events] == ["cuda_runtime", "cpu_op", "cpu_op"]
+    assert events[1]["name"] == "aten::max_pool2d"
+    assert "max" not in events[2]["name"].split() and "cuda" not in events[2]["name"].split()

@@ -99,3 +99,22 @@ def test_the_time_budget_stops_the_blocks() -> None:
     samples = run_blocks(run, run, [0], plan, clock=clock)
     # each block costs 1 s (10 steps of 100 ms); the budget is checked after each block
     assert 4 <= len(samples.order) <= 6
+
+
+def test_blocks_widen_the_interval_when_blocks_drift() -> None:
+    """Per-block drift shared by the steps of a block: the block bootstrap must see it."""
+    rng = np.random.default_rng(3)
+    blocks, size = 30, 5
+    drift_a = np.repeat(rng.normal(0, 0.05, blocks), size)
+    drift_b = np.repeat(rng.normal(0, 0.05, blocks), size)
+    a = 10 * (1 + drift_a + rng.normal(0, 0.01, blocks * size))
+    b = 10 * (1 + drift_b + rng.normal(0, 0.01, blocks * size))
+    by_step = ratio_stats(a, b, block=1)
+    by_block = ratio_stats(a, b, block=size)
+    assert (by_block.ci[1] - by_block.ci[0]) > (by_step.ci[1] - by_step.ci[0])
+
+
+def test_throughput_wording() -> None:
+    ratio = ratio_stats(noisy(10, 200, 1), noisy(5, 200, 2), seed=0)  # B takes half the time
+    text = sentence("faster", ratio, 0.01, unit="samples/s")
+    assert text.startswith("B processes 10") and "more samples per second" in text

@@ -170,13 +170,20 @@ def compare(
 
     if unit not in ("ms/step", "samples/s"):
         _fail(f"--unit must be ms/step or samples/s, not {unit!r}")
-    for path in (json_out, csv_out):
-        if path is not None and path.exists():
+    outputs = [p for p in (json_out, csv_out) if p is not None]
+    if len(outputs) == 2 and outputs[0].resolve() == outputs[1].resolve():
+        _fail("--json and --csv must name two different files")
+    for path in outputs:
+        if path.exists():
             _fail(f"{path} exists already: choose a new file name")
+        if not path.parent.is_dir():
+            _fail(f"{path.parent}: no such folder for {path.name}")
     try:
+        from steptrace.harness.devices import activities, resolve
         from steptrace.validate import TimingPlan
         from steptrace.validate import compare as run_compare
 
+        activities(resolve(device))  # a GPU that is not there is refused, before any work
         batch_list = list(load_callable(batches)())
         result = run_compare(
             load_callable(baseline), load_callable(candidate),
@@ -219,8 +226,9 @@ def diff(
         result = diff_paths(before, after)
     except TraceError as error:
         _fail(str(error))
-    for warning in result.warnings:
-        print(f"steptrace: warning: {warning}", file=sys.stderr)
+    if output_format is not Format.text:  # the text report shows them in its body
+        for warning in result.warnings:
+            print(f"steptrace: warning: {warning}", file=sys.stderr)
     if output_format is Format.json:
         sys.stdout.write(render_diff_json(result))
     elif output_format is Format.md:
@@ -268,9 +276,11 @@ def demo(
     def say(line: str) -> None:
         print(f"[{time.strftime('%H:%M:%S')}] {line}", file=sys.stderr, flush=True)
 
+    if out.exists() and not out.is_dir():
+        _fail(f"{out} is a file: --out takes a folder")
     try:
         folder = run_demo(out, device=device, quick=quick, say=say)
-    except CaptureError as error:
+    except (CaptureError, OSError) as error:
         _fail(str(error))
     print(f"Reports in {folder}/: report.html, report.md, analysis.json, comparisons.json, "
           "trace.json (open it in ui.perfetto.dev)")  # fmt: skip

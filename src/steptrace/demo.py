@@ -11,6 +11,7 @@ the Markdown and the HTML report into a new folder.
 from __future__ import annotations
 
 import os
+import shutil
 import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
@@ -103,18 +104,39 @@ Say = Callable[[str], None]
 
 
 def run_demo(root: Path, *, device: str = "auto", quick: bool = False, say: Say = print) -> Path:
-    """Run the demo into a new folder under ``root``; return the folder."""
+    """Run the demo into a new folder under ``root``; return the folder.
+
+    The folder is built under a ``.partial`` name and renamed only when every report is
+    written: a failed or interrupted demo leaves nothing behind.
+    """
+    from steptrace.harness.devices import activities, resolve
+
+    target = resolve("cuda" if device == "auto" and torch.cuda.is_available() else
+                     ("cpu" if device == "auto" else device))  # fmt: skip
+    activities(target)  # refuses a GPU that cannot be observed, before anything is made
+    threads = torch.get_num_threads()
+    partial = _new_folder(root, suffix=".partial")
+    try:
+        if target.type == "cpu" and threads > 1 and (os.cpu_count() or 1) <= 2:
+            # On a 2-core machine, intra-op threads spin against every other process and
+            # turn ms steps into stalls of tens of ms: one thread keeps timings sane.
+            torch.set_num_threads(1)
+            say("CPU with 2 cores or fewer: the demo runs torch on 1 thread (stable timings)")
+        _run(partial, target, quick, say)
+        folder = partial.with_name(partial.name.removesuffix(".partial"))
+        partial.rename(folder)
+        return folder
+    except BaseException:
+        shutil.rmtree(partial, ignore_errors=True)
+        raise
+    finally:
+        torch.set_num_threads(threads)
+
+
+def _run(folder: Path, target: torch.device, quick: bool, say: Say) -> None:
     from steptrace.analysis.analyze import analyze
     from steptrace.harness.training import profile_training
 
-    target = torch.device("cuda" if device == "auto" and torch.cuda.is_available() else
-                          ("cpu" if device == "auto" else device))  # fmt: skip
-    folder = _new_folder(root)
-    if target.type == "cpu" and torch.get_num_threads() > 1 and (os.cpu_count() or 1) <= 2:
-        # On a 2-core machine, intra-op threads spin against every other process and
-        # turn ms steps into stalls of tens of ms: one thread keeps the demo's timings sane.
-        torch.set_num_threads(1)
-        say("CPU with 2 cores or fewer: the demo runs torch on 1 thread (stable timings)")
     question = scenario(target)
     say(f"Question: {question.question}")
     state = make_state(target)
@@ -130,7 +152,6 @@ def run_demo(root: Path, *, device: str = "auto", quick: bool = False, say: Say 
     say("Findings: " + (", ".join(rules) or "none above thresholds"))
     comparisons = _checks(rules, target, quick, say)
     _write(folder, result, comparisons)
-    return folder
 
 
 def _checks(rules: list[str], device: torch.device, quick: bool, say: Say) -> list[tuple[str, Any]]:
@@ -183,13 +204,16 @@ def _write(folder: Path, result: Any, comparisons: list[tuple[str, Any]]) -> Non
     )
 
 
-def _new_folder(root: Path) -> Path:
+def _new_folder(root: Path, suffix: str) -> Path:
+    """A new dated folder whose final name (without ``suffix``) is free too."""
     stamp = time.strftime("%Y%m%d-%H%M%S")
-    for suffix in range(1000):
-        folder = root / (stamp if suffix == 0 else f"{stamp}-{suffix}")
+    for count in range(1000):
+        name = stamp if count == 0 else f"{stamp}-{count}"
+        if (root / name).exists():
+            continue
         try:
-            folder.mkdir(parents=True)
-            return folder
+            (root / f"{name}{suffix}").mkdir(parents=True)
+            return root / f"{name}{suffix}"
         except FileExistsError:
             continue
     raise FileExistsError(f"no free folder name under {root}")

@@ -55,7 +55,7 @@ _GZIP_MAGIC = b"\x1f\x8b"
 _SCHEMA_FIRST = re.compile(rb'\A\s*(\[\s*)?\{\s*"schema"\s*:\s*"([^"\\]*)"')
 
 Status = Literal["appeared", "disappeared", "changed", "unchanged"]
-Row = tuple[int, float]  # calls, ms
+Row = tuple[float, float]  # calls per step, ms per step
 
 
 class SpreadChange(msgspec.Struct, frozen=True):
@@ -72,8 +72,8 @@ class NameChange(msgspec.Struct, frozen=True):
 
     name: str
     status: Status
-    before_calls: int | None
-    after_calls: int | None
+    before_calls: float | None  # calls per step
+    after_calls: float | None
     before_ms: float | None  # operators: self time; kernels: total time
     after_ms: float | None
     delta_ms: float  # after - before, an absent side counting as 0
@@ -118,15 +118,16 @@ def diff_analyses(before: TraceAnalysis, after: TraceAnalysis) -> TraceDiff:
     """Diff two analyses (full lists, or lists cut to their top N)."""
     gpu = before.trace.gpu_observed and after.trace.gpu_observed
     old, new = before.summary, after.summary
-    operators, operator_counts = _name_changes(
-        {o.name: (o.calls, o.self_ms) for o in before.operators},
-        {o.name: (o.calls, o.self_ms) for o in after.operators},
+    per_old, per_new = 1 / max(old.count, 1), 1 / max(new.count, 1)  # per step: windows of
+    operators, operator_counts = _name_changes(  # different lengths stay comparable
+        {o.name: (o.calls * per_old, o.self_ms * per_old) for o in before.operators},
+        {o.name: (o.calls * per_new, o.self_ms * per_new) for o in after.operators},
         before_known=len(before.operators) == before.operators_total,
         after_known=len(after.operators) == after.operators_total,
     )
     kernels, kernel_counts = _name_changes(
-        {k.name: (k.calls, k.total_ms) for k in before.kernels},
-        {k.name: (k.calls, k.total_ms) for k in after.kernels},
+        {k.name: (k.calls * per_old, k.total_ms * per_old) for k in before.kernels},
+        {k.name: (k.calls * per_new, k.total_ms * per_new) for k in after.kernels},
         before_known=_kernels_known(before, after.trace.gpu_observed),
         after_known=_kernels_known(after, before.trace.gpu_observed),
     )
@@ -265,11 +266,19 @@ def _name_change(name: str, old: Row | None, new: Row | None) -> NameChange:
 def _changed(old: Row, new: Row) -> bool:
     """Calls differ, or time moved beyond both tolerances."""
     moved = abs(new[1] - old[1])
-    return old[0] != new[0] or moved > max(RELATIVE_TOLERANCE * old[1], ABSOLUTE_TOLERANCE_MS)
+    calls_moved = abs(new[0] - old[0]) > 1e-9
+    return calls_moved or moved > max(RELATIVE_TOLERANCE * old[1], ABSOLUTE_TOLERANCE_MS)
 
 
 def _warnings(before: TraceAnalysis, after: TraceAnalysis) -> list[str]:
+    steps = (before.summary.count, after.summary.count)
+    different_lengths = (
+        [f"{steps[0]} steps before, {steps[1]} after: calls and times are compared per step"]
+        if steps[0] != steps[1]
+        else []
+    )
     return [
+        *different_lengths,
         *_scenario_warnings(before.scenario, after.scenario),
         *_marker_warnings(before.trace.steps_from_markers, after.trace.steps_from_markers),
         *_gpu_warnings(before.trace.gpu_observed, after.trace.gpu_observed),

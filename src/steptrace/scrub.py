@@ -86,6 +86,8 @@ _SECRETS = {
     rf"[{_B64}]{{40,}}={{0,2}}(?![{_B64}=_])",
 }
 _PATH_USER = re.compile(_FORMATS["user"])
+# Fixed vocabularies of the format (event phase, category): never personal, never changed.
+_VOCABULARY_KEYS = frozenset({"ph", "cat"})
 _SECRET_KEY = re.compile(
     r"(?:^|_)(?:token|secret|password|passwd|credentials?|(?:api|access|private|secret)_?key)$"
 )
@@ -176,7 +178,8 @@ def _pattern(known: dict[str, str]) -> re.Pattern[str]:
     parts = [f"(?P<{_group(kind)}>{rule})" for kind, rule in rules.items()]
     if words:  # last: a long secret that starts with a known name is replaced whole
         names = "|".join(re.escape(word) for word in words)
-        parts.append(f"(?P<known>(?<![A-Za-z0-9])(?:{names})(?![A-Za-z0-9]))")
+        # a whole word: "_" joins words, so a user "max" never touches aten::max_pool2d
+        parts.append(f"(?P<known>(?<![A-Za-z0-9_])(?:{names})(?![A-Za-z0-9_]))")
     return re.compile("|".join(parts))
 
 
@@ -209,7 +212,9 @@ class _Scrubber:
         scalars = _SCALARS  # numbers, most values, skip the call
         if kind is dict or isinstance(node, dict):
             return {
-                name: child if type(child) in scalars else self.walk(child, str(name))
+                name: child
+                if type(child) in scalars or name in _VOCABULARY_KEYS
+                else self.walk(child, str(name))
                 for name, child in node.items()
             }
         if kind is list or isinstance(node, list):

@@ -25,6 +25,8 @@ def load_callable(target: str) -> Callable[..., Any]:
 
 
 def _import(where: str) -> Any:
+    if "" not in sys.path and str(Path.cwd()) not in sys.path:
+        sys.path.insert(0, str(Path.cwd()))  # as ``python -m`` does: modules of this folder
     path = Path(where)
     if where.endswith(".py") or path.exists():
         if not path.is_file():

@@ -64,7 +64,7 @@ def _correctness(result: Comparison) -> Table:
             Text("yes" if d.ok else "NO", style="" if d.ok else "bold red"),
             Text(_number(d.max_abs)),
             Text(_number(d.max_rel)),
-            Text(d.note or f"{d.rtol:g} / {d.atol:g}" if d.rtol is not None else d.note or ""),
+            Text(d.note or f"{_tolerance(d.rtol)} / {_tolerance(d.atol)}"),
         )
     return table
 
@@ -91,6 +91,10 @@ def _timing(result: Comparison, a: SideStats, b: SideStats) -> Table:
         else ""
     )
     return table
+
+
+def _tolerance(value: float | None) -> str:
+    return "default" if value is None else f"{value:g}"
 
 
 def _number(value: float | None) -> str:

@@ -12,6 +12,11 @@ from rich.text import Text
 from steptrace.diff import ChangeCounts, NameChange, SpreadChange, TraceDiff
 from steptrace.report import format as fmt
 
+COLUMNS = (
+    "name", "status", "calls/step before", "calls/step after", "ms/step before",
+    "ms/step after", "delta ms/step",
+)  # fmt: skip
+
 
 def summary_lines(diff: TraceDiff) -> list[str]:
     lines = [f"before: {diff.before} ({diff.before_steps} steps)",
@@ -30,22 +35,14 @@ def render_diff_text(diff: TraceDiff, console: Console, top: int) -> None:
     parts: list[RenderableType] = [Text(line) for line in summary_lines(diff)]
     parts += [Text(f"warning: {w}", style="yellow") for w in diff.warnings]
     for title, changes in (
-        ("Operators (self ms)", diff.operators),
-        ("Kernels (total ms)", diff.kernels),
+        ("Operators (self ms per step)", diff.operators),
+        ("Kernels (total ms per step)", diff.kernels),
     ):
         if not changes:
             parts.append(Text(f"{title}: no change listed."))
             continue
         table = Table(title=Text(f"{title}: changes, largest first"), title_justify="left")
-        for column in (
-            "name",
-            "status",
-            "calls before",
-            "calls after",
-            "ms before",
-            "ms after",
-            "delta ms",
-        ):
+        for column in COLUMNS:
             table.add_column(column, justify="left" if column in ("name", "status") else "right")
         for row in _rows(changes[:top]):
             table.add_row(*(Text(c) for c in row))
@@ -57,16 +54,13 @@ def render_diff_text(diff: TraceDiff, console: Console, top: int) -> None:
 def render_diff_markdown(diff: TraceDiff, top: int) -> str:
     out = ["# steptrace diff\n", *(f"- {line}" for line in summary_lines(diff)), ""]
     out += [f"> warning: {w}\n" for w in diff.warnings]
-    header = "| name | status | calls before | calls after | ms before | ms after | delta ms |"
+    header = "| " + " | ".join(COLUMNS) + " |"
     for title, changes in (
-        ("Operators (self ms)", diff.operators),
-        ("Kernels (total ms)", diff.kernels),
+        ("Operators (self ms per step)", diff.operators),
+        ("Kernels (total ms per step)", diff.kernels),
     ):
         out += [f"## {title}\n", header, "|:---|:---|---:|---:|---:|---:|---:|"]
-        out += [
-            "| " + " | ".join(c.replace("|", "\\|") for c in row) + " |"
-            for row in _rows(changes[:top])
-        ]
+        out += ["| " + " | ".join(_cell(c) for c in row) + " |" for row in _rows(changes[:top])]
         out.append("")
     out.append(f"**{diff.reminder}**\n")
     return "\n".join(out)
@@ -76,9 +70,15 @@ def render_diff_json(diff: TraceDiff) -> str:
     return msgspec.json.format(msgspec.json.encode(diff).decode(), indent=2) + "\n"
 
 
+def _cell(text: str) -> str:
+    return " ".join(text.split()).replace("|", "\\|")
+
+
 def _rows(changes: Sequence[NameChange]) -> list[list[str]]:
     def number(value: int | float | None) -> str:
-        return "—" if value is None else str(value) if isinstance(value, int) else fmt.ms(value)
+        if value is None:
+            return "—"
+        return f"{value:g}" if float(value).is_integer() else f"{value:.3g}"
 
     return [
         [fmt.short(c.name, 70), c.status, number(c.before_calls), number(c.after_calls),

@@ -214,6 +214,14 @@ def _comparison(title: str, result: ComparisonLike) -> str:
     parts.append(
         f"<p>Correctness after {check.steps} steps from the same state: {agreement}{accepted}.</p>"
     )
+    worst = sorted(check.differences, key=lambda d: (d.ok, -(d.max_abs or 0)))[:8]
+    parts.append(
+        _table(
+            ["compared", "agrees", "max abs diff", "max rel diff", "note"],
+            [[d.name, "yes" if d.ok else "NO", _g(d.max_abs), _g(d.max_rel), d.note or ""]
+             for d in worst],
+        )
+    )  # fmt: skip
     if result.baseline is not None and result.candidate is not None and result.samples is not None:
         a, b = result.baseline, result.candidate
         parts.append(
@@ -235,6 +243,10 @@ def _comparison(title: str, result: ComparisonLike) -> str:
         parts.append(f'<div class="note">warning: {escape(result.noise_warning)}</div>')
     parts.append(f'<p class="verdict">{escape(result.sentence)}</p>')
     return "".join(parts)
+
+
+def _g(value: float | None) -> str:
+    return "—" if value is None else f"{value:.3g}"
 
 
 def _perfetto(trace: str) -> str:

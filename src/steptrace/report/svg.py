@@ -6,6 +6,7 @@ text is escaped; no script, no external resource.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from html import escape
 
@@ -16,10 +17,16 @@ PALETTE = (
 MUTED = "#d9d9d9"
 
 
+def _finite(values: Sequence[float]) -> list[float]:
+    """Non-finite values are drawn as 0 (their tables still show them as they are)."""
+    return [v if math.isfinite(v) and v >= 0 else 0.0 for v in values]
+
+
 def bars(
     labels: Sequence[str], values: Sequence[float], unit: str, highlight: int | None = None
 ) -> str:
     """Vertical bars, one per label; ``highlight`` marks one bar (the first step)."""
+    values = _finite(values)
     width, height, pad = max(320, 60 * len(values)), 220, 40
     top = max(values, default=0) or 1.0
     step = (width - pad) / max(len(values), 1)
@@ -41,6 +48,8 @@ def stacked(
     unit: str,
 ) -> str:
     """Horizontal stacked bars: one row per step, one colour per series, over the total."""
+    totals = _finite(totals)
+    series = [(name, _finite(values)) for name, values in series]
     width, row_h, pad = 720, 26, 130
     height = 40 + row_h * len(rows) + 20 * ((len(series) + 3) // 4)
     scale = (width - pad - 20) / (max(totals, default=0) or 1.0)
@@ -66,6 +75,7 @@ def stacked(
 
 def strips(groups: Sequence[tuple[str, Sequence[float]]], unit: str) -> str:
     """Every raw value as a dot, one row per group, on a shared axis: the distributions."""
+    groups = [(name, [v for v in group if math.isfinite(v)]) for name, group in groups]
     width, row_h, pad = 720, 40, 110
     values = [v for _, vs in groups for v in vs] or [0.0, 1.0]
     low, high = min(values), max(values)

@@ -18,7 +18,8 @@ import csv
 import json
 import random
 import time
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Literal
 
@@ -29,6 +30,7 @@ import torch
 from steptrace.errors import CaptureError
 from steptrace.validate.correctness import (
     Correctness,
+    Difference,
     compare_values,
     flatten,
     same_start,
@@ -154,7 +156,9 @@ def compare(
         clock=clock,
         synchronize=sync,
     )
-    ratio = ratio_stats(samples.a, samples.b, seed=seed)
+    if min(np.median(samples.a), np.median(samples.b)) <= 0:
+        raise CaptureError("the clock is too coarse for these steps: median step time is 0")
+    ratio = ratio_stats(samples.a, samples.b, block=plan.block_steps, seed=seed)
     outcome = verdict(ratio, band)
     a_stats, b_stats = summarize(samples.a), summarize(samples.b)
     loop = (
@@ -163,7 +167,7 @@ def compare(
         else None
     )
     return Comparison(
-        verdict=outcome, sentence=sentence(outcome, ratio, band), ratio=ratio.ratio,
+        verdict=outcome, sentence=sentence(outcome, ratio, band, unit), ratio=ratio.ratio,
         ci=ratio.ci, p_value=ratio.p_value, band=band, unit=unit, batch_size=size,
         baseline=a_stats, candidate=b_stats, correctness=correctness,
         accepted_difference=not correctness.ok, noise_warning=_noise(a_stats, b_stats),
@@ -184,34 +188,69 @@ def _check(
     state_a, state_b = _copies(origin, seed)
     identical = same_start(state_a, state_b)
     outputs = []
-    for step, state in ((baseline, state_a), (candidate, state_b)):
-        _seed_everything(seed)
-        results = [step(state, batches[i % len(batches)]) for i in range(steps)]
-        outputs.append((results, snapshot(state)))
+    with _rng_kept():
+        for step, state in ((baseline, state_a), (candidate, state_b)):
+            _seed_everything(seed)
+            results: dict[str, Any] = {}
+            for i in range(steps):  # batches copied per side: a step may change them in place
+                returned = step(state, copy.deepcopy(batches[i % len(batches)]))
+                results |= {n: _kept(v) for n, v in flatten(returned, f"step{i}.output")}
+            outputs.append((results, snapshot(state)))
     (results_a, after_a), (results_b, after_b) = outputs
     differences = [
-        compare_values(name, a, b, rtol, atol)
-        for (name, a), (_, b) in zip(
-            flatten(results_a, "output"), flatten(results_b, "output"), strict=False
-        )
+        _pair(name, results_a, results_b, rtol, atol)
+        for name in [*results_a, *(n for n in results_b if n not in results_a)]
     ]
-    for name in sorted(after_a.keys() | after_b.keys()):
-        if name not in after_a or name not in after_b:
-            differences.append(
-                compare_values(name, after_a.get(name), after_b.get(name), rtol, atol)
-            )
-        else:
-            differences.append(compare_values(name, after_a[name], after_b[name], rtol, atol))
+    differences += [
+        _pair(name, after_a, after_b, rtol, atol)
+        for name in sorted(after_a.keys() | after_b.keys())
+    ]
     ok = identical and all(d.ok for d in differences)
     return Correctness(
         ok=ok, steps=steps, differences=tuple(differences), start_identical=identical
     )
 
 
+def _pair(
+    name: str, a: Mapping[str, Any], b: Mapping[str, Any], rtol: float | None, atol: float | None
+) -> Difference:
+    """Compare by name: a value on one side only is a difference, never silently dropped."""
+    if name not in a or name not in b:
+        side = "A" if name in a else "B"
+        return Difference(name, False, None, None, rtol, atol, f"only {side} returns it")
+    return compare_values(name, a[name], b[name], rtol, atol)
+
+
+def _kept(value: Any) -> Any:
+    """A copy of an output as it is now (a later in-place change must not alter it)."""
+    if isinstance(value, torch.Tensor):
+        return value.detach().clone()
+    if isinstance(value, np.ndarray):
+        return torch.from_numpy(value.copy())
+    return copy.deepcopy(value)
+
+
+@contextmanager
+def _rng_kept() -> Iterator[None]:
+    """Seed freely inside, and give the caller back the RNG states they had."""
+    states = (torch.get_rng_state(), random.getstate(), np.random.get_state())
+    cuda = torch.cuda.get_rng_state_all() if torch.cuda.is_available() else None
+    try:
+        yield
+    finally:
+        torch.set_rng_state(states[0])
+        random.setstate(states[1])
+        np.random.set_state(states[2])
+        if cuda is not None:
+            torch.cuda.set_rng_state_all(cuda)
+
+
 def _copies(origin: Mapping[str, Any], seed: int) -> tuple[dict[str, Any], dict[str, Any]]:
     """Two deep copies of the starting state (the optimizer keeps pointing at its copy)."""
-    _seed_everything(seed)
-    return copy.deepcopy(dict(origin)), copy.deepcopy(dict(origin))
+    try:
+        return copy.deepcopy(dict(origin)), copy.deepcopy(dict(origin))
+    except (TypeError, RuntimeError, copy.Error) as exc:
+        raise CaptureError(f"the state from make_state() cannot be copied ({exc})") from None
 
 
 def _seed_everything(seed: int) -> None:

@@ -11,6 +11,7 @@ from collections.abc import Iterator, Mapping
 from typing import Any
 
 import msgspec
+import numpy as np
 import torch
 
 # dtype -> (rtol, atol), torch.testing.assert_close's defaults
@@ -52,6 +53,7 @@ def flatten(value: Any, prefix: str) -> Iterator[tuple[str, Any]]:
 
 
 def compare_values(name: str, a: Any, b: Any, rtol: float | None, atol: float | None) -> Difference:
+    a, b = _as_tensor(a), _as_tensor(b)
     if isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor):
         return _compare_tensors(name, a, b, rtol, atol)
     if isinstance(a, int | float) and isinstance(b, int | float):
@@ -69,15 +71,20 @@ def _compare_tensors(
     default_rtol, default_atol = TOLERANCES.get(a.dtype, (0.0, 0.0))
     rtol = default_rtol if rtol is None else rtol
     atol = default_atol if atol is None else atol
-    x, y = a.detach().double().cpu(), b.detach().double().cpu()
+    wide = torch.complex128 if a.is_complex() else torch.float64
+    x, y = a.detach().to(wide).cpu(), b.detach().to(wide).cpu()
     if x.numel() == 0:
         return Difference(name, True, 0.0, 0.0, rtol, atol)
-    error = (x - y).abs()
-    both_nan = x.isnan() & y.isnan()
-    error = torch.where(both_nan, torch.zeros_like(error), error)
-    relative = error / y.abs().clamp_min(torch.finfo(torch.float64).tiny)
-    ok = bool(((error <= atol + rtol * y.abs()) | both_nan).all())
+    same = (x == y) | (x.isnan() & y.isnan())  # equal infinities and NaNs agree
+    error = torch.where(same, torch.zeros(()), (x - y).abs().double())
+    relative = error / y.abs().double().clamp_min(torch.finfo(torch.float64).tiny)
+    ok = bool((same | (error <= atol + rtol * y.abs().double())).all())
     return Difference(name, ok, float(error.max()), float(relative.max()), rtol, atol)
+
+
+def _as_tensor(value: Any) -> Any:
+    """numpy arrays are compared as tensors (never with ``==``)."""
+    return torch.from_numpy(np.asarray(value)) if isinstance(value, np.ndarray) else value
 
 
 def snapshot(state: Mapping[str, Any]) -> dict[str, torch.Tensor]:
@@ -96,4 +103,11 @@ def snapshot(state: Mapping[str, Any]) -> dict[str, torch.Tensor]:
 def same_start(a: Mapping[str, Any], b: Mapping[str, Any]) -> bool:
     """Bit-for-bit equal parameters and buffers."""
     left, right = snapshot(a), snapshot(b)
-    return left.keys() == right.keys() and all(torch.equal(left[k], right[k]) for k in left)
+    return left.keys() == right.keys() and all(_identical(left[k], right[k]) for k in left)
+
+
+def _identical(a: torch.Tensor, b: torch.Tensor) -> bool:
+    """Bit-for-bit equal, NaN included (``torch.equal`` says NaN differs from itself)."""
+    if a.shape != b.shape or a.dtype != b.dtype:
+        return False
+    return torch.equal(a, b) or bool(((a == b) | (a.isnan() & b.isnan())).all())

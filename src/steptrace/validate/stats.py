@@ -49,23 +49,38 @@ def summarize(samples: ArrayLike) -> SideStats:
     )  # fmt: skip
 
 
-def ratio_stats(a: ArrayLike, b: ArrayLike, *, seed: int = 0, resamples: int = 2000) -> RatioStats:
-    """Ratio of medians B/A with a paired percentile bootstrap CI, and a paired rank test."""
+def ratio_stats(
+    a: ArrayLike, b: ArrayLike, *, block: int = 1, seed: int = 0, resamples: int = 2000
+) -> RatioStats:
+    """Ratio of medians B/A, with a CI from a bootstrap over whole blocks, and a rank test.
+
+    Samples come in blocks of ``block`` steps run back to back under the same conditions;
+    A's block ``k`` and B's block ``k`` ran next to each other. Resampling whole block
+    pairs keeps both facts: resampling single steps would treat correlated steps as
+    independent and give an interval too narrow for drifting timings.
+    """
     from scipy import stats
 
     x = np.asarray(a, dtype=np.float64)
     y = np.asarray(b, dtype=np.float64)
+    if block < 1 or x.size != y.size or x.size % block:
+        block = 1
+    xs, ys = x.reshape(-1, block), y.reshape(-1, block)
     ratio = float(np.median(y) / np.median(x))
 
-    def statistic(first: np.ndarray, second: np.ndarray, axis: int) -> np.ndarray:
-        result: np.ndarray = np.median(second, axis=axis) / np.median(first, axis=axis)
+    def statistic(picked: np.ndarray, axis: int) -> np.ndarray:
+        index = picked.astype(np.intp)  # resampled block numbers
+        first = xs[index].reshape(*index.shape[:-1], -1)
+        second = ys[index].reshape(*index.shape[:-1], -1)
+        result: np.ndarray = np.median(second, axis=-1) / np.median(first, axis=-1)
         return result
 
     result = stats.bootstrap(
-        (x, y), statistic, paired=True, vectorized=True, n_resamples=resamples,
-        confidence_level=CONFIDENCE, method="percentile", rng=np.random.default_rng(seed),
+        (np.arange(xs.shape[0], dtype=np.float64),), statistic, vectorized=True,
+        n_resamples=resamples, confidence_level=CONFIDENCE, method="percentile",
+        rng=np.random.default_rng(seed),
     )  # fmt: skip
-    differences = y - x
+    differences = np.median(ys, axis=1) - np.median(xs, axis=1)  # one pair per block
     p_value = None
     if np.count_nonzero(differences) >= 6:
         p_value = float(stats.wilcoxon(differences).pvalue)
@@ -83,11 +98,19 @@ def verdict(ratio: RatioStats, band: float) -> Verdict:
     return "no-detectable-difference"
 
 
-def sentence(outcome: Verdict, ratio: RatioStats | None, band: float) -> str:
-    """The verdict in words, with its interval."""
+def sentence(outcome: Verdict, ratio: RatioStats | None, band: float, unit: str = "ms/step") -> str:
+    """The verdict in words, with its interval (as throughput when the unit is samples/s)."""
     if outcome == "outputs-differ" or ratio is None:
         return "B's outputs differ from A's beyond tolerance: no speed verdict is given."
     low, high = ratio.ci
+    if unit == "samples/s" and outcome != "no-detectable-difference":
+        gain = 1 / ratio.ratio - 1
+        bounds = sorted(abs(1 / r - 1) for r in (low, high))
+        word = "more" if gain > 0 else "fewer"
+        return (
+            f"B processes {100 * abs(gain):.1f}% {word} samples per second "
+            f"[95% CI {100 * bounds[0]:.1f}%–{100 * bounds[1]:.1f}%]"
+        )
     if outcome == "faster":
         return (
             f"B is {100 * (1 - ratio.ratio):.1f}% faster "

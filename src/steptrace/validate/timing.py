@@ -67,7 +67,10 @@ def run_blocks(
         for _, step, feed, into in sides if first_a else reversed(sides):
             into += _timed(step, feed, plan.block_steps, clock, synchronize)
         order.append("AB" if first_a else "BA")
-        if block + 1 >= plan.min_blocks and _enough(a, b, plan, clock() - started, block):
+        elapsed = clock() - started
+        if elapsed >= plan.budget_s and block >= 1:  # the budget wins over min_blocks
+            break
+        if block + 1 >= plan.min_blocks and _enough(a, b, plan, elapsed, block):
             break
     return Samples(
         tuple(warmup_a), tuple(warmup_b), tuple(a), tuple(b), tuple(order), clock() - started
@@ -94,6 +97,6 @@ def _enough(a: list[float], b: list[float], plan: TimingPlan, elapsed: float, bl
         return True
     if block % 3:  # the bootstrap is not free: look every third block
         return False
-    stats = ratio_stats(a, b, resamples=500, seed=plan.seed)
+    stats = ratio_stats(a, b, block=plan.block_steps, resamples=500, seed=plan.seed)
     low, high = stats.ci
     return (high - low) / 2 <= plan.precision * stats.ratio
