@@ -36,7 +36,20 @@ from steptrace.trace.load import load_trace
 
 
 class Capture(AbstractContextManager["Capture"]):
-    """A profiling window for any loop: call ``step()`` after each step, ``phase()`` to label."""
+    """A profiling window for any loop (Lightning, Hugging Face, hand-written).
+
+        with steptrace.capture(scenario, out="run/trace.json") as window:
+            for batch in loader:
+                with window.phase("read_batch"):
+                    ...
+                window.step()
+                if window.done:
+                    break
+        print(window.result)
+
+    ``steptrace.capture`` is this class; ``profile_training`` and ``profile_inference`` use
+    it too.
+    """
 
     def __init__(
         self,
