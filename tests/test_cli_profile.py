@@ -60,3 +60,13 @@ def test_existing_output_is_refused(tmp_path: Path) -> None:
     assert result.exit_code == 2
     assert f"{out} exists already" in result.stderr
     assert out.read_text() == "keep me"
+
+
+def test_profile_findings_only(tmp_path: Path) -> None:
+    out = tmp_path / "t.json"
+    result = runner.invoke(
+        app, ["profile", "tests.workloads:tiny_training", "--out", str(out), "--findings-only"]
+    )
+    assert result.exit_code == 0, result.stderr
+    assert "Question: Does the step wait for data?" in result.stdout
+    assert "Steps (wall time" not in result.stdout

@@ -49,8 +49,7 @@ def analyze(
         typer.Option(help="Override a finding threshold, NAME=VALUE (repeatable)."),
     ] = None,
 ) -> None:
-    """Measure traces on the timeline (steps, labels, GPU busy/idle, operators, kernels)
-    and turn what they show into testable hypotheses."""
+    """Measure traces on the timeline and turn what they show into testable hypotheses."""
     from steptrace.analysis.analyze import analyze as analyze_file
     from steptrace.inputs import trace_files
 
@@ -101,6 +100,9 @@ def profile(
         Format, typer.Option("--format", "-f", help="text (terminal), json or md.")
     ] = Format.text,
     top: Annotated[int, typer.Option(min=1, help="Operators and kernels to list.")] = 15,
+    findings_only: Annotated[
+        bool, typer.Option(help="Only the question and the findings table.")
+    ] = False,
 ) -> None:
     """Capture a labelled window of a workload with torch.profiler, then analyze it."""
     import time
@@ -133,7 +135,7 @@ def profile(
         f"steptrace: trace {', '.join(captured.traces)}; scenario {captured.sidecar}",
         file=sys.stderr,
     )
-    _report(results, output_format)
+    _report(results, output_format, findings_only=findings_only)
 
 
 @app.command()
@@ -217,8 +219,7 @@ def diff(
     ] = Format.text,
     top: Annotated[int, typer.Option(min=1, help="Changed operators and kernels to list.")] = 15,
 ) -> None:
-    """Where time moved between two windows: steps, GPU, operators, kernels. It suggests;
-    ``steptrace compare`` decides."""
+    """Where time moved between two windows (a diff suggests; compare decides)."""
     from steptrace.diff import diff_paths
     from steptrace.report.diff import render_diff_json, render_diff_markdown, render_diff_text
 
