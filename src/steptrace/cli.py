@@ -27,6 +27,13 @@ class Format(str, Enum):
     html = "html"
 
 
+ReportFormat = Annotated[
+    Format, typer.Option("--format", "-f", help="text (terminal), json, md or html.")
+]
+Top = Annotated[int, typer.Option(min=1, help="Operators and kernels to list.")]
+FindingsOnly = Annotated[bool, typer.Option(help="Only the question and the findings table.")]
+
+
 @app.callback()
 def _main() -> None:
     """steptrace: question-first analysis of PyTorch profiler traces, on the timeline."""
@@ -37,13 +44,9 @@ def analyze(
     traces: Annotated[
         list[Path], typer.Argument(help="Trace files (.json, .json.gz) or folders of rank traces.")
     ],
-    output_format: Annotated[
-        Format, typer.Option("--format", "-f", help="text (terminal), json, md or html.")
-    ] = Format.text,
-    top: Annotated[int, typer.Option(min=1, help="Operators and kernels to list.")] = 15,
-    findings_only: Annotated[
-        bool, typer.Option(help="Only the question and the findings table.")
-    ] = False,
+    output_format: ReportFormat = Format.text,
+    top: Top = 15,
+    findings_only: FindingsOnly = False,
     threshold: Annotated[
         list[str] | None,
         typer.Option(help="Override a finding threshold, NAME=VALUE (repeatable)."),
@@ -96,13 +99,9 @@ def profile(
     record_shapes: Annotated[bool, typer.Option(help="Record input shapes (costly).")] = False,
     profile_memory: Annotated[bool, typer.Option(help="Record allocations (costly).")] = False,
     with_stack: Annotated[bool, typer.Option(help="Record Python stacks (costly).")] = False,
-    output_format: Annotated[
-        Format, typer.Option("--format", "-f", help="text (terminal), json or md.")
-    ] = Format.text,
-    top: Annotated[int, typer.Option(min=1, help="Operators and kernels to list.")] = 15,
-    findings_only: Annotated[
-        bool, typer.Option(help="Only the question and the findings table.")
-    ] = False,
+    output_format: ReportFormat = Format.text,
+    top: Top = 15,
+    findings_only: FindingsOnly = False,
 ) -> None:
     """Capture a labelled window of a workload with torch.profiler, then analyze it."""
     import time
