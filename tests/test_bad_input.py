@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from typer.testing import CliRunner
+from click.testing import CliRunner
 
 from steptrace.cli import app
 from tests.conftest import TRACES, WriteTrace, gpu_trace

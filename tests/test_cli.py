@@ -7,7 +7,7 @@ import shutil
 from pathlib import Path
 
 import pytest
-from typer.testing import CliRunner
+from click.testing import CliRunner
 
 from steptrace.cli import app
 from tests import reference
@@ -79,6 +79,8 @@ def test_help_lists_the_command() -> None:
     result = runner.invoke(app, ["--help"])
     assert result.exit_code == 0
     assert "analyze" in result.stdout
+    commands = result.stdout.split("Commands:")[1]
+    assert "..." not in commands  # every one-line summary is whole
 
 
 def test_bad_format_is_a_usage_error() -> None:

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from typer.testing import CliRunner
+from click.testing import CliRunner
 
 torch = pytest.importorskip("torch", reason="compare needs torch (installed by make test)")
 pytest.importorskip("scipy")

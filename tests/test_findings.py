@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from typer.testing import CliRunner
+from click.testing import CliRunner
 
 import steptrace
 from steptrace.cli import app

@@ -57,7 +57,7 @@ def test_sidecar_names() -> None:
 
 
 def test_a_trace_without_scenario_says_no_question_was_recorded(write_trace: WriteTrace) -> None:
-    from typer.testing import CliRunner
+    from click.testing import CliRunner
 
     from steptrace.cli import app
 
@@ -70,7 +70,7 @@ def test_a_trace_without_scenario_says_no_question_was_recorded(write_trace: Wri
 
 
 def test_a_sidecar_scenario_is_reported_first(write_trace: WriteTrace) -> None:
-    from typer.testing import CliRunner
+    from click.testing import CliRunner
 
     from steptrace.cli import app
 

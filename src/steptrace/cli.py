@@ -1,64 +1,81 @@
-"""The ``steptrace`` command line: a thin layer over the library."""
+"""The ``steptrace`` command line: a thin layer over the library.
+
+Built on click, which starts in a few milliseconds: the command line is the whole process
+of ``steptrace analyze``, so its start-up counts in every analysis.
+"""
 
 from __future__ import annotations
 
 import sys
 import time
-from enum import Enum
+from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated, Any, NoReturn
+from typing import Any, NoReturn, TypeVar
 
-import typer
+import click
 
 from steptrace.errors import TraceError
 
-app = typer.Typer(
-    add_completion=False,
+_Command = TypeVar("_Command", bound=Callable[..., Any])
+FORMATS = ("text", "json", "md", "html")
+FILE = click.Path(path_type=Path)
+
+
+def _report_options(command: _Command) -> _Command:
+    """``--format``, ``--top`` and ``--findings-only``, shared by analyze and profile."""
+    for option in reversed(
+        (
+            click.option(
+                "--format", "-f", "output_format", type=click.Choice(FORMATS),
+                default="text", show_default=True, help="text (terminal), json, md or html.",
+            ),
+            click.option(
+                "--top", type=click.IntRange(min=1), default=15, show_default=True,
+                help="Operators and kernels to list.",
+            ),
+            click.option(
+                "--findings-only", is_flag=True, help="Only the question and the findings table."
+            ),
+        )
+    ):  # fmt: skip
+        command = option(command)
+    return command
+
+
+@click.group(
+    context_settings={"help_option_names": ["-h", "--help"]},
     no_args_is_help=True,
-    pretty_exceptions_enable=False,
-    help="steptrace: question-first analysis of PyTorch profiler traces, on the timeline.",
 )
-
-
-class Format(str, Enum):
-    text = "text"
-    json = "json"
-    md = "md"
-    html = "html"
-
-
-ReportFormat = Annotated[
-    Format, typer.Option("--format", "-f", help="text (terminal), json, md or html.")
-]
-Top = Annotated[int, typer.Option(min=1, help="Operators and kernels to list.")]
-FindingsOnly = Annotated[bool, typer.Option(help="Only the question and the findings table.")]
-
-
-@app.callback()
-def _main() -> None:
+def app() -> None:
     """steptrace: question-first analysis of PyTorch profiler traces, on the timeline."""
 
 
-@app.command()
+@app.command(short_help="Measure traces on the timeline; findings as hypotheses.")
+@click.argument("traces", nargs=-1, required=True, type=FILE)
+@_report_options
+@click.option(
+    "--threshold", multiple=True, metavar="NAME=VALUE",
+    help="Override a finding threshold (repeatable).",
+)  # fmt: skip
 def analyze(
-    traces: Annotated[
-        list[Path], typer.Argument(help="Trace files (.json, .json.gz) or folders of rank traces.")
-    ],
-    output_format: ReportFormat = Format.text,
-    top: Top = 15,
-    findings_only: FindingsOnly = False,
-    threshold: Annotated[
-        list[str] | None,
-        typer.Option(help="Override a finding threshold, NAME=VALUE (repeatable)."),
-    ] = None,
+    traces: tuple[Path, ...],
+    output_format: str,
+    top: int,
+    findings_only: bool,
+    threshold: tuple[str, ...],
 ) -> None:
-    """Measure traces on the timeline and turn what they show into testable hypotheses."""
+    """Measure traces on the timeline and turn what they show into testable hypotheses.
+
+    TRACES are trace files (.json, .json.gz) or folders of rank traces.
+    """
     from steptrace.analysis.analyze import analyze as analyze_file
     from steptrace.inputs import trace_files
 
-    limits = _thresholds(threshold or [])
+    limits = _thresholds(list(threshold))
     try:
-        results = [analyze_file(path, thresholds=limits).top(top) for path in trace_files(traces)]
+        results = [
+            analyze_file(path, thresholds=limits).top(top) for path in trace_files(list(traces))
+        ]
     except TraceError as error:
         _fail(str(error))
     results.sort(key=lambda r: (r.trace.rank is None, r.trace.rank or 0, r.trace.path))
@@ -76,34 +93,49 @@ def _thresholds(assignments: list[str]) -> Any:
         _fail(f"--threshold: {error}")
 
 
-@app.command()
+def _count(name: str, default: int, minimum: int, text: str) -> Callable[[_Command], _Command]:
+    return click.option(
+        name, type=click.IntRange(min=minimum), default=default, show_default=True, help=text
+    )
+
+
+@app.command(short_help="Capture a labelled window with torch.profiler, then analyze it.")
+@click.argument("target")
+@click.option("--out", type=FILE, help="New trace file (never overwritten). Default: dated.")
+@_count("--wait", 1, 0, "Steps skipped before warm-up.")
+@_count("--warmup", 1, 0, "Profiler warm-up steps.")
+@_count("--active", 2, 1, "Recorded steps.")
+@_count("--repeat", 1, 1, "Active windows.")
+@_count("--cold-steps", 1, 0, "First steps timed apart, before the profiler.")
+@click.option(
+    "--measure-overhead", is_flag=True, help="Also time the steps without the profiler (training)."
+)
+@click.option("--flops", is_flag=True, help="Count FLOPs per step; MFU when known.")
+@click.option("--record-shapes", is_flag=True, help="Record input shapes (costly).")
+@click.option("--profile-memory", is_flag=True, help="Record allocations (costly).")
+@click.option("--with-stack", is_flag=True, help="Record Python stacks (costly).")
+@_report_options
 def profile(
-    target: Annotated[
-        str,
-        typer.Argument(help="MODULE:FUNCTION or FILE.py:FUNCTION returning a steptrace.Workload."),
-    ],
-    out: Annotated[
-        Path | None, typer.Option(help="New trace file (never overwritten). Default: dated.")
-    ] = None,
-    wait: Annotated[int, typer.Option(min=0, help="Steps skipped before warm-up.")] = 1,
-    warmup: Annotated[int, typer.Option(min=0, help="Profiler warm-up steps.")] = 1,
-    active: Annotated[int, typer.Option(min=1, help="Recorded steps.")] = 2,
-    repeat: Annotated[int, typer.Option(min=1, help="Active windows.")] = 1,
-    cold_steps: Annotated[
-        int, typer.Option(min=0, help="First steps timed apart, before the profiler.")
-    ] = 1,
-    measure_overhead: Annotated[
-        bool, typer.Option(help="Also time the steps without the profiler (training).")
-    ] = False,
-    flops: Annotated[bool, typer.Option(help="Count FLOPs per step; MFU when known.")] = False,
-    record_shapes: Annotated[bool, typer.Option(help="Record input shapes (costly).")] = False,
-    profile_memory: Annotated[bool, typer.Option(help="Record allocations (costly).")] = False,
-    with_stack: Annotated[bool, typer.Option(help="Record Python stacks (costly).")] = False,
-    output_format: ReportFormat = Format.text,
-    top: Top = 15,
-    findings_only: FindingsOnly = False,
+    target: str,
+    out: Path | None,
+    wait: int,
+    warmup: int,
+    active: int,
+    repeat: int,
+    cold_steps: int,
+    measure_overhead: bool,
+    flops: bool,
+    record_shapes: bool,
+    profile_memory: bool,
+    with_stack: bool,
+    output_format: str,
+    top: int,
+    findings_only: bool,
 ) -> None:
-    """Capture a labelled window of a workload with torch.profiler, then analyze it."""
+    """Capture a labelled window of a workload with torch.profiler, then analyze it.
+
+    TARGET is MODULE:FUNCTION or FILE.py:FUNCTION returning a steptrace.Workload.
+    """
     import time
     import warnings
 
@@ -137,40 +169,49 @@ def profile(
     _report(results, output_format, findings_only=findings_only)
 
 
-@app.command()
+@app.command(short_help="A/B outside the profiler: correctness first, then timing.")
+@click.argument("baseline")
+@click.argument("candidate")
+@click.option("--state", required=True, help="MODULE:FUNCTION returning {'model': ..., ...}.")
+@click.option("--batches", required=True, help="MODULE:FUNCTION returning a list of batches.")
+@click.option("--device", default="cpu", show_default=True, help="cpu, cuda, cuda:1, ...")
+@click.option(
+    "--unit", type=click.Choice(["ms/step", "samples/s"]), default="ms/step", show_default=True
+)
+@click.option(
+    "--budget", type=click.FloatRange(min=0.5), default=20.0, show_default=True,
+    help="Seconds of timing at most.",
+)  # fmt: skip
+@_count("--check-steps", 3, 1, "Steps before comparing outputs.")
+@click.option("--rtol", type=float, help="Relative tolerance (default by dtype).")
+@click.option("--atol", type=float, help="Absolute tolerance (default by dtype).")
+@click.option(
+    "--accept-difference", is_flag=True, help="Give a speed verdict even if the outputs differ."
+)
+@click.option("--json", "json_out", type=FILE, help="Write every raw value to a new JSON file.")
+@click.option("--csv", "csv_out", type=FILE, help="Write the raw step times to a new CSV file.")
 def compare(
-    baseline: Annotated[
-        str, typer.Argument(help="MODULE:FUNCTION, the step A: step(state, batch).")
-    ],
-    candidate: Annotated[str, typer.Argument(help="MODULE:FUNCTION, the step B.")],
-    state: Annotated[str, typer.Option(help="MODULE:FUNCTION returning {'model': ..., ...}.")],
-    batches: Annotated[str, typer.Option(help="MODULE:FUNCTION returning a list of batches.")],
-    device: Annotated[str, typer.Option(help="cpu, cuda, cuda:1, ...")] = "cpu",
-    unit: Annotated[str, typer.Option(help="ms/step or samples/s.")] = "ms/step",
-    budget: Annotated[float, typer.Option(min=0.5, help="Seconds of timing at most.")] = 20.0,
-    check_steps: Annotated[int, typer.Option(min=1, help="Steps before comparing outputs.")] = 3,
-    rtol: Annotated[
-        float | None, typer.Option(help="Relative tolerance (default by dtype).")
-    ] = None,
-    atol: Annotated[
-        float | None, typer.Option(help="Absolute tolerance (default by dtype).")
-    ] = None,
-    accept_difference: Annotated[
-        bool, typer.Option(help="Give a speed verdict even if the outputs differ.")
-    ] = False,
-    json_out: Annotated[
-        Path | None, typer.Option("--json", help="Write every raw value to a new JSON file.")
-    ] = None,
-    csv_out: Annotated[
-        Path | None, typer.Option("--csv", help="Write the raw step times to a new CSV file.")
-    ] = None,
+    baseline: str,
+    candidate: str,
+    state: str,
+    batches: str,
+    device: str,
+    unit: str,
+    budget: float,
+    check_steps: int,
+    rtol: float | None,
+    atol: float | None,
+    accept_difference: bool,
+    json_out: Path | None,
+    csv_out: Path | None,
 ) -> None:
-    """A/B outside the profiler: same state, correctness first, interleaved timing, verdict."""
+    """A/B outside the profiler: same state, correctness first, interleaved timing, verdict.
+
+    BASELINE and CANDIDATE are MODULE:FUNCTION, the steps A and B: step(state, batch).
+    """
     from steptrace.errors import CaptureError
     from steptrace.targets import load_callable
 
-    if unit not in ("ms/step", "samples/s"):
-        _fail(f"--unit must be ms/step or samples/s, not {unit!r}")
     outputs = [p for p in (json_out, csv_out) if p is not None]
     if len(outputs) == 2 and outputs[0].resolve() == outputs[1].resolve():
         _fail("--json and --csv must name two different files")
@@ -209,16 +250,22 @@ def compare(
         print(f"steptrace: raw step times in {result.write_csv(csv_out)}", file=sys.stderr)
 
 
-@app.command()
-def diff(
-    before: Annotated[Path, typer.Argument(help="Trace or analysis JSON, before the change.")],
-    after: Annotated[Path, typer.Argument(help="Trace or analysis JSON, after the change.")],
-    output_format: Annotated[
-        Format, typer.Option("--format", "-f", help="text (terminal), json or md.")
-    ] = Format.text,
-    top: Annotated[int, typer.Option(min=1, help="Changed operators and kernels to list.")] = 15,
-) -> None:
-    """Where time moved between two windows (a diff suggests; compare decides)."""
+@app.command(short_help="Where time moved between two windows (compare decides).")
+@click.argument("before", type=FILE)
+@click.argument("after", type=FILE)
+@click.option(
+    "--format", "-f", "output_format", type=click.Choice(("text", "json", "md")),
+    default="text", show_default=True, help="text (terminal), json or md.",
+)  # fmt: skip
+@click.option(
+    "--top", type=click.IntRange(min=1), default=15, show_default=True,
+    help="Changed operators and kernels to list.",
+)  # fmt: skip
+def diff(before: Path, after: Path, output_format: str, top: int) -> None:
+    """Where time moved between two windows (a diff suggests; compare decides).
+
+    BEFORE and AFTER are traces or analysis JSON files, before and after the change.
+    """
     from steptrace.diff import diff_paths
     from steptrace.report.diff import render_diff_json, render_diff_markdown, render_diff_text
 
@@ -226,15 +273,13 @@ def diff(
         result = diff_paths(before, after)
     except TraceError as error:
         _fail(str(error))
-    if output_format is not Format.text:  # the text report shows them in its body
+    if output_format != "text":  # the text report shows them in its body
         for warning in result.warnings:
             print(f"steptrace: warning: {warning}", file=sys.stderr)
-    if output_format is Format.json:
+    if output_format == "json":
         sys.stdout.write(render_diff_json(result))
-    elif output_format is Format.md:
+    elif output_format == "md":
         sys.stdout.write(render_diff_markdown(result, top))
-    elif output_format is Format.html:
-        _fail("diff has no html format; use text, json or md")
     else:
         from rich.console import Console
 
@@ -242,12 +287,14 @@ def diff(
         render_diff_text(result, console, top)
 
 
-@app.command()
-def scrub(
-    trace: Annotated[Path, typer.Argument(help="The trace to share (.json or .json.gz).")],
-    output: Annotated[Path, typer.Option("--output", "-o", help="New file for the copy.")],
-) -> None:
-    """Write a copy without e-mails, tokens, keys, user and host names (never overwrites)."""
+@app.command(short_help="Copy a trace without e-mails, tokens, user and host names.")
+@click.argument("trace", type=FILE)
+@click.option("--output", "-o", type=FILE, required=True, help="New file for the copy.")
+def scrub(trace: Path, output: Path) -> None:
+    """Write a copy without e-mails, tokens, keys, user and host names (never overwrites).
+
+    TRACE is the trace to share (.json or .json.gz).
+    """
     from steptrace.scrub import scrub_file
 
     try:
@@ -258,14 +305,16 @@ def scrub(
     print(f"steptrace: wrote {output}; replaced {report.total}: {kinds}")
 
 
-@app.command()
-def demo(
-    out: Annotated[
-        Path, typer.Option(help="Folder under which a new dated folder is made.")
-    ] = Path("steptrace-demo"),
-    device: Annotated[str, typer.Option(help="auto (CUDA when present), cpu or cuda.")] = "auto",
-    quick: Annotated[bool, typer.Option(help="Shorter A/B checks (for tests).")] = False,
-) -> None:
+@app.command(short_help="The whole method on a small CNN, reports in a new folder.")
+@click.option(
+    "--out", type=FILE, default=Path("steptrace-demo"), show_default=True,
+    help="Folder under which a new dated folder is made.",
+)  # fmt: skip
+@click.option(
+    "--device", default="auto", show_default=True, help="auto (CUDA when present), cpu or cuda."
+)
+@click.option("--quick", is_flag=True, help="Shorter A/B checks (for tests).")
+def demo(out: Path, device: str, quick: bool) -> None:
     """The whole method on a small CNN: question, capture, findings, A/B checks, reports."""
     try:
         from steptrace.demo import run_demo
@@ -288,7 +337,7 @@ def demo(
 
 def _report(
     results: list,  # type: ignore[type-arg]
-    output_format: Format,
+    output_format: str,
     *,
     findings_only: bool = False,
 ) -> None:
@@ -298,18 +347,18 @@ def _report(
     _emit(results, output_format, findings_only)
 
 
-def _emit(results: list, output_format: Format, findings_only: bool) -> None:  # type: ignore[type-arg]
-    if output_format is Format.html:
+def _emit(results: list, output_format: str, findings_only: bool) -> None:  # type: ignore[type-arg]
+    if output_format == "html":
         from steptrace.report.html import render_html
 
         if len(results) != 1:
             _fail("--format html takes one trace; run it once per trace")
         sys.stdout.write(render_html(results[0]))
-    elif output_format is Format.json:
+    elif output_format == "json":
         from steptrace.report.json import render_json
 
         sys.stdout.write(render_json(results, findings_only=findings_only))
-    elif output_format is Format.md:
+    elif output_format == "md":
         from steptrace.report.markdown import render_markdown
 
         sys.stdout.write(render_markdown(results, findings_only=findings_only))
@@ -324,9 +373,9 @@ def _emit(results: list, output_format: Format, findings_only: bool) -> None:  #
 
 def _fail(message: str) -> NoReturn:
     print(f"steptrace: error: {message}", file=sys.stderr)
-    raise typer.Exit(code=2)
+    raise SystemExit(2)
 
 
 def main() -> None:
     """Console-script entry point."""
-    app()
+    app(prog_name="steptrace")
