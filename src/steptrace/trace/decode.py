@@ -1,13 +1,23 @@
-"""Bytes of a trace file -> typed documents, with one-line errors for bad input.
+"""Bytes of a trace file -> typed partial documents, with one-line errors for bad input.
 
-The document is decoded by msgspec with its events left raw (references into the
-buffer); the events are then decoded in batches into small typed structs, a tagged union
-on the event phase, so that only one batch of Python objects is alive at a time.
-Complete, metadata and instant events keep the few fields the analyses use; every other
-phase (flows are a third of a Kineto trace) and every other ``args`` key is skipped
-without building an object. The
-structs hold no reference cycles, so they are left out of the garbage collector
-(``gc=False``): millions of them would otherwise trigger collections for nothing.
+A trace is decoded as a sequence of partial documents, each holding one batch of events
+as small typed structs (a tagged union on the event phase), so that only one batch of
+Python objects is alive at a time. Complete, metadata and instant events keep the few
+fields the analyses use; every other phase (flows are a third of a Kineto trace) and
+every other ``args`` key is skipped without building an object. The structs hold no
+reference cycles, so they are left out of the garbage collector (``gc=False``).
+
+Two ways produce the batches:
+
+* ``split_documents`` (one pass): the text of the ``traceEvents`` array is cut where one
+  event ends and the next begins (``}, {``), found by a regular expression every couple of
+  megabytes, and each piece is decoded on its own. A cut is only a guess, but a wrong one
+  (inside a string or a nested value) cannot decode: the text before the array must close
+  as a document, each piece as a list of events, the rest as the array's end and the
+  document's. Any failure, or a second ``"traceEvents"`` anywhere, raises
+  ``UnsplittableError``.
+* ``exact_documents`` (two passes): msgspec finds every event's bytes first, then decodes
+  them in batches; it gives the exact error message for bad input.
 """
 
 from __future__ import annotations
@@ -16,7 +26,8 @@ import gzip
 import json
 import re
 import zlib
-from typing import Any, Union, cast
+from collections.abc import Iterator
+from typing import Any, Generic, TypeVar, Union, cast
 
 import msgspec
 from isal import isal_zlib
@@ -82,10 +93,13 @@ _SKIPPED = tuple(
 AnyEvent = Event | Metadata | Instant | FlowStart | msgspec.Struct
 
 
-class Document(msgspec.Struct):
-    """A Kineto trace file: the events and the metadata written beside them."""
+E = TypeVar("E")
 
-    traceEvents: list[msgspec.Raw] | None = None  # noqa: N815 (the format's own key)
+
+class Document(msgspec.Struct, Generic[E]):
+    """A Kineto trace file, or part of one: events and the metadata written beside them."""
+
+    traceEvents: list[E] | None = None  # noqa: N815 (the format's own key)
     deviceProperties: list[dict[str, Any]] | None = None  # noqa: N815
     distributedInfo: dict[str, Any] | None = None  # noqa: N815
     baseTimeNanoseconds: int | str | None = None  # noqa: N815
@@ -98,10 +112,17 @@ class Document(msgspec.Struct):
     steptrace: Any = None  # the scenario block steptrace's capture writes
 
 
-_DOCUMENT = msgspec.json.Decoder(Document)
-_RAW_LIST = msgspec.json.Decoder(list[msgspec.Raw])
+METADATA_FIELDS = tuple(f for f in Document.__struct_fields__ if f != "traceEvents")
 _EVENT_TYPES: Any = Union[(Event, Metadata, Instant, FlowStart, *_SKIPPED)]  # built at run time
+_DOCUMENT = msgspec.json.Decoder(Document[msgspec.Raw])
+_EVENTS_DOCUMENT = msgspec.json.Decoder(Document[_EVENT_TYPES])
+_RAW_LIST = msgspec.json.Decoder(list[msgspec.Raw])
 _EVENT_LIST = msgspec.json.Decoder(list[_EVENT_TYPES])
+_BATCH = 8_192  # events per batch on the exact path
+_PIECE_BYTES = 2 << 20  # text per piece on the one-pass path
+_EVENTS_NAME = b'"traceEvents"'
+_EVENTS_KEY = re.compile(rb'"traceEvents"\s*:\s*\[')
+_BETWEEN_EVENTS = re.compile(rb"\}\s*,\s*\{")
 _BATCH_PATH = re.compile(r"`\$\[(\d+)\]")
 _ISAL_ERROR = cast(type[Exception], isal_zlib.error)
 _GZIP_MAGIC = b"\x1f\x8b"
@@ -126,7 +147,61 @@ def decompress(raw: bytes, where: str) -> bytes:
         raise TraceError(f"{where}: broken gzip ({_short(exc)})") from None
 
 
-def decode(data: bytes, where: str) -> Document:
+class UnsplittableError(Exception):
+    """The one-pass path could not cut the text at event boundaries: take the exact path."""
+
+
+def split_documents(data: bytes) -> Iterator[Document[AnyEvent]]:
+    """The trace in one pass, as partial documents of about ``_PIECE_BYTES`` of text each.
+
+    Raises ``UnsplittableError`` (possibly after yielding pieces) when the text is not cut this
+    way: the caller then discards what it took and uses ``exact_documents``.
+    """
+    first = _FIRST_CHARACTER.search(data)
+    if first is None:
+        raise UnsplittableError
+    try:
+        if first.group() == b"[":  # the Chrome trace "array format": events alone
+            start = first.end()
+        else:
+            mention = data.find(_EVENTS_NAME)
+            key = _EVENTS_KEY.match(data, mention) if mention >= 0 else None
+            if key is None:  # absent, or its first mention is not the key of an array
+                raise UnsplittableError
+            # the text before the key must close as a document: the key is a top-level one
+            prefix = b"".join((data[: key.start()], b'"traceEvents":null}'))
+            yield _EVENTS_DOCUMENT.decode(prefix)
+            start = key.end()
+        view = memoryview(data)
+        while cut := _BETWEEN_EVENTS.search(data, start + _PIECE_BYTES):
+            events = _EVENT_LIST.decode(b"".join((b"[", view[start : cut.start() + 1], b"]")))
+            yield Document(traceEvents=events)
+            start = cut.end() - 1
+        if data.find(_EVENTS_NAME, start) >= 0:  # a second key: the last would win
+            raise UnsplittableError
+        if first.group() == b"[":
+            yield Document(traceEvents=_EVENT_LIST.decode(b"".join((b"[", view[start:]))))
+        else:
+            yield _EVENTS_DOCUMENT.decode(b"".join((b'{"traceEvents":[', view[start:])))
+    except (msgspec.MsgspecError, RecursionError):
+        raise UnsplittableError from None
+
+
+def exact_documents(data: bytes, where: str) -> Iterator[Document[AnyEvent]]:
+    """The trace in two passes: first its metadata, then its events in batches."""
+    document = decode(data, where)
+    raw = document.traceEvents
+    if raw is None:
+        raise TraceError(f"{where}: not a torch.profiler trace (no traceEvents)")
+    if not raw:
+        raise TraceError(f"{where}: the trace holds no events")
+    document.traceEvents = None
+    yield cast(Document[AnyEvent], document)
+    for offset in range(0, len(raw), _BATCH):
+        yield Document(traceEvents=decode_events(raw[offset : offset + _BATCH], offset, where))
+
+
+def decode(data: bytes, where: str) -> Document[msgspec.Raw]:
     """Decode a trace document; bad JSON or a non-trace raise a one-line ``TraceError``."""
     first = _FIRST_CHARACTER.search(data)
     if first is None:
@@ -141,7 +216,7 @@ def decode(data: bytes, where: str) -> Document:
         raise TraceError(f"{where}: JSON nested too deeply to be a trace") from None
 
 
-def _decode_typed(data: bytes, first: bytes) -> Document:
+def _decode_typed(data: bytes, first: bytes) -> Document[msgspec.Raw]:
     if first == b"[":  # the Chrome trace "array format": events alone
         return Document(traceEvents=_RAW_LIST.decode(data))
     return _DOCUMENT.decode(data)
@@ -161,7 +236,9 @@ def decode_events(raw: list[msgspec.Raw], offset: int, where: str) -> list[AnyEv
         raise TraceError(f"{where}: invalid JSON in the events ({_short(exc)})") from None
 
 
-def _decode_nonstandard(data: bytes, where: str, error: msgspec.DecodeError) -> Document:
+def _decode_nonstandard(
+    data: bytes, where: str, error: msgspec.DecodeError
+) -> Document[msgspec.Raw]:
     """Python's json writes NaN and Infinity, which strict JSON lacks: accept them as null."""
     try:
         loose = json.loads(data)

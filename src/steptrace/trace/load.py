@@ -10,12 +10,19 @@ from typing import Any
 
 from steptrace.errors import TraceError
 from steptrace.trace.columns import ColumnBuilder, as_int
-from steptrace.trace.decode import Document, decode, decode_events, decompress
+from steptrace.trace.decode import (
+    METADATA_FIELDS,
+    AnyEvent,
+    Document,
+    UnsplittableError,
+    decompress,
+    exact_documents,
+    split_documents,
+)
 from steptrace.trace.progress import loading_progress
 from steptrace.trace.table import MISSING, Device, Distributed, Trace, TraceInfo
 
 _CHUNK = 8 * 1024 * 1024
-_BATCH = 8_192  # events decoded into Python objects at a time
 _OPTION_KEYS = ("record_shapes", "profile_memory", "with_stack", "with_flops", "with_modules")
 
 
@@ -34,9 +41,12 @@ def load_trace(path: str | Path, *, progress: bool | None = None) -> Trace:
         data = decompress(raw, where)
         del raw
         stage.step("decoding")
-        document = decode(data, where)
+        try:
+            builder, document = _columns(split_documents(data))
+        except UnsplittableError:
+            builder, document = _columns(exact_documents(data, where))
         stage.step("indexing")
-        return _build(document, path, size)
+        return _build(builder, document, path, size)
 
 
 @contextmanager
@@ -63,16 +73,22 @@ def _read(path: Path, advance: Callable[[int], None]) -> bytes:
     return b"".join(chunks)
 
 
-def _build(document: Document, path: Path, size: int) -> Trace:
-    raw_events = document.traceEvents
-    if raw_events is None:
-        raise TraceError(f"{path}: not a torch.profiler trace (no traceEvents)")
-    if not raw_events:
-        raise TraceError(f"{path}: the trace holds no events")
+def _columns(
+    documents: Iterator[Document[AnyEvent]],
+) -> tuple[ColumnBuilder, Document[AnyEvent]]:
+    """Columns of every batch of events, and the metadata of all the pieces together."""
     builder = ColumnBuilder()
-    for offset in range(0, len(raw_events), _BATCH):
-        builder.add(decode_events(raw_events[offset : offset + _BATCH], offset, str(path)))
-    del raw_events, document.traceEvents
+    metadata: dict[str, Any] = {}
+    for piece in documents:
+        if piece.traceEvents:
+            builder.add(piece.traceEvents)
+        metadata |= {k: v for k in METADATA_FIELDS if (v := getattr(piece, k)) is not None}
+    return builder, Document(**metadata)
+
+
+def _build(builder: ColumnBuilder, document: Document[AnyEvent], path: Path, size: int) -> Trace:
+    if not builder.events_seen:
+        raise TraceError(f"{path}: the trace holds no events")
     if not builder.names:
         raise TraceError(f"{path}: the trace holds no complete (ph 'X') events to measure")
     table, unusable = builder.table()

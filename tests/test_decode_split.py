@@ -1,0 +1,142 @@
+"""The one-pass decode cuts the events' text at guessed boundaries: it must equal the exact one.
+
+Either ``split_documents`` gives the same events and metadata as ``exact_documents`` (the
+two-pass path, which msgspec drives event by event), or it refuses with
+``UnsplittableError``; it never gives something else. Real traces take the one-pass path.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+from unittest import mock
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from steptrace.trace import decode as decoding
+from steptrace.trace.decode import (
+    METADATA_FIELDS,
+    AnyEvent,
+    Document,
+    UnsplittableError,
+    decompress,
+    exact_documents,
+    split_documents,
+)
+from steptrace.trace.load import load_trace
+from tests.conftest import TRACES, WriteTrace
+from tests.tracegen import cpu, document, kernel, step
+
+REAL_TRACES = sorted(p for p in TRACES.rglob("*.json*") if "memory_timeline" not in p.name)
+
+
+def flatten(documents: list[Document[AnyEvent]]) -> tuple[list[AnyEvent], dict[str, Any]]:
+    """Every event in order, and the metadata of all pieces (a later piece wins)."""
+    events: list[AnyEvent] = []
+    metadata: dict[str, Any] = {}
+    for piece in documents:
+        events += piece.traceEvents or []
+        metadata |= {k: v for k in METADATA_FIELDS if (v := getattr(piece, k)) is not None}
+    return events, metadata
+
+
+def split_or_none(data: bytes, piece_bytes: int) -> list[Document[AnyEvent]] | None:
+    with mock.patch.object(decoding, "_PIECE_BYTES", piece_bytes):
+        try:
+            return list(split_documents(data))
+        except UnsplittableError:
+            return None
+
+
+@pytest.mark.parametrize("path", REAL_TRACES, ids=lambda p: p.name[:40])
+def test_real_traces_take_the_one_pass_path_and_match_the_exact_one(path: Path) -> None:
+    data = decompress(path.read_bytes(), str(path))
+    pieces = split_or_none(data, 64 << 10)  # many cuts even in the small traces
+    assert pieces is not None, "a real Kineto trace fell back to the two-pass path"
+    exact = flatten(list(exact_documents(data, str(path))))
+    assert flatten(pieces) == exact
+    assert len(pieces) > min(3, len(data) // (64 << 10))
+
+
+NASTY = st.text(alphabet='ab}{,[]": \\\n\t', max_size=12)  # what a cut could be fooled by
+NAMES = st.one_of(st.text(alphabet="ab:# ", max_size=8), NASTY)
+PHASES = st.sampled_from(["X", "M", "i", "s", "f", "C"])
+
+
+@st.composite
+def events(draw: st.DrawFn) -> dict[str, Any]:
+    event: dict[str, Any] = {"ph": draw(PHASES), "name": draw(NAMES), "cat": draw(NAMES)}
+    if draw(st.booleans()):
+        event |= {"ts": draw(st.integers(0, 10**6)), "dur": draw(st.integers(0, 1000))}
+    if draw(st.integers(0, 3)) == 0:  # nested objects that look like events: tempting cuts
+        inner = draw(st.lists(st.fixed_dictionaries({"ph": PHASES, "name": NASTY}), max_size=3))
+        event["args"] = {"nested": inner, "correlation": draw(st.integers(0, 99)), "k": "}, {"}
+    return event
+
+
+@st.composite
+def documents(draw: st.DrawFn) -> bytes:
+    trace_events = draw(st.lists(events(), min_size=1, max_size=12))
+    indent = draw(st.sampled_from([None, 0, 2]))
+    if draw(st.booleans()):  # the Chrome "array format"
+        return json.dumps(trace_events, indent=indent).encode()
+    before: dict[str, Any] = {"schemaVersion": 1}
+    if draw(st.booleans()):  # the key's name inside an earlier value
+        before["distributedInfo"] = {"note": '"traceEvents": [', "rank": 1}
+    after: dict[str, Any] = {"traceName": draw(NASTY)}
+    if draw(st.booleans()):  # another array of event-like objects after the events
+        after["samples"] = draw(st.lists(events(), max_size=3))
+    if draw(st.booleans()):
+        after["baseTimeNanoseconds"] = 1700000000000000000
+    return json.dumps({**before, "traceEvents": trace_events, **after}, indent=indent).encode()
+
+
+@settings(max_examples=300, deadline=None)
+@given(documents(), st.integers(1, 400))
+def test_one_pass_equals_two_passes_or_refuses(data: bytes, piece_bytes: int) -> None:
+    pieces = split_or_none(data, piece_bytes)
+    if pieces is not None:
+        assert flatten(pieces) == flatten(list(exact_documents(data, "t.json")))
+
+
+def test_a_second_events_key_is_left_to_the_exact_path() -> None:
+    one = '{"ph": "X", "name": "a", "ts": 1, "dur": 1}'
+    data = f'{{"traceEvents": [{one}, {one}], "traceEvents": [{one}]}}'.encode()
+    assert split_or_none(data, 1) is None
+    assert len(flatten(list(exact_documents(data, "t.json")))[0]) == 1  # the last key wins
+
+
+def test_a_cut_inside_a_string_is_refused_not_believed() -> None:
+    name = "x" * 50 + "}, {" + "y" * 50  # the only cut point lies inside this name
+    data = json.dumps({"traceEvents": [{"ph": "X", "name": name, "ts": 1, "dur": 2}]}).encode()
+    assert split_or_none(data, 10) is None
+    assert split_or_none(data, 10**6) is not None  # no cut wanted: one piece decodes
+
+
+def test_the_events_name_as_a_value_first_is_refused() -> None:
+    data = b'{"name": "traceEvents", "traceEvents": [{"ph": "i", "name": "a"}]}'
+    assert split_or_none(data, 1) is None
+    escaped = b'{"note": "\\"traceEvents\\": [", "traceEvents": [{"ph": "i", "name": "a"}]}'
+    pieces = split_or_none(escaped, 1)  # an escaped quote is no mention: one pass
+    assert pieces is not None
+    assert flatten(pieces) == flatten(list(exact_documents(escaped, "t.json")))
+
+
+def test_loading_falls_back_to_the_exact_path_with_the_same_table(
+    write_trace: WriteTrace,
+) -> None:
+    events = [step(1, 0, 100), cpu("aten::mm", 10, 20), kernel("gemm", 40, 30)]
+    events.append(cpu("a name with }, { inside", 50, 5))  # a cut there cannot decode
+    path = write_trace(document(events))
+    assert split_or_none(path.read_bytes(), 1) is None
+    with mock.patch.object(decoding, "_PIECE_BYTES", 1):
+        fell_back = load_trace(path)
+    whole = load_trace(path)  # no cut wanted: one piece
+    for field in ("kind", "name_id", "start_us", "dur_us", "correlation", "stream"):
+        assert (getattr(fell_back.events, field) == getattr(whole.events, field)).all()
+    assert fell_back.events.names == whole.events.names
+    assert "a name with }, { inside" in whole.events.names
+    assert fell_back.info.devices == whole.info.devices is not None
