@@ -149,6 +149,18 @@ def test_the_installed_command_prints_no_traceback(write_trace: WriteTrace) -> N
     assert done.stderr.startswith(f"steptrace: error: {path}: ")
 
 
+def test_the_installed_command_writes_its_whole_report_to_a_pipe() -> None:
+    command = Path(sys.executable).parent / "steptrace"
+    path = gpu_trace("a100_2rank_rank0")
+    done = subprocess.run(
+        [str(command), "analyze", str(path), "--format", "json"],
+        capture_output=True, text=True, check=False,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["trace"]["gpu_observed"] is True
+    assert done.stderr == ""
+
+
 def test_a_malformed_event_is_named_by_its_index(write_trace: WriteTrace) -> None:
     events = [kernel("k", i, 1) for i in range(10_000)]
     events.append({"ph": "X", "cat": "kernel", "name": "bad", "ts": "soon", "dur": 1})

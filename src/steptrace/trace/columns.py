@@ -203,12 +203,18 @@ _INT64 = (-(2**63), 2**63)
 
 def _ints(
     args: list[EventArgs], field: str, fallback: Iterator[int | str] | None = None
-) -> list[int]:
+) -> NDArray[np.int64] | list[int]:
     """An integer ``args`` field per row; where it is absent, ``fallback`` (pid or tid)."""
-    values: Iterable[object] = map(attrgetter(field), args)
+    values: list[object] = list(map(attrgetter(field), args))
+    if set(map(type, values)) <= {int}:  # the usual case, converted in C
+        try:
+            return np.array(values, dtype=np.int64)
+        except OverflowError:
+            pass
+    written: Iterable[object] = values
     if fallback is not None:
-        values = (f if v is None else v for v, f in zip(values, fallback, strict=True))
-    return [v if type(v) is int and _INT64[0] <= v < _INT64[1] else as_int(v) for v in values]
+        written = (f if v is None else v for v, f in zip(values, fallback, strict=True))
+    return [v if type(v) is int and _INT64[0] <= v < _INT64[1] else as_int(v) for v in written]
 
 
 def as_int(value: object) -> int:
