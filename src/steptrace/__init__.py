@@ -4,8 +4,9 @@
 >>> result = steptrace.analyze("trace.json.gz")   # doctest: +SKIP
 >>> result.summary.wall_ms.median                  # doctest: +SKIP
 
-Analysis needs no torch. The capture names (``profile_training``, ``capture``, ...) are
-imported from ``steptrace.harness``, and torch with them, on first use only.
+Analysis needs no torch. Every name is imported on first use only: the capture names
+(``profile_training``, ``capture``, ...) with torch, the analysis with numpy; so the
+command line starts reading a trace before those imports are done.
 """
 
 from __future__ import annotations
@@ -13,12 +14,10 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
-from steptrace.analysis.analyze import TraceAnalysis, analyze, analyze_trace
 from steptrace.errors import CaptureError, TraceError
-from steptrace.scenario import Scenario
-from steptrace.trace.load import load_trace
 
 if TYPE_CHECKING:
+    from steptrace.analysis.analyze import TraceAnalysis, analyze, analyze_trace
     from steptrace.harness import (
         Capture,
         CaptureResult,
@@ -27,12 +26,27 @@ if TYPE_CHECKING:
         profile_inference,
         profile_training,
     )
+    from steptrace.scenario import Scenario
+    from steptrace.trace.load import load_trace
     from steptrace.validate import Comparison, compare
 
-_HARNESS = frozenset(
-    {"Capture", "CaptureResult", "Workload", "capture", "profile_inference", "profile_training"}
-)
-_VALIDATE = frozenset({"Comparison", "compare"})
+_MODULE_OF = {
+    **dict.fromkeys(("TraceAnalysis", "analyze", "analyze_trace"), "steptrace.analysis.analyze"),
+    "Scenario": "steptrace.scenario",
+    "load_trace": "steptrace.trace.load",
+    **dict.fromkeys(
+        (
+            "Capture",
+            "CaptureResult",
+            "Workload",
+            "capture",
+            "profile_inference",
+            "profile_training",
+        ),
+        "steptrace.harness",
+    ),
+    **dict.fromkeys(("Comparison", "compare"), "steptrace.validate"),
+}
 
 __all__ = [
     "Capture",
@@ -54,9 +68,9 @@ __all__ = [
 
 
 def __getattr__(name: str) -> Any:
-    """Import the capture side (and torch) only when one of its names is used."""
-    if name in _HARNESS:
-        return getattr(importlib.import_module("steptrace.harness"), name)
-    if name in _VALIDATE:
-        return getattr(importlib.import_module("steptrace.validate"), name)
+    """Import a public name's module when the name is first used."""
+    if name in _MODULE_OF:
+        value = getattr(importlib.import_module(_MODULE_OF[name]), name)
+        globals()[name] = value  # later uses are plain attribute reads
+        return value
     raise AttributeError(f"module 'steptrace' has no attribute {name!r}")

@@ -69,13 +69,16 @@ def analyze(
 
     TRACES are trace files (.json, .json.gz) or folders of rank traces.
     """
-    from steptrace.analysis.analyze import analyze as analyze_file
     from steptrace.inputs import trace_files
+    from steptrace.trace.source import ReadAhead
 
-    limits = _thresholds(list(threshold))
     try:
+        texts = ReadAhead(trace_files(list(traces)))  # reading starts now, beside the imports
+        from steptrace.analysis.analyze import analyze as analyze_file
+
+        limits = _thresholds(list(threshold))
         results = [
-            analyze_file(path, thresholds=limits).top(top) for path in trace_files(list(traces))
+            analyze_file(path, thresholds=limits, text=text).top(top) for path, text in texts
         ]
     except TraceError as error:
         _fail(str(error))

@@ -33,7 +33,7 @@ from steptrace.analysis.analyze import TraceAnalysis, analyze
 from steptrace.analysis.stats import Spread
 from steptrace.errors import TraceError
 from steptrace.scenario import Scenario
-from steptrace.trace.decode import decompress
+from steptrace.trace.source import GZIP_MAGIC, decompress
 
 SCHEMA = "steptrace.diff/1"
 # A name's time "changed" when it moved by more than this share of its time before
@@ -49,7 +49,6 @@ REMINDER = (
 NO_QUESTION = "no question recorded: cannot check that the windows have the same boundaries"
 
 _PEEK_BYTES = 64 * 1024
-_GZIP_MAGIC = b"\x1f\x8b"
 # An analysis JSON opens with its schema (msgspec writes struct fields in order); a list
 # of them is what ``analyze --format json`` writes for several traces.
 _SCHEMA_FIRST = re.compile(rb'\A\s*(\[\s*)?\{\s*"schema"\s*:\s*"([^"\\]*)"')
@@ -181,7 +180,7 @@ def _head(path: Path) -> bytes:
     try:
         with path.open("rb") as handle:
             head = handle.read(_PEEK_BYTES)
-            if not head.startswith(_GZIP_MAGIC):
+            if not head.startswith(GZIP_MAGIC):
                 return head
             handle.seek(0)
             with gzip.GzipFile(fileobj=handle) as unzipped:

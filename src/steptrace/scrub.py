@@ -50,7 +50,7 @@ from typing import Any
 import msgspec
 
 from steptrace.errors import TraceError
-from steptrace.trace.decode import decompress
+from steptrace.trace.source import decompress
 
 __all__ = ["ScrubReport", "scrub_document", "scrub_file"]
 

@@ -112,12 +112,20 @@ class TraceAnalysis(msgspec.Struct, frozen=True):
 
 
 def analyze(
-    path: str | Path, *, thresholds: Thresholds | None = None, progress: bool | None = None
+    path: str | Path,
+    *,
+    thresholds: Thresholds | None = None,
+    progress: bool | None = None,
+    text: bytes | None = None,
 ) -> TraceAnalysis:
-    """Load a trace file, measure it, and attach the findings."""
+    """Load a trace file, measure it, and attach the findings.
+
+    ``text`` is the file's content when it was read already (see ``load_trace``).
+    """
     from steptrace.hypotheses import with_findings
 
-    return with_findings(analyze_trace(load_trace(path, progress=progress)), thresholds)
+    trace = load_trace(path, progress=progress, text=text)
+    return with_findings(analyze_trace(trace), thresholds)
 
 
 def analyze_trace(trace: Trace) -> TraceAnalysis:

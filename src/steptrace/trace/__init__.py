@@ -1,7 +1,6 @@
-"""Reading traces: files -> ``Trace`` (metadata + columnar ``EventTable``)."""
+"""Reading traces: files -> ``Trace`` (metadata + columnar ``EventTable``).
 
-from steptrace.trace.kinds import Kind
-from steptrace.trace.load import load_trace
-from steptrace.trace.table import EventTable, Trace, TraceInfo
-
-__all__ = ["EventTable", "Kind", "Trace", "TraceInfo", "load_trace"]
+``source`` reads and gunzips (standard library and isal only, so the command line starts
+reading before numpy is imported), ``decode`` turns the text into typed events, ``columns``
+into numpy columns, ``load`` puts them together into a ``table.Trace``.
+"""

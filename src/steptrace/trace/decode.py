@@ -22,15 +22,12 @@ Two ways produce the batches:
 
 from __future__ import annotations
 
-import gzip
 import json
 import re
-import zlib
 from collections.abc import Iterator
 from typing import Any, Generic, TypeVar, Union, cast
 
 import msgspec
-from isal import isal_zlib
 
 from steptrace.errors import TraceError
 
@@ -124,27 +121,7 @@ _EVENTS_NAME = b'"traceEvents"'
 _EVENTS_KEY = re.compile(rb'"traceEvents"\s*:\s*\[')
 _BETWEEN_EVENTS = re.compile(rb"\}\s*,\s*\{")
 _BATCH_PATH = re.compile(r"`\$\[(\d+)\]")
-_ISAL_ERROR = cast(type[Exception], isal_zlib.error)
-_GZIP_MAGIC = b"\x1f\x8b"
 _FIRST_CHARACTER = re.compile(rb"\S")
-
-
-def decompress(raw: bytes, where: str) -> bytes:
-    """Gunzip when the bytes are gzip, else return them as they are.
-
-    ISA-L's inflate (``isal``) is about three times faster than zlib's. The gzip trailer
-    gives the size: one exact allocation instead of growing buffers
-    (which would double the peak memory on a large trace). Multi-member files, whose
-    trailer only tells the last member's size, take the standard library's path.
-    """
-    if not raw.startswith(_GZIP_MAGIC):
-        return raw
-    try:
-        size = int.from_bytes(raw[-4:], "little")
-        data = isal_zlib.decompress(raw, wbits=31, bufsize=max(size, 1))
-        return data if len(data) == size else gzip.decompress(raw)
-    except (OSError, EOFError, zlib.error, _ISAL_ERROR) as exc:
-        raise TraceError(f"{where}: broken gzip ({_short(exc)})") from None
 
 
 class UnsplittableError(Exception):

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import gc
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -15,31 +15,32 @@ from steptrace.trace.decode import (
     AnyEvent,
     Document,
     UnsplittableError,
-    decompress,
     exact_documents,
     split_documents,
 )
 from steptrace.trace.progress import loading_progress
+from steptrace.trace.source import file_size, read_text
 from steptrace.trace.table import MISSING, Device, Distributed, Trace, TraceInfo
 
-_CHUNK = 8 * 1024 * 1024
 _OPTION_KEYS = ("record_shapes", "profile_memory", "with_stack", "with_flops", "with_modules")
 
 
-def load_trace(path: str | Path, *, progress: bool | None = None) -> Trace:
-    """Read and decode a trace file; raise ``TraceError`` with a one-line message if unusable."""
+def load_trace(
+    path: str | Path, *, progress: bool | None = None, text: bytes | None = None
+) -> Trace:
+    """Read and decode a trace file; raise ``TraceError`` with a one-line message if unusable.
+
+    ``text`` is the file's content already read and gunzipped (``source.ReadAhead``).
+    """
     path = Path(path)
     where = str(path)
-    if not path.exists():
-        raise TraceError(f"{where}: no such file")
-    if path.is_dir():
-        raise TraceError(f"{where}: is a folder, not a trace file")
-    size = path.stat().st_size
+    size = file_size(path)
     with loading_progress(path.name, size, progress) as stage, _collector_paused():
-        raw = _read(path, stage.read)
-        stage.step("decompressing")
-        data = decompress(raw, where)
-        del raw
+        if text is None:
+            data = read_text(path, stage)
+        else:
+            data = text
+            stage.read(size)
         stage.step("decoding")
         try:
             builder, document = _columns(split_documents(data))
@@ -59,18 +60,6 @@ def _collector_paused() -> Iterator[None]:
     finally:
         if was_enabled:
             gc.enable()
-
-
-def _read(path: Path, advance: Callable[[int], None]) -> bytes:
-    try:
-        with path.open("rb") as handle:
-            chunks = []
-            while chunk := handle.read(_CHUNK):
-                chunks.append(chunk)
-                advance(len(chunk))
-    except OSError as exc:
-        raise TraceError(f"{path}: cannot read ({exc.strerror or exc})") from None
-    return b"".join(chunks)
 
 
 def _columns(
