@@ -11,6 +11,7 @@ A trace without GPU events gives ``None`` for every step: not observed, never ze
 
 from __future__ import annotations
 
+import functools
 import re
 
 import msgspec
@@ -220,6 +221,7 @@ def _copies(events: EventTable, rows: NDArray[np.int64]) -> tuple[CopySummary, .
     return tuple(summaries)
 
 
+@functools.cache  # a trace has thousands of copies and a handful of copy names
 def copy_kind(name: str) -> tuple[str, str | None]:
     """Direction and host-memory kind from a name like ``Memcpy HtoD (Pageable -> Device)``."""
     match = _MEMCPY.search(name)
