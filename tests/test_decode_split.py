@@ -22,11 +22,11 @@ from steptrace.trace.decode import (
     AnyEvent,
     Document,
     UnsplittableError,
-    decompress,
     exact_documents,
     split_documents,
 )
 from steptrace.trace.load import load_trace
+from steptrace.trace.source import decompress
 from tests.conftest import TRACES, WriteTrace
 from tests.tracegen import cpu, document, kernel, step
 

@@ -78,7 +78,8 @@ def analyze(
 
         limits = _thresholds(list(threshold))
         results = [
-            analyze_file(path, thresholds=limits, text=text).top(top) for path, text in texts
+            analyze_file(path, thresholds=limits, text=reading.take()).top(top)
+            for path, reading in texts
         ]
     except TraceError as error:
         _fail(str(error))

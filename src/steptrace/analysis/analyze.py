@@ -125,6 +125,7 @@ def analyze(
     from steptrace.hypotheses import with_findings
 
     trace = load_trace(path, progress=progress, text=text)
+    del text  # the analysis needs the columns, not the file's text: let it go
     return with_findings(analyze_trace(trace), thresholds)
 
 

@@ -72,27 +72,27 @@ def decompress(raw: bytes, where: str) -> bytes:
 
 
 class ReadAhead:
-    """Each file's text in order; the next file is read on a thread while one is used.
+    """Each file with its ``Reading``; the next file is read on a thread while one is used.
 
-    Reading the first file starts at construction. A file's ``TraceError`` is raised when
-    its turn comes, as if it had been read then. At most two texts are held at a time.
+    Reading the first file starts at construction, the next one when a file is handed out:
+    at most two texts are held at a time. A file's ``TraceError`` is raised by ``take``,
+    as if it had been read then.
     """
 
     def __init__(self, paths: Sequence[Path]) -> None:
         self._paths = list(paths)
-        self._next = _Reading(self._paths[0]) if self._paths else None
+        self._next = Reading(self._paths[0]) if self._paths else None
 
-    def __iter__(self) -> Iterator[tuple[Path, bytes]]:
+    def __iter__(self) -> Iterator[tuple[Path, Reading]]:
         for index, path in enumerate(self._paths):
             reading, self._next = self._next, None
             assert reading is not None  # one reading is started per path, in order
-            text = reading.text()
             if index + 1 < len(self._paths):
-                self._next = _Reading(self._paths[index + 1])
-            yield path, text
+                self._next = Reading(self._paths[index + 1])
+            yield path, reading
 
 
-class _Reading(threading.Thread):
+class Reading(threading.Thread):
     """One file read on a daemon thread: a failed or abandoned read never blocks the exit."""
 
     def __init__(self, path: Path) -> None:
@@ -105,12 +105,15 @@ class _Reading(threading.Thread):
     def run(self) -> None:
         try:
             self._text = read_text(self._path)
-        except Exception as error:  # handed to the caller, in its thread, by text()
+        except Exception as error:  # handed to the caller, in its thread, by take()
             self._error = error
 
-    def text(self) -> bytes:
+    def take(self) -> bytes:
+        """The text, once: this object lets go of it, so that its user alone holds it."""
         self.join()
         if self._error is not None:
             raise self._error
-        assert self._text is not None
-        return self._text
+        text, self._text = self._text, None
+        if text is None:
+            raise RuntimeError(f"{self._path}: the text was taken already")
+        return text

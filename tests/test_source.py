@@ -1,0 +1,81 @@
+"""Reading trace files: gunzip, one-line errors, and reading ahead on a thread."""
+
+from __future__ import annotations
+
+import errno
+import gzip
+import os
+import time
+from pathlib import Path
+
+import pytest
+
+from steptrace.errors import TraceError
+from steptrace.trace.source import ReadAhead, decompress, read_text
+
+
+def test_plain_and_gzip_files_read_the_same(tmp_path: Path) -> None:
+    text = b'{"traceEvents": []}'
+    (tmp_path / "a.json").write_bytes(text)
+    (tmp_path / "a.json.gz").write_bytes(gzip.compress(text))
+    assert read_text(tmp_path / "a.json") == read_text(tmp_path / "a.json.gz") == text
+
+
+def test_read_ahead_hands_out_every_file_in_order(tmp_path: Path) -> None:
+    paths = []
+    for i in range(5):
+        path = tmp_path / f"rank-{i}.json.gz"
+        path.write_bytes(gzip.compress(f'{{"rank": {i}}}'.encode()))
+        paths.append(path)
+    seen = [(path, reading.take()) for path, reading in ReadAhead(paths)]
+    assert seen == [(p, f'{{"rank": {i}}}'.encode()) for i, p in enumerate(paths)]
+
+
+def test_the_next_file_is_read_while_one_is_used(tmp_path: Path) -> None:
+    first_path, second_path = tmp_path / "a.json", tmp_path / "b.json"
+    first_path.write_bytes(b"{}")
+    os.mkfifo(second_path)  # its reader shows itself: a writer can open it only then
+    readings = iter(ReadAhead([first_path, second_path]))
+    _, first = next(readings)
+    assert first.take() == b"{}"
+    writer = _open_for_writing(second_path, within_s=10.0)  # nobody asked for b.json yet
+    os.write(writer, b'{"b": 1}')
+    os.close(writer)
+    _, second = next(readings)
+    assert second.take() == b'{"b": 1}'
+
+
+def _open_for_writing(fifo: Path, within_s: float) -> int:
+    deadline = time.monotonic() + within_s
+    while True:
+        try:
+            return os.open(fifo, os.O_WRONLY | os.O_NONBLOCK)
+        except OSError as error:  # ENXIO: no reader has the pipe open yet
+            if error.errno != errno.ENXIO or time.monotonic() > deadline:
+                raise
+            time.sleep(0.01)
+
+
+def test_a_bad_file_fails_on_its_turn_and_the_text_is_given_once(tmp_path: Path) -> None:
+    good, bad = tmp_path / "good.json", tmp_path / "bad.json.gz"
+    good.write_bytes(b"{}")
+    bad.write_bytes(b"\x1f\x8bnot gzip at all")
+    readings = iter(ReadAhead([good, bad]))
+    _, first = next(readings)
+    assert first.take() == b"{}"
+    with pytest.raises(RuntimeError, match="taken already"):
+        first.take()  # the reading let go of the text: its user alone holds it
+    _, second = next(readings)
+    with pytest.raises(TraceError, match=r"bad\.json\.gz: broken gzip"):
+        second.take()
+
+
+def test_missing_file_and_folder_are_one_line_errors(tmp_path: Path) -> None:
+    with pytest.raises(TraceError, match="no such file"):
+        read_text(tmp_path / "absent.json")
+    with pytest.raises(TraceError, match="is a folder"):
+        read_text(tmp_path)
+
+
+def test_decompress_leaves_plain_bytes_alone() -> None:
+    assert decompress(b"[1, 2]", "x.json") == b"[1, 2]"
