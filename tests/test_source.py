@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import errno
 import gzip
+import io
 import os
+import sys
 import time
 from pathlib import Path
 
@@ -79,3 +81,23 @@ def test_missing_file_and_folder_are_one_line_errors(tmp_path: Path) -> None:
 
 def test_decompress_leaves_plain_bytes_alone() -> None:
     assert decompress(b"[1, 2]", "x.json") == b"[1, 2]"
+
+
+class _Terminal(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+def test_a_file_shown_loading_on_a_terminal_is_left_to_its_loader(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = tmp_path / "big.json"
+    path.write_bytes(b"{}")
+    monkeypatch.setattr("steptrace.trace.progress.LARGE_TRACE_BYTES", 2)
+    monkeypatch.setattr(sys, "stderr", _Terminal())
+    ((_, reading),) = ReadAhead([path])
+    assert reading.take() is None  # the loader reads it with its progress display
+    assert not reading.is_alive() and not reading.ahead
+    monkeypatch.setattr(sys, "stderr", io.StringIO())  # a pipe: read ahead
+    ((_, reading),) = ReadAhead([path])
+    assert reading.take() == b"{}"

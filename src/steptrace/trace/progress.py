@@ -15,7 +15,7 @@ Advance = Callable[[int], None]
 def loading_progress(label: str, total_bytes: int, enabled: bool | None) -> Iterator[Stage]:
     """Yield a ``Stage`` that shows progress when enabled (default: large file, tty stderr)."""
     if enabled is None:
-        enabled = total_bytes >= LARGE_TRACE_BYTES and sys.stderr.isatty()
+        enabled = shows_progress(total_bytes)
     if not enabled:
         yield Stage(None, total_bytes)
         return
@@ -30,6 +30,11 @@ def loading_progress(label: str, total_bytes: int, enabled: bool | None) -> Iter
             progress.update(task, description=f"{step} {label}", advance=advance)
 
         yield Stage(show, total_bytes)
+
+
+def shows_progress(total_bytes: int) -> bool:
+    """Whether loading a file of this size shows progress by default."""
+    return total_bytes >= LARGE_TRACE_BYTES and sys.stderr.isatty()
 
 
 class Stage:

@@ -18,7 +18,7 @@ from typing import cast
 from isal import isal_zlib
 
 from steptrace.errors import TraceError
-from steptrace.trace.progress import Stage
+from steptrace.trace.progress import Stage, shows_progress
 
 GZIP_MAGIC = b"\x1f\x8b"
 _CHUNK = 8 * 1024 * 1024
@@ -75,8 +75,8 @@ class ReadAhead:
     """Each file with its ``Reading``; the next file is read on a thread while one is used.
 
     Reading the first file starts at construction, the next one when a file is handed out:
-    at most two texts are held at a time. A file's ``TraceError`` is raised by ``take``,
-    as if it had been read then.
+    at most two texts are held at a time. A file whose loading shows a progress display
+    (a large file, on a terminal) is not read ahead: its loader reads it, in view.
     """
 
     def __init__(self, paths: Sequence[Path]) -> None:
@@ -100,7 +100,13 @@ class Reading(threading.Thread):
         self._path = path
         self._text: bytes | None = None
         self._error: Exception | None = None
-        self.start()
+        self._taken = False
+        try:
+            self.ahead = not shows_progress(path.stat().st_size)
+        except OSError:
+            self.ahead = True  # the reading reports the error, in one line
+        if self.ahead:
+            self.start()
 
     def run(self) -> None:
         try:
@@ -108,12 +114,18 @@ class Reading(threading.Thread):
         except Exception as error:  # handed to the caller, in its thread, by take()
             self._error = error
 
-    def take(self) -> bytes:
-        """The text, once: this object lets go of it, so that its user alone holds it."""
+    def take(self) -> bytes | None:
+        """The text, once (None: not read ahead); then this object lets go of it.
+
+        A file's ``TraceError`` is raised here, as if the file had been read now.
+        """
+        if self._taken:
+            raise RuntimeError(f"{self._path}: the text was taken already")
+        self._taken = True
+        if not self.ahead:
+            return None
         self.join()
         if self._error is not None:
             raise self._error
         text, self._text = self._text, None
-        if text is None:
-            raise RuntimeError(f"{self._path}: the text was taken already")
         return text
