@@ -28,3 +28,26 @@ def test_capture_names_resolve_on_first_use() -> None:
         assert getattr(steptrace, name) is not None
     with pytest.raises(AttributeError):
         steptrace.no_such_thing  # noqa: B018
+
+
+def test_the_command_line_starts_without_numpy() -> None:
+    """Reading a trace starts before numpy and msgspec load: they must not come first."""
+    code = (
+        "import sys, steptrace.cli, steptrace.trace.source;"
+        "heavy = {'numpy', 'msgspec'} & set(sys.modules);"
+        "assert not heavy, heavy"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_lazy_names_are_listed_and_importable() -> None:
+    import steptrace.trace
+
+    assert set(steptrace.__all__) <= set(dir(steptrace))
+    assert set(steptrace.trace.__all__) <= set(dir(steptrace.trace))
+    from steptrace.trace import EventTable, load_trace
+
+    assert load_trace is steptrace.load_trace
+    assert EventTable.__name__ == "EventTable"
+    with pytest.raises(AttributeError, match="no attribute 'nope'"):
+        steptrace.trace.nope  # noqa: B018

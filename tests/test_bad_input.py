@@ -149,6 +149,16 @@ def test_the_installed_command_prints_no_traceback(write_trace: WriteTrace) -> N
     assert done.stderr.startswith(f"steptrace: error: {path}: ")
 
 
+def test_the_installed_command_fails_cleanly_with_stdout_closed(tmp_path: Path) -> None:
+    command = Path(sys.executable).parent / "steptrace"
+    done = subprocess.run(
+        ["bash", "-c", f"'{command}' analyze '{tmp_path / 'absent.json'}' >&-"],
+        capture_output=True, text=True, check=False,
+    )  # fmt: skip
+    assert done.returncode == 2
+    assert "Traceback" not in done.stderr and "no such file" in done.stderr
+
+
 def test_the_installed_command_writes_its_whole_report_to_a_pipe() -> None:
     command = Path(sys.executable).parent / "steptrace"
     path = gpu_trace("a100_2rank_rank0")

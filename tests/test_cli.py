@@ -83,9 +83,32 @@ def test_help_lists_the_command() -> None:
     assert "..." not in commands  # every one-line summary is whole
 
 
-def test_bad_format_is_a_usage_error() -> None:
-    result = runner.invoke(app, ["analyze", str(NCCL), "--format", "xml"])
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["analyze", str(NCCL), "--format", "xml"],
+        ["analyze", str(NCCL), "--top", "0"],
+        ["analyze"],
+        ["diff", str(NCCL), str(NCCL), "--format", "html"],
+        ["compare", "a:b", "c:d", "--state", "s:t", "--batches", "b:c", "--unit", "fps"],
+        ["no-such-command"],
+    ],
+    ids=["format", "top", "no-trace", "diff-html", "unit", "command"],
+)
+def test_usage_errors_are_one_line(args: list[str]) -> None:
+    result = runner.invoke(app, args)
     assert result.exit_code == 2
+    assert result.stderr.count("\n") == 1 and result.stderr.startswith("steptrace: error: ")
+    assert f"(see steptrace{' ' + args[0] if args[0] != 'no-such-command' else ''} --help)" in (
+        result.stderr
+    )
+
+
+def test_every_flag_can_be_turned_off_explicitly() -> None:
+    on = runner.invoke(app, ["analyze", str(CPU_ONLY), "--findings-only"])
+    off = runner.invoke(app, ["analyze", str(CPU_ONLY), "--no-findings-only"])
+    assert on.exit_code == off.exit_code == 0
+    assert len(off.stdout) > len(on.stdout)
 
 
 def test_diff_command_formats_and_errors(tmp_path: Path) -> None:

@@ -8,6 +8,8 @@ two-pass path, which msgspec drives event by event), or it refuses with
 from __future__ import annotations
 
 import json
+import weakref
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 from unittest import mock
@@ -17,6 +19,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from steptrace.trace import decode as decoding
+from steptrace.trace import load as loading
+from steptrace.trace.columns import ColumnBuilder
 from steptrace.trace.decode import (
     METADATA_FIELDS,
     AnyEvent,
@@ -140,3 +144,56 @@ def test_loading_falls_back_to_the_exact_path_with_the_same_table(
     assert fell_back.events.names == whole.events.names
     assert "a name with }, { inside" in whole.events.names
     assert fell_back.info.devices == whole.info.devices is not None
+
+
+def _event(name: str) -> str:
+    return json.dumps({"ph": "X", "name": name, "ts": 1, "dur": 1, "pid": 1, "tid": 1})
+
+
+A, B, Z = _event("A"), _event("B"), _event("Z")
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        json.dumps({'x"traceEvents': [{"ph": "i", "name": "A"}]}),  # a key holding the name
+        '{"traceEvents": [' + A + ", " + B + '], "\\u0074raceEvents": [' + Z + "]}",
+        '{"displayTimeUnit": "ms", "traceEvents": [' + A + ", " + B + '], "displayTimeUnit": null}',
+        '{"traceEvents": [' + A + "\x0b, " + B + "]}",  # a vertical tab is no JSON space
+        "\x0c[" + A + "]",
+    ],
+    ids=["name-in-a-key", "escaped-second-key", "metadata-again", "vtab", "formfeed"],
+)
+def test_texts_that_once_fooled_the_cuts_are_refused(text: str) -> None:
+    assert split_or_none(text.encode(), 1) is None
+
+
+def test_an_escaped_first_key_still_loses_to_the_plain_one_after_it() -> None:
+    data = ('{"\\u0074raceEvents": [' + B + '], "traceEvents": [' + A + ", " + Z + "]}").encode()
+    assert json.loads(data)["traceEvents"][0]["name"] == "A"  # the last key wins
+    pieces = split_or_none(data, 1)
+    assert pieces is not None
+    assert flatten(pieces) == flatten(list(exact_documents(data, "t.json")))
+    assert [e.name for e in flatten(pieces)[0]] == ["A", "Z"]  # type: ignore[union-attr]
+
+
+def test_a_failed_one_pass_is_let_go_before_the_exact_pass(
+    write_trace: WriteTrace, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    builders: list[weakref.ref[ColumnBuilder]] = []
+
+    class Spy(ColumnBuilder):
+        def __init__(self) -> None:
+            super().__init__()
+            builders.append(weakref.ref(self))
+
+    def exact(data: bytes, where: str) -> Iterator[Document[AnyEvent]]:
+        assert builders[0]() is None, "the one-pass columns are still held"
+        yield from exact_documents(data, where)
+
+    monkeypatch.setattr(loading, "ColumnBuilder", Spy)
+    monkeypatch.setattr(loading, "exact_documents", exact)
+    monkeypatch.setattr(decoding, "_PIECE_BYTES", 1)
+    events = [step(1, 0, 100), cpu("aten::mm", 10, 20), cpu("late }, { name", 50, 5)]
+    trace = load_trace(write_trace(document(events)))
+    assert len(builders) == 2 and "late }, { name" in trace.events.names

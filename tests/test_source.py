@@ -13,14 +13,16 @@ from pathlib import Path
 import pytest
 
 from steptrace.errors import TraceError
-from steptrace.trace.source import ReadAhead, decompress, read_text
+from steptrace.trace.source import FileText, ReadAhead, decompress, read_text
 
 
 def test_plain_and_gzip_files_read_the_same(tmp_path: Path) -> None:
     text = b'{"traceEvents": []}'
     (tmp_path / "a.json").write_bytes(text)
     (tmp_path / "a.json.gz").write_bytes(gzip.compress(text))
-    assert read_text(tmp_path / "a.json") == read_text(tmp_path / "a.json.gz") == text
+    plain, gzipped = read_text(tmp_path / "a.json"), read_text(tmp_path / "a.json.gz")
+    assert plain.data == gzipped.data == text
+    assert plain.size == len(text) and gzipped.size == (tmp_path / "a.json.gz").stat().st_size
 
 
 def test_read_ahead_hands_out_every_file_in_order(tmp_path: Path) -> None:
@@ -29,8 +31,13 @@ def test_read_ahead_hands_out_every_file_in_order(tmp_path: Path) -> None:
         path = tmp_path / f"rank-{i}.json.gz"
         path.write_bytes(gzip.compress(f'{{"rank": {i}}}'.encode()))
         paths.append(path)
-    seen = [(path, reading.take()) for path, reading in ReadAhead(paths)]
+    seen = [(path, _data(reading.take())) for path, reading in ReadAhead(paths)]
     assert seen == [(p, f'{{"rank": {i}}}'.encode()) for i, p in enumerate(paths)]
+
+
+def _data(text: FileText | None) -> bytes:
+    assert text is not None
+    return text.data
 
 
 def test_the_next_file_is_read_while_one_is_used(tmp_path: Path) -> None:
@@ -39,12 +46,12 @@ def test_the_next_file_is_read_while_one_is_used(tmp_path: Path) -> None:
     os.mkfifo(second_path)  # its reader shows itself: a writer can open it only then
     readings = iter(ReadAhead([first_path, second_path]))
     _, first = next(readings)
-    assert first.take() == b"{}"
+    assert _data(first.take()) == b"{}"
     writer = _open_for_writing(second_path, within_s=10.0)  # nobody asked for b.json yet
     os.write(writer, b'{"b": 1}')
     os.close(writer)
     _, second = next(readings)
-    assert second.take() == b'{"b": 1}'
+    assert _data(second.take()) == b'{"b": 1}'
 
 
 def _open_for_writing(fifo: Path, within_s: float) -> int:
@@ -64,7 +71,7 @@ def test_a_bad_file_fails_on_its_turn_and_the_text_is_given_once(tmp_path: Path)
     bad.write_bytes(b"\x1f\x8bnot gzip at all")
     readings = iter(ReadAhead([good, bad]))
     _, first = next(readings)
-    assert first.take() == b"{}"
+    assert _data(first.take()) == b"{}"
     with pytest.raises(RuntimeError, match="taken already"):
         first.take()  # the reading let go of the text: its user alone holds it
     _, second = next(readings)
@@ -100,4 +107,4 @@ def test_a_file_shown_loading_on_a_terminal_is_left_to_its_loader(
     assert not reading.is_alive() and not reading.ahead
     monkeypatch.setattr(sys, "stderr", io.StringIO())  # a pipe: read ahead
     ((_, reading),) = ReadAhead([path])
-    assert reading.take() == b"{}"
+    assert _data(reading.take()) == b"{}"

@@ -11,10 +11,10 @@ command line starts reading a trace before those imports are done.
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from steptrace.errors import CaptureError, TraceError
+from steptrace.lazy import lazy_names
 
 if TYPE_CHECKING:
     from steptrace.analysis.analyze import TraceAnalysis, analyze, analyze_trace
@@ -67,10 +67,4 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> Any:
-    """Import a public name's module when the name is first used."""
-    if name in _MODULE_OF:
-        value = getattr(importlib.import_module(_MODULE_OF[name]), name)
-        globals()[name] = value  # later uses are plain attribute reads
-        return value
-    raise AttributeError(f"module 'steptrace' has no attribute {name!r}")
+__getattr__, __dir__ = lazy_names(__name__, _MODULE_OF)

@@ -9,7 +9,7 @@ from __future__ import annotations
 import os
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, NoReturn, TypeVar
 
@@ -20,6 +20,11 @@ from steptrace.errors import TraceError
 _Command = TypeVar("_Command", bound=Callable[..., Any])
 FORMATS = ("text", "json", "md", "html")
 FILE = click.Path(path_type=Path)
+
+
+def _switch(name: str, text: str) -> Callable[[_Command], _Command]:
+    """An off-by-default ``--name/--no-name`` flag."""
+    return click.option(f"{name}/--no-{name.removeprefix('--')}", default=False, help=text)
 
 
 def _report_options(command: _Command) -> _Command:
@@ -34,16 +39,43 @@ def _report_options(command: _Command) -> _Command:
                 "--top", type=click.IntRange(min=1), default=15, show_default=True,
                 help="Operators and kernels to list.",
             ),
-            click.option(
-                "--findings-only", is_flag=True, help="Only the question and the findings table."
-            ),
+            _switch("--findings-only", "Only the question and the findings table."),
         )
     ):  # fmt: skip
         command = option(command)
     return command
 
 
+class _Commands(click.Group):
+    """Usage errors are one line on stderr with exit code 2, like every steptrace error."""
+
+    def main(
+        self,
+        args: Sequence[str] | None = None,
+        prog_name: str | None = None,
+        complete_var: str | None = None,
+        standalone_mode: bool = True,
+        **extra: Any,
+    ) -> Any:
+        if not standalone_mode:
+            return super().main(args, prog_name, complete_var, False, **extra)
+        try:
+            status = super().main(args, prog_name, complete_var, False, **extra)
+        except click.exceptions.NoArgsIsHelpError as error:  # the bare command: its help
+            error.show()
+            sys.exit(error.exit_code)
+        except click.ClickException as error:
+            context = getattr(error, "ctx", None)
+            hint = f" (see {context.command_path} --help)" if context is not None else ""
+            _fail(f"{error.format_message()}{hint}", error.exit_code)
+        except click.Abort:
+            _fail("aborted", 1)
+        sys.exit(status if isinstance(status, int) else 0)
+
+
 @click.group(
+    "steptrace",
+    cls=_Commands,
     context_settings={"help_option_names": ["-h", "--help"]},
     no_args_is_help=True,
 )
@@ -72,11 +104,11 @@ def analyze(
     from steptrace.inputs import trace_files
     from steptrace.trace.source import ReadAhead
 
+    limits = _thresholds(list(threshold)) if threshold else None
     try:
         texts = ReadAhead(trace_files(list(traces)))  # reading starts now, beside the imports
         from steptrace.analysis.analyze import analyze as analyze_file
 
-        limits = _thresholds(list(threshold))
         results = [
             analyze_file(path, thresholds=limits, text=reading.take()).top(top)
             for path, reading in texts
@@ -112,13 +144,11 @@ def _count(name: str, default: int, minimum: int, text: str) -> Callable[[_Comma
 @_count("--active", 2, 1, "Recorded steps.")
 @_count("--repeat", 1, 1, "Active windows.")
 @_count("--cold-steps", 1, 0, "First steps timed apart, before the profiler.")
-@click.option(
-    "--measure-overhead", is_flag=True, help="Also time the steps without the profiler (training)."
-)
-@click.option("--flops", is_flag=True, help="Count FLOPs per step; MFU when known.")
-@click.option("--record-shapes", is_flag=True, help="Record input shapes (costly).")
-@click.option("--profile-memory", is_flag=True, help="Record allocations (costly).")
-@click.option("--with-stack", is_flag=True, help="Record Python stacks (costly).")
+@_switch("--measure-overhead", "Also time the steps without the profiler (training).")
+@_switch("--flops", "Count FLOPs per step; MFU when known.")
+@_switch("--record-shapes", "Record input shapes (costly).")
+@_switch("--profile-memory", "Record allocations (costly).")
+@_switch("--with-stack", "Record Python stacks (costly).")
 @_report_options
 def profile(
     target: str,
@@ -190,9 +220,7 @@ def profile(
 @_count("--check-steps", 3, 1, "Steps before comparing outputs.")
 @click.option("--rtol", type=float, help="Relative tolerance (default by dtype).")
 @click.option("--atol", type=float, help="Absolute tolerance (default by dtype).")
-@click.option(
-    "--accept-difference", is_flag=True, help="Give a speed verdict even if the outputs differ."
-)
+@_switch("--accept-difference", "Give a speed verdict even if the outputs differ.")
 @click.option("--json", "json_out", type=FILE, help="Write every raw value to a new JSON file.")
 @click.option("--csv", "csv_out", type=FILE, help="Write the raw step times to a new CSV file.")
 def compare(
@@ -318,7 +346,7 @@ def scrub(trace: Path, output: Path) -> None:
 @click.option(
     "--device", default="auto", show_default=True, help="auto (CUDA when present), cpu or cuda."
 )
-@click.option("--quick", is_flag=True, help="Shorter A/B checks (for tests).")
+@_switch("--quick", "Shorter A/B checks (for tests).")
 def demo(out: Path, device: str, quick: bool) -> None:
     """The whole method on a small CNN: question, capture, findings, A/B checks, reports."""
     try:
@@ -376,9 +404,9 @@ def _emit(results: list, output_format: str, findings_only: bool) -> None:  # ty
         render_text(results, console, findings_only=findings_only)
 
 
-def _fail(message: str) -> NoReturn:
+def _fail(message: str, code: int = 2) -> NoReturn:
     print(f"steptrace: error: {message}", file=sys.stderr)
-    raise SystemExit(2)
+    raise SystemExit(code)
 
 
 def main() -> NoReturn:
@@ -390,14 +418,24 @@ def main() -> NoReturn:
     """
     try:
         app(prog_name="steptrace")
-        code = 0
+        status: object = 0
     except SystemExit as done:
         if "torch" in sys.modules:
             raise
-        code = done.code if isinstance(done.code, int) else int(done.code is not None)
+        status = done.code
+    code = _exit_code(status)
     for stream in (sys.stdout, sys.stderr):
         try:
-            stream.flush()
-        except BrokenPipeError:  # the reader went away (``| head``): nothing left to say
+            if stream is not None:  # None: the stream was closed before the start
+                stream.flush()
+        except OSError:  # the reader went away (``| head``) or the disk is full
             code = code or 1
     os._exit(code)
+
+
+def _exit_code(status: object) -> int:
+    """As Python's own exit: None is 0, an int itself, anything else printed and 1."""
+    if status is None or isinstance(status, int):
+        return status or 0
+    print(status, file=sys.stderr)
+    return 1

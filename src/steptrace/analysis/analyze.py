@@ -26,6 +26,7 @@ from steptrace.hypotheses.thresholds import Thresholds
 from steptrace.scenario import Scenario, read_record
 from steptrace.trace import intervals as iv
 from steptrace.trace.load import load_trace
+from steptrace.trace.source import FileText
 from steptrace.trace.table import Device, Trace
 
 SCHEMA = "steptrace.analysis/1"
@@ -116,7 +117,7 @@ def analyze(
     *,
     thresholds: Thresholds | None = None,
     progress: bool | None = None,
-    text: bytes | None = None,
+    text: FileText | None = None,
 ) -> TraceAnalysis:
     """Load a trace file, measure it, and attach the findings.
 

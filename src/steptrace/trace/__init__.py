@@ -2,5 +2,27 @@
 
 ``source`` reads and gunzips (standard library and isal only, so the command line starts
 reading before numpy is imported), ``decode`` turns the text into typed events, ``columns``
-into numpy columns, ``load`` puts them together into a ``table.Trace``.
+into numpy columns, ``load`` puts them together into a ``table.Trace``. The names below
+are imported on first use, for the same reason.
 """
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from steptrace.lazy import lazy_names
+
+if TYPE_CHECKING:
+    from steptrace.trace.kinds import Kind
+    from steptrace.trace.load import load_trace
+    from steptrace.trace.table import EventTable, Trace, TraceInfo
+
+__all__ = ["EventTable", "Kind", "Trace", "TraceInfo", "load_trace"]
+__getattr__, __dir__ = lazy_names(
+    __name__,
+    {
+        "Kind": "steptrace.trace.kinds",
+        "load_trace": "steptrace.trace.load",
+        **dict.fromkeys(("EventTable", "Trace", "TraceInfo"), "steptrace.trace.table"),
+    },
+)

@@ -14,8 +14,8 @@ Two ways produce the batches:
   megabytes, and each piece is decoded on its own. A cut is only a guess, but a wrong one
   (inside a string or a nested value) cannot decode: the text before the array must close
   as a document, each piece as a list of events, the rest as the array's end and the
-  document's. Any failure, or a second ``"traceEvents"`` anywhere, raises
-  ``UnsplittableError``.
+  document's. Any failure raises ``UnsplittableError``; so does a key of the text before
+  the events written again after them (the last would win), or a unicode escape there.
 * ``exact_documents`` (two passes): msgspec finds every event's bytes first, then decodes
   them in batches; it gives the exact error message for bad input.
 """
@@ -118,10 +118,12 @@ _EVENT_LIST = msgspec.json.Decoder(list[_EVENT_TYPES])
 _BATCH = 8_192  # events per batch on the exact path
 _PIECE_BYTES = 2 << 20  # text per piece on the one-pass path
 _EVENTS_NAME = b'"traceEvents"'
-_EVENTS_KEY = re.compile(rb'"traceEvents"\s*:\s*\[')
-_BETWEEN_EVENTS = re.compile(rb"\}\s*,\s*\{")
+_ESCAPE = b"\\"
+_UNICODE_ESCAPE = b"\\u"  # the only way to spell a letter of a key otherwise
+_EVENTS_KEY = re.compile(rb'"traceEvents"[ \t\n\r]*:[ \t\n\r]*\[')  # JSON's whitespace
+_BETWEEN_EVENTS = re.compile(rb"\}[ \t\n\r]*,[ \t\n\r]*\{")
 _BATCH_PATH = re.compile(r"`\$\[(\d+)\]")
-_FIRST_CHARACTER = re.compile(rb"\S")
+_FIRST_CHARACTER = re.compile(rb"[^ \t\n\r]")
 
 
 class UnsplittableError(Exception):
@@ -142,26 +144,37 @@ def split_documents(data: bytes) -> Iterator[Document[AnyEvent]]:
             start = first.end()
         else:
             mention = data.find(_EVENTS_NAME)
-            key = _EVENTS_KEY.match(data, mention) if mention >= 0 else None
-            if key is None:  # absent, or its first mention is not the key of an array
-                raise UnsplittableError
+            key = _EVENTS_KEY.match(data, mention) if mention > 0 else None
+            if key is None or data[mention - 1 : mention] == _ESCAPE:
+                raise UnsplittableError  # absent, not an array's key, or inside a string
             # the text before the key must close as a document: the key is a top-level one
-            prefix = b"".join((data[: key.start()], b'"traceEvents":null}'))
-            yield _EVENTS_DOCUMENT.decode(prefix)
+            head = _EVENTS_DOCUMENT.decode(b"".join((data[: key.start()], b'"traceEvents":null}')))
+            yield head
             start = key.end()
         view = memoryview(data)
         while cut := _BETWEEN_EVENTS.search(data, start + _PIECE_BYTES):
             events = _EVENT_LIST.decode(b"".join((b"[", view[start : cut.start() + 1], b"]")))
             yield Document(traceEvents=events)
             start = cut.end() - 1
-        if data.find(_EVENTS_NAME, start) >= 0:  # a second key: the last would win
-            raise UnsplittableError
+        rest = view[start:]
         if first.group() == b"[":
-            yield Document(traceEvents=_EVENT_LIST.decode(b"".join((b"[", view[start:]))))
-        else:
-            yield _EVENTS_DOCUMENT.decode(b"".join((b'{"traceEvents":[', view[start:])))
+            yield Document(traceEvents=_EVENT_LIST.decode(b"".join((b"[", rest))))
+            return
+        # a key written again after the events (escapes can spell any key) would win there
+        again = (_EVENTS_NAME, _UNICODE_ESCAPE, *(_key(f) for f in _fields_set(head)))
+        if any(data.find(name, start) >= 0 for name in again):
+            raise UnsplittableError
+        yield _EVENTS_DOCUMENT.decode(b"".join((b'{"traceEvents":[', rest)))
     except (msgspec.MsgspecError, RecursionError):
         raise UnsplittableError from None
+
+
+def _fields_set(document: Document[AnyEvent]) -> list[str]:
+    return [f for f in METADATA_FIELDS if getattr(document, f) is not None]
+
+
+def _key(field: str) -> bytes:
+    return b'"%s"' % field.encode()
 
 
 def exact_documents(data: bytes, where: str) -> Iterator[Document[AnyEvent]]:

@@ -19,35 +19,41 @@ from steptrace.trace.decode import (
     split_documents,
 )
 from steptrace.trace.progress import loading_progress
-from steptrace.trace.source import file_size, read_text
+from steptrace.trace.source import FileText, file_size, read_text
 from steptrace.trace.table import MISSING, Device, Distributed, Trace, TraceInfo
 
 _OPTION_KEYS = ("record_shapes", "profile_memory", "with_stack", "with_flops", "with_modules")
 
 
 def load_trace(
-    path: str | Path, *, progress: bool | None = None, text: bytes | None = None
+    path: str | Path, *, progress: bool | None = None, text: FileText | None = None
 ) -> Trace:
     """Read and decode a trace file; raise ``TraceError`` with a one-line message if unusable.
 
-    ``text`` is the file's content already read and gunzipped (``source.ReadAhead``).
+    ``text`` is the file's content when it was read already (``source.ReadAhead``).
     """
     path = Path(path)
-    where = str(path)
-    size = file_size(path)
+    size = text.size if text is not None else file_size(path)
     with loading_progress(path.name, size, progress) as stage, _collector_paused():
         if text is None:
-            data = read_text(path, stage)
+            text = read_text(path, stage)
         else:
-            data = text
             stage.read(size)
+        data = text.data
+        del text
         stage.step("decoding")
-        try:
-            builder, document = _columns(split_documents(data))
-        except UnsplittableError:
-            builder, document = _columns(exact_documents(data, where))
+        columns = _in_one_pass(data)
+        if columns is None:  # here, not in an except block whose traceback holds the first try
+            columns = _columns(exact_documents(data, str(path)))
         stage.step("indexing")
-        return _build(builder, document, path, size)
+        return _build(*columns, path, size)
+
+
+def _in_one_pass(data: bytes) -> tuple[ColumnBuilder, Document[AnyEvent]] | None:
+    try:
+        return _columns(split_documents(data))
+    except UnsplittableError:
+        return None
 
 
 @contextmanager

@@ -13,7 +13,7 @@ import threading
 import zlib
 from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import cast
+from typing import NamedTuple, cast
 
 from isal import isal_zlib
 
@@ -26,6 +26,13 @@ _ISAL_ERROR = cast(type[Exception], isal_zlib.error)
 _SILENT = Stage(None, 0)
 
 
+class FileText(NamedTuple):
+    """A trace file's content, gunzipped, and its size on disk when it was read."""
+
+    data: bytes
+    size: int
+
+
 def file_size(path: Path) -> int:
     """The size of a trace file; a one-line ``TraceError`` if it is missing or a folder."""
     if not path.exists():
@@ -35,9 +42,9 @@ def file_size(path: Path) -> int:
     return path.stat().st_size
 
 
-def read_text(path: Path, stage: Stage = _SILENT) -> bytes:
+def read_text(path: Path, stage: Stage = _SILENT) -> FileText:
     """The file's bytes, gunzipped when they are gzip."""
-    file_size(path)
+    size = file_size(path)
     try:
         with path.open("rb") as handle:
             chunks = []
@@ -49,7 +56,7 @@ def read_text(path: Path, stage: Stage = _SILENT) -> bytes:
     raw = b"".join(chunks)
     del chunks
     stage.step("decompressing")
-    return decompress(raw, str(path))
+    return FileText(decompress(raw, str(path)), size)
 
 
 def decompress(raw: bytes, where: str) -> bytes:
@@ -98,7 +105,7 @@ class Reading(threading.Thread):
     def __init__(self, path: Path) -> None:
         super().__init__(name=f"steptrace-read-{path.name}", daemon=True)
         self._path = path
-        self._text: bytes | None = None
+        self._text: FileText | None = None
         self._error: Exception | None = None
         self._taken = False
         try:
@@ -114,7 +121,7 @@ class Reading(threading.Thread):
         except Exception as error:  # handed to the caller, in its thread, by take()
             self._error = error
 
-    def take(self) -> bytes | None:
+    def take(self) -> FileText | None:
         """The text, once (None: not read ahead); then this object lets go of it.
 
         A file's ``TraceError`` is raised here, as if the file had been read now.
