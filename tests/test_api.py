@@ -51,3 +51,12 @@ def test_lazy_names_are_listed_and_importable() -> None:
     assert EventTable.__name__ == "EventTable"
     with pytest.raises(AttributeError, match="no attribute 'nope'"):
         steptrace.trace.nope  # noqa: B018
+
+
+def test_help_on_the_package_needs_no_torch() -> None:
+    code = (
+        "import sys; sys.modules['torch'] = None;"  # as if torch were not installed
+        "import pydoc, steptrace; pydoc.render_doc(steptrace);"
+        "assert 'analyze' in dir(steptrace) and 'capture' not in dir(steptrace)"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True)

@@ -157,6 +157,30 @@ def test_the_installed_command_fails_cleanly_with_stdout_closed(tmp_path: Path) 
     )  # fmt: skip
     assert done.returncode == 2
     assert "Traceback" not in done.stderr and "no such file" in done.stderr
+    trace = gpu_trace("cpu_train_trace.json")
+    for output in ("text", "json"):  # a report with nowhere to go is no crash
+        done = subprocess.run(
+            ["bash", "-c", f"'{command}' analyze '{trace}' --format {output} >&-"],
+            capture_output=True, text=True, check=False,
+        )  # fmt: skip
+        assert done.returncode == 0 and done.stderr == ""
+
+
+def test_a_full_disk_is_a_one_line_error() -> None:
+    command = Path(sys.executable).parent / "steptrace"
+    path = gpu_trace("cpu_train_trace.json")
+    done = subprocess.run(
+        ["bash", "-c", f"'{command}' analyze '{path}' --format json > /dev/full"],
+        capture_output=True, text=True, check=False,
+    )  # fmt: skip
+    assert done.returncode == 1
+    assert done.stderr == "steptrace: error: No space left on device\n"
+
+
+def test_a_lone_surrogate_escape_is_invalid_json(write_trace: WriteTrace) -> None:
+    text = '{"traceEvents": [{"ph": "X", "name": "\\ud800", "ts": 1, "dur": 2}]}'
+    path = write_trace(text)
+    assert_one_line_error([str(path)], path, "invalid or truncated JSON")
 
 
 def test_the_installed_command_writes_its_whole_report_to_a_pipe() -> None:

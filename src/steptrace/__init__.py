@@ -30,6 +30,7 @@ if TYPE_CHECKING:
     from steptrace.trace.load import load_trace
     from steptrace.validate import Comparison, compare
 
+_NEED_TORCH = ("steptrace.harness", "steptrace.validate")
 _MODULE_OF = {
     **dict.fromkeys(("TraceAnalysis", "analyze", "analyze_trace"), "steptrace.analysis.analyze"),
     "Scenario": "steptrace.scenario",
@@ -67,4 +68,9 @@ __all__ = [
 ]
 
 
-__getattr__, __dir__ = lazy_names(__name__, _MODULE_OF)
+if not TYPE_CHECKING:  # so that type checkers still reject names that do not exist
+    __getattr__, __dir__ = lazy_names(
+        __name__,
+        _MODULE_OF,
+        unlisted=[n for n, m in _MODULE_OF.items() if m.startswith(_NEED_TORCH)],
+    )

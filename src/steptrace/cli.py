@@ -66,10 +66,13 @@ class _Commands(click.Group):
             sys.exit(error.exit_code)
         except click.ClickException as error:
             context = getattr(error, "ctx", None)
-            hint = f" (see {context.command_path} --help)" if context is not None else ""
-            _fail(f"{error.format_message()}{hint}", error.exit_code)
+            command = context.command_path if context is not None else self.name
+            _fail(f"{error.format_message()} (see {command} --help)", error.exit_code)
         except click.Abort:
             _fail("aborted", 1)
+        except OSError as error:  # the output could not be written (a full disk, ...)
+            place = f"{error.filename}: " if error.filename else ""
+            _fail(f"{place}{error.strerror or error}", 1)
         sys.exit(status if isinstance(status, int) else 0)
 
 
@@ -104,11 +107,11 @@ def analyze(
     from steptrace.inputs import trace_files
     from steptrace.trace.source import ReadAhead
 
-    limits = _thresholds(list(threshold)) if threshold else None
     try:
         texts = ReadAhead(trace_files(list(traces)))  # reading starts now, beside the imports
         from steptrace.analysis.analyze import analyze as analyze_file
 
+        limits = _thresholds(list(threshold))
         results = [
             analyze_file(path, thresholds=limits, text=reading.take()).top(top)
             for path, reading in texts
@@ -416,6 +419,9 @@ def main() -> NoReturn:
     one by one (as mypy does): after a large trace that took 20 ms, a twentieth of the
     analysis. Commands that ran torch exit normally, so that its exit handlers run.
     """
+    for name in ("stdout", "stderr"):
+        if getattr(sys, name) is None:  # closed before the start: write to nowhere
+            setattr(sys, name, Path(os.devnull).open("w"))  # noqa: SIM115 (open until exit)
     try:
         app(prog_name="steptrace")
         status: object = 0
@@ -426,8 +432,7 @@ def main() -> NoReturn:
     code = _exit_code(status)
     for stream in (sys.stdout, sys.stderr):
         try:
-            if stream is not None:  # None: the stream was closed before the start
-                stream.flush()
+            stream.flush()
         except OSError:  # the reader went away (``| head``) or the disk is full
             code = code or 1
     os._exit(code)

@@ -18,11 +18,12 @@ if TYPE_CHECKING:
     from steptrace.trace.table import EventTable, Trace, TraceInfo
 
 __all__ = ["EventTable", "Kind", "Trace", "TraceInfo", "load_trace"]
-__getattr__, __dir__ = lazy_names(
-    __name__,
-    {
-        "Kind": "steptrace.trace.kinds",
-        "load_trace": "steptrace.trace.load",
-        **dict.fromkeys(("EventTable", "Trace", "TraceInfo"), "steptrace.trace.table"),
-    },
-)
+if not TYPE_CHECKING:  # so that type checkers still reject names that do not exist
+    __getattr__, __dir__ = lazy_names(
+        __name__,
+        {
+            "Kind": "steptrace.trace.kinds",
+            "load_trace": "steptrace.trace.load",
+            **dict.fromkeys(("EventTable", "Trace", "TraceInfo"), "steptrace.trace.table"),
+        },
+    )

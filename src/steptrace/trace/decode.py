@@ -232,12 +232,11 @@ def _decode_nonstandard(
     """Python's json writes NaN and Infinity, which strict JSON lacks: accept them as null."""
     try:
         loose = json.loads(data)
-    except (ValueError, RecursionError):
+        strict = msgspec.json.encode(loose)  # non-finite numbers become null
+    except (ValueError, RecursionError):  # UnicodeError too: a lone surrogate \ud800
         raise TraceError(f"{where}: invalid or truncated JSON ({_short(error)})") from None
     try:
-        return _decode_typed(
-            msgspec.json.encode(loose), b"[" if isinstance(loose, list) else b"{"
-        )  # non-finite numbers become null
+        return _decode_typed(strict, b"[" if isinstance(loose, list) else b"{")
     except msgspec.MsgspecError as exc:
         raise TraceError(f"{where}: not a torch.profiler trace ({_short(exc)})") from None
 
