@@ -16,6 +16,7 @@ from steptrace.errors import CaptureError, CaptureWarning  # noqa: E402
 from steptrace.scenario import sidecar_path  # noqa: E402
 from tests import workloads  # noqa: E402
 from tests.conftest import read_json  # noqa: E402
+from tests.test_decode_split import split_or_none  # noqa: E402
 
 LABELS = ["read_batch", "transfer", "train", "forward", "backward", "optimizer_step"]
 
@@ -51,6 +52,8 @@ def test_scenario_round_trips_through_trace_and_sidecar(tmp_path: Path) -> None:
     assert sidecar["scenario"] == expected
     assert sidecar["capture"]["cold_start_ms"] == list(result.cold_start_ms)
     assert read_json(Path(result.trace))["steptrace"]["scenario"] == expected
+    # steptrace's own block does not push its traces off the one-pass decode
+    assert split_or_none(Path(result.trace).read_bytes(), 1 << 12) is not None
     from_sidecar = steptrace.analyze(result.trace)
     assert from_sidecar.scenario is not None and from_sidecar.scenario.to_dict() == expected
     Path(result.sidecar).unlink()  # the trace alone still carries its question
