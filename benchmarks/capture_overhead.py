@@ -41,7 +41,7 @@ def workload(batches: int) -> tuple[torch.nn.Module, torch.optim.Optimizer, Data
 
 
 def step_ms(trace: Path) -> float:
-    return statistics.median(s.wall_ms for s in steptrace.analyze(trace).steps)
+    return statistics.median(s.wall_ms for s in steptrace.analyze(trace).analysis.steps)
 
 
 def harness(folder: Path, active: int, index: int) -> float:

@@ -43,7 +43,7 @@ def main(folder: Path) -> None:
     print(prof.key_averages().table(sort_by="self_cpu_time_total", row_limit=8))
     prof.export_chrome_trace(str(trace))
     print(f"Trace written to {trace}\n")
-    analysis = steptrace.analyze(trace)
+    analysis = steptrace.analyze(trace).analysis
     matmul_add = next(o for o in analysis.summary.phases if o.name == "matmul_add")
     print(
         f"steptrace: 'matmul_add' took {matmul_add.exclusive_ms.median:.3f} ms of its own "

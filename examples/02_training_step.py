@@ -37,15 +37,16 @@ def main(folder: Path) -> None:
     result = steptrace.profile_training(
         model, optimizer, nn.functional.cross_entropy, DataLoader(data, batch_size=64),
         scenario=scenario, out=folder / f"train-{time.strftime('%Y%m%d-%H%M%S')}.json",
-        wait=1, warmup=1, active=2,
+        window=steptrace.Window(wait=1, warmup=1, active=2),
     )  # fmt: skip
-    print(f"trace: {result.trace}; cold start {result.cold_start_ms[0]:.2f} ms (kept apart)")
-    analysis = steptrace.analyze(result.trace)
-    print(f"question: {analysis.scenario.question if analysis.scenario else None}")
-    for step in analysis.steps:
+    cold = result.facts.cold_start_ms[0]
+    print(f"trace: {result.trace}; cold start {cold:.2f} ms (kept apart)")
+    report = steptrace.analyze(result.trace)
+    print(f"question: {report.scenario.question if report.scenario else None}")
+    for step in report.analysis.steps:
         labels = ", ".join(f"{p.name} {p.exclusive_ms:.2f}" for p in step.phases[:6])
         print(f"{step.name}: {step.wall_ms:.2f} ms — {labels}")
-    for finding in analysis.findings:
+    for finding in report.findings:
         print(f"[{finding.rule}] {finding.observation}\n  next: {finding.next_check}")
 
 

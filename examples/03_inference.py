@@ -37,9 +37,10 @@ def main(folder: Path) -> None:
         load_model, request, inputs, scenario=scenario,
         out=folder / f"infer-{time.strftime('%Y%m%d-%H%M%S')}.json",
     )  # fmt: skip
-    print(f"model load {result.model_load_ms:.2f} ms and first request "
-          f"{result.cold_start_ms[0]:.2f} ms, both outside the profiled window")  # fmt: skip
-    analysis = steptrace.analyze(result.trace)
+    facts = result.facts
+    print(f"model load {facts.model_load_ms:.2f} ms and first request "
+          f"{facts.cold_start_ms[0]:.2f} ms, both outside the profiled window")  # fmt: skip
+    analysis = steptrace.analyze(result.trace).analysis
     for step in analysis.steps:
         print(f"{step.name}: {step.wall_ms:.3f} ms ({', '.join(p.name for p in step.phases)})")
 

@@ -1,30 +1,81 @@
-"""Shared fixtures: the real traces of ../shared/traces and a writer of synthetic traces."""
+"""Shared fixtures: the real traces (``STEPTRACE_TRACES``, default ../shared/traces), their
+reports computed once per session, and a writer of synthetic traces.
+
+Without the real traces, every test that needs one is skipped with the same one-line
+reason, and everything else runs.
+"""
 
 from __future__ import annotations
 
+import functools
 import gzip
 import json
+import os
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+import steptrace
+
 REPO = Path(__file__).resolve().parents[1]
-TRACES = REPO.parent / "shared" / "traces"
+TRACES = Path(os.environ.get("STEPTRACE_TRACES", REPO.parent / "shared" / "traces"))
 NOT_A_TRACE = "memory_timeline_export_raw__memory_analysis.raw.gz"
+NO_TRACES = f"real traces not found in {TRACES} (set STEPTRACE_TRACES to their folder)"
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption(
+        "--update-goldens",
+        action="store_true",
+        help="Rewrite tests/golden/ from the current renderers (review the diff).",
+    )
+
+
+def pytest_report_header() -> str:
+    found = real_traces()
+    return f"real traces: {len(found)} in {TRACES}" if found else f"real traces: {NO_TRACES}"
 
 
 def real_traces() -> list[Path]:
-    """Every Chrome trace in ../shared/traces (the memory-timeline export is not one)."""
-    found = sorted(p for p in TRACES.glob("*/*.gz") if p.name != NOT_A_TRACE)
-    assert found, f"no traces found under {TRACES}"
-    return found
+    """Every Chrome trace in the traces folder (the memory-timeline export is not one)."""
+    return sorted(p for p in TRACES.glob("*/*.gz") if p.name != NOT_A_TRACE)
+
+
+def trace_params() -> list[Any]:
+    """``parametrize`` values over every real trace, or one skipped case without them."""
+    found = real_traces()
+    if not found:
+        return [pytest.param(None, marks=pytest.mark.skip(reason=NO_TRACES), id="no-traces")]
+    return [pytest.param(p, id=p.name[:40]) for p in found]
 
 
 def gpu_trace(name_part: str) -> Path:
-    (match,) = [p for p in real_traces() if name_part in p.name]
+    """The one real trace whose name contains ``name_part``; skips the test without them."""
+    found = [p for p in real_traces() if name_part in p.name]
+    if not found:
+        pytest.skip(NO_TRACES)
+    (match,) = found
     return match
+
+
+def shared_file(relative: str) -> Path:
+    """A file of the traces folder (not necessarily a trace); skips the test without it."""
+    path = TRACES / relative
+    if not path.exists():
+        pytest.skip(NO_TRACES)
+    return path
+
+
+@functools.cache
+def _report(path: Path) -> steptrace.Report:
+    return steptrace.analyze(path)
+
+
+def report_of(name_part: str) -> steptrace.Report:
+    """The report of a real trace, computed once per session (reports are immutable)."""
+    return _report(gpu_trace(name_part))
 
 
 def read_json(path: Path) -> Any:

@@ -44,7 +44,7 @@ def events() -> list[dict]:  # type: ignore[type-arg]
 
 @pytest.fixture
 def result(write_trace: WriteTrace) -> steptrace.TraceAnalysis:
-    return steptrace.analyze(write_trace(document(events())))
+    return steptrace.analyze(write_trace(document(events()))).analysis
 
 
 def test_steps_and_first_step_apart(result: steptrace.TraceAnalysis) -> None:
@@ -120,22 +120,22 @@ def test_kernel_table(result: steptrace.TraceAnalysis) -> None:
 def test_shuffled_events_give_the_same_analysis(write_trace: WriteTrace) -> None:
     shuffled = events()
     random.Random(7).shuffle(shuffled)
-    ordered = steptrace.analyze(write_trace(document(events())))
-    unordered = steptrace.analyze(write_trace(document(shuffled)))
+    ordered = steptrace.analyze(write_trace(document(events()))).analysis
+    unordered = steptrace.analyze(write_trace(document(shuffled))).analysis
     assert unordered.steps == ordered.steps
     assert unordered.operators == ordered.operators
     assert unordered.kernels == ordered.kernels
 
 
 def test_gzip_and_plain_json_are_the_same(write_trace: WriteTrace) -> None:
-    plain = steptrace.analyze(write_trace(document(events())))
-    packed = steptrace.analyze(write_trace(document(events()), gz=True))
+    plain = steptrace.analyze(write_trace(document(events()))).analysis
+    packed = steptrace.analyze(write_trace(document(events()), gz=True)).analysis
     assert plain.steps == packed.steps
 
 
 def test_a_trace_without_steps_is_one_window(write_trace: WriteTrace) -> None:
     no_steps = [e for e in events() if not e["name"].startswith("ProfilerStep")]
-    result = steptrace.analyze(write_trace(document(no_steps)))
+    result = steptrace.analyze(write_trace(document(no_steps))).analysis
     assert not result.trace.steps_from_markers
     (window,) = result.steps
     assert window.name == "window"
@@ -149,15 +149,15 @@ def test_legacy_vocabulary_and_string_thread_ids(write_trace: WriteTrace) -> Non
          "tid": str(e["tid"]) if e["cat"] != "kernel" else f"stream {e['tid']}"}
         for e in events()
     ]  # fmt: skip
-    result = steptrace.analyze(write_trace(document(legacy)))
-    current = steptrace.analyze(write_trace(document(events())))
+    result = steptrace.analyze(write_trace(document(legacy))).analysis
+    current = steptrace.analyze(write_trace(document(events()))).analysis
     assert result.steps == current.steps
     assert {o.name for o in result.operators} == {o.name for o in current.operators}
 
 
 def test_path_is_reported(write_trace: WriteTrace) -> None:
     path = write_trace(document(events()))
-    assert Path(steptrace.analyze(path).trace.path) == path
+    assert Path(steptrace.analyze(path).analysis.trace.path) == path
 
 
 def test_why_the_gpu_was_idle(result: steptrace.TraceAnalysis) -> None:
@@ -195,7 +195,7 @@ def test_copy_patterns(result: steptrace.TraceAnalysis) -> None:
 
 def test_a_label_crossing_a_step_boundary_is_split(write_trace: WriteTrace) -> None:
     events = [step(1, 0, 100), step(2, 100, 100), label("A", 0, 200), label("B", 0, 90)]
-    result = steptrace.analyze(write_trace(document(events)))
+    result = steptrace.analyze(write_trace(document(events))).analysis
     first, second = ({p.name: p for p in s.phases} for s in result.steps)
     assert first["A"].exclusive_ms == pytest.approx(0.010)  # 90-100: B owns 0-90
     assert first["B"].exclusive_ms == pytest.approx(0.090)
@@ -210,7 +210,7 @@ def test_gpu_work_counts_in_the_step_that_launched_it(write_trace: WriteTrace) -
         launch(50, 5, correlation=1), kernel("late", 150, 30, correlation=1),
         launch(160, 5, correlation=2), kernel("tail", 250, 40, correlation=2),
     ]  # fmt: skip
-    result = steptrace.analyze(write_trace(document(events)))
+    result = steptrace.analyze(write_trace(document(events))).analysis
     first, second = (s.gpu for s in result.steps)
     assert first is not None and second is not None
     assert (first.kernels.count, second.kernels.count) == (1, 1)
@@ -222,6 +222,6 @@ def test_input_idle_never_exceeds_the_read_time(write_trace: WriteTrace) -> None
     events = [step(1, 0, 1000), label("read_batch", 0, 300), label("decode", 50, 190),
               kernel("k", 400, 500)]  # fmt: skip
     finding = {f.rule: f for f in steptrace.analyze(write_trace(document(events))).findings}
-    evidence = finding["input-pipeline"].evidence
+    evidence = finding["input-pipeline"].evidence.values()
     assert evidence["share_of_step_median"] == pytest.approx(0.3)
     assert evidence["gpu_idle_share_while_reading"] == pytest.approx(1.0)

@@ -16,7 +16,7 @@ def test_all_is_curated_and_sorted() -> None:
 
 def test_analysis_does_not_import_torch() -> None:
     code = (
-        "import sys, steptrace, steptrace.cli, steptrace.report.text;"
+        "import sys, steptrace, steptrace.cli, steptrace.pipeline, steptrace.report.to_text;"
         "assert 'torch' not in sys.modules, 'torch imported'"
     )
     subprocess.run([sys.executable, "-c", code], check=True)

@@ -118,9 +118,9 @@ def test_events_without_times_or_with_bad_durations_are_skipped_with_a_warning(
     assert "skipped 4 complete events without a usable ts/dur" in err
     assert str(path) in err
     result = json.loads(out)
-    assert result["steps"][0]["gpu"]["busy_ms"] == pytest.approx(0.02)
-    assert [k["name"] for k in result["kernels"]] == ["k"]
-    assert any("skipped 4" in w for w in result["trace"]["warnings"])
+    assert result["analysis"]["steps"][0]["gpu"]["busy_ms"] == pytest.approx(0.02)
+    assert [k["name"] for k in result["analysis"]["kernels"]] == ["k"]
+    assert any("skipped 4" in w for w in result["analysis"]["trace"]["warnings"])
 
 
 def test_unknown_categories_are_ignored_with_a_warning(write_trace: WriteTrace) -> None:
@@ -129,7 +129,7 @@ def test_unknown_categories_are_ignored_with_a_warning(write_trace: WriteTrace) 
     code, out, err = run(str(path), "--format", "json")
     assert code == 0
     assert "ignored 1 events of unknown categories: 'quantum_op'" in err
-    assert json.loads(out)["steps"][0]["gpu"]["busy_ms"] == pytest.approx(0.02)
+    assert json.loads(out)["analysis"]["steps"][0]["gpu"]["busy_ms"] == pytest.approx(0.02)
 
 
 def test_one_bad_file_among_good_ones_fails_the_command(write_trace: WriteTrace) -> None:
@@ -191,7 +191,7 @@ def test_the_installed_command_writes_its_whole_report_to_a_pipe() -> None:
         capture_output=True, text=True, check=False,
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
-    assert json.loads(done.stdout)["trace"]["gpu_observed"] is True
+    assert json.loads(done.stdout)["analysis"]["trace"]["gpu_observed"] is True
     assert done.stderr == ""
 
 
@@ -208,7 +208,7 @@ def test_multi_member_gzip_is_read_whole(write_trace: WriteTrace) -> None:
     path = write_trace(gzip.compress(text[:half]) + gzip.compress(text[half:]), name="two.json.gz")
     code, out, _ = run(str(path), "--format", "json")
     assert code == 0
-    assert json.loads(out)["steps"][0]["gpu"]["busy_ms"] == pytest.approx(0.02)
+    assert json.loads(out)["analysis"]["steps"][0]["gpu"]["busy_ms"] == pytest.approx(0.02)
 
 
 def test_invalid_utf8_in_an_event(write_trace: WriteTrace) -> None:
@@ -228,7 +228,7 @@ def test_integers_beyond_64_bits_are_read_as_missing(write_trace: WriteTrace) ->
     huge["args"]["stream"] = str(2**70)
     code, out, _ = run(str(write_trace(document([step(1, 0, 100), huge]))), "--format", "json")
     assert code == 0
-    assert json.loads(out)["kernels"][0]["calls"] == 1
+    assert json.loads(out)["analysis"]["kernels"][0]["calls"] == 1
 
 
 def test_incomplete_device_properties_and_odd_ranks(write_trace: WriteTrace) -> None:
@@ -237,9 +237,9 @@ def test_incomplete_device_properties_and_odd_ranks(write_trace: WriteTrace) -> 
     doc["distributedInfo"] = {"rank": "first", "world_size": 2}
     code, out, _ = run(str(write_trace(doc)), "--format", "json")
     assert code == 0
-    result = json.loads(out)
-    assert result["trace"]["devices"][0]["compute_capability"] is None
-    assert result["trace"]["rank"] is None and result["trace"]["world_size"] == 2
+    trace = json.loads(out)["analysis"]["trace"]
+    assert trace["devices"][0]["compute_capability"] is None
+    assert trace["rank"] is None and trace["world_size"] == 2
 
 
 def test_zero_length_steps_do_not_make_infinite_ratios(write_trace: WriteTrace) -> None:
@@ -272,7 +272,7 @@ def test_a_folder_with_scenario_sidecars_analyzes_only_traces(write_trace: Write
     path = write_trace(document([step(1, 0, 100)]), name="t.json")
     path.with_name("t.scenario.json").write_text('{"schema": "steptrace.scenario/1"}')
     code, out, _ = run(str(path.parent), "--format", "json")
-    assert code == 0 and json.loads(out)["trace"]["path"] == str(path)
+    assert code == 0 and json.loads(out)["analysis"]["trace"]["path"] == str(path)
 
 
 def test_a_non_finite_threshold_is_refused(write_trace: WriteTrace) -> None:

@@ -31,7 +31,7 @@ def train(tmp_path: Path, name: str = "trace.json", **options: object) -> steptr
 
 def test_training_window_has_steps_and_labels(tmp_path: Path) -> None:
     result = train(tmp_path, active=3)
-    analysis = steptrace.analyze(result.trace)
+    analysis = steptrace.analyze(result.trace).analysis
     assert [s.name for s in analysis.steps] == [
         "ProfilerStep#2",
         "ProfilerStep#3",
@@ -40,23 +40,23 @@ def test_training_window_has_steps_and_labels(tmp_path: Path) -> None:
     for step in analysis.steps:
         names = [p.name for p in step.phases]
         assert [n for n in names if n in LABELS] == LABELS
-    assert len(result.profiled_step_ms) == 3
-    assert len(result.cold_start_ms) == 1  # timed apart, before the profiler
-    assert not result.gpu_requested and not result.gpu_observed
+    assert len(result.facts.profiled_step_ms) == 3
+    assert len(result.facts.cold_start_ms) == 1  # timed apart, before the profiler
+    assert not result.facts.gpu_requested and not result.facts.gpu_observed
 
 
 def test_scenario_round_trips_through_trace_and_sidecar(tmp_path: Path) -> None:
     result = train(tmp_path)
     expected = workloads.training_scenario().to_dict()
-    sidecar = json.loads(Path(result.sidecar).read_text())
+    sidecar = json.loads(Path(result.facts.sidecar).read_text())
     assert sidecar["scenario"] == expected
-    assert sidecar["capture"]["cold_start_ms"] == list(result.cold_start_ms)
+    assert sidecar["capture"]["cold_start_ms"] == list(result.facts.cold_start_ms)
     assert read_json(Path(result.trace))["steptrace"]["scenario"] == expected
     # steptrace's own block does not push its traces off the one-pass decode
     assert split_or_none(Path(result.trace).read_bytes(), 1 << 12) is not None
     from_sidecar = steptrace.analyze(result.trace)
     assert from_sidecar.scenario is not None and from_sidecar.scenario.to_dict() == expected
-    Path(result.sidecar).unlink()  # the trace alone still carries its question
+    Path(result.facts.sidecar).unlink()  # the trace alone still carries its question
     from_trace = steptrace.analyze(result.trace)
     assert from_trace.scenario is not None and from_trace.scenario.to_dict() == expected
 
@@ -67,7 +67,7 @@ def test_dataloader_with_two_workers(tmp_path: Path) -> None:
         work.model, work.optimizer, work.loss_fn, workloads.tiny_loader(num_workers=2),
         scenario=work.scenario, out=tmp_path / "nw2.json",
     )  # fmt: skip
-    phases = {p.name for s in steptrace.analyze(result.trace).steps for p in s.phases}
+    phases = {p.name for s in steptrace.analyze(result.trace).analysis.steps for p in s.phases}
     assert "read_batch" in phases
     assert any("_MultiProcessingDataLoaderIter.__next__" in p for p in phases)
 
@@ -174,26 +174,26 @@ def test_cuda_requested_on_a_cpu_build_is_refused(tmp_path: Path) -> None:
 
 def test_overhead_and_flops(tmp_path: Path) -> None:
     result = train(tmp_path, active=3, measure_overhead=True, count_flops=True)
-    assert result.unprofiled_step_ms is not None and len(result.unprofiled_step_ms) == 3
-    assert result.overhead_ratio == pytest.approx(
-        np.median(result.profiled_step_ms) / np.median(result.unprofiled_step_ms)
+    assert result.facts.unprofiled_step_ms is not None and len(result.facts.unprofiled_step_ms) == 3
+    assert result.facts.overhead_ratio == pytest.approx(
+        np.median(result.facts.profiled_step_ms) / np.median(result.facts.unprofiled_step_ms)
     )
     b, f, h, c = workloads.BATCH, workloads.FEATURES, workloads.HIDDEN, workloads.CLASSES
     # each Linear: forward 2*B*in*out; backward: input grad + weight grad, twice that.
     # The first layer's input needs no grad: its backward is the weight grad alone.
     expected = 2 * b * f * h * 2 + 2 * b * h * c * 3
-    assert result.flops_per_step == expected
-    assert result.mfu is None and result.peak_tflops is None  # no peak known for a CPU
-    assert result.achieved_tflops == pytest.approx(
-        expected / (np.median(result.unprofiled_step_ms) / 1000) / 1e12
+    assert result.facts.flops_per_step == expected
+    assert result.facts.mfu is None and result.facts.peak_tflops is None  # no peak known for a CPU
+    assert result.facts.achieved_tflops == pytest.approx(
+        expected / (np.median(result.facts.unprofiled_step_ms) / 1000) / 1e12
     )
 
 
 def test_costly_options_are_recorded_and_warned(tmp_path: Path) -> None:
     with pytest.warns(CaptureWarning, match="record_shapes was on"):
         result = train(tmp_path, record_shapes=True)
-    assert result.settings["options"]["record_shapes"] is True
-    text = json.dumps(steptrace.analyze(result.trace).trace.options)
+    assert result.facts.window is not None and result.facts.window.record_shapes
+    text = json.dumps(steptrace.analyze(result.trace).analysis.trace.options)
     assert "record_shapes" in text
 
 
@@ -212,10 +212,10 @@ def test_custom_loop_capture(tmp_path: Path) -> None:
             if window.done:
                 break
     assert window.result is not None
-    analysis = steptrace.analyze(window.result.trace)
-    assert len(analysis.steps) == 2
-    assert all("my_forward" in [p.name for p in s.phases] for s in analysis.steps)
-    assert analysis.scenario is not None and analysis.scenario.question == scenario.question
+    report = steptrace.analyze(window.result.trace)
+    assert len(report.analysis.steps) == 2
+    assert all("my_forward" in [p.name for p in s.phases] for s in report.analysis.steps)
+    assert report.scenario is not None and report.scenario.question == scenario.question
 
 
 def test_a_custom_loop_that_stops_early_is_an_error(tmp_path: Path) -> None:
@@ -233,9 +233,9 @@ def test_inference_keeps_model_load_apart(tmp_path: Path) -> None:
         work.load_model, work.request, work.inputs,  # type: ignore[arg-type]
         scenario=work.scenario, out=tmp_path / "infer.json",
     )  # fmt: skip
-    assert result.model_load_ms is not None and result.model_load_ms > 0
-    assert len(result.cold_start_ms) == 1 and result.warnings == ()
-    analysis = steptrace.analyze(result.trace)
+    assert result.facts.model_load_ms is not None and result.facts.model_load_ms > 0
+    assert len(result.facts.cold_start_ms) == 1 and result.facts.warnings == ()
+    analysis = steptrace.analyze(result.trace).analysis
     assert len(analysis.steps) == 2
     assert all(s.phases[0].name == "request" for s in analysis.steps)
 
@@ -251,7 +251,7 @@ def test_inference_in_training_mode_with_autograd_is_reported(tmp_path: Path) ->
         )  # fmt: skip
     messages = " ".join(str(w.message) for w in caught)
     assert "training mode" in messages and "autograd" in messages
-    assert len(result.warnings) == 2
+    assert len(result.facts.warnings) == 2
 
 
 def test_wrong_kind_is_refused(tmp_path: Path) -> None:
@@ -293,7 +293,7 @@ def test_a_profiler_that_fails_to_start_leaves_no_file(
 
 
 def test_window_files_for_repeats() -> None:
-    from steptrace.harness.files import cycle_path
+    from steptrace.capturing.files import cycle_path
 
     assert cycle_path(Path("run/trace.json.gz"), 1) == Path("run/trace-2.json.gz")
     assert cycle_path(Path("run/trace.json"), 2) == Path("run/trace-3.json")
@@ -303,15 +303,19 @@ def test_window_files_for_repeats() -> None:
 
 def test_repeat_writes_one_trace_per_window(tmp_path: Path) -> None:
     result = train(tmp_path, active=1, repeat=2)
-    assert [Path(t).name for t in result.traces] == ["trace.json", "trace-2.json"]
-    assert all(len(steptrace.analyze(t).steps) == 1 for t in result.traces)
+    assert [Path(t).name for t in result.facts.traces] == ["trace.json", "trace-2.json"]
+    assert all(len(steptrace.analyze(t).analysis.steps) == 1 for t in result.facts.traces)
 
 
 def test_batches_as_namedtuples_and_mappings_move_to_the_device() -> None:
     from collections import namedtuple
 
-    from steptrace.harness.devices import to_device
+    from steptrace.devices import to_device
 
     pair = namedtuple("pair", "x y")
-    moved = to_device(pair(torch.ones(1), {"mask": torch.zeros(1)}), torch.device("cpu"))
-    assert isinstance(moved, pair) and isinstance(moved.y, dict)
+    batch = pair(torch.ones(2), {"mask": torch.zeros(3, dtype=torch.bool), "id": 7})
+    moved = to_device(batch, torch.device("meta"))  # a device other than the CPU, on any machine
+    assert type(moved) is pair and type(moved.y) is dict
+    assert moved.x.device.type == "meta" and moved.x.shape == (2,)
+    assert moved.y["mask"].device.type == "meta" and moved.y["mask"].dtype == torch.bool
+    assert moved.y["id"] == 7 and batch.x.device.type == "cpu"  # the original is untouched

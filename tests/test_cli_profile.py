@@ -23,7 +23,7 @@ def test_profile_training_workload_from_a_file(tmp_path: Path) -> None:
     assert result.exit_code == 0, result.stderr
     report = json.loads(result.stdout)
     assert report["scenario"]["question"] == "Does the step wait for data?"
-    assert [s["name"] for s in report["steps"]] == ["ProfilerStep#2", "ProfilerStep#3"]
+    assert [s["name"] for s in report["analysis"]["steps"]] == ["ProfilerStep#2", "ProfilerStep#3"]
     assert report["capture"]["cold_start_ms"]
     assert out.exists() and out.with_name("trace.scenario.json").exists()
 

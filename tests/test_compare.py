@@ -25,7 +25,7 @@ from steptrace.validate import (  # noqa: E402
     prepared_batch_check,
 )
 from tests import compare_steps as steps  # noqa: E402
-from tests.conftest import gpu_trace  # noqa: E402
+from tests.conftest import report_of  # noqa: E402
 
 QUICK = TimingPlan(warmup=2, block_steps=3, min_blocks=4, max_blocks=8, budget_s=3)
 
@@ -145,7 +145,7 @@ def test_pinned_memory_check_needs_a_gpu() -> None:
 
 
 def test_operator_script_runs(tmp_path: Path) -> None:
-    analysis = steptrace.analyze(gpu_trace("cpu_train_trace_all"))
+    analysis = report_of("cpu_train_trace_all").analysis
     script = tmp_path / "addmm.py"
     script.write_text(operator_script(analysis, "aten::addmm"))
     assert "torch.randn((64, 256), dtype=torch.float32" in script.read_text()
@@ -154,7 +154,7 @@ def test_operator_script_runs(tmp_path: Path) -> None:
     )
     assert done.returncode == 0, done.stderr
     assert "median" in done.stdout
-    without_shapes = steptrace.analyze(gpu_trace("cpu_train_trace.json"))
+    without_shapes = report_of("cpu_train_trace.json").analysis
     with pytest.raises(TraceError, match="record_shapes=True"):
         operator_script(without_shapes, "aten::addmm")
 
@@ -233,7 +233,7 @@ def test_the_command_line_refuses_bad_requests_before_running(tmp_path: Path) ->
 
 
 def test_operator_names_are_checked_before_writing_a_script() -> None:
-    analysis = steptrace.analyze(gpu_trace("cpu_train_trace_all"))
+    analysis = report_of("cpu_train_trace_all").analysis
     for bad in ("my_label", "aten::mm'); import os; ('", "aten::"):
         with pytest.raises(TraceError, match="not an operator name"):
             operator_script(analysis, bad)

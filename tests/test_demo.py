@@ -18,12 +18,12 @@ def test_demo_runs_the_method_and_writes_every_report(tmp_path: Path) -> None:
     assert result.exit_code == 0, result.stderr
     (folder,) = tmp_path.iterdir()
     names = {p.name for p in folder.iterdir()}
-    assert {"trace.json", "trace.scenario.json", "analysis.json", "report.md", "report.html",
+    assert {"trace.json", "trace.scenario.json", "report.json", "report.md", "report.html",
             "comparisons.json"} <= names  # fmt: skip
     assert "Question:" in result.stderr and "Findings:" in result.stderr
-    analysis = json.loads((folder / "analysis.json").read_text())
-    assert analysis["scenario"]["question"].startswith("Why is a training step")
-    rules = {f["rule"] for f in analysis["findings"]}
+    report = json.loads((folder / "report.json").read_text())
+    assert report["scenario"]["question"].startswith("Why is a training step")
+    rules = {f["rule"] for f in report["findings"]}
     assert "input-pipeline" in rules  # the planted slow pipeline is found
     comparisons = json.loads((folder / "comparisons.json").read_text())
     titles = [c["title"] for c in comparisons]
@@ -33,6 +33,8 @@ def test_demo_runs_the_method_and_writes_every_report(tmp_path: Path) -> None:
     assert constant["correctness"]["ok"] is True  # moving the constant changes no result
     html = (folder / "report.html").read_text()
     assert "A/B outside the profiler" in html and "<script" not in html
+    markdown = (folder / "report.md").read_text()  # every format shows the same sections
+    assert markdown.count("## A/B outside the profiler") == len(comparisons)
     assert str(folder) in result.stdout
 
 

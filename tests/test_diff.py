@@ -11,7 +11,8 @@ import msgspec
 import pytest
 
 import steptrace
-from steptrace.diff import (
+import steptrace.pipeline
+from steptrace.across.diff import (
     ABSOLUTE_TOLERANCE_MS,
     NO_QUESTION,
     RELATIVE_TOLERANCE,
@@ -19,15 +20,20 @@ from steptrace.diff import (
     SCHEMA,
     TraceDiff,
     diff_analyses,
-    diff_paths,
 )
 from steptrace.errors import TraceError
+from steptrace.pipeline import diff as diff_paths
 from steptrace.scenario import Scenario, record_payload, sidecar_path
-from tests.conftest import TRACES, WriteTrace
+from tests.conftest import WriteTrace, report_of, shared_file
 from tests.tracegen import cpu, document, kernel, step
 
-CPU_TRAIN = TRACES / "cpu" / "cpu_train_trace.json.gz"
-CPU_TRAIN_NW2 = TRACES / "cpu" / "cpu_train_trace_nw2.json.gz"
+
+def cpu_train() -> Path:
+    return shared_file("cpu/cpu_train_trace.json.gz")
+
+
+def cpu_train_nw2() -> Path:
+    return shared_file("cpu/cpu_train_trace_nw2.json.gz")
 
 
 def one_step(number: int, t0: float, *, after: bool) -> list[dict[str, Any]]:
@@ -79,7 +85,7 @@ def test_changes_known_by_construction(write_trace: WriteTrace) -> None:
     assert [c.delta_ms for c in result.operators] == approx([0.4, -0.3, 0.1])
     counts = result.operator_counts
     assert (counts.appeared, counts.disappeared, counts.changed, counts.unknown) == (1, 1, 1, 0)
-    assert counts.unchanged == len(steptrace.analyze(before).operators) - 2  # relu, copy_
+    assert counts.unchanged == len(steptrace.analyze(before).analysis.operators) - 2  # relu, copy_
     assert moved(result.kernels) == [("gemm", "changed", 1, 1, approx(3.0), approx(4.0))]
     assert result.kernel_counts.unchanged == 1  # add
     assert result.warnings == (f"before and after: {NO_QUESTION}",)
@@ -90,7 +96,7 @@ def test_a_trace_against_itself_changes_nothing(write_trace: WriteTrace) -> None
     result = diff_paths(path, path)
     assert result.step_ms.ratio == 1.0 and result.step_ms.delta_ms == 0.0
     assert result.operators == () and result.kernels == ()
-    assert result.operator_counts.unchanged == len(steptrace.analyze(path).operators)
+    assert result.operator_counts.unchanged == len(steptrace.analyze(path).analysis.operators)
     assert result.kernel_counts.unchanged == 2
     assert result.warnings == (f"before and after: {NO_QUESTION}",)
 
@@ -126,8 +132,9 @@ def expected_changes(
 
 
 def test_real_cpu_traces() -> None:
-    old, new = steptrace.analyze(CPU_TRAIN), steptrace.analyze(CPU_TRAIN_NW2)
-    result = diff_paths(CPU_TRAIN, CPU_TRAIN_NW2)
+    old = report_of("cpu_train_trace.json").analysis
+    new = report_of("cpu_train_trace_nw2").analysis
+    result = diff_paths(cpu_train(), cpu_train_nw2())
     assert result.step_ms.ratio == pytest.approx(
         new.summary.wall_ms.median / old.summary.wall_ms.median
     )
@@ -157,31 +164,47 @@ def same_but_paths(one: TraceDiff, other: TraceDiff) -> bool:
 
 @pytest.mark.parametrize("gz", [False, True])
 def test_an_analysis_json_diffs_like_its_trace(tmp_path: Path, gz: bool) -> None:
-    raw = msgspec.json.encode(steptrace.analyze(CPU_TRAIN))
+    raw = msgspec.json.encode(report_of("cpu_train_trace.json"))
     saved = tmp_path / ("analysis.json.gz" if gz else "analysis.json")
     saved.write_bytes(gzip.compress(raw) if gz else raw)
-    from_json = diff_paths(saved, CPU_TRAIN_NW2)
+    from_json = diff_paths(saved, cpu_train_nw2())
     assert from_json.before == str(saved)
-    assert same_but_paths(from_json, diff_paths(CPU_TRAIN, CPU_TRAIN_NW2))
+    assert same_but_paths(from_json, diff_paths(cpu_train(), cpu_train_nw2()))
 
 
 def test_a_formatted_analysis_json_is_read(tmp_path: Path) -> None:
-    from steptrace.report.json import render_json
+    from steptrace.report.registry import renderer
+    from steptrace.report.trace_sections import report_document
 
     saved = tmp_path / "analysis.json"
-    saved.write_text(render_json([steptrace.analyze(CPU_TRAIN)]))
-    assert same_but_paths(diff_paths(saved, CPU_TRAIN), diff_paths(CPU_TRAIN, CPU_TRAIN))
+    report = report_of("cpu_train_trace.json")
+    saved.write_text(renderer("json").render([report_document(report)]))
+    assert same_but_paths(diff_paths(saved, cpu_train()), diff_paths(cpu_train(), cpu_train()))
+
+
+def test_a_report_of_the_first_schema_is_read(tmp_path: Path) -> None:
+    """``steptrace.analysis/1`` put the figures at the top; its findings are not read."""
+    report = report_of("cpu_train_trace.json")
+    figures = msgspec.to_builtins(report.analysis)
+    old = {"schema": "steptrace.analysis/1", "scenario": None, "capture": None, **figures,
+           "findings": [{"evidence": {"where": {}}}], "thresholds": {}}  # fmt: skip
+    saved = tmp_path / "old.json"
+    saved.write_text(json.dumps(old))
+    assert same_but_paths(diff_paths(saved, cpu_train()), diff_paths(cpu_train(), cpu_train()))
+    read = steptrace.pipeline.read_report(saved)
+    assert read.analysis == report.analysis and read.findings == ()
+    assert "its findings were not" in read.warnings[0]
 
 
 def test_a_list_cut_to_its_top_tells_no_absence(tmp_path: Path) -> None:
-    full = steptrace.analyze(CPU_TRAIN)
+    full = report_of("cpu_train_trace.json")
     saved = tmp_path / "top5.json"
     saved.write_bytes(msgspec.json.encode(full.top(5)))
-    result = diff_paths(saved, CPU_TRAIN)
+    result = diff_paths(saved, cpu_train())
     assert result.operators == ()  # the 5 listed ones are unchanged; the rest unknown
     assert result.operator_counts.unchanged == 5
-    assert result.operator_counts.unknown == full.operators_total - 5
-    assert f"before: the analysis lists 5 of {full.operators_total} operators" in "".join(
+    assert result.operator_counts.unknown == full.analysis.operators_total - 5
+    assert f"before: the analysis lists 5 of {full.analysis.operators_total} operators" in "".join(
         result.warnings
     )
 
@@ -243,10 +266,10 @@ def test_step_markers_on_one_side_only(write_trace: WriteTrace) -> None:
 
 
 def test_diff_analyses_is_pure_and_keeps_trace_paths() -> None:
-    old, new = steptrace.analyze(CPU_TRAIN), steptrace.analyze(CPU_TRAIN_NW2)
-    result = diff_analyses(old, new)
-    assert (result.before, result.after) == (old.trace.path, new.trace.path)
-    assert result == diff_analyses(old, new)
+    old, new = report_of("cpu_train_trace.json"), report_of("cpu_train_trace_nw2")
+    result = diff_analyses(old.analysis, new.analysis)
+    assert (result.before, result.after) == (old.analysis.trace.path, new.analysis.trace.path)
+    assert result == diff_analyses(old.analysis, new.analysis)
     assert msgspec.json.decode(msgspec.json.encode(result), type=TraceDiff) == result
 
 
@@ -255,16 +278,17 @@ def test_diff_analyses_is_pure_and_keeps_trace_paths() -> None:
     [
         ('{"schema": "steptrace.diff/1", "before": "a"}', "schema 'steptrace.diff/1' is not"),
         ('{"schema": "other"}', "schema 'other' is not"),
-        ('[{"schema": "steptrace.analysis/1"}]', "holds a list of analyses"),
-        ('{"schema": "steptrace.analysis/1", "trace": {}}', "not a complete steptrace analysis"),
-        ('{"schema": "steptrace.analysis/1", ', "not a complete steptrace analysis"),
+        ('[{"schema": "steptrace.report/2"}]', "holds a list of reports"),
+        ('{"schema": "steptrace.report/2", "analysis": {}}', "not a complete steptrace report"),
+        ('{"schema": "steptrace.report/2", ', "not a complete steptrace report"),
+        ('{"schema": "steptrace.analysis/1", "trace": {}}', "not a complete steptrace report"),
         ('{"something": "else"}', "not a torch.profiler trace"),
         ("", "empty file"),
     ],
 )
 def test_bad_inputs_name_the_file(write_trace: WriteTrace, content: str, problem: str) -> None:
     bad = write_trace(content, name="bad.json")
-    for args in ((bad, CPU_TRAIN), (CPU_TRAIN, bad)):
+    for args in ((bad, cpu_train()), (cpu_train(), bad)):
         with pytest.raises(TraceError) as error:
             diff_paths(*args)
         message = str(error.value)
@@ -275,7 +299,7 @@ def test_bad_inputs_name_the_file(write_trace: WriteTrace, content: str, problem
 def test_missing_file_and_folder(tmp_path: Path) -> None:
     for path, problem in ((tmp_path / "nope.json", "no such file"), (tmp_path, "is a folder")):
         with pytest.raises(TraceError, match=problem):
-            diff_paths(path, CPU_TRAIN)
+            diff_paths(path, cpu_train())
 
 
 def test_windows_of_different_lengths_are_compared_per_step(write_trace: WriteTrace) -> None:

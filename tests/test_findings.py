@@ -17,7 +17,7 @@ import steptrace
 from steptrace.cli import app
 from steptrace.hypotheses import RULES
 from steptrace.scenario import Scenario, record_payload, sidecar_path
-from tests.conftest import WriteTrace, gpu_trace, read_json
+from tests.conftest import WriteTrace, gpu_trace, read_json, report_of
 from tests.tracegen import cpu, document, gpu, kernel, label, launch, step
 
 STEPS = 3
@@ -68,13 +68,13 @@ def input_steps(read_us: float, prefetch: bool = False) -> list[dict[str, Any]]:
 def test_input_pipeline(write_trace: WriteTrace) -> None:
     fired = rules_fired(write_trace, input_steps(3000))
     finding = fired["input-pipeline"]
-    assert finding.evidence["share_of_step_median"] == pytest.approx(0.3)
-    assert finding.evidence["gpu_idle_share_while_reading"] == pytest.approx(1.0)
+    assert finding.evidence.values()["share_of_step_median"] == pytest.approx(0.3)
+    assert finding.evidence.values()["gpu_idle_share_while_reading"] == pytest.approx(1.0)
     assert finding.severity == pytest.approx(0.3) and finding.level == "high"
-    where = finding.evidence["where"]
-    assert where["steps"] == ["ProfilerStep#1", "ProfilerStep#2", "ProfilerStep#3"]
-    assert where["time_us"] == [0, STEPS * WALL]
-    assert where["thread"] == "pid 100 tid 100" and where["streams"] == [7]
+    where = finding.evidence.where
+    assert where.steps == ("ProfilerStep#1", "ProfilerStep#2", "ProfilerStep#3")
+    assert where.time_us == (0, STEPS * WALL)
+    assert where.thread == "pid 100 tid 100" and where.streams == (7,)
     assert "input-pipeline" not in rules_fired(write_trace, input_steps(500))
     assert "input-pipeline" not in rules_fired(write_trace, input_steps(3000, prefetch=True))
 
@@ -86,8 +86,8 @@ def test_input_pipeline_on_real_traces() -> None:
     reads = sorted(e["dur"] / 1000 for e in doc["traceEvents"] if e.get("name") == name)
     finding = {f.rule: f for f in steptrace.analyze(path).findings}["input-pipeline"]
     median = (reads[2] + reads[3]) / 2
-    assert finding.evidence["read_ms_median"] == pytest.approx(median)
-    qwen = steptrace.analyze(gpu_trace("tracelens_h100"))
+    assert finding.evidence.values()["read_ms_median"] == pytest.approx(median)
+    qwen = report_of("tracelens_h100")
     assert "input-pipeline" not in {f.rule for f in qwen.findings}
 
 
@@ -107,9 +107,10 @@ def copy_steps(where: str, sizes: tuple[int, ...] = (4096, 4096, 4096)) -> list[
 
 def test_repeated_copy(write_trace: WriteTrace) -> None:
     finding = rules_fired(write_trace, copy_steps("forward"))["repeated-copy"]
-    assert finding.evidence["per_step"] == [1, 1, 1]
-    assert finding.evidence["bytes"] == 4096 and finding.evidence["operator"] == "aten::copy_"
-    assert finding.evidence["total_ms"] == pytest.approx(3 * 0.05)
+    assert finding.evidence.values()["per_step"] == (1, 1, 1)
+    values = finding.evidence.values()
+    assert values["bytes"] == 4096 and values["operator"] == "aten::copy_"
+    assert finding.evidence.values()["total_ms"] == pytest.approx(3 * 0.05)
     assert finding.severity == pytest.approx(0.15 / 30)
     assert "repeated-copy" not in rules_fired(write_trace, copy_steps("transfer"))
     varying = copy_steps("forward", sizes=(4096, 8192, 4096))
@@ -117,7 +118,7 @@ def test_repeated_copy(write_trace: WriteTrace) -> None:
 
 
 def test_repeated_copy_not_on_the_batch_of_a_real_trace() -> None:
-    resnet = steptrace.analyze(gpu_trace("resnet50_train_dataloader_nw0"))
+    resnet = report_of("resnet50_train_dataloader_nw0")
     assert "repeated-copy" not in {f.rule for f in resnet.findings}
 
 
@@ -139,10 +140,10 @@ def launch_steps(kernel_us: float, gap_us: float, count: int = 150) -> list[dict
 
 def test_small_launches(write_trace: WriteTrace) -> None:
     finding = rules_fired(write_trace, launch_steps(kernel_us=2, gap_us=30))["small-launches"]
-    assert finding.evidence["kernels_per_step"] == 150
-    assert finding.evidence["shorter_than_launch_share"] == pytest.approx(1.0)
+    assert finding.evidence.values()["kernels_per_step"] == 150
+    assert finding.evidence.values()["shorter_than_launch_share"] == pytest.approx(1.0)
     # 149 gaps of 30 µs, each followed by a kernel launched after the gap opened
-    assert finding.evidence["idle_waiting_on_host_ms"] == pytest.approx(149 * 30 / 1000)
+    assert finding.evidence.values()["idle_waiting_on_host_ms"] == pytest.approx(149 * 30 / 1000)
     quiet = launch_steps(kernel_us=60, gap_us=0)  # long kernels, queued back to back
     assert "small-launches" not in rules_fired(write_trace, quiet)
 
@@ -156,9 +157,9 @@ def test_dominant_op(write_trace: WriteTrace) -> None:
         return [cpu(f"aten::op{i}", t0 + 100 + i * 2000, 1900) for i in range(4)]
 
     finding = rules_fired(write_trace, steps_with(heavy), gpu_devices=False)["dominant-op"]
-    assert finding.evidence["operator"] == "aten::mm"
-    assert finding.evidence["share"] == pytest.approx(8 / 9)
-    assert finding.evidence["calls"] == STEPS
+    assert finding.evidence.values()["operator"] == "aten::mm"
+    assert finding.evidence.values()["share"] == pytest.approx(8 / 9)
+    assert finding.evidence.values()["calls"] == STEPS
     assert "shapes were not recorded" in " ".join(finding.caveats)
     assert "dominant-op" not in rules_fired(write_trace, steps_with(even), gpu_devices=False)
 
@@ -167,10 +168,11 @@ def test_dominant_op_on_a_real_trace() -> None:
     path = gpu_trace("v100_1rank_train_nsres")
     finding = {f.rule: f for f in steptrace.analyze(path).findings}["dominant-op"]
     doc = read_json(path)
-    calls = sum(1 for e in doc["traceEvents"] if e.get("name") == finding.evidence["operator"]
+    operator = finding.evidence.values()["operator"]
+    calls = sum(1 for e in doc["traceEvents"] if e.get("name") == operator
                 and e.get("cat") == "cpu_op")  # fmt: skip
-    assert finding.evidence["calls"] == calls
-    assert 0.3 <= finding.evidence["share"] <= 1
+    assert finding.evidence.values()["calls"] == calls
+    assert 0.3 <= finding.evidence.values()["share"] <= 1
 
 
 # -- 5. pageable-memcpy --------------------------------------------------------------------
@@ -185,8 +187,8 @@ def pageable_steps(memory: str) -> list[dict[str, Any]]:
 
 def test_pageable_memcpy(write_trace: WriteTrace) -> None:
     finding = rules_fired(write_trace, pageable_steps("Pageable"))["pageable-memcpy"]
-    assert finding.evidence["bytes_per_step"] == 2_000_000
-    assert finding.evidence["copy_ms_per_step"] == pytest.approx(0.4)
+    assert finding.evidence.values()["bytes_per_step"] == 2_000_000
+    assert finding.evidence.values()["copy_ms_per_step"] == pytest.approx(0.4)
     assert "pageable-memcpy" not in rules_fired(write_trace, pageable_steps("Pinned"))
 
 
@@ -196,7 +198,7 @@ def test_pageable_memcpy_on_a_real_trace() -> None:
     doc = read_json(path)
     pageable = [e for e in doc["traceEvents"] if "HtoD (Pageable" in e.get("name", "")]
     per_step = sum(e["args"]["bytes"] for e in pageable) / 6  # the same two copies each step
-    assert finding.evidence["bytes_per_step"] == per_step
+    assert finding.evidence.values()["bytes_per_step"] == per_step
 
 
 # -- 6. sync-in-step -----------------------------------------------------------------------
@@ -213,8 +215,8 @@ def sync_steps(with_sync: bool) -> list[dict[str, Any]]:
 def test_sync_in_step(write_trace: WriteTrace) -> None:
     finding = rules_fired(write_trace, sync_steps(True))["sync-in-step"]
     # the sync ends at t0+3200, the GPU is idle until the next kernel at t0+6200
-    assert finding.evidence["idle_after_sync_ms"] == pytest.approx(3.0)
-    assert finding.evidence["sync_calls"] == {"cudaStreamSynchronize": STEPS}
+    assert finding.evidence.values()["idle_after_sync_ms"] == pytest.approx(3.0)
+    assert finding.evidence.values()["sync_calls"] == (f"cudaStreamSynchronize ×{STEPS}",)
     assert "sync-in-step" not in rules_fired(write_trace, sync_steps(False))
 
 
@@ -228,24 +230,22 @@ def busy_steps(gpu_us: float) -> list[dict[str, Any]]:
 
 def test_cpu_bound(write_trace: WriteTrace) -> None:
     finding = rules_fired(write_trace, busy_steps(2000))["cpu-bound"]
-    assert finding.evidence["gpu_busy_share"] == pytest.approx(0.2)
-    assert finding.evidence["cpu_in_operators_share"] == pytest.approx(0.95)
+    assert finding.evidence.values()["gpu_busy_share"] == pytest.approx(0.2)
+    assert finding.evidence.values()["cpu_in_operators_share"] == pytest.approx(0.95)
     assert "cpu-bound" not in rules_fired(write_trace, busy_steps(8000))
 
 
 def test_small_launches_and_syncs_on_real_traces() -> None:
-    resnet = {f.rule for f in steptrace.analyze(gpu_trace("resnet50_train")).findings}
+    resnet = {f.rule for f in report_of("resnet50_train").findings}
     assert "small-launches" in resnet and "sync-in-step" not in resnet
-    assert "sync-in-step" in {f.rule for f in steptrace.analyze(gpu_trace("gp100")).findings}
-    qwen = {f.rule for f in steptrace.analyze(gpu_trace("tracelens_h100")).findings}
+    assert "sync-in-step" in {f.rule for f in report_of("gp100").findings}
+    qwen = {f.rule for f in report_of("tracelens_h100").findings}
     assert "small-launches" not in qwen  # many small kernels, but queued: the GPU stays busy
 
 
 def test_cpu_bound_on_real_traces() -> None:
-    assert "cpu-bound" in {
-        f.rule for f in steptrace.analyze(gpu_trace("a100_2rank_rank0")).findings
-    }
-    busy_gpu = steptrace.analyze(gpu_trace("v100_1rank_train_nsres"))
+    assert "cpu-bound" in {f.rule for f in report_of("a100_2rank_rank0").findings}
+    busy_gpu = report_of("v100_1rank_train_nsres")
     assert "cpu-bound" not in {f.rule for f in busy_gpu.findings}
 
 
@@ -261,7 +261,7 @@ def test_inference_autograd(write_trace: WriteTrace) -> None:
         write_trace(document(steps_with(body)), name="a.json"), kind="inference"
     )
     finding = {f.rule: f for f in steptrace.analyze(recorded).findings}["inference-autograd"]
-    assert finding.evidence["grad_recording_operators"] == STEPS
+    assert finding.evidence.values()["grad_recording_operators"] == STEPS
     quiet = with_scenario(write_trace(document(steps_with(clean)), name="b.json"), kind="inference")
     assert "inference-autograd" not in {f.rule for f in steptrace.analyze(quiet).findings}
     training = with_scenario(write_trace(document(steps_with(body)), name="c.json"))
@@ -274,7 +274,7 @@ def test_inference_autograd_on_real_traces(tmp_path: Path) -> None:
     recorded = sum(1 for e in doc["traceEvents"] if "Sequence number" in e.get("args", {})
                    and e.get("cat") == "cpu_op")  # fmt: skip
     finding = {f.rule: f for f in steptrace.analyze(alexnet).findings}["inference-autograd"]
-    assert finding.evidence["grad_recording_operators"] == recorded
+    assert finding.evidence.values()["grad_recording_operators"] == recorded
     qwen_dir = tmp_path / "qwen"
     qwen_dir.mkdir()
     qwen = with_scenario(copy_real("tracelens_h100", qwen_dir), kind="inference", device="cuda")
@@ -291,16 +291,14 @@ def matrix_steps(name: str) -> list[dict[str, Any]]:
 
 def test_precision(write_trace: WriteTrace) -> None:
     finding = rules_fired(write_trace, matrix_steps("volta_sgemm_128x64_nn"))["precision"]
-    assert finding.evidence["fp32_matrix_kernel_share"] == pytest.approx(6 / 7)
+    assert finding.evidence.values()["fp32_matrix_kernel_share"] == pytest.approx(6 / 7)
     bf16 = matrix_steps("sm80_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x128x32")
     assert "precision" not in rules_fired(write_trace, bf16)
 
 
 def test_precision_on_real_traces() -> None:
-    assert "precision" in {f.rule for f in steptrace.analyze(gpu_trace("resnet50_train")).findings}
-    assert "precision" not in {
-        f.rule for f in steptrace.analyze(gpu_trace("tracelens_h100")).findings
-    }
+    assert "precision" in {f.rule for f in report_of("resnet50_train").findings}
+    assert "precision" not in {f.rule for f in report_of("tracelens_h100").findings}
 
 
 # -- 10. comm-overlap ----------------------------------------------------------------------
@@ -317,18 +315,14 @@ def comm_steps(overlapped: bool) -> list[dict[str, Any]]:
 
 def test_comm_overlap(write_trace: WriteTrace) -> None:
     finding = rules_fired(write_trace, comm_steps(False))["comm-overlap"]
-    assert finding.evidence["communication_share"] == pytest.approx(0.3)
-    assert finding.evidence["overlapped_share"] == pytest.approx(0.0)
+    assert finding.evidence.values()["communication_share"] == pytest.approx(0.3)
+    assert finding.evidence.values()["overlapped_share"] == pytest.approx(0.0)
     assert "comm-overlap" not in rules_fired(write_trace, comm_steps(True))
 
 
 def test_comm_overlap_on_real_traces() -> None:
-    assert "comm-overlap" in {
-        f.rule for f in steptrace.analyze(gpu_trace("sampled_128rank_rank0")).findings
-    }
-    assert "comm-overlap" not in {
-        f.rule for f in steptrace.analyze(gpu_trace("resnet50_train")).findings
-    }
+    assert "comm-overlap" in {f.rule for f in report_of("sampled_128rank_rank0").findings}
+    assert "comm-overlap" not in {f.rule for f in report_of("resnet50_train").findings}
 
 
 # -- 11. optimizer-kernels -----------------------------------------------------------------
@@ -346,7 +340,7 @@ def optimizer_steps(launches: int) -> list[dict[str, Any]]:
 
 def test_optimizer_kernels(write_trace: WriteTrace) -> None:
     finding = rules_fired(write_trace, optimizer_steps(60))["optimizer-kernels"]
-    assert finding.evidence["launches_per_step"] == 60
+    assert finding.evidence.values()["launches_per_step"] == 60
     assert "optimizer-kernels" not in rules_fired(write_trace, optimizer_steps(10))
 
 
@@ -363,7 +357,7 @@ def test_optimizer_kernels_on_a_real_trace() -> None:
         counts.append(sum(1 for e in events if e.get("cat") == "Runtime" and lo <= e["ts"] < hi
                           and e["args"].get("correlation") in gpu_ids))  # fmt: skip
     counts.sort()
-    assert finding.evidence["launches_per_step"] == (counts[2] + counts[3]) / 2
+    assert finding.evidence.values()["launches_per_step"] == (counts[2] + counts[3]) / 2
 
 
 # -- 12. profiler-distortion ---------------------------------------------------------------
@@ -376,16 +370,16 @@ def op_steps(count: int, us: float) -> list[dict[str, Any]]:
 
 def test_profiler_distortion(write_trace: WriteTrace) -> None:
     finding = rules_fired(write_trace, op_steps(300, 3), gpu_devices=False)["profiler-distortion"]
-    assert finding.evidence["operators_per_step"] == 300
-    assert finding.evidence["operator_us_median"] == pytest.approx(3)
+    assert finding.evidence.values()["operators_per_step"] == 300
+    assert finding.evidence.values()["operator_us_median"] == pytest.approx(3)
     calm = op_steps(50, 150)
     assert "profiler-distortion" not in rules_fired(write_trace, calm, gpu_devices=False)
 
 
 def test_profiler_distortion_on_real_traces() -> None:
-    cpu_train = steptrace.analyze(gpu_trace("cpu_train_trace.json"))
+    cpu_train = report_of("cpu_train_trace.json")
     assert "profiler-distortion" in {f.rule for f in cpu_train.findings}
-    resnet = steptrace.analyze(gpu_trace("resnet50_train"))
+    resnet = report_of("resnet50_train")
     assert "profiler-distortion" not in {f.rule for f in resnet.findings}
 
 
@@ -393,7 +387,7 @@ def test_profiler_distortion_on_real_traces() -> None:
 def test_gpu_not_observed(tmp_path: Path) -> None:
     asked = with_scenario(copy_real("cpu_only_gloo", tmp_path), device="cuda")
     finding = {f.rule: f for f in steptrace.analyze(asked).findings}["gpu-not-observed"]
-    assert finding.severity == 1.0 and finding.evidence["scenario_device"] == "cuda"
+    assert finding.severity == 1.0 and finding.evidence.values()["scenario_device"] == "cuda"
     sidecar_path(asked).unlink()
     assert "gpu-not-observed" not in {f.rule for f in steptrace.analyze(asked).findings}
 
@@ -420,11 +414,14 @@ def test_json_findings_and_findings_only(write_trace: WriteTrace) -> None:
     only = json.loads(
         runner.invoke(app, ["analyze", str(path), "--format", "json", "--findings-only"]).stdout
     )
-    assert set(only) == {"schema", "trace", "scenario", "capture", "findings", "thresholds"}
+    assert set(only) == {
+        "schema", "trace", "scenario", "capture", "findings", "thresholds", "warnings"
+    }  # fmt: skip
     text = runner.invoke(app, ["analyze", str(path), "--findings-only"]).stdout
     assert "input-pipeline" in text and "Steps (wall time" not in text
     md = runner.invoke(app, ["analyze", str(path), "--format", "md"]).stdout
-    assert "| level | rule | observation | hypothesis | next check | caveats |" in md
+    header = "| finding | observation and evidence | hypothesis | next controlled check | caveats |"
+    assert header in md
 
 
 def test_thresholds_can_be_overridden(write_trace: WriteTrace) -> None:

@@ -11,8 +11,14 @@ from pathlib import Path
 import pytest
 
 import steptrace
-from steptrace.report.html import render_html
-from tests.conftest import gpu_trace
+from steptrace.report.registry import renderer
+from steptrace.report.trace_sections import report_document
+from tests.conftest import report_of
+
+
+def render_html(report: steptrace.Report) -> str:
+    return renderer("html").render([report_document(report)])
+
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 
@@ -45,21 +51,22 @@ def parse(html: str) -> Page:
 
 
 def test_structure_of_a_gpu_report() -> None:
-    analysis = steptrace.analyze(gpu_trace("resnet50_train")).top(10)
-    page = parse(render_html(analysis))
-    assert page.headings[:3] == ["Step time", "Labels per step (exclusive of nested labels)",
-                                 "GPU busy and idle per step"]  # fmt: skip
+    report = report_of("resnet50_train").top(10)
+    page = parse(render_html(report))
+    assert [h.split(" (")[0] for h in page.headings[:5]] == [
+        "Question", "What this trace can tell", "Steps", "Labels per step", "GPU per step",
+    ]  # fmt: skip
     assert "Findings" in page.headings and "Open the trace on the timeline" in page.headings
     assert page.tags.count("svg") == 3  # steps, labels, GPU
     assert "script" not in page.tags and page.links == []  # self-contained: nothing to fetch
-    html = render_html(analysis)
-    assert html.count("<tr>") >= len(analysis.findings) + len(analysis.kernels)
+    html = render_html(report)
+    assert html.count("<tr>") >= len(report.findings) + len(report.analysis.kernels)
     assert "No question was recorded" in html
 
 
 def test_a_cpu_report_says_the_gpu_was_not_observed() -> None:
-    html = render_html(steptrace.analyze(gpu_trace("cpu_train_trace.json")))
-    assert "GPU not observed" in html and "Kernels</h2><p>Not observed." in html
+    html = render_html(report_of("cpu_train_trace.json"))
+    assert "GPU not observed" in html and "Kernels</h2><p>Kernels: not observed.</p>" in html
 
 
 def test_names_are_escaped(write_trace) -> None:  # type: ignore[no-untyped-def]
@@ -78,7 +85,7 @@ def test_the_report_loads_in_headless_chromium(tmp_path: Path) -> None:
     playwright = pytest.importorskip("playwright.sync_api")
     image = pytest.importorskip("PIL.Image")
     report = tmp_path / "report.html"
-    report.write_text(render_html(steptrace.analyze(gpu_trace("resnet50_train")).top(10)))
+    report.write_text(render_html(report_of("resnet50_train").top(10)))
     problems: list[str] = []
     with playwright.sync_playwright() as driver:
         browser = driver.chromium.launch(

@@ -5,6 +5,7 @@ from __future__ import annotations
 import io
 
 import numpy as np
+import pytest
 from rich.console import Console
 
 import steptrace
@@ -34,7 +35,7 @@ def test_metadata_of_a_rank_trace() -> None:
 
 
 def test_trace_without_device_properties_is_not_a_cpu_trace() -> None:
-    result = steptrace.analyze(gpu_trace("sampled_128rank_rank0"))
+    result = steptrace.analyze(gpu_trace("sampled_128rank_rank0")).analysis
     assert result.trace.devices is None
     assert result.trace.gpu_observed  # decided by the events, not by deviceProperties
 
@@ -55,15 +56,26 @@ def test_progress_display_goes_to_stderr_and_leaves_the_result_unchanged(
     assert "trace" in buffer.getvalue()
 
 
-def test_progress_is_off_for_small_files_and_pipes() -> None:
+def test_progress_is_off_for_small_files_and_pipes(monkeypatch: pytest.MonkeyPatch) -> None:
+    import sys
+
+    from steptrace.trace.progress import LARGE_TRACE_BYTES, shows_progress
+
+    monkeypatch.setattr(sys.stderr, "isatty", lambda: True)
+    assert shows_progress(LARGE_TRACE_BYTES) and not shows_progress(LARGE_TRACE_BYTES - 1)
+    monkeypatch.setattr(sys.stderr, "isatty", lambda: False)  # a pipe: never
+    assert not shows_progress(LARGE_TRACE_BYTES)
+    shown: list[str] = []
+    monkeypatch.setattr("rich.console.Console", lambda **_: shown.append("console"))
     with loading_progress("x", 10, None) as stage:
         stage.read(10)
-        stage.step("decoding")  # silent: no display was created
+        stage.step("decoding")
+    assert shown == []  # no display was made
 
 
 def test_copies_carry_bytes_and_host_memory_kind(write_trace: WriteTrace) -> None:
     copy = gpu("gpu_memcpy", "Memcpy DtoH (Device -> Pinned)", 10, 5, bytes=4096)
-    result = steptrace.analyze(write_trace(document([step(1, 0, 100), copy])))
+    result = steptrace.analyze(write_trace(document([step(1, 0, 100), copy]))).analysis
     gpu_step = result.steps[0].gpu
     assert gpu_step is not None
     (summary,) = gpu_step.memcpy

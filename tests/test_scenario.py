@@ -9,7 +9,14 @@ import msgspec
 import pytest
 
 import steptrace
-from steptrace.scenario import Scenario, read_record, record_payload, sidecar_path
+from steptrace.scenario import (
+    CaptureFacts,
+    Scenario,
+    decode_record,
+    read_sidecar,
+    record_payload,
+    sidecar_path,
+)
 from tests.conftest import WriteTrace
 from tests.tracegen import document, step
 
@@ -76,7 +83,7 @@ def test_a_sidecar_scenario_is_reported_first(write_trace: WriteTrace) -> None:
 
     path = write_trace(document([step(1, 0, 100)]), name="trace.json")
     scenario = Scenario(question="Is the copy repeated every step?", batch_size=32)
-    capture = {"cold_start_ms": [12.5], "overhead_ratio": 1.25}
+    capture = CaptureFacts(cold_start_ms=(12.5,), overhead_ratio=1.25)
     sidecar_path(path).write_text(json.dumps(record_payload(scenario, capture)))
     text = CliRunner().invoke(app, ["analyze", str(path)]).stdout
     assert text.index("Question: Is the copy repeated every step?") < text.index("Steps")
@@ -92,20 +99,34 @@ def test_a_sidecar_scenario_is_reported_first(write_trace: WriteTrace) -> None:
 def test_an_unreadable_sidecar_is_a_warning(write_trace: WriteTrace) -> None:
     path = write_trace(document([step(1, 0, 100)]), name="trace.json")
     sidecar_path(path).write_text("{not json")
-    record, warnings = read_record(path, None)
-    assert record is None
+    payload, warnings = read_sidecar(path)
+    assert payload is None
     assert "unreadable" in warnings[0]
-    assert any("unreadable" in w for w in steptrace.analyze(path).trace.warnings)
+    assert any("unreadable" in w for w in steptrace.analyze(path).warnings)
+
+
+def test_decoding_a_record_is_pure_and_prefers_the_sidecar() -> None:
+    ours = record_payload(Scenario(question="from the sidecar"), CaptureFacts(mfu=0.5))
+    theirs = record_payload(Scenario(question="from the trace"), None)
+    record, warnings = decode_record(ours, theirs)
+    assert record is not None and warnings == []
+    assert (record.scenario.question, record.source) == ("from the sidecar", "sidecar")
+    assert record.capture == CaptureFacts(mfu=0.5)
+    record, warnings = decode_record({"scenario": {"question": ""}}, theirs, "x.scenario.json")
+    assert record is not None and record.scenario.question == "from the trace"
+    assert warnings[0].startswith("scenario sidecar x.scenario.json is unreadable")
+    record, warnings = decode_record(None, json.dumps(theirs))  # a JSON string, as kineto keeps
+    assert record is not None and record.source == "trace" and record.capture is None
 
 
 def test_a_cpu_scenario_explains_the_missing_gpu_calmly(write_trace: WriteTrace) -> None:
-    from steptrace.report.format import GPU_ABSENT, gpu_absent_note
+    from steptrace.report.trace_sections import GPU_ABSENT, gpu_absent_note
 
     path = write_trace(document([step(1, 0, 100)]), name="trace.json")
-    assert gpu_absent_note(steptrace.analyze(path)) == GPU_ABSENT  # no scenario: warn
+    assert gpu_absent_note(steptrace.analyze(path).scenario) == GPU_ABSENT  # no scenario: warn
     for device, expected_warning in (("cpu", False), ("cuda", True)):
         sidecar_path(path).write_text(
             json.dumps(record_payload(Scenario(question="q", device=device), None))
         )
-        note = gpu_absent_note(steptrace.analyze(path))
+        note = gpu_absent_note(steptrace.analyze(path).scenario)
         assert (note == GPU_ABSENT) == expected_warning

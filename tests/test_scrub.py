@@ -21,8 +21,15 @@ from hypothesis import strategies as st
 
 import steptrace
 from steptrace.errors import TraceError
-from steptrace.scrub import ScrubReport, scrub_document, scrub_file
-from tests.conftest import NOT_A_TRACE, TRACES, WriteTrace, gpu_trace, read_json, real_traces
+from steptrace.tools.scrub import ScrubReport, scrub_document, scrub_file
+from tests.conftest import (
+    NOT_A_TRACE,
+    WriteTrace,
+    gpu_trace,
+    read_json,
+    shared_file,
+    trace_params,
+)
 
 Fill = Callable[[str, str], str]  # (kind, secret) -> what the planted document holds
 
@@ -256,7 +263,7 @@ def timeline(doc: Any) -> list[tuple[Any, ...]]:
     return [tuple(e.get(f) for f in ("ph", "cat", "ts", "dur", "pid", "tid")) for e in doc]
 
 
-@pytest.mark.parametrize("path", real_traces(), ids=lambda p: p.name[:40])
+@pytest.mark.parametrize("path", trace_params())
 def test_real_traces_keep_every_name_and_number(path: Path) -> None:
     doc = read_json(path)
     scrubbed, report = scrub_document(doc)
@@ -294,7 +301,7 @@ def test_the_scrubbed_file_gives_the_same_timing_figures(tmp_path: Path) -> None
     assert report.total > 0
     assert target.read_bytes()[:2] == b"\x1f\x8b"
     assert survivors(read_json(target), list(SECRETS)) == []
-    before, after = steptrace.analyze(source), steptrace.analyze(target)
+    before, after = steptrace.analyze(source).analysis, steptrace.analyze(target).analysis
     assert before.steps and after.steps
     assert [s.wall_ms for s in after.steps] == [s.wall_ms for s in before.steps]
     assert [s.gpu.busy_ms if s.gpu else None for s in after.steps] == [
@@ -439,12 +446,12 @@ def test_broken_gzip_and_non_trace_files(tmp_path: Path, write_trace: WriteTrace
     packed = gpu_trace("cpu_infer").read_bytes()
     broken = write_trace(packed[: len(packed) // 2], name="cut.json.gz")
     assert_error(broken, tmp_path / "a.json", "broken gzip", broken)
-    timeline = next(TRACES.glob(f"*/{NOT_A_TRACE}"))
+    timeline = shared_file(f"gpu/{NOT_A_TRACE}")
     assert_error(timeline, tmp_path / "b.json", "not a torch.profiler trace", timeline)
 
 
 def test_declared_names_never_touch_operators_or_categories() -> None:
-    from steptrace.scrub import scrub_document
+    from steptrace.tools.scrub import scrub_document
 
     doc = {
         "username": "max",

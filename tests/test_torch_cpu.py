@@ -42,7 +42,7 @@ def record(trace: Path, *, active: int, with_shapes: bool) -> None:
 def test_cpu_capture_is_analyzed_step_by_step(tmp_path: Path) -> None:
     trace = tmp_path / "trace.json"
     record(trace, active=3, with_shapes=True)
-    result = steptrace.analyze(trace)
+    result = steptrace.analyze(trace).analysis
     windows = reference.step_windows(read_json(trace))
     assert len(result.steps) == len(windows) == 3
     for step, (name, lo, hi) in zip(result.steps, windows, strict=True):

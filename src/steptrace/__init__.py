@@ -1,8 +1,8 @@
 """steptrace: question-first performance analysis of PyTorch profiler traces.
 
 >>> import steptrace
->>> result = steptrace.analyze("trace.json.gz")   # doctest: +SKIP
->>> result.summary.wall_ms.median                  # doctest: +SKIP
+>>> report = steptrace.analyze("trace.json.gz")   # doctest: +SKIP
+>>> report.analysis.summary.wall_ms.median          # doctest: +SKIP
 
 Analysis needs no torch. Every name is imported on first use only: the capture names
 (``profile_training``, ``capture``, ...) with torch, the analysis with numpy; so the
@@ -17,8 +17,8 @@ from steptrace.errors import CaptureError, TraceError
 from steptrace.lazy import lazy_names
 
 if TYPE_CHECKING:
-    from steptrace.analysis.analyze import TraceAnalysis, analyze, analyze_trace
-    from steptrace.harness import (
+    from steptrace.analysis.measure import TraceAnalysis
+    from steptrace.capturing import (
         Capture,
         CaptureResult,
         Workload,
@@ -26,14 +26,22 @@ if TYPE_CHECKING:
         profile_inference,
         profile_training,
     )
+    from steptrace.hypotheses import Finding, Thresholds
+    from steptrace.pipeline import analyze, analyze_trace
+    from steptrace.report.model import Report
     from steptrace.scenario import Scenario
     from steptrace.trace.load import load_trace
     from steptrace.validate import Comparison, compare
+    from steptrace.window import Window
 
-_NEED_TORCH = ("steptrace.harness", "steptrace.validate")
+_NEED_TORCH = ("steptrace.capturing", "steptrace.validate")
 _MODULE_OF = {
-    **dict.fromkeys(("TraceAnalysis", "analyze", "analyze_trace"), "steptrace.analysis.analyze"),
+    **dict.fromkeys(("analyze", "analyze_trace"), "steptrace.pipeline"),
+    "TraceAnalysis": "steptrace.analysis.measure",
+    "Report": "steptrace.report.model",
+    **dict.fromkeys(("Finding", "Thresholds"), "steptrace.hypotheses"),
     "Scenario": "steptrace.scenario",
+    "Window": "steptrace.window",
     "load_trace": "steptrace.trace.load",
     **dict.fromkeys(
         (
@@ -44,7 +52,7 @@ _MODULE_OF = {
             "profile_inference",
             "profile_training",
         ),
-        "steptrace.harness",
+        "steptrace.capturing",
     ),
     **dict.fromkeys(("Comparison", "compare"), "steptrace.validate"),
 }
@@ -54,9 +62,13 @@ __all__ = [
     "CaptureError",
     "CaptureResult",
     "Comparison",
+    "Finding",
+    "Report",
     "Scenario",
+    "Thresholds",
     "TraceAnalysis",
     "TraceError",
+    "Window",
     "Workload",
     "analyze",
     "analyze_trace",

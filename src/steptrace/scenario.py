@@ -16,6 +16,8 @@ from typing import Any, Literal
 
 import msgspec
 
+from steptrace.window import Window
+
 Kind = Literal["training", "inference"]
 StepPart = Literal["data_read", "transfer", "forward", "backward", "optimizer_step"]
 
@@ -27,7 +29,7 @@ TRAINING_STEP: tuple[StepPart, ...] = (
     "optimizer_step",
 )
 INFERENCE_STEP: tuple[StepPart, ...] = ("transfer", "forward")
-SCHEMA = "steptrace.scenario/1"
+SCHEMA = "steptrace.scenario/2"  # /2: typed capture facts (window, observed)
 # What each non-default profiler option costs: reports say it when one was on.
 OPTION_COSTS = {
     "record_shapes": "records input shapes: adds overhead and keeps tensors alive longer",
@@ -91,24 +93,38 @@ class Scenario(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=
         return msgspec.convert(data, cls, strict=False)
 
 
-class CaptureFacts(msgspec.Struct, frozen=True, kw_only=True):
-    """What a capture measured outside the profiler, as stored beside its trace."""
+class ObservedRun(msgspec.Struct, frozen=True, kw_only=True):
+    """What the captured run really was, to set beside what the scenario declares."""
 
-    traces: tuple[str, ...] = ()
+    batch_size: int | None = None
+    input_shape: tuple[int, ...] | None = None
+    parameter_dtype: str | None = None
+    model_mode: str | None = None
+    device: str | None = None
+
+
+class CaptureFacts(msgspec.Struct, frozen=True, kw_only=True):
+    """What a capture did and measured outside the profiler, stored beside its trace.
+
+    Times are wall-clock ms measured by the capture, not by the profiler.
+    """
+
+    traces: tuple[str, ...] = ()  # one file per active window (``repeat``)
     sidecar: str | None = None
-    settings: dict[str, Any] | None = None
+    window: Window | None = None  # the schedule and profiler options, as used
+    torch_version: str | None = None
     gpu_requested: bool | None = None
     gpu_observed: bool | None = None
-    cold_start_ms: tuple[float, ...] = ()
-    model_load_ms: float | None = None
-    profiled_step_ms: tuple[float, ...] = ()
-    unprofiled_step_ms: tuple[float, ...] | None = None
-    overhead_ratio: float | None = None
+    cold_start_ms: tuple[float, ...] = ()  # first step(s), before the profiler started
+    model_load_ms: float | None = None  # inference: loading, outside every request
+    profiled_step_ms: tuple[float, ...] = ()  # active steps under the profiler
+    unprofiled_step_ms: tuple[float, ...] | None = None  # the same steps, no profiler
+    overhead_ratio: float | None = None  # median profiled / median unprofiled
     flops_per_step: int | None = None
     achieved_tflops: float | None = None
     peak_tflops: float | None = None
     mfu: float | None = None
-    observed: dict[str, Any] = msgspec.field(default_factory=dict)
+    observed: ObservedRun | None = None
     warnings: tuple[str, ...] = ()
 
 
@@ -116,7 +132,7 @@ class ScenarioRecord(msgspec.Struct, frozen=True):
     """A scenario as stored with a trace, and what the capture measured around the window."""
 
     scenario: Scenario
-    capture: dict[str, Any] | None  # settings and outside-the-profiler figures, if known
+    capture: CaptureFacts | None  # None when the capture's figures are not known
     source: str  # "sidecar" or "trace"
 
 
@@ -130,24 +146,39 @@ def sidecar_path(trace: Path) -> Path:
     return trace.with_name(f"{name}.scenario.json")
 
 
-def record_payload(scenario: Scenario, capture: dict[str, Any] | None) -> dict[str, Any]:
+def record_payload(scenario: Scenario, capture: CaptureFacts | None) -> dict[str, Any]:
     """The JSON object written into the trace and into the sidecar."""
-    return {"schema": SCHEMA, "scenario": scenario.to_dict(), "capture": capture}
+    facts = msgspec.to_builtins(capture) if capture is not None else None
+    return {"schema": SCHEMA, "scenario": scenario.to_dict(), "capture": facts}
 
 
-def read_record(trace: Path, embedded: object | None) -> tuple[ScenarioRecord | None, list[str]]:
-    """The scenario of a trace: from its sidecar, else from the trace's own metadata.
+def read_sidecar(trace: Path) -> tuple[object | None, list[str]]:
+    """The payload of the scenario file beside ``trace`` (None when there is none).
 
-    Returns the record (or None) and warnings about a sidecar or block that is unreadable.
+    The only I/O of the scenario: an unreadable file gives a warning, not an error.
+    """
+    path = sidecar_path(trace)
+    if not path.is_file():
+        return None, []
+    try:
+        return json.loads(path.read_text(encoding="utf-8")), []
+    except (OSError, ValueError) as exc:
+        return None, [f"scenario sidecar {path.name} is unreadable ({exc}); ignored"]
+
+
+def decode_record(
+    sidecar: object | None, embedded: object | None, sidecar_name: str = "sidecar"
+) -> tuple[ScenarioRecord | None, list[str]]:
+    """The scenario record from the sidecar's payload, else from the trace's own metadata.
+
+    Pure: returns the record (or None) and warnings about a payload that is unusable.
     """
     warnings: list[str] = []
-    path = sidecar_path(trace)
-    if path.is_file():
+    if sidecar is not None:
         try:
-            payload = json.loads(path.read_text(encoding="utf-8"))
-            return _record(payload, "sidecar"), warnings
-        except (OSError, ValueError, TypeError, msgspec.ValidationError) as exc:
-            warnings.append(f"scenario sidecar {path.name} is unreadable ({exc}); ignored")
+            return _record(sidecar, "sidecar"), warnings
+        except (ValueError, TypeError, msgspec.ValidationError) as exc:
+            warnings.append(f"scenario sidecar {sidecar_name} is unreadable ({exc}); ignored")
     if embedded is not None:
         try:
             return _record(embedded, "trace"), warnings
@@ -162,10 +193,9 @@ def _record(payload: Any, source: str) -> ScenarioRecord:
     if not isinstance(payload, dict) or "scenario" not in payload:
         raise ValueError("no 'scenario' object")
     capture = payload.get("capture")
-    if capture is not None:  # validated: a report must not trust what it did not write
-        capture = msgspec.to_builtins(msgspec.convert(capture, CaptureFacts, strict=False))
     return ScenarioRecord(
         scenario=Scenario.from_dict(payload["scenario"]),
-        capture=capture,
+        # validated: a report must not trust what it did not write
+        capture=msgspec.convert(capture, CaptureFacts, strict=False) if capture else None,
         source=source,
     )

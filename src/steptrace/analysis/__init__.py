@@ -1,5 +1,9 @@
-"""Analyses: pure functions from an ``EventTable`` to frozen, typed results."""
+"""Analyses: pure functions from an ``EventTable`` to frozen, typed results.
 
-from steptrace.analysis.analyze import TraceAnalysis, analyze, analyze_trace
+One module per figure (steps, phases, gpu, idle, cpu, links, timeline, operators,
+kernels, copies); ``measure`` composes them into a ``TraceAnalysis``. No I/O, no findings.
+"""
 
-__all__ = ["TraceAnalysis", "analyze", "analyze_trace"]
+from steptrace.analysis.measure import TraceAnalysis, measure
+
+__all__ = ["TraceAnalysis", "measure"]

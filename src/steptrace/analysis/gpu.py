@@ -1,7 +1,7 @@
 """GPU activity per step, on the timeline.
 
-Contract: ``gpu_timeline(events, links)`` builds the merged busy intervals once;
-``gpu_per_step(events, steps, timeline) -> tuple[GpuStep | None, ...]``. Busy time is the
+Contract: ``gpu_per_step(events, steps, timeline) -> tuple[GpuStep | None, ...]``, over
+the GPU timeline built once (``steptrace.analysis.timeline``). Busy time is the
 union of kernel, memcpy and memset intervals over all streams and devices, clipped to the
 step's wall-time window, so concurrent streams are never added up. Kernels, copies and
 sets are counted in the step whose CPU side launched them (their launch call's start;
@@ -19,9 +19,9 @@ import numpy as np
 from numpy.typing import NDArray
 
 from steptrace.analysis.idle import after_sync_us, waiting_on_host_us
-from steptrace.analysis.links import GpuLinks
 from steptrace.analysis.stats import Spread
 from steptrace.analysis.steps import StepWindow
+from steptrace.analysis.timeline import GpuTimeline
 from steptrace.trace import intervals as iv
 from steptrace.trace.kinds import LAUNCHES, Kind
 from steptrace.trace.table import EventTable
@@ -96,33 +96,6 @@ class GpuStep(msgspec.Struct, frozen=True):
     idle_waiting_on_host_ms: float | None  # gaps the next launch arrived too late to fill
     idle_after_sync_ms: float  # idle from the end of a blocking call to the next GPU work
     streams: tuple[int, ...]  # streams with GPU work starting in the step
-
-
-class GpuTimeline(msgspec.Struct, frozen=True):
-    """GPU work rows, their merged busy intervals and their launch calls, once per trace."""
-
-    rows: NDArray[np.int64]
-    start_us: NDArray[np.float64]
-    busy: iv.Intervals
-    launch_end_us: NDArray[np.float64]  # per GPU row, NaN when no launch call is known
-    launch_dur_us: NDArray[np.float64]
-    issued_us: NDArray[np.float64]  # when the CPU issued it: launch start, else GPU start
-
-
-def gpu_timeline(events: EventTable, links: GpuLinks) -> GpuTimeline | None:
-    """The GPU side of a trace, or ``None`` when it holds no GPU events."""
-    rows = links.rows
-    if rows.size == 0:
-        return None
-    start, end = events.start_us[rows], events.end_us[rows]
-    known = links.launch >= 0
-    launch_end = np.full(rows.size, np.nan)
-    launch_dur = np.full(rows.size, np.nan)
-    launch_end[known] = events.end_us[links.launch[known]]
-    launch_dur[known] = events.dur_us[links.launch[known]]
-    issued = start.copy()
-    issued[known] = events.start_us[links.launch[known]]
-    return GpuTimeline(rows, start, iv.union(start, end), launch_end, launch_dur, issued)
 
 
 def gpu_per_step(

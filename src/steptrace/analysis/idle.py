@@ -11,15 +11,11 @@ Both are unions on the timeline, never sums of overlapping pieces.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 import numpy as np
 from numpy.typing import NDArray
 
+from steptrace.analysis.timeline import GpuTimeline
 from steptrace.trace import intervals as iv
-
-if TYPE_CHECKING:
-    from steptrace.analysis.gpu import GpuTimeline
 
 
 def waiting_on_host_us(timeline: GpuTimeline, lo: float, hi: float) -> float | None:

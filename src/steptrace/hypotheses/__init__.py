@@ -1,18 +1,17 @@
-"""From observations to testable hypotheses: rules over analysis results.
+"""From observations to testable hypotheses: rules over a trace's measurements.
 
-Each rule is a plain function ``(analysis, thresholds) -> list[Finding]``; ``RULES`` lists
-them in the order of their documented ids (docs/findings.md). ``find`` runs them all and
-ranks what fired by severity (the share of step time involved).
+Each rule is a plain function ``(case, thresholds) -> list[Finding]`` over a ``Case`` (the
+analysis, the scenario, the capture's facts); ``RULES`` lists them in the order of their
+documented ids (docs/findings.md). ``find`` runs them all and ranks what fired by
+severity (the share of step time involved).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING
 
-import msgspec
-
-from steptrace.hypotheses.finding import Finding
+from steptrace.hypotheses.case import Case
+from steptrace.hypotheses.finding import Evidence, Figure, Finding, Where
 from steptrace.hypotheses.rules.copies import pageable_memcpy, repeated_copy
 from steptrace.hypotheses.rules.input import input_pipeline
 from steptrace.hypotheses.rules.launches import optimizer_kernels, small_launches
@@ -21,10 +20,7 @@ from steptrace.hypotheses.rules.operators import dominant_op, profiler_distortio
 from steptrace.hypotheses.rules.waiting import comm_overlap, cpu_bound, sync_in_step
 from steptrace.hypotheses.thresholds import Thresholds
 
-if TYPE_CHECKING:
-    from steptrace.analysis.analyze import TraceAnalysis
-
-Rule = Callable[["TraceAnalysis", Thresholds], list[Finding]]
+Rule = Callable[[Case, Thresholds], list[Finding]]
 
 RULES: tuple[tuple[str, Rule], ...] = (
     ("input-pipeline", input_pipeline),
@@ -43,19 +39,11 @@ RULES: tuple[tuple[str, Rule], ...] = (
 )
 
 
-def find(analysis: TraceAnalysis, thresholds: Thresholds | None = None) -> tuple[Finding, ...]:
+def find(case: Case, thresholds: Thresholds | None = None) -> tuple[Finding, ...]:
     """Every finding that fires, most severe first."""
     limits = thresholds or Thresholds()
-    found = [f for _, rule in RULES for f in rule(analysis, limits)]
+    found = [f for _, rule in RULES for f in rule(case, limits)]
     return tuple(sorted(found, key=lambda f: -f.severity))
 
 
-def with_findings(analysis: TraceAnalysis, thresholds: Thresholds | None = None) -> TraceAnalysis:
-    """The analysis with its findings and the thresholds they used attached."""
-    limits = thresholds or Thresholds()
-    return msgspec.structs.replace(
-        analysis, findings=find(analysis, limits), thresholds=limits.to_dict()
-    )
-
-
-__all__ = ["RULES", "Finding", "Thresholds", "find", "with_findings"]
+__all__ = ["RULES", "Case", "Evidence", "Figure", "Finding", "Thresholds", "Where", "find"]

@@ -2,25 +2,59 @@
 
 Findings are possible readings of a trace, never verdicts: no duration or speed-up is
 promised. ``severity`` is the share of step time the observation involves (0 to 1), used
-to rank findings; ``level`` puts it in words.
+to rank findings; ``level`` puts it in words. The evidence is typed: figures that carry
+their unit, and ``Where`` to look on the timeline.
 """
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Literal
 
 import msgspec
 
 Level = Literal["high", "medium", "low"]
 HIGH, MEDIUM = 0.20, 0.05  # shares of step time
+# ms, µs; share (0 to 1 of something named); ratio (x times); count; bytes; names; text
+Unit = Literal["ms", "us", "share", "ratio", "count", "bytes", "names", "text"]
+Value = int | float | str | tuple[int | str, ...] | None
+
+
+class Figure(msgspec.Struct, frozen=True):
+    """One piece of evidence: a named value and its unit (``None``: not known)."""
+
+    name: str
+    value: Value
+    unit: Unit
+
+
+class Where(msgspec.Struct, frozen=True):
+    """Where to look in the trace: which steps, their time range as written, thread, streams."""
+
+    steps: tuple[str, ...]
+    time_us: tuple[float, float]  # start of the first step, end of the last
+    thread: str | None  # the thread the steps ran on, when known
+    streams: tuple[int, ...] | None  # GPU streams with work in those steps; None: no GPU
+
+
+class Evidence(msgspec.Struct, frozen=True):
+    """The numbers behind a finding, and where they are on the timeline."""
+
+    figures: tuple[Figure, ...]
+    where: Where
+
+    def values(self) -> dict[str, Value]:
+        """The figures' values by name."""
+        return {f.name: f.value for f in self.figures}
 
 
 class Finding(msgspec.Struct, frozen=True, kw_only=True):
+    """One rule that fired: observation, evidence, one hypothesis, the next check, caveats."""
+
     rule: str  # a stable id: input-pipeline, repeated-copy, ... (docs/findings.md)
-    severity: float
+    severity: float  # the share of step time involved, 0 to 1
     level: Level
     observation: str
-    evidence: dict[str, Any]  # the numbers, and where to look: steps, time range, thread
+    evidence: Evidence
     hypothesis: str
     next_check: str
     caveats: tuple[str, ...]
@@ -31,7 +65,7 @@ def finding(
     severity: float,
     *,
     observation: str,
-    evidence: dict[str, Any],
+    evidence: Evidence,
     hypothesis: str,
     next_check: str,
     caveats: tuple[str, ...] = (),
@@ -43,7 +77,3 @@ def finding(
         rule=rule, severity=share, level=level, observation=observation, evidence=evidence,
         hypothesis=hypothesis, next_check=next_check, caveats=caveats,
     )  # fmt: skip
-
-
-def pct(share: float) -> str:
-    return f"{100 * share:.1f}%"

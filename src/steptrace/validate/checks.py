@@ -16,8 +16,8 @@ from typing import Any
 
 import torch
 
+from steptrace.devices import to_device
 from steptrace.errors import CaptureError
-from steptrace.harness.devices import to_device
 from steptrace.validate.compare import Comparison, compare
 from steptrace.validate.timing import Step
 

@@ -54,11 +54,20 @@ class LoopCheck(msgspec.Struct, frozen=True):
 
     a_ms: tuple[float, ...]
     b_ms: tuple[float, ...]
+    a_median_ms: float
+    b_median_ms: float
     ratio: float  # median B / median A
 
 
 class Comparison(msgspec.Struct, frozen=True, kw_only=True):
-    schema: str = "steptrace.compare/1"
+    """An A/B outside the profiler: correctness first, then timing, then the verdict.
+
+    ``verdict`` is ``faster``, ``slower``, ``no-detectable-difference`` or
+    ``outputs-differ`` (then no timing ran); ``sentence`` says it in words with its
+    interval. ``samples`` holds every raw step time; ``ratio`` and ``ci`` are B/A.
+    """
+
+    schema: str = "steptrace.compare/2"  # /2: the whole-loop medians in ``loop``
     verdict: Verdict
     sentence: str
     ratio: float | None  # median B / median A of the step time (below 1: B is faster)
@@ -304,6 +313,5 @@ def _loop(
                 step(state, batch)
             sync()
             times[name].append((clock() - start) * 1000)
-    return LoopCheck(
-        tuple(times["A"]), tuple(times["B"]), float(np.median(times["B"]) / np.median(times["A"]))
-    )
+    a_median, b_median = float(np.median(times["A"])), float(np.median(times["B"]))
+    return LoopCheck(tuple(times["A"]), tuple(times["B"]), a_median, b_median, b_median / a_median)

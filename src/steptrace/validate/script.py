@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 from steptrace.errors import TraceError
 
 if TYPE_CHECKING:
-    from steptrace.analysis.analyze import TraceAnalysis
+    from steptrace.analysis.measure import TraceAnalysis
 
 _OPERATOR = re.compile(r"[A-Za-z_]\w*::[A-Za-z_]\w*")
 # Kineto's "Input type" names -> torch dtypes

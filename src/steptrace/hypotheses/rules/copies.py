@@ -4,20 +4,22 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from steptrace.hypotheses.finding import Finding, finding, pct
-from steptrace.hypotheses.rules.common import INPUT_LABEL, TRANSFER_LABEL, median, where
+from steptrace.hypotheses.finding import Finding, finding
+from steptrace.hypotheses.rules.common import INPUT_LABEL, TRANSFER_LABEL, evidence, median, where
+from steptrace.units import pct
 
 if TYPE_CHECKING:
-    from steptrace.analysis.analyze import TraceAnalysis
+    from steptrace.hypotheses.case import Case
     from steptrace.hypotheses.thresholds import Thresholds
 
 
-def repeated_copy(analysis: TraceAnalysis, limits: Thresholds) -> list[Finding]:
+def repeated_copy(case: Case, limits: Thresholds) -> list[Finding]:
     """A host-to-device copy of the same size, from the same operator, in every step.
 
     Copies made while reading or transferring the batch are the batch itself: expected.
     A copy outside every label cannot be told apart from the batch and is not reported.
     """
+    analysis = case.analysis
     steps = len(analysis.steps)
     wall_ms = sum(s.wall_ms for s in analysis.steps)
     found = []
@@ -43,14 +45,14 @@ def repeated_copy(analysis: TraceAnalysis, limits: Thresholds) -> list[Finding]:
                     f"inside '{label}') happens {pattern.per_step[0]}× in every one of the "
                     f"{steps} steps, {pattern.total_ms:.3f} ms in all."
                 ),
-                evidence={
-                    "bytes": pattern.bytes,
-                    "operator": pattern.operator,
-                    "label": label,
-                    "per_step": list(pattern.per_step),
-                    "total_ms": pattern.total_ms,
-                    "where": where(analysis),
-                },
+                evidence=evidence(
+                    where(analysis),
+                    ("bytes", pattern.bytes, "bytes"),
+                    ("operator", pattern.operator, "text"),
+                    ("label", label, "text"),
+                    ("per_step", pattern.per_step, "count"),
+                    ("total_ms", pattern.total_ms, "ms"),
+                ),
                 hypothesis=(
                     "A constant may be rebuilt on the host and transferred at every step "
                     "instead of living on the device."
@@ -69,8 +71,9 @@ def repeated_copy(analysis: TraceAnalysis, limits: Thresholds) -> list[Finding]:
     return found
 
 
-def pageable_memcpy(analysis: TraceAnalysis, limits: Thresholds) -> list[Finding]:
+def pageable_memcpy(case: Case, limits: Thresholds) -> list[Finding]:
     """Host-to-device copies from pageable memory: staged, synchronous for the host."""
+    analysis = case.analysis
     per_step_bytes, per_step_ms, counts = [], [], []
     for step in analysis.steps:
         if step.gpu is None:
@@ -91,12 +94,12 @@ def pageable_memcpy(analysis: TraceAnalysis, limits: Thresholds) -> list[Finding
                 f"memory ({median(per_step_bytes) / 1e6:.1f} MB, {median(per_step_ms):.3f} ms "
                 f"of copy time per step, {pct(median(per_step_ms) / wall)} of it)."
             ),
-            evidence={
-                "copies_per_step": median(counts),
-                "bytes_per_step": median(per_step_bytes),
-                "copy_ms_per_step": median(per_step_ms),
-                "where": where(analysis),
-            },
+            evidence=evidence(
+                where(analysis),
+                ("copies_per_step", median(counts), "count"),
+                ("bytes_per_step", median(per_step_bytes), "bytes"),
+                ("copy_ms_per_step", median(per_step_ms), "ms"),
+            ),
             hypothesis=(
                 "Copies from pageable memory are staged by the driver and block the host; "
                 "pinned memory could let them overlap other work."

@@ -4,15 +4,17 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from steptrace.hypotheses.finding import Finding, finding, pct
-from steptrace.hypotheses.rules.common import median, where
+from steptrace.hypotheses.finding import Finding, finding
+from steptrace.hypotheses.rules.common import evidence, median, where
+from steptrace.units import pct
 
 if TYPE_CHECKING:
-    from steptrace.analysis.analyze import TraceAnalysis
+    from steptrace.hypotheses.case import Case
     from steptrace.hypotheses.thresholds import Thresholds
 
 
-def input_pipeline(analysis: TraceAnalysis, limits: Thresholds) -> list[Finding]:
+def input_pipeline(case: Case, limits: Thresholds) -> list[Finding]:
+    analysis = case.analysis
     reads = [s.reading for s in analysis.steps if s.reading is not None]
     shares = [s.reading.ms / s.wall_ms for s in analysis.steps if s.reading and s.wall_ms]
     if not shares or median(shares) < limits.input_share:
@@ -37,13 +39,13 @@ def input_pipeline(analysis: TraceAnalysis, limits: Thresholds) -> list[Finding]
                 f"Reading the batch ({', '.join(labels)}) takes {pct(share)} of the step "
                 f"(median over {len(shares)} steps), {gpu_text}."
             ),
-            evidence={
-                "read_ms_median": read_ms,
-                "share_of_step_median": share,
-                "gpu_idle_share_while_reading": idle_share,
-                "labels": labels,
-                "where": where(analysis),
-            },
+            evidence=evidence(
+                where(analysis),
+                ("read_ms_median", read_ms, "ms"),
+                ("share_of_step_median", share, "share"),
+                ("gpu_idle_share_while_reading", idle_share, "share"),
+                ("labels", tuple(labels), "names"),
+            ),
             hypothesis="The input pipeline may not keep up with the compute.",
             next_check=(
                 "Run the same compute on a batch prepared in advance (read once, reused for "

@@ -5,17 +5,19 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING
 
-from steptrace.hypotheses.finding import Finding, finding, pct
-from steptrace.hypotheses.rules.common import median, where
+from steptrace.hypotheses.finding import Finding, finding
+from steptrace.hypotheses.rules.common import evidence, median, where
+from steptrace.units import pct
 
 if TYPE_CHECKING:
-    from steptrace.analysis.analyze import TraceAnalysis
+    from steptrace.hypotheses.case import Case
     from steptrace.hypotheses.thresholds import Thresholds
 
 OPTIMIZER_LABEL = re.compile(r"optimizer[._ ]?step|Optimizer\.step", re.I)
 
 
-def small_launches(analysis: TraceAnalysis, limits: Thresholds) -> list[Finding]:
+def small_launches(case: Case, limits: Thresholds) -> list[Finding]:
+    analysis = case.analysis
     counts, short, waiting, walls = [], [], [], []
     for step in analysis.steps:
         if step.gpu is None:
@@ -40,13 +42,13 @@ def small_launches(analysis: TraceAnalysis, limits: Thresholds) -> list[Finding]
                 f"runtime call that launched them; the GPU waited on the host for "
                 f"{median(waiting):.3f} ms per step ({pct(wait_share)})."
             ),
-            evidence={
-                "kernels_per_step": count,
-                "shorter_than_launch_share": short_share,
-                "idle_waiting_on_host_ms": median(waiting),
-                "idle_waiting_on_host_share": wait_share,
-                "where": where(analysis),
-            },
+            evidence=evidence(
+                where(analysis),
+                ("kernels_per_step", count, "count"),
+                ("shorter_than_launch_share", short_share, "share"),
+                ("idle_waiting_on_host_ms", median(waiting), "ms"),
+                ("idle_waiting_on_host_share", wait_share, "share"),
+            ),
             hypothesis=(
                 "The work is fragmented into many small kernels: launching them costs more "
                 "than running them, and the GPU waits for the CPU between them."
@@ -64,7 +66,8 @@ def small_launches(analysis: TraceAnalysis, limits: Thresholds) -> list[Finding]
     ]
 
 
-def optimizer_kernels(analysis: TraceAnalysis, limits: Thresholds) -> list[Finding]:
+def optimizer_kernels(case: Case, limits: Thresholds) -> list[Finding]:
+    analysis = case.analysis
     launches, times, labels = [], [], set[str]()
     for step in analysis.steps:
         phases = [p for p in step.phases if OPTIMIZER_LABEL.search(p.name)]
@@ -86,12 +89,12 @@ def optimizer_kernels(analysis: TraceAnalysis, limits: Thresholds) -> list[Findi
                 f"{median(launches):.0f} GPU activities per step and lasts "
                 f"{median(times):.3f} ms ({pct(share)} of the step)."
             ),
-            evidence={
-                "launches_per_step": median(launches),
-                "optimizer_ms": median(times),
-                "labels": sorted(labels),
-                "where": where(analysis),
-            },
+            evidence=evidence(
+                where(analysis),
+                ("launches_per_step", median(launches), "count"),
+                ("optimizer_ms", median(times), "ms"),
+                ("labels", tuple(sorted(labels)), "names"),
+            ),
             hypothesis=(
                 "The optimizer may update parameters one tensor at a time, many small kernels "
                 "per parameter."

@@ -5,11 +5,12 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING
 
-from steptrace.hypotheses.finding import Finding, finding, pct
-from steptrace.hypotheses.rules.common import where
+from steptrace.hypotheses.finding import Finding, finding
+from steptrace.hypotheses.rules.common import evidence, where
+from steptrace.units import pct
 
 if TYPE_CHECKING:
-    from steptrace.analysis.analyze import TraceAnalysis
+    from steptrace.hypotheses.case import Case
     from steptrace.hypotheses.thresholds import Thresholds
 
 BACKWARD = re.compile(r"Backward\d*$|^autograd::engine::evaluate_function")
@@ -26,8 +27,9 @@ TENSOR_CORE = re.compile(
 )
 
 
-def inference_autograd(analysis: TraceAnalysis, limits: Thresholds) -> list[Finding]:
-    scenario = analysis.scenario
+def inference_autograd(case: Case, limits: Thresholds) -> list[Finding]:
+    analysis = case.analysis
+    scenario = case.scenario
     backward = [o for o in analysis.operators if BACKWARD.search(o.name)]
     training_ops = [o for o in analysis.operators if o.name in TRAINING_ONLY]
     recorded = sum(s.cpu.grad_recording for s in analysis.steps)
@@ -48,13 +50,13 @@ def inference_autograd(analysis: TraceAnalysis, limits: Thresholds) -> list[Find
             "inference-autograd",
             1.0 if backward or flows else 0.1,
             observation=f"The scenario says inference, but {'; '.join(signs)}.",
-            evidence={
-                "grad_recording_operators": recorded,
-                "backward_operators": [o.name for o in backward][:10],
-                "fwdbwd_flows": flows,
-                "training_only_operators": [o.name for o in training_ops],
-                "where": where(analysis),
-            },
+            evidence=evidence(
+                where(analysis),
+                ("grad_recording_operators", recorded, "count"),
+                ("backward_operators", tuple(o.name for o in backward[:10]), "names"),
+                ("fwdbwd_flows", flows, "count"),
+                ("training_only_operators", tuple(o.name for o in training_ops), "names"),
+            ),
             hypothesis=(
                 "The model may run in the wrong mode: autograd records the graph (memory and "
                 "time) and training-mode layers (dropout, batch norm) change the outputs."
@@ -71,7 +73,8 @@ def inference_autograd(analysis: TraceAnalysis, limits: Thresholds) -> list[Find
     ]
 
 
-def precision(analysis: TraceAnalysis, limits: Thresholds) -> list[Finding]:
+def precision(case: Case, limits: Thresholds) -> list[Finding]:
+    analysis = case.analysis
     devices = analysis.trace.devices or ()
     capable = [d for d in devices if _capability(d.compute_capability) >= 7.0]
     if not analysis.trace.gpu_observed or not capable or not analysis.kernels:
@@ -92,12 +95,12 @@ def precision(analysis: TraceAnalysis, limits: Thresholds) -> list[Finding]:
                 f"on {capable[0].name} (compute capability {capable[0].compute_capability}), "
                 "and no tensor-core kernel ran."
             ),
-            evidence={
-                "fp32_matrix_kernel_share": share,
-                "examples": [k.name[:120] for k in fp32[:3]],
-                "device": capable[0].name,
-                "where": where(analysis),
-            },
+            evidence=evidence(
+                where(analysis),
+                ("fp32_matrix_kernel_share", share, "share"),
+                ("examples", tuple(k.name[:120] for k in fp32[:3]), "names"),
+                ("device", capable[0].name, "text"),
+            ),
             hypothesis="Matrix products run in fp32 on a GPU that has tensor cores.",
             next_check=(
                 "Try bf16 autocast (or TF32 on Ampere and later: "
@@ -119,10 +122,11 @@ def _capability(text: str | None) -> float:
         return 0.0
 
 
-def gpu_not_observed(analysis: TraceAnalysis, limits: Thresholds) -> list[Finding]:
+def gpu_not_observed(case: Case, limits: Thresholds) -> list[Finding]:
+    analysis = case.analysis
     if analysis.trace.gpu_observed:
         return []
-    scenario = analysis.scenario
+    scenario = case.scenario
     asked = scenario is not None and scenario.device.startswith("cuda")
     launched = analysis.trace.launch_calls > 0
     if not asked and not launched:
@@ -137,10 +141,10 @@ def gpu_not_observed(analysis: TraceAnalysis, limits: Thresholds) -> list[Findin
             "gpu-not-observed",
             1.0,
             observation=f"No GPU event in the trace, although {reason}.",
-            evidence={
-                "scenario_device": scenario.device if scenario else None,
-                "where": where(analysis),
-            },
+            evidence=evidence(
+                where(analysis),
+                ("scenario_device", scenario.device if scenario else None, "text"),
+            ),
             hypothesis="GPU collection failed (CUPTI/roctracer unavailable or not enabled).",
             next_check=(
                 "Check torch.profiler.supported_activities() includes CUDA and capture again "

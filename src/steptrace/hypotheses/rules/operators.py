@@ -4,16 +4,18 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from steptrace.hypotheses.finding import Finding, finding, pct
-from steptrace.hypotheses.rules.common import median, where
+from steptrace.hypotheses.finding import Finding, finding
+from steptrace.hypotheses.rules.common import evidence, median, where
+from steptrace.units import pct
 
 if TYPE_CHECKING:
-    from steptrace.analysis.analyze import TraceAnalysis
+    from steptrace.hypotheses.case import Case
     from steptrace.hypotheses.thresholds import Thresholds
 
 
-def dominant_op(analysis: TraceAnalysis, limits: Thresholds) -> list[Finding]:
+def dominant_op(case: Case, limits: Thresholds) -> list[Finding]:
     """One operator holds a large share of the GPU time it launched (or of CPU self time)."""
+    analysis = case.analysis
     ops = analysis.operators
     if not ops:
         return []
@@ -38,15 +40,15 @@ def dominant_op(analysis: TraceAnalysis, limits: Thresholds) -> list[Finding]:
                 f"{op.name} accounts for {pct(share)} of the {measure} ({values[top]:.3f} ms "
                 f"over {op.calls} calls)."
             ),
-            evidence={
-                "operator": op.name,
-                "calls": op.calls,
-                "ms": values[top],
-                "share": share,
-                "measure": measure,
-                "input_shapes": shapes,
-                "where": where(analysis),
-            },
+            evidence=evidence(
+                where(analysis),
+                ("operator", op.name, "text"),
+                ("calls", op.calls, "count"),
+                ("ms", values[top], "ms"),
+                ("share", share, "share"),
+                ("measure", measure, "text"),
+                ("input_shapes", shapes, "text"),
+            ),
             hypothesis="Its input shapes or its algorithm may decide the step time.",
             next_check=(
                 f"Time {op.name} alone on the same inputs "
@@ -67,11 +69,12 @@ def dominant_op(analysis: TraceAnalysis, limits: Thresholds) -> list[Finding]:
     ]
 
 
-def profiler_distortion(analysis: TraceAnalysis, limits: Thresholds) -> list[Finding]:
+def profiler_distortion(case: Case, limits: Thresholds) -> list[Finding]:
     """Very short CPU operators, many per step: the profiler's own cost is not small here."""
+    analysis = case.analysis
     durations = [s.cpu.operator_us.median for s in analysis.steps if s.cpu.operator_us]
     counts = [s.cpu.operators for s in analysis.steps]
-    ratio = (analysis.capture or {}).get("overhead_ratio")
+    ratio = case.capture.overhead_ratio if case.capture else None
     short = (
         bool(durations)
         and median(durations) <= limits.short_operator_us
@@ -94,12 +97,12 @@ def profiler_distortion(analysis: TraceAnalysis, limits: Thresholds) -> list[Fin
             "profiler-distortion",
             cpu_share,
             observation=observation + ".",
-            evidence={
-                "operators_per_step": median(counts),
-                "operator_us_median": median(durations) if durations else None,
-                "measured_overhead_ratio": ratio,
-                "where": where(analysis),
-            },
+            evidence=evidence(
+                where(analysis),
+                ("operators_per_step", median(counts), "count"),
+                ("operator_us_median", median(durations) if durations else None, "us"),
+                ("measured_overhead_ratio", ratio, "ratio"),
+            ),
             hypothesis=(
                 "The step may be dispatch-bound: the profiler adds a few µs to every operator, "
                 "so it can distort this step, and per-operator figures may overstate the "

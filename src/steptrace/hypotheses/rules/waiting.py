@@ -4,11 +4,12 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from steptrace.hypotheses.finding import Finding, finding, pct
-from steptrace.hypotheses.rules.common import median, where
+from steptrace.hypotheses.finding import Finding, finding
+from steptrace.hypotheses.rules.common import evidence, median, where
+from steptrace.units import pct
 
 if TYPE_CHECKING:
-    from steptrace.analysis.analyze import TraceAnalysis
+    from steptrace.hypotheses.case import Case
     from steptrace.hypotheses.thresholds import Thresholds
 
 # Operators that copy a value to the host and so wait for the GPU.
@@ -20,7 +21,8 @@ SYNCING_OPERATORS = (
 )
 
 
-def sync_in_step(analysis: TraceAnalysis, limits: Thresholds) -> list[Finding]:
+def sync_in_step(case: Case, limits: Thresholds) -> list[Finding]:
+    analysis = case.analysis
     if not analysis.trace.gpu_observed:
         return []
     idle = [s.gpu.idle_after_sync_ms for s in analysis.steps if s.gpu]
@@ -43,13 +45,13 @@ def sync_in_step(analysis: TraceAnalysis, limits: Thresholds) -> list[Finding]:
                 f"After blocking calls ({named}) the GPU sits idle {median(idle):.3f} ms per "
                 f"step ({pct(share)}) until the host launches more work."
             ),
-            evidence={
-                "idle_after_sync_ms": median(idle),
-                "share_of_step": share,
-                "sync_calls": calls,
-                "syncing_operators": operators,
-                "where": where(analysis),
-            },
+            evidence=evidence(
+                where(analysis),
+                ("idle_after_sync_ms", median(idle), "ms"),
+                ("share_of_step", share, "share"),
+                ("sync_calls", tuple(f"{n} ×{c}" for n, c in calls.items()), "names"),
+                ("syncing_operators", tuple(f"{n} ×{c}" for n, c in operators.items()), "names"),
+            ),
             hypothesis=(
                 "The host waits for the GPU inside the step (a .item(), .cpu(), nonzero or an "
                 "explicit synchronize), then the GPU waits for the host."
@@ -67,7 +69,8 @@ def sync_in_step(analysis: TraceAnalysis, limits: Thresholds) -> list[Finding]:
     ]
 
 
-def cpu_bound(analysis: TraceAnalysis, limits: Thresholds) -> list[Finding]:
+def cpu_bound(case: Case, limits: Thresholds) -> list[Finding]:
+    analysis = case.analysis
     if not analysis.trace.gpu_observed:
         return []
     gpu = median(s.gpu.utilization for s in analysis.steps if s.gpu)
@@ -82,11 +85,11 @@ def cpu_bound(analysis: TraceAnalysis, limits: Thresholds) -> list[Finding]:
                 f"The GPU is busy {pct(gpu)} of the step while the CPU is inside operators "
                 f"{pct(cpu)} of it."
             ),
-            evidence={
-                "gpu_busy_share": gpu,
-                "cpu_in_operators_share": cpu,
-                "where": where(analysis),
-            },
+            evidence=evidence(
+                where(analysis),
+                ("gpu_busy_share", gpu, "share"),
+                ("cpu_in_operators_share", cpu, "share"),
+            ),
             hypothesis="The step may be bound by the CPU: the GPU may be waiting for work.",
             next_check=(
                 "Look at the top CPU operators by self time; try reducing CPU work per step "
@@ -101,7 +104,8 @@ def cpu_bound(analysis: TraceAnalysis, limits: Thresholds) -> list[Finding]:
     ]
 
 
-def comm_overlap(analysis: TraceAnalysis, limits: Thresholds) -> list[Finding]:
+def comm_overlap(case: Case, limits: Thresholds) -> list[Finding]:
+    analysis = case.analysis
     shares, overlaps = [], []
     for step in analysis.steps:
         if step.gpu is None or not step.gpu.communication.count or not step.wall_ms:
@@ -120,11 +124,11 @@ def comm_overlap(analysis: TraceAnalysis, limits: Thresholds) -> list[Finding]:
                 f"Communication kernels take {pct(share)} of the step and only "
                 f"{pct(median(overlaps))} of their time overlaps compute."
             ),
-            evidence={
-                "communication_share": share,
-                "overlapped_share": median(overlaps),
-                "where": where(analysis),
-            },
+            evidence=evidence(
+                where(analysis),
+                ("communication_share", share, "share"),
+                ("overlapped_share", median(overlaps), "share"),
+            ),
             hypothesis=(
                 "Gradients may be communicated after the compute rather than during it "
                 "(bucketing, or the order of the backward pass)."

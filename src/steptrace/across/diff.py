@@ -1,8 +1,7 @@
-"""``diff``: two traces (or two analyses) -> where time moved between them, a ``TraceDiff``.
+"""``diff``: two analyses -> where time moved between them, a ``TraceDiff``.
 
-Contract: ``diff_analyses(before, after)`` is pure. ``diff_paths(before, after)`` reads each
-path as an analysis JSON when its first key is ``"schema"`` (as ``steptrace analyze
---format json`` writes it), else as a trace (``.json``/``.json.gz``), then diffs them.
+Contract: ``diff_analyses(before, after, scenarios=...)`` is pure; reading the two sides
+(traces or saved reports) is the pipeline's job (``steptrace.pipeline.diff``).
 
 What is compared: step wall time and GPU busy/idle per step (median, min, max; the GPU
 figures are None unless both sides observed the GPU, never zero), then operators (self
@@ -18,22 +17,15 @@ A diff suggests where time moved; it proves no speed-up: ``steptrace compare`` d
 
 from __future__ import annotations
 
-import gzip
-import re
-import zlib
 from collections import Counter
 from collections.abc import Iterable, Mapping
-from pathlib import Path
 from typing import Literal
 
 import msgspec
 
-from steptrace.analysis.analyze import SCHEMA as ANALYSIS_SCHEMA
-from steptrace.analysis.analyze import TraceAnalysis, analyze
+from steptrace.analysis.measure import TraceAnalysis
 from steptrace.analysis.stats import Spread
-from steptrace.errors import TraceError
 from steptrace.scenario import Scenario
-from steptrace.trace.source import GZIP_MAGIC, decompress
 
 SCHEMA = "steptrace.diff/1"
 # A name's time "changed" when it moved by more than this share of its time before
@@ -47,11 +39,6 @@ REMINDER = (
     "the profiler."
 )
 NO_QUESTION = "no question recorded: cannot check that the windows have the same boundaries"
-
-_PEEK_BYTES = 64 * 1024
-# An analysis JSON opens with its schema (msgspec writes struct fields in order); a list
-# of them is what ``analyze --format json`` writes for several traces.
-_SCHEMA_FIRST = re.compile(rb'\A\s*(\[\s*)?\{\s*"schema"\s*:\s*"([^"\\]*)"')
 
 Status = Literal["appeared", "disappeared", "changed", "unchanged"]
 Row = tuple[float, float]  # calls per step, ms per step
@@ -107,14 +94,13 @@ class TraceDiff(msgspec.Struct, frozen=True):
     reminder: str
 
 
-def diff_paths(before: str | Path, after: str | Path) -> TraceDiff:
-    """Diff two traces or analysis JSONs, named by the paths given."""
-    result = diff_analyses(read_analysis(before), read_analysis(after))
-    return msgspec.structs.replace(result, before=str(before), after=str(after))
-
-
-def diff_analyses(before: TraceAnalysis, after: TraceAnalysis) -> TraceDiff:
-    """Diff two analyses (full lists, or lists cut to their top N)."""
+def diff_analyses(
+    before: TraceAnalysis,
+    after: TraceAnalysis,
+    *,
+    scenarios: tuple[Scenario | None, Scenario | None] = (None, None),
+) -> TraceDiff:
+    """Diff two analyses (full lists, or lists cut to their top N) and their scenarios."""
     gpu = before.trace.gpu_observed and after.trace.gpu_observed
     old, new = before.summary, after.summary
     per_old, per_new = 1 / max(old.count, 1), 1 / max(new.count, 1)  # per step: windows of
@@ -143,62 +129,9 @@ def diff_analyses(before: TraceAnalysis, after: TraceAnalysis) -> TraceDiff:
         operator_counts=operator_counts,
         kernels=kernels,
         kernel_counts=kernel_counts,
-        warnings=tuple(_warnings(before, after)),
+        warnings=tuple(_warnings(before, after, scenarios)),
         reminder=REMINDER,
     )
-
-
-def read_analysis(path: str | Path) -> TraceAnalysis:
-    """A trace analyzed, or an analysis JSON read back; ``TraceError`` when neither."""
-    path = Path(path)
-    schema = _schema_of(path)
-    if schema is None:
-        return analyze(path)
-    if schema != ANALYSIS_SCHEMA:
-        raise TraceError(
-            f"{path}: schema {schema!r} is not {ANALYSIS_SCHEMA!r}: diff reads traces and "
-            "analyses written by `steptrace analyze --format json`"
-        )
-    return _decode_analysis(path)
-
-
-def _schema_of(path: Path) -> str | None:
-    """The top-level ``schema`` of an analysis JSON; None for anything else."""
-    found = _SCHEMA_FIRST.match(_head(path))
-    if found is None:
-        return None
-    if found.group(1):
-        raise TraceError(
-            f"{path}: holds a list of analyses; diff compares one with one "
-            "(analyze each trace on its own)"
-        )
-    return found.group(2).decode("utf-8", errors="replace")
-
-
-def _head(path: Path) -> bytes:
-    """The first bytes of the file, gunzipped; empty when unreadable (load_trace says why)."""
-    try:
-        with path.open("rb") as handle:
-            head = handle.read(_PEEK_BYTES)
-            if not head.startswith(GZIP_MAGIC):
-                return head
-            handle.seek(0)
-            with gzip.GzipFile(fileobj=handle) as unzipped:
-                return unzipped.read(_PEEK_BYTES)
-    except (OSError, EOFError, zlib.error):
-        return b""
-
-
-def _decode_analysis(path: Path) -> TraceAnalysis:
-    try:
-        raw = path.read_bytes()
-    except OSError as exc:
-        raise TraceError(f"{path}: cannot read ({exc.strerror or exc})") from None
-    try:
-        return msgspec.json.decode(decompress(raw, str(path)), type=TraceAnalysis)
-    except (msgspec.DecodeError, msgspec.ValidationError) as exc:
-        problem = " ".join(str(exc).split())
-        raise TraceError(f"{path}: not a complete steptrace analysis ({problem})") from None
 
 
 def _spread_change(before: Spread, after: Spread) -> SpreadChange:
@@ -269,7 +202,11 @@ def _changed(old: Row, new: Row) -> bool:
     return calls_moved or moved > max(RELATIVE_TOLERANCE * old[1], ABSOLUTE_TOLERANCE_MS)
 
 
-def _warnings(before: TraceAnalysis, after: TraceAnalysis) -> list[str]:
+def _warnings(
+    before: TraceAnalysis,
+    after: TraceAnalysis,
+    scenarios: tuple[Scenario | None, Scenario | None],
+) -> list[str]:
     steps = (before.summary.count, after.summary.count)
     different_lengths = (
         [f"{steps[0]} steps before, {steps[1]} after: calls and times are compared per step"]
@@ -278,7 +215,7 @@ def _warnings(before: TraceAnalysis, after: TraceAnalysis) -> list[str]:
     )
     return [
         *different_lengths,
-        *_scenario_warnings(before.scenario, after.scenario),
+        *_scenario_warnings(*scenarios),
         *_marker_warnings(before.trace.steps_from_markers, after.trace.steps_from_markers),
         *_gpu_warnings(before.trace.gpu_observed, after.trace.gpu_observed),
         *_cut_warnings("before", before),

@@ -1,7 +1,9 @@
 """FLOPs of one step (``torch.utils.flop_counter``), achieved FLOP/s and MFU.
 
-Peak dense throughput, in TFLOP/s, from the vendors' datasheets (no sparsity). MFU is
-only reported for a device and dtype listed here; otherwise it is None, not a guess.
+Peak dense throughput, in TFLOP/s, from the vendors' datasheets (no sparsity): NVIDIA's
+H100 (SXM and PCIe; the H200 shares the H100 SXM's compute), A100 and V100 (SXM2)
+datasheets, AMD's Instinct MI300X and MI250X/MI250 datasheets. MFU is only reported for
+a device and dtype listed here; otherwise it is None, not a guess.
 """
 
 from __future__ import annotations
@@ -45,12 +47,6 @@ PEAK_TFLOPS: dict[tuple[str, str], float] = {
     ("MI250", "bfloat16"): 362.1,
     ("MI250", "float16"): 362.1,
 }
-PEAK_SOURCES = (
-    "NVIDIA H100 Tensor Core GPU datasheet (H100 SXM, H100 PCIe; H200 shares H100 SXM compute)",
-    "NVIDIA A100 Tensor Core GPU datasheet",
-    "NVIDIA V100 Tensor Core GPU datasheet (SXM2)",
-    "AMD Instinct MI300X and MI250X/MI250 accelerator datasheets",
-)
 
 
 def count_flops(run_step: Callable[[], object]) -> int:

@@ -14,11 +14,12 @@ from typing import Any
 
 import torch
 
+from steptrace import devices
+from steptrace.capturing.result import CaptureResult
+from steptrace.capturing.session import Capture
 from steptrace.errors import CaptureError
-from steptrace.harness import devices
-from steptrace.harness.result import CaptureResult
-from steptrace.harness.session import Capture
 from steptrace.scenario import Scenario
+from steptrace.window import Window, window_of
 
 Request = Callable[[Any, Any], Any]
 
@@ -30,31 +31,23 @@ def profile_inference(
     *,
     scenario: Scenario,
     out: str | Path,
-    wait: int = 1,
-    warmup: int = 1,
-    active: int = 2,
-    repeat: int = 1,
-    cold_steps: int = 1,
-    record_shapes: bool = False,
-    profile_memory: bool = False,
-    with_stack: bool = False,
+    window: Window | None = None,
     clock: Callable[[], float] = time.perf_counter,
+    **legacy: Any,
 ) -> CaptureResult:
-    """Load the model (timed, outside the window), then capture ``request(model, x)`` steps."""
+    """Load the model (timed, outside the window), then capture ``request(model, x)`` steps.
+
+    ``window`` sets the schedule and profiler options (``Window()`` by default; its
+    ``measure_overhead`` and ``count_flops`` are for training and are not used here); the
+    keyword arguments of earlier versions (``active=5``, ...) still work and land in it.
+    """
     if scenario.kind != "inference":
         raise CaptureError(f"profile_inference needs an inference scenario, not {scenario.kind!r}")
-    needed = cold_steps + (wait + warmup + active) * repeat
-    if len(inputs) < needed:
-        raise CaptureError(
-            f"{len(inputs)} inputs given; cold start ({cold_steps}) + (wait {wait} + warmup "
-            f"{warmup} + active {active}) x repeat {repeat} need {needed}"
-        )
-    window = Capture(
-        scenario, out=out, wait=wait, warmup=warmup, active=active, repeat=repeat,
-        record_shapes=record_shapes, profile_memory=profile_memory, with_stack=with_stack,
-        clock=clock,
-    )  # fmt: skip
-    device = window.device
+    plan = window_of(window, legacy)
+    if len(inputs) < plan.needed_steps:
+        raise CaptureError(f"{len(inputs)} inputs given; {plan.describe()}")
+    capture = Capture(scenario, out=out, window=plan, clock=clock)
+    device = capture.device
     devices.synchronize(device)
     start = clock()
     model = load_model()
@@ -64,7 +57,7 @@ def profile_inference(
     if model.training:
         warned.append("the model is in training mode during requests (call model.eval())")
     cold = []
-    for x in inputs[:cold_steps]:
+    for x in inputs[: plan.cold_steps]:
         devices.synchronize(device)
         start = clock()
         output = request(model, devices.to_device(x, device))
@@ -75,12 +68,12 @@ def profile_inference(
                 "autograd is recording during requests: the outputs require grad "
                 "(use torch.inference_mode())"
             )
-    with window:
-        for x in inputs[cold_steps:needed]:
-            with window.phase("request"):
+    with capture:
+        for x in inputs[plan.cold_steps : plan.needed_steps]:
+            with capture.phase("request"):
                 request(model, devices.to_device(x, device))
-            window.step()
-    return window.amend(
+            capture.step()
+    return capture.amend(
         model_load_ms=model_load_ms,
         cold_start_ms=tuple(cold),
         warnings=tuple(dict.fromkeys(warned)),

@@ -1,35 +1,28 @@
-"""``analyze``: one trace file -> one ``TraceAnalysis`` (every analysis, typed results).
+"""``measure``: one loaded trace -> its ``TraceAnalysis``, every analysis composed.
 
-Contract: pure with respect to the trace; the only I/O is reading the file. The result
-mirrors the JSON schema (``steptrace.analysis/1``, see ``docs/json-schema.md``).
+Contract: ``measure(trace) -> TraceAnalysis``, pure (no I/O, no findings): steps, labels,
+CPU and GPU per step, operators, kernels and copies, as frozen typed results. It mirrors
+the ``analysis`` object of the JSON report (``docs/json-schema.md``).
 """
 
 from __future__ import annotations
-
-from pathlib import Path
-from typing import Any
 
 import msgspec
 import numpy as np
 
 from steptrace.analysis.copies import CopyPattern, copy_patterns
 from steptrace.analysis.cpu import CpuStep, cpu_per_step
-from steptrace.analysis.gpu import GpuStep, GpuTimeline, gpu_per_step, gpu_timeline
+from steptrace.analysis.gpu import GpuStep, gpu_per_step
 from steptrace.analysis.kernels import KernelStat, kernel_stats
 from steptrace.analysis.links import cpu_tree, gpu_links
 from steptrace.analysis.operators import OperatorStat, operator_stats
 from steptrace.analysis.phases import Phase, Reading, phases_per_step
 from steptrace.analysis.stats import Spread
 from steptrace.analysis.steps import StepWindow, find_steps
-from steptrace.hypotheses.finding import Finding
-from steptrace.hypotheses.thresholds import Thresholds
-from steptrace.scenario import Scenario, read_record
+from steptrace.analysis.timeline import GpuTimeline, gpu_timeline
 from steptrace.trace import intervals as iv
-from steptrace.trace.load import load_trace
-from steptrace.trace.source import FileText
 from steptrace.trace.table import Device, Trace
 
-SCHEMA = "steptrace.analysis/1"
 # The first step is shown apart when its wall time is this far (relative) from the others'.
 FIRST_STEP_TOLERANCE = 0.10
 
@@ -49,10 +42,13 @@ class TraceSummary(msgspec.Struct, frozen=True):
     memory_events: int
     fwdbwd_flows: int
     launch_calls: int  # CUDA/HIP runtime and driver calls
-    warnings: tuple[str, ...]
+    warnings: tuple[str, ...]  # what loading skipped and measuring noticed, in words
+    base_time_ns: int | None = None  # absolute time of ts 0 (baseTimeNanoseconds), if known
 
 
 class StepResult(msgspec.Struct, frozen=True):
+    """One step: its wall time, labels, and what the CPU and the GPU did in it."""
+
     name: str
     number: int | None
     start_us: float  # as written in the trace, to find the step in a viewer
@@ -66,6 +62,8 @@ class StepResult(msgspec.Struct, frozen=True):
 
 
 class FirstStep(msgspec.Struct, frozen=True):
+    """The first step beside the median of the others: shown apart when it differs."""
+
     name: str
     wall_ms: float
     others_median_ms: float
@@ -84,6 +82,8 @@ class PhaseSummary(msgspec.Struct, frozen=True):
 
 
 class StepSummary(msgspec.Struct, frozen=True):
+    """The steps together: wall time and GPU figures as median [min–max], labels."""
+
     count: int
     wall_ms: Spread
     gpu_busy_ms: Spread | None
@@ -93,45 +93,28 @@ class StepSummary(msgspec.Struct, frozen=True):
 
 
 class TraceAnalysis(msgspec.Struct, frozen=True):
-    schema: str
-    scenario: Scenario | None  # the question and the step, when one was recorded
-    capture: dict[str, Any] | None  # what the capture measured outside the profiler
+    """Everything measured on one trace: what it is, its steps, operators, kernels, copies.
+
+    Figures only: no findings (``steptrace.hypotheses``) and no scenario (the report
+    carries both). ``None`` in a GPU figure means *not observed*, never zero.
+    """
+
     trace: TraceSummary
     summary: StepSummary
     steps: tuple[StepResult, ...]
-    operators: tuple[OperatorStat, ...]
-    operators_total: int
-    kernels: tuple[KernelStat, ...]
+    operators: tuple[OperatorStat, ...]  # by self time; may be cut to the top N
+    operators_total: int  # how many operator names exist
+    kernels: tuple[KernelStat, ...]  # by total time; may be cut to the top N
     kernels_total: int
     copies: tuple[CopyPattern, ...]  # device copies grouped by direction, size and operator
-    findings: tuple[Finding, ...] = ()  # filled by steptrace.hypotheses
-    thresholds: dict[str, Any] | None = None  # the thresholds the findings used
 
     def top(self, n: int) -> TraceAnalysis:
         """The same analysis listing only the first ``n`` operators and kernels."""
         return msgspec.structs.replace(self, operators=self.operators[:n], kernels=self.kernels[:n])
 
 
-def analyze(
-    path: str | Path,
-    *,
-    thresholds: Thresholds | None = None,
-    progress: bool | None = None,
-    text: FileText | None = None,
-) -> TraceAnalysis:
-    """Load a trace file, measure it, and attach the findings.
-
-    ``text`` is the file's content when it was read already (see ``load_trace``).
-    """
-    from steptrace.hypotheses import with_findings
-
-    trace = load_trace(path, progress=progress, text=text)
-    del text  # the analysis needs the columns, not the file's text: let it go
-    return with_findings(analyze_trace(trace), thresholds)
-
-
-def analyze_trace(trace: Trace) -> TraceAnalysis:
-    """Analyze a loaded trace."""
+def measure(trace: Trace) -> TraceAnalysis:
+    """Every figure of a loaded trace."""
     events = trace.events
     steps = find_steps(events)
     tree = cpu_tree(events)
@@ -165,13 +148,10 @@ def analyze_trace(trace: Trace) -> TraceAnalysis:
     kernels = kernel_stats(events)
     info = trace.info
     dist = info.distributed
-    record, scenario_warnings = read_record(info.path, info.scenario_block)
+    noticed = list(info.warnings)
     if timeline is not None and steps.from_markers:
-        scenario_warnings += _gpu_outside_steps(timeline, steps.windows)
+        noticed += _gpu_outside_steps(timeline, steps.windows)
     return TraceAnalysis(
-        schema=SCHEMA,
-        scenario=record.scenario if record else None,
-        capture=record.capture if record else None,
         trace=TraceSummary(
             path=str(info.path),
             rank=dist.rank if dist else None,
@@ -185,7 +165,8 @@ def analyze_trace(trace: Trace) -> TraceAnalysis:
             memory_events=info.memory_events,
             fwdbwd_flows=info.fwdbwd_flows,
             launch_calls=int(tree.launches.size),
-            warnings=info.warnings + tuple(scenario_warnings),
+            warnings=tuple(noticed),
+            base_time_ns=info.base_time_ns,
         ),
         summary=_summary(results),
         steps=results,

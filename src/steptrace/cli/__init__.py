@@ -6,35 +6,46 @@ of ``steptrace analyze``, so its start-up counts in every analysis.
 
 from __future__ import annotations
 
+import functools
 import os
 import sys
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any, NoReturn, TypeVar
+from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
 
 import click
 
-from steptrace.errors import TraceError
+from steptrace.errors import CaptureError, TraceError
+from steptrace.report.registry import formats
+
+if TYPE_CHECKING:
+    from steptrace.report.document import Document
+    from steptrace.report.model import Report
 
 _Command = TypeVar("_Command", bound=Callable[..., Any])
-FORMATS = ("text", "json", "md", "html")
 FILE = click.Path(path_type=Path)
 
 
-def _switch(name: str, text: str) -> Callable[[_Command], _Command]:
-    """An off-by-default ``--name/--no-name`` flag."""
-    return click.option(f"{name}/--no-{name.removeprefix('--')}", default=False, help=text)
+def _switch(name: str, text: str, *parameter: str) -> Callable[[_Command], _Command]:
+    """An off-by-default ``--name/--no-name`` flag (``parameter``: another name for it)."""
+    flag = f"{name}/--no-{name.removeprefix('--')}"
+    return click.option(flag, *parameter, default=False, help=text)
+
+
+def _format_option(command: _Command) -> _Command:
+    """``--format``: every format of the renderer registry."""
+    return click.option(
+        "--format", "-f", "output_format", type=click.Choice(formats()), default="text",
+        show_default=True, help="Output format (text: the terminal).",
+    )(command)  # fmt: skip
 
 
 def _report_options(command: _Command) -> _Command:
     """``--format``, ``--top`` and ``--findings-only``, shared by analyze and profile."""
     for option in reversed(
         (
-            click.option(
-                "--format", "-f", "output_format", type=click.Choice(FORMATS),
-                default="text", show_default=True, help="text (terminal), json, md or html.",
-            ),
+            _format_option,
             click.option(
                 "--top", type=click.IntRange(min=1), default=15, show_default=True,
                 help="Operators and kernels to list.",
@@ -44,6 +55,42 @@ def _report_options(command: _Command) -> _Command:
     ):  # fmt: skip
         command = option(command)
     return command
+
+
+def _count(name: str, default: int, minimum: int, text: str) -> Callable[[_Command], _Command]:
+    return click.option(
+        name, type=click.IntRange(min=minimum), default=default, show_default=True, help=text
+    )
+
+
+# The options of a ``steptrace.Window``, each once: (parameter, option).
+_WINDOW_OPTIONS = (
+    ("wait", _count("--wait", 1, 0, "Steps skipped before warm-up.")),
+    ("warmup", _count("--warmup", 1, 0, "Profiler warm-up steps.")),
+    ("active", _count("--active", 2, 1, "Recorded steps.")),
+    ("repeat", _count("--repeat", 1, 1, "Active windows.")),
+    ("cold_steps", _count("--cold-steps", 1, 0, "First steps timed apart, before the profiler.")),
+    ("measure_overhead", _switch("--measure-overhead", "Time the steps without the profiler too.")),
+    ("count_flops", _switch("--flops", "Count FLOPs per step; MFU when known.", "count_flops")),
+    ("record_shapes", _switch("--record-shapes", "Record input shapes (costly).")),
+    ("profile_memory", _switch("--profile-memory", "Record allocations (costly).")),
+    ("with_stack", _switch("--with-stack", "Record Python stacks (costly).")),
+)  # fmt: skip
+
+
+def _window_options(command: Callable[..., None]) -> Callable[..., None]:
+    """The window options, handed to ``command`` as one ``window`` value."""
+
+    @functools.wraps(command)
+    def run(**options: Any) -> None:
+        from steptrace.window import Window
+
+        fields = {name: options.pop(name) for name, _ in _WINDOW_OPTIONS}
+        command(window=Window(**fields), **options)
+
+    for _, option in reversed(_WINDOW_OPTIONS):
+        run = option(run)
+    return run
 
 
 class _Commands(click.Group):
@@ -104,22 +151,23 @@ def analyze(
 
     TRACES are trace files (.json, .json.gz) or folders of rank traces.
     """
-    from steptrace.inputs import trace_files
+    from steptrace.cli.inputs import trace_files
     from steptrace.trace.source import ReadAhead
 
     try:
         texts = ReadAhead(trace_files(list(traces)))  # reading starts now, beside the imports
-        from steptrace.analysis.analyze import analyze as analyze_file
+        from steptrace.pipeline import analyze as analyze_file
 
         limits = _thresholds(list(threshold))
-        results = [
+        reports = [
             analyze_file(path, thresholds=limits, text=reading.take()).top(top)
             for path, reading in texts
         ]
     except TraceError as error:
         _fail(str(error))
-    results.sort(key=lambda r: (r.trace.rank is None, r.trace.rank or 0, r.trace.path))
-    _report(results, output_format, findings_only=findings_only)
+    reports.sort(key=lambda r: (r.analysis.trace.rank is None, r.analysis.trace.rank or 0,
+                                r.analysis.trace.path))  # fmt: skip
+    _report(reports, output_format, findings_only=findings_only)
 
 
 def _thresholds(assignments: list[str]) -> Any:
@@ -133,39 +181,15 @@ def _thresholds(assignments: list[str]) -> Any:
         _fail(f"--threshold: {error}")
 
 
-def _count(name: str, default: int, minimum: int, text: str) -> Callable[[_Command], _Command]:
-    return click.option(
-        name, type=click.IntRange(min=minimum), default=default, show_default=True, help=text
-    )
-
-
 @app.command(short_help="Capture a labelled window with torch.profiler, then analyze it.")
 @click.argument("target")
 @click.option("--out", type=FILE, help="New trace file (never overwritten). Default: dated.")
-@_count("--wait", 1, 0, "Steps skipped before warm-up.")
-@_count("--warmup", 1, 0, "Profiler warm-up steps.")
-@_count("--active", 2, 1, "Recorded steps.")
-@_count("--repeat", 1, 1, "Active windows.")
-@_count("--cold-steps", 1, 0, "First steps timed apart, before the profiler.")
-@_switch("--measure-overhead", "Also time the steps without the profiler (training).")
-@_switch("--flops", "Count FLOPs per step; MFU when known.")
-@_switch("--record-shapes", "Record input shapes (costly).")
-@_switch("--profile-memory", "Record allocations (costly).")
-@_switch("--with-stack", "Record Python stacks (costly).")
+@_window_options
 @_report_options
 def profile(
     target: str,
     out: Path | None,
-    wait: int,
-    warmup: int,
-    active: int,
-    repeat: int,
-    cold_steps: int,
-    measure_overhead: bool,
-    flops: bool,
-    record_shapes: bool,
-    profile_memory: bool,
-    with_stack: bool,
+    window: Any,
     output_format: str,
     top: int,
     findings_only: bool,
@@ -174,37 +198,30 @@ def profile(
 
     TARGET is MODULE:FUNCTION or FILE.py:FUNCTION returning a steptrace.Workload.
     """
-    import time
     import warnings
 
-    from steptrace.analysis.analyze import analyze as analyze_file
-    from steptrace.errors import CaptureError
+    from steptrace.pipeline import analyze as analyze_file
 
     try:
-        from steptrace.harness.workload import load_workload, run_workload
+        from steptrace.capturing.workload import run_workload
+        from steptrace.cli.targets import load_workload
     except ImportError as error:
         _fail(f"capture needs torch ({error})")
     path = out or Path(f"steptrace-{time.strftime('%Y%m%d-%H%M%S')}.json")
-    options = {
-        "out": path, "wait": wait, "warmup": warmup, "active": active, "repeat": repeat,
-        "cold_steps": cold_steps, "measure_overhead": measure_overhead, "count_flops": flops,
-        "record_shapes": record_shapes, "profile_memory": profile_memory,
-        "with_stack": with_stack,
-    }  # fmt: skip
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # the result carries them; printed below once
-            captured = run_workload(load_workload(target), **options)
-        results = [analyze_file(trace).top(top) for trace in captured.traces]
+            captured = run_workload(load_workload(target), out=path, window=window)
+        reports = [analyze_file(trace).top(top) for trace in captured.facts.traces]
     except (CaptureError, TraceError) as error:
         _fail(str(error))
-    for message in captured.warnings:
+    for message in captured.facts.warnings:
         print(f"steptrace: warning: {message}", file=sys.stderr)
     print(
-        f"steptrace: trace {', '.join(captured.traces)}; scenario {captured.sidecar}",
+        f"steptrace: trace {', '.join(captured.facts.traces)}; scenario {captured.facts.sidecar}",
         file=sys.stderr,
     )
-    _report(results, output_format, findings_only=findings_only)
+    _report(reports, output_format, findings_only=findings_only)
 
 
 @app.command(short_help="A/B outside the profiler: correctness first, then timing.")
@@ -245,8 +262,7 @@ def compare(
 
     BASELINE and CANDIDATE are MODULE:FUNCTION, the steps A and B: step(state, batch).
     """
-    from steptrace.errors import CaptureError
-    from steptrace.targets import load_callable
+    from steptrace.cli.targets import load_callable
 
     outputs = [p for p in (json_out, csv_out) if p is not None]
     if len(outputs) == 2 and outputs[0].resolve() == outputs[1].resolve():
@@ -257,7 +273,7 @@ def compare(
         if not path.parent.is_dir():
             _fail(f"{path.parent}: no such folder for {path.name}")
     try:
-        from steptrace.harness.devices import activities, resolve
+        from steptrace.devices import activities, resolve
         from steptrace.validate import TimingPlan
         from steptrace.validate import compare as run_compare
 
@@ -274,12 +290,9 @@ def compare(
         _fail(f"compare needs torch and scipy ({error})")
     except CaptureError as error:
         _fail(str(error))
-    from rich.console import Console
+    from steptrace.report.check_sections import comparison_document
 
-    from steptrace.report.comparison import render_comparison
-
-    console = Console() if sys.stdout.isatty() else Console(width=140, color_system=None)
-    render_comparison(result, console, (baseline, candidate))
+    _write([comparison_document(result, (baseline, candidate))], "text")
     if json_out is not None:
         print(f"steptrace: raw values in {result.write_json(json_out)}", file=sys.stderr)
     if csv_out is not None:
@@ -289,10 +302,7 @@ def compare(
 @app.command(short_help="Where time moved between two windows (compare decides).")
 @click.argument("before", type=FILE)
 @click.argument("after", type=FILE)
-@click.option(
-    "--format", "-f", "output_format", type=click.Choice(("text", "json", "md")),
-    default="text", show_default=True, help="text (terminal), json or md.",
-)  # fmt: skip
+@_format_option
 @click.option(
     "--top", type=click.IntRange(min=1), default=15, show_default=True,
     help="Changed operators and kernels to list.",
@@ -300,10 +310,10 @@ def compare(
 def diff(before: Path, after: Path, output_format: str, top: int) -> None:
     """Where time moved between two windows (a diff suggests; compare decides).
 
-    BEFORE and AFTER are traces or analysis JSON files, before and after the change.
+    BEFORE and AFTER are traces or reports saved by `steptrace analyze --format json`.
     """
-    from steptrace.diff import diff_paths
-    from steptrace.report.diff import render_diff_json, render_diff_markdown, render_diff_text
+    from steptrace.pipeline import diff as diff_paths
+    from steptrace.report.diff_sections import diff_document
 
     try:
         result = diff_paths(before, after)
@@ -312,15 +322,7 @@ def diff(before: Path, after: Path, output_format: str, top: int) -> None:
     if output_format != "text":  # the text report shows them in its body
         for warning in result.warnings:
             print(f"steptrace: warning: {warning}", file=sys.stderr)
-    if output_format == "json":
-        sys.stdout.write(render_diff_json(result))
-    elif output_format == "md":
-        sys.stdout.write(render_diff_markdown(result, top))
-    else:
-        from rich.console import Console
-
-        console = Console() if sys.stdout.isatty() else Console(width=160, color_system=None)
-        render_diff_text(result, console, top)
+    _write([diff_document(result, top)], output_format)
 
 
 @app.command(short_help="Copy a trace without e-mails, tokens, user and host names.")
@@ -331,7 +333,7 @@ def scrub(trace: Path, output: Path) -> None:
 
     TRACE is the trace to share (.json or .json.gz).
     """
-    from steptrace.scrub import scrub_file
+    from steptrace.tools.scrub import scrub_file
 
     try:
         report = scrub_file(trace, output)
@@ -353,10 +355,9 @@ def scrub(trace: Path, output: Path) -> None:
 def demo(out: Path, device: str, quick: bool) -> None:
     """The whole method on a small CNN: question, capture, findings, A/B checks, reports."""
     try:
-        from steptrace.demo import run_demo
+        from steptrace.tools.demo import run_demo
     except ImportError as error:
         _fail(f"the demo needs torch ({error})")
-    from steptrace.errors import CaptureError
 
     def say(line: str) -> None:
         print(f"[{time.strftime('%H:%M:%S')}] {line}", file=sys.stderr, flush=True)
@@ -367,44 +368,25 @@ def demo(out: Path, device: str, quick: bool) -> None:
         folder = run_demo(out, device=device, quick=quick, say=say)
     except (CaptureError, OSError) as error:
         _fail(str(error))
-    print(f"Reports in {folder}/: report.html, report.md, analysis.json, comparisons.json, "
+    print(f"Reports in {folder}/: report.html, report.md, report.json, comparisons.json, "
           "trace.json (open it in ui.perfetto.dev)")  # fmt: skip
 
 
-def _report(
-    results: list,  # type: ignore[type-arg]
-    output_format: str,
-    *,
-    findings_only: bool = False,
-) -> None:
-    for result in results:
-        for warning in result.trace.warnings:
-            print(f"steptrace: warning: {result.trace.path}: {warning}", file=sys.stderr)
-    _emit(results, output_format, findings_only)
+def _report(reports: list[Report], output_format: str, *, findings_only: bool = False) -> None:
+    from steptrace.report.trace_sections import View, report_document
+
+    for report in reports:
+        path = report.analysis.trace.path
+        for warning in report.analysis.trace.warnings + report.warnings:
+            print(f"steptrace: warning: {path}: {warning}", file=sys.stderr)
+    view = View(findings_only=findings_only)
+    _write([report_document(r, view) for r in reports], output_format)
 
 
-def _emit(results: list, output_format: str, findings_only: bool) -> None:  # type: ignore[type-arg]
-    if output_format == "html":
-        from steptrace.report.html import render_html
+def _write(documents: list[Document], output_format: str) -> None:
+    from steptrace.report.registry import renderer
 
-        if len(results) != 1:
-            _fail("--format html takes one trace; run it once per trace")
-        sys.stdout.write(render_html(results[0]))
-    elif output_format == "json":
-        from steptrace.report.json import render_json
-
-        sys.stdout.write(render_json(results, findings_only=findings_only))
-    elif output_format == "md":
-        from steptrace.report.markdown import render_markdown
-
-        sys.stdout.write(render_markdown(results, findings_only=findings_only))
-    else:
-        from rich.console import Console
-
-        from steptrace.report.text import render_text
-
-        console = Console() if sys.stdout.isatty() else Console(width=160, color_system=None)
-        render_text(results, console, findings_only=findings_only)
+    sys.stdout.write(renderer(output_format, terminal=sys.stdout.isatty()).render(documents))
 
 
 def _fail(message: str, code: int = 2) -> NoReturn:

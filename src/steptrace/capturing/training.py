@@ -18,12 +18,14 @@ from typing import Any
 
 import torch
 
+from steptrace import devices
+from steptrace.capturing import flops
+from steptrace.capturing.result import CaptureResult
+from steptrace.capturing.session import Capture
+from steptrace.capturing.state import SavedState
 from steptrace.errors import CaptureError
-from steptrace.harness import devices, flops
-from steptrace.harness.result import CaptureResult
-from steptrace.harness.session import Capture
-from steptrace.harness.state import SavedState
-from steptrace.scenario import Scenario
+from steptrace.scenario import ObservedRun, Scenario
+from steptrace.window import Window, window_of
 
 Phase = Callable[[str], AbstractContextManager[Any]]
 LossFn = Callable[[Any, Any], torch.Tensor]
@@ -63,100 +65,80 @@ def profile_training(
     *,
     scenario: Scenario,
     out: str | Path,
-    wait: int = 1,
-    warmup: int = 1,
-    active: int = 2,
-    repeat: int = 1,
-    cold_steps: int = 1,
+    window: Window | None = None,
     restore_state: bool = True,
-    measure_overhead: bool = False,
-    count_flops: bool = False,
-    record_shapes: bool = False,
-    profile_memory: bool = False,
-    with_stack: bool = False,
     clock: Callable[[], float] = time.perf_counter,
+    **legacy: Any,
 ) -> CaptureResult:
-    """Capture a labelled training window and return where it is and what was measured."""
+    """Capture a labelled training window and return where it is and what was measured.
+
+    ``window`` sets the schedule, the profiler options, ``measure_overhead`` and
+    ``count_flops`` (``Window()`` by default); the keyword arguments of earlier versions
+    (``active=5``, ``measure_overhead=True``, ...) still work and land in it.
+    """
     if scenario.kind != "training":
         raise CaptureError(f"profile_training needs a training scenario, not {scenario.kind!r}")
-    needed = cold_steps + (wait + warmup + active) * repeat
-    _check_length(loader, needed, cold_steps, wait, warmup, active, repeat)
-    window = Capture(
-        scenario, out=out, wait=wait, warmup=warmup, active=active, repeat=repeat,
-        record_shapes=record_shapes, profile_memory=profile_memory, with_stack=with_stack,
-        sync_steps=measure_overhead, clock=clock,
-    )  # fmt: skip
-    device = window.device
+    plan = window_of(window, legacy)
+    _check_length(loader, plan)
+    capture = Capture(scenario, out=out, window=plan, sync_steps=plan.measure_overhead, clock=clock)
+    device = capture.device
     saved = SavedState(model, optimizer)
 
     def step(batch: Any, phase: Phase = _no_label) -> torch.Tensor:
         return training_step(model, optimizer, loss_fn, batch, device, phase)
 
     try:
-        extra = _run(
-            window, saved, model, loader, step, needed, cold_steps, measure_overhead,
-            count_flops, clock,
-        )  # fmt: skip
+        extra = _run(capture, saved, model, loader, step, clock)
     finally:
         if restore_state:  # also when the loop fails: the user's weights come back
             saved.restore()
-    steady = extra.get("unprofiled_step_ms") or tuple(window.step_ms)
-    extra |= _throughput(extra.get("flops_per_step"), steady, window)
-    return window.amend(**extra)
+    steady = extra.get("unprofiled_step_ms") or tuple(capture.step_ms)
+    extra |= _throughput(extra.get("flops_per_step"), steady, capture)
+    return capture.amend(**extra)
 
 
 def _run(
-    window: Capture,
+    capture: Capture,
     saved: SavedState,
     model: torch.nn.Module,
     loader: Iterable[Any],
     step: Callable[..., torch.Tensor],
-    needed: int,
-    cold_steps: int,
-    measure_overhead: bool,
-    count_flops: bool,
     clock: Callable[[], float],
 ) -> dict[str, Any]:
     """FLOPs, cold start, the profiled window and the unprofiled steps, in that order."""
-    device, scenario = window.device, window.scenario
-    wait, warmup, active = (window.settings[k] for k in ("wait", "warmup", "active"))
+    device, scenario, plan = capture.device, capture.scenario, capture.window
     extra: dict[str, Any] = {}
-    if count_flops:
+    if plan.count_flops:
         extra["flops_per_step"] = flops.count_flops(lambda: step(next(iter(loader))))
         saved.restore()
     model.train(scenario.mode == "train")
-    iterator = _Batches(loader, needed)  # created before the window: start-up not measured
+    iterator = _Batches(loader, plan.needed_steps)  # made before the window: start-up unmeasured
     extra["observed"] = _observe(model, iterator.first, scenario)
-    extra["cold_start_ms"] = _timed_steps(iterator, cold_steps, step, device, clock)
-    with window:
-        for _ in range(window.total_steps):
-            with window.phase("read_batch"):
+    extra["cold_start_ms"] = _timed_steps(iterator, plan.cold_steps, step, device, clock)
+    with capture:
+        for _ in range(capture.total_steps):
+            with capture.phase("read_batch"):
                 batch = next(iterator)
-            step(batch, window.phase)
-            window.step()
-    if measure_overhead:
+            step(batch, capture.phase)
+            capture.step()
+    if plan.measure_overhead:
         saved.restore()
         model.train(scenario.mode == "train")
-        again = _Batches(loader, needed)
-        _timed_steps(again, cold_steps + wait + warmup, step, device, clock)
-        unprofiled = _timed_steps(again, active, step, device, clock)
+        again = _Batches(loader, plan.needed_steps)
+        _timed_steps(again, plan.cold_steps + plan.wait + plan.warmup, step, device, clock)
+        unprofiled = _timed_steps(again, plan.active, step, device, clock)
         extra["unprofiled_step_ms"] = tuple(unprofiled)
-        extra["overhead_ratio"] = _ratio(window.step_ms, unprofiled)
+        extra["overhead_ratio"] = _ratio(capture.step_ms, unprofiled)
     return extra
 
 
-def _check_length(
-    loader: Iterable[Any], needed: int, cold: int, wait: int, warmup: int, active: int, repeat: int
-) -> None:
+def _check_length(loader: Iterable[Any], plan: Window) -> None:
     try:
         available = len(loader)  # type: ignore[arg-type]
     except TypeError:
         return  # an iterable without a length is checked as it runs
-    if available < needed:
-        raise CaptureError(
-            f"the loader yields {available} batches; cold start ({cold}) + (wait {wait} + "
-            f"warmup {warmup} + active {active}) x repeat {repeat} need {needed}"
-        )
+    if available < plan.needed_steps:
+        raise CaptureError(f"the loader yields {available} batches; {plan.describe()}")
 
 
 class _Batches(Iterator[Any]):
@@ -183,18 +165,18 @@ class _Batches(Iterator[Any]):
             ) from None
 
 
-def _observe(model: torch.nn.Module, batch: Any, scenario: Scenario) -> dict[str, Any]:
+def _observe(model: torch.nn.Module, batch: Any, scenario: Scenario) -> ObservedRun:
     """What the run really is, to set beside what the scenario declares."""
     inputs = batch[0] if isinstance(batch, tuple | list) else batch
-    shape = list(inputs.shape) if isinstance(inputs, torch.Tensor) else None
+    shape = tuple(inputs.shape) if isinstance(inputs, torch.Tensor) else None
     parameter = next(model.parameters(), None)
-    return {
-        "batch_size": shape[0] if shape else None,
-        "input_shape": shape,
-        "parameter_dtype": None if parameter is None else str(parameter.dtype)[len("torch.") :],
-        "model_mode": scenario.mode,
-        "device": scenario.device,
-    }  # fmt: skip
+    return ObservedRun(
+        batch_size=shape[0] if shape else None,
+        input_shape=shape,
+        parameter_dtype=None if parameter is None else str(parameter.dtype)[len("torch.") :],
+        model_mode=scenario.mode,
+        device=scenario.device,
+    )
 
 
 def _timed_steps(
@@ -222,13 +204,13 @@ def _ratio(profiled: list[float], unprofiled: tuple[float, ...]) -> float | None
 
 
 def _throughput(
-    flops_per_step: int | None, steady_ms: tuple[float, ...], window: Capture
+    flops_per_step: int | None, steady_ms: tuple[float, ...], capture: Capture
 ) -> dict[str, Any]:
     """Achieved TFLOP/s from the steady step time (unprofiled when measured) and MFU."""
     if not flops_per_step or not steady_ms:
         return {}
     achieved = flops_per_step / (statistics.median(steady_ms) / 1000) / 1e12
-    peak = flops.peak_tflops(devices.device_name(window.device), window.scenario.dtype)
+    peak = flops.peak_tflops(devices.device_name(capture.device), capture.scenario.dtype)
     return {
         "achieved_tflops": achieved,
         "peak_tflops": peak,

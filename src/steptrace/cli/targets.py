@@ -1,4 +1,5 @@
-"""``MODULE:FUNCTION`` or ``FILE.py:FUNCTION`` -> the function, with one-line errors."""
+"""``MODULE:FUNCTION`` or ``FILE.py:FUNCTION`` -> the function (or the workload it makes),
+with one-line errors."""
 
 from __future__ import annotations
 
@@ -7,9 +8,12 @@ import importlib.util
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from steptrace.errors import CaptureError
+
+if TYPE_CHECKING:
+    from steptrace.capturing.workload import Workload
 
 
 def load_callable(target: str) -> Callable[..., Any]:
@@ -49,3 +53,19 @@ def _import(where: str) -> Any:
         return importlib.import_module(where)
     except ImportError as exc:
         raise CaptureError(f"{where}: cannot import ({exc})") from None
+
+
+def load_workload(target: str) -> Workload:
+    """Call ``module:function`` or ``path/file.py:function`` and check it made a ``Workload``."""
+    from steptrace.capturing.workload import Workload
+
+    function = load_callable(target)
+    try:
+        workload = function()
+    except Exception as exc:  # the user's code: say what failed, in one line
+        raise CaptureError(f"{target}: the workload function failed: {exc!r}") from None
+    if not isinstance(workload, Workload):
+        raise CaptureError(
+            f"{target}: returned {type(workload).__name__}, not a steptrace.Workload"
+        )
+    return workload

@@ -15,13 +15,16 @@ import shutil
 import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 from torch import nn
 from torch.utils.data import DataLoader, Dataset
 
 from steptrace.scenario import Scenario
+
+if TYPE_CHECKING:
+    from steptrace.report.model import Report
 
 BATCH, CLASSES, SIZE = 32, 10, 32
 
@@ -109,7 +112,7 @@ def run_demo(root: Path, *, device: str = "auto", quick: bool = False, say: Say 
     The folder is built under a ``.partial`` name and renamed only when every report is
     written: a failed or interrupted demo leaves nothing behind.
     """
-    from steptrace.harness.devices import activities, resolve
+    from steptrace.devices import activities, resolve
 
     target = resolve("cuda" if device == "auto" and torch.cuda.is_available() else
                      ("cpu" if device == "auto" else device))  # fmt: skip
@@ -134,8 +137,9 @@ def run_demo(root: Path, *, device: str = "auto", quick: bool = False, say: Say 
 
 
 def _run(folder: Path, target: torch.device, quick: bool, say: Say) -> None:
-    from steptrace.analysis.analyze import analyze
-    from steptrace.harness.training import profile_training
+    from steptrace.capturing.training import profile_training
+    from steptrace.pipeline import analyze
+    from steptrace.window import Window
 
     question = scenario(target)
     say(f"Question: {question.question}")
@@ -143,20 +147,20 @@ def _run(folder: Path, target: torch.device, quick: bool, say: Say) -> None:
     say(f"Capturing a labelled window on {target} (wait 1, warm-up 1, active 3) ...")
     captured = profile_training(
         state["model"], state["optimizer"], nn.functional.cross_entropy, loader(8),
-        scenario=question, out=folder / "trace.json", active=3, measure_overhead=True,
-        count_flops=True,
+        scenario=question, out=folder / "trace.json",
+        window=Window(active=3, measure_overhead=True, count_flops=True),
     )  # fmt: skip
     say("Analyzing the trace ...")
-    result = analyze(captured.trace)
-    rules = [f.rule for f in result.findings]
+    report = analyze(captured.trace)
+    rules = [f.rule for f in report.findings]
     say("Findings: " + (", ".join(rules) or "none above thresholds"))
     comparisons = _checks(rules, target, quick, say)
-    _write(folder, result, comparisons)
+    _write(folder, report, comparisons)
 
 
 def _checks(rules: list[str], device: torch.device, quick: bool, say: Say) -> list[tuple[str, Any]]:
     """The controlled checks of the findings this demo can test, outside the profiler."""
-    from steptrace.harness.devices import to_device
+    from steptrace.devices import to_device
     from steptrace.validate import TimingPlan, compare, prepared_batch_check
 
     plan = TimingPlan(budget_s=2.0 if quick else 8.0, max_blocks=40 if quick else 200)
@@ -185,19 +189,17 @@ def _checks(rules: list[str], device: torch.device, quick: bool, say: Say) -> li
     return checks
 
 
-def _write(folder: Path, result: Any, comparisons: list[tuple[str, Any]]) -> None:
+def _write(folder: Path, report: Report, comparisons: list[tuple[str, Any]]) -> None:
+    """The trace's reports in every file format, each showing the same sections."""
     import msgspec
 
-    from steptrace.report.html import render_html
-    from steptrace.report.json import render_json
-    from steptrace.report.markdown import render_markdown
+    from steptrace.report.registry import renderer
+    from steptrace.report.trace_sections import View, report_document
 
-    top = result.top(15)
-    (folder / "analysis.json").write_text(render_json([top]), encoding="utf-8")
-    (folder / "report.md").write_text(render_markdown([top]), encoding="utf-8")
-    (folder / "report.html").write_text(
-        render_html(top, comparisons=comparisons, trace_name="trace.json"), encoding="utf-8"
-    )
+    view = View(comparisons=tuple(comparisons), trace_name="trace.json")
+    document = report_document(report.top(15), view)
+    for name, file in (("json", "report.json"), ("md", "report.md"), ("html", "report.html")):
+        (folder / file).write_text(renderer(name).render([document]), encoding="utf-8")
     payload = [{"title": t, **msgspec.to_builtins(c)} for t, c in comparisons]
     (folder / "comparisons.json").write_text(
         msgspec.json.format(msgspec.json.encode(payload).decode(), indent=2), encoding="utf-8"

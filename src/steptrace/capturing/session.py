@@ -21,18 +21,21 @@ import msgspec
 import torch
 from torch.profiler import profile, record_function, schedule
 
+from steptrace import devices
+from steptrace.capturing import files
+from steptrace.capturing.result import CaptureResult
 from steptrace.errors import CaptureError, CaptureWarning
-from steptrace.harness import devices, files
-from steptrace.harness.result import CaptureResult
 from steptrace.scenario import (
     OPTION_COSTS,
     TRACE_METADATA_KEY,
+    CaptureFacts,
     Scenario,
     record_payload,
     sidecar_path,
 )
 from steptrace.trace.kinds import GPU_WORK
 from steptrace.trace.load import load_trace
+from steptrace.window import Window, window_of
 
 
 class Capture(AbstractContextManager["Capture"]):
@@ -56,38 +59,21 @@ class Capture(AbstractContextManager["Capture"]):
         scenario: Scenario,
         *,
         out: str | Path,
-        wait: int = 1,
-        warmup: int = 1,
-        active: int = 2,
-        repeat: int = 1,
-        record_shapes: bool = False,
-        profile_memory: bool = False,
-        with_stack: bool = False,
-        with_flops: bool = False,
+        window: Window | None = None,
         sync_steps: bool = False,
         clock: Callable[[], float] = time.perf_counter,
+        **legacy: Any,
     ) -> None:
-        if min(wait, warmup) < 0 or active < 1 or repeat < 1:
-            raise CaptureError(
-                "the schedule needs wait >= 0, warmup >= 0, active >= 1, repeat >= 1"
-            )
+        """``window``: the schedule and options (``Window()`` by default); the keyword
+        arguments of earlier versions (``active=5``, ``record_shapes=True``, ...) still
+        work and land in it. ``sync_steps`` waits for the device at each step boundary."""
         self.scenario = scenario
+        self.window = window_of(window, legacy)
         self.device = devices.resolve(scenario.device)
         self._activities = devices.activities(self.device)  # refuses an unobservable GPU
-        self.cycle = wait + warmup + active
-        self.total_steps = self.cycle * repeat
-        self._active_from = wait + warmup
-        self.options = {
-            "record_shapes": record_shapes,
-            "profile_memory": profile_memory,
-            "with_stack": with_stack,
-            "with_flops": with_flops,
-        }
-        self.settings: dict[str, Any] = {
-            "wait": wait, "warmup": warmup, "active": active, "repeat": repeat,
-            "options": self.options, "sync_steps": sync_steps, "torch": str(torch.__version__),
-        }  # fmt: skip
-        self._paths = [files.cycle_path(Path(out), k) for k in range(repeat)]
+        self.total_steps = self.window.profiled_steps
+        self._active_from = self.window.wait + self.window.warmup
+        self._paths = [files.cycle_path(Path(out), k) for k in range(self.window.repeat)]
         self._sync_steps = sync_steps
         self._clock = clock
         self.steps_done = 0
@@ -108,19 +94,17 @@ class Capture(AbstractContextManager["Capture"]):
         return self
 
     def _start(self) -> None:
+        window = self.window
         self._profiler = profile(
             activities=self._activities,
             schedule=schedule(
-                wait=self.settings["wait"],
-                warmup=self.settings["warmup"],
-                active=self.settings["active"],
-                repeat=self.settings["repeat"],
+                wait=window.wait, warmup=window.warmup, active=window.active, repeat=window.repeat
             ),
             on_trace_ready=self._export,
-            record_shapes=self.options["record_shapes"],
-            profile_memory=self.options["profile_memory"],
-            with_stack=self.options["with_stack"],
-            with_flops=self.options["with_flops"],
+            record_shapes=window.record_shapes,
+            profile_memory=window.profile_memory,
+            with_stack=window.with_stack,
+            with_flops=window.with_flops,
         )
         self._profiler.__enter__()
         self._label_window()
@@ -128,15 +112,15 @@ class Capture(AbstractContextManager["Capture"]):
 
     def _label_window(self) -> None:
         """Write the scenario into the trace; kineto keeps it only once recording began."""
-        if self.active_now and self.steps_done % self.cycle == self._active_from:
+        if self.active_now and self.steps_done % self.window.cycle == self._active_from:
             assert self._profiler is not None
-            payload = record_payload(self.scenario, {"settings": self.settings})
+            payload = record_payload(self.scenario, self._facts())
             self._profiler.add_metadata_json(TRACE_METADATA_KEY, json.dumps(payload))
 
     @property
     def active_now(self) -> bool:
         """Is the step about to run inside an active (recorded) window?"""
-        return self.steps_done % self.cycle >= self._active_from and not self.done
+        return self.steps_done % self.window.cycle >= self._active_from and not self.done
 
     @property
     def done(self) -> bool:
@@ -207,6 +191,9 @@ class Capture(AbstractContextManager["Capture"]):
             prof.export_chrome_trace(str(self._paths[self._exported]))
         self._exported += 1
 
+    def _facts(self, **fields: Any) -> CaptureFacts:
+        return CaptureFacts(window=self.window, torch_version=str(torch.__version__), **fields)
+
     def _finish(self) -> CaptureResult:
         written = self._paths[: self._exported]
         for path in self._paths[self._exported :]:
@@ -214,30 +201,28 @@ class Capture(AbstractContextManager["Capture"]):
             files.release(sidecar_path(path))
         warned: list[str] = []
         gpu_requested = devices.wants_gpu(self.device)
-        gpu_observed = load_trace(written[0]).events.mask(*GPU_WORK).any()
+        gpu_observed = bool(load_trace(written[0]).events.mask(*GPU_WORK).any())
         if gpu_requested and not gpu_observed:
             warned.append(
                 f"the scenario asked for {self.device} but the trace holds no GPU event: "
                 "GPU collection failed, and nothing about the GPU can be concluded from it"
             )
-        warned += [
-            f"{name} was on: {cost}" for name, cost in OPTION_COSTS.items() if self.options[name]
-        ]
-        result = CaptureResult(
+        options = self.window.options
+        warned += [f"{name} was on: {cost}" for name, cost in OPTION_COSTS.items() if options[name]]
+        facts = self._facts(
             traces=tuple(str(p) for p in written),
             sidecar=str(sidecar_path(written[0])),
-            scenario=self.scenario,
-            settings=self.settings,
             gpu_requested=gpu_requested,
-            gpu_observed=bool(gpu_observed),
+            gpu_observed=gpu_observed,
             profiled_step_ms=tuple(self.step_ms),
         )
-        return self.amend(result, warnings=tuple(warned))
+        return self.amend(CaptureResult(self.scenario, facts), warnings=tuple(warned))
 
     def amend(self, result: CaptureResult | None = None, **fields: Any) -> CaptureResult:
         """Add figures measured outside the window; rewrite the sidecars (ours) with them.
 
-        New ``warnings`` are appended to the result's and emitted as ``CaptureWarning``.
+        ``fields`` are ``CaptureFacts`` fields. New ``warnings`` are appended to the
+        result's and emitted as ``CaptureWarning``.
         """
         result = result or self.result
         if result is None:
@@ -245,11 +230,13 @@ class Capture(AbstractContextManager["Capture"]):
         new_warnings = tuple(fields.pop("warnings", ()))
         for message in new_warnings:
             warnings.warn(message, CaptureWarning, stacklevel=3)
-        result = msgspec.structs.replace(result, warnings=result.warnings + new_warnings, **fields)
-        for trace in result.traces:
+        facts = msgspec.structs.replace(
+            result.facts, warnings=result.facts.warnings + new_warnings, **fields
+        )
+        for trace in facts.traces:
             sidecar_path(Path(trace)).write_text(
-                json.dumps(record_payload(self.scenario, result.facts()), indent=2) + "\n",
+                json.dumps(record_payload(self.scenario, facts), indent=2) + "\n",
                 encoding="utf-8",
             )
-        self.result = result
-        return result
+        self.result = CaptureResult(self.scenario, facts)
+        return self.result

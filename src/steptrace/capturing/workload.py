@@ -1,0 +1,59 @@
+"""A workload for ``steptrace profile``: the pieces a user function returns, and their run.
+
+    def my_workload() -> steptrace.Workload:
+        model = ...
+        return steptrace.Workload(
+            scenario=steptrace.Scenario(question="Does the step wait for data?"),
+            model=model, optimizer=..., loss_fn=..., loader=...,
+        )
+
+An inference workload gives ``load_model``, ``request`` and ``inputs`` instead.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from steptrace.capturing.inference import profile_inference
+from steptrace.capturing.result import CaptureResult
+from steptrace.capturing.training import LossFn, profile_training
+from steptrace.errors import CaptureError
+from steptrace.scenario import Scenario
+from steptrace.window import Window
+
+
+@dataclass(frozen=True)
+class Workload:
+    """What ``steptrace profile`` runs: a scenario and the pieces of its step."""
+
+    scenario: Scenario
+    model: torch.nn.Module | None = None
+    optimizer: torch.optim.Optimizer | None = None
+    loss_fn: LossFn | None = None
+    loader: Iterable[Any] | None = None
+    load_model: Callable[[], torch.nn.Module] | None = None
+    request: Callable[[Any, Any], Any] | None = None
+    inputs: Sequence[Any] | None = None
+
+
+def run_workload(workload: Workload, *, out: str | Path, window: Window) -> CaptureResult:
+    """Capture a workload with ``profile_training`` or ``profile_inference``."""
+    scenario = workload.scenario
+    if scenario.kind == "training":
+        model, optimizer, loss_fn, loader = (
+            workload.model, workload.optimizer, workload.loss_fn, workload.loader,
+        )  # fmt: skip
+        if model is None or optimizer is None or loss_fn is None or loader is None:
+            raise CaptureError("a training workload needs model, optimizer, loss_fn and loader")
+        return profile_training(
+            model, optimizer, loss_fn, loader, scenario=scenario, out=out, window=window
+        )
+    load_model, request, inputs = workload.load_model, workload.request, workload.inputs
+    if load_model is None or request is None or inputs is None:
+        raise CaptureError("an inference workload needs load_model, request and inputs")
+    return profile_inference(load_model, request, inputs, scenario=scenario, out=out, window=window)

@@ -1,0 +1,178 @@
+"""The pipeline: load -> measure -> find -> ``Report``, one stage after the other.
+
+    report = steptrace.analyze("trace.json.gz")      # load, measure, find
+    report.analysis.summary.wall_ms.median            # ms per step
+    report.findings[0].next_check                     # what to test next
+
+Every stage is pure except loading: ``load_trace`` reads the file, ``read_sidecar`` the
+scenario beside it; ``measure`` (analysis) and ``find`` (hypotheses) only compute. Saved
+reports are read back for ``diff``, which compares two sides however they were given.
+"""
+
+from __future__ import annotations
+
+import gzip
+import re
+import zlib
+from pathlib import Path
+from typing import TypeVar
+
+import msgspec
+
+from steptrace.across.diff import TraceDiff, diff_analyses
+from steptrace.analysis.copies import CopyPattern
+from steptrace.analysis.kernels import KernelStat
+from steptrace.analysis.measure import (
+    StepResult,
+    StepSummary,
+    TraceAnalysis,
+    TraceSummary,
+    measure,
+)
+from steptrace.analysis.operators import OperatorStat
+from steptrace.errors import TraceError
+from steptrace.hypotheses import Case, find
+from steptrace.hypotheses.thresholds import Thresholds
+from steptrace.report.model import SCHEMA, Report
+from steptrace.scenario import Scenario, decode_record, read_sidecar, sidecar_path
+from steptrace.trace.load import load_trace
+from steptrace.trace.source import GZIP_MAGIC, FileText, decompress
+from steptrace.trace.table import Trace
+
+OLD_SCHEMA = "steptrace.analysis/1"  # reports written before the Report value (read by diff)
+_PEEK_BYTES = 64 * 1024
+# A saved report opens with its schema (msgspec writes struct fields in order); a list of
+# them is what ``analyze --format json`` writes for several traces.
+_SCHEMA_FIRST = re.compile(rb'\A\s*(\[\s*)?\{\s*"schema"\s*:\s*"([^"\\]*)"')
+_Saved = TypeVar("_Saved")
+
+
+def analyze(
+    path: str | Path,
+    *,
+    thresholds: Thresholds | None = None,
+    progress: bool | None = None,
+    text: FileText | None = None,
+) -> Report:
+    """Load a trace file and its scenario, measure it, find what its figures suggest.
+
+    ``text`` is the file's content when it was read already (``trace.source.ReadAhead``).
+    """
+    trace = load_trace(path, progress=progress, text=text)
+    del text  # the analysis needs the columns, not the file's text: let it go
+    sidecar, unreadable = read_sidecar(trace.info.path)
+    return _report(trace, sidecar, unreadable, thresholds)
+
+
+def analyze_trace(trace: Trace, *, thresholds: Thresholds | None = None) -> Report:
+    """The report of a loaded trace, with the scenario the trace itself carries. No I/O."""
+    return _report(trace, None, [], thresholds)
+
+
+def _report(
+    trace: Trace, sidecar: object | None, unreadable: list[str], thresholds: Thresholds | None
+) -> Report:
+    name = sidecar_path(trace.info.path).name
+    record, warnings = decode_record(sidecar, trace.info.scenario_block, name)
+    scenario = record.scenario if record else None
+    capture = record.capture if record else None
+    analysis = measure(trace)
+    limits = thresholds or Thresholds()
+    return Report(
+        scenario=scenario,
+        capture=capture,
+        analysis=analysis,
+        findings=find(Case(analysis, scenario, capture), limits),
+        thresholds=limits,
+        warnings=tuple(unreadable + warnings),
+    )
+
+
+def diff(before: str | Path, after: str | Path) -> TraceDiff:
+    """Where time moved between two traces or saved reports, named by the paths given."""
+    old, new = read_report(before), read_report(after)
+    result = diff_analyses(old.analysis, new.analysis, scenarios=(old.scenario, new.scenario))
+    return msgspec.structs.replace(result, before=str(before), after=str(after))
+
+
+def read_report(path: str | Path) -> Report:
+    """A trace analyzed, or a report saved by ``analyze --format json`` read back."""
+    path = Path(path)
+    schema = _schema_of(path)
+    if schema is None:
+        return analyze(path)
+    if schema == SCHEMA:
+        return _decode(path, Report)
+    if schema == OLD_SCHEMA:
+        return _decode(path, _OldReport).upgraded()
+    raise TraceError(
+        f"{path}: schema {schema!r} is not {SCHEMA!r}: steptrace reads traces and reports "
+        "written by `steptrace analyze --format json`"
+    )
+
+
+class _OldReport(msgspec.Struct, frozen=True):
+    """A ``steptrace.analysis/1`` report: the figures were at the top; findings are not read."""
+
+    trace: TraceSummary
+    summary: StepSummary
+    steps: tuple[StepResult, ...]
+    operators: tuple[OperatorStat, ...]
+    operators_total: int
+    kernels: tuple[KernelStat, ...]
+    kernels_total: int
+    copies: tuple[CopyPattern, ...]
+    scenario: Scenario | None = None
+
+    def upgraded(self) -> Report:
+        analysis = TraceAnalysis(
+            self.trace, self.summary, self.steps, self.operators, self.operators_total,
+            self.kernels, self.kernels_total, self.copies,
+        )  # fmt: skip
+        return Report(
+            scenario=self.scenario,
+            capture=None,
+            analysis=analysis,
+            findings=(),
+            thresholds=Thresholds(),
+            warnings=(f"a {OLD_SCHEMA} report: its figures were read, its findings were not",),
+        )
+
+
+def _schema_of(path: Path) -> str | None:
+    """The top-level ``schema`` of a saved report; None for anything else (a trace)."""
+    found = _SCHEMA_FIRST.match(_head(path))
+    if found is None:
+        return None
+    if found.group(1):
+        raise TraceError(
+            f"{path}: holds a list of reports; diff compares one with one "
+            "(analyze each trace on its own)"
+        )
+    return found.group(2).decode("utf-8", errors="replace")
+
+
+def _head(path: Path) -> bytes:
+    """The first bytes of the file, gunzipped; empty when unreadable (load_trace says why)."""
+    try:
+        with path.open("rb") as handle:
+            head = handle.read(_PEEK_BYTES)
+            if not head.startswith(GZIP_MAGIC):
+                return head
+            handle.seek(0)
+            with gzip.GzipFile(fileobj=handle) as unzipped:
+                return unzipped.read(_PEEK_BYTES)
+    except (OSError, EOFError, zlib.error):
+        return b""
+
+
+def _decode(path: Path, kind: type[_Saved]) -> _Saved:
+    try:
+        raw = path.read_bytes()
+    except OSError as exc:
+        raise TraceError(f"{path}: cannot read ({exc.strerror or exc})") from None
+    try:
+        return msgspec.json.decode(decompress(raw, str(path)), type=kind)
+    except (msgspec.DecodeError, msgspec.ValidationError) as exc:
+        problem = " ".join(str(exc).split())
+        raise TraceError(f"{path}: not a complete steptrace report ({problem})") from None

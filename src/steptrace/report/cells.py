@@ -1,0 +1,47 @@
+"""A cell's words: each value formatted by its column's unit. Formatting only, no figures.
+
+``None`` is *not observed*, never zero; a ``Spread`` reads "median [min–max]".
+"""
+
+from __future__ import annotations
+
+from steptrace import units
+from steptrace.analysis.stats import Spread
+from steptrace.report.document import Cell, Unit
+
+NOT_OBSERVED = "not observed"
+
+
+def cell_text(value: Cell, unit: Unit) -> str:
+    """The words for one cell."""
+    if value is None:
+        return NOT_OBSERVED
+    if isinstance(value, str):
+        return value
+    if isinstance(value, Spread):
+        return spread(value, unit)
+    return number(value, unit)
+
+
+def number(value: float, unit: Unit | str) -> str:
+    """A number in its unit: ms and µs with decimals, shares as %, counts whole when whole."""
+    if unit == "ms":
+        return units.ms(value)
+    if unit == "us":
+        return units.us(value)
+    if unit == "share":
+        return units.pct(value)
+    if unit == "ratio":
+        return f"{value:.2f}×"
+    if unit == "bytes":
+        return units.size(value)
+    if isinstance(value, int) or float(value).is_integer():
+        return f"{int(value):,}" if unit == "count" else str(int(value))
+    return f"{value:.3g}"
+
+
+def spread(value: Spread, unit: Unit) -> str:
+    """``median [min–max]``, or just the value when all are equal."""
+    if value.min == value.max:
+        return number(value.median, unit)
+    return f"{number(value.median, unit)} [{number(value.min, unit)}–{number(value.max, unit)}]"

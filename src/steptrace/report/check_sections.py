@@ -1,0 +1,177 @@
+"""An A/B comparison outside the profiler as a section: correctness first, then timing,
+then the verdict, with every raw value drawn. The demo's reports and ``steptrace
+compare`` both show it; nothing here imports torch (a ``Comparison`` is read, not made).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal, Protocol
+
+from steptrace.report.document import (
+    Block,
+    Cell,
+    Column,
+    Document,
+    Paragraph,
+    Section,
+    Series,
+    Strips,
+    Table,
+)
+
+SHOWN_DIFFERENCES = 12  # the rows of the correctness table, the largest differences first
+
+
+class ComparisonLike(Protocol):
+    """What is shown of a ``steptrace.validate.Comparison`` (read-only)."""
+
+    @property
+    def verdict(self) -> str: ...
+    @property
+    def sentence(self) -> str: ...
+    @property
+    def ratio(self) -> float | None: ...
+    @property
+    def ci(self) -> tuple[float, float] | None: ...
+    @property
+    def p_value(self) -> float | None: ...
+    @property
+    def unit(self) -> str: ...
+    @property
+    def baseline(self) -> Any: ...
+    @property
+    def candidate(self) -> Any: ...
+    @property
+    def correctness(self) -> Any: ...
+    @property
+    def samples(self) -> Any: ...
+    @property
+    def loop(self) -> Any: ...
+    @property
+    def noise_warning(self) -> str | None: ...
+    @property
+    def accepted_difference(self) -> bool: ...
+    @property
+    def device(self) -> str: ...
+
+    def throughput(self, side: Literal["baseline", "candidate"]) -> float | None: ...
+
+
+def comparison_document(result: ComparisonLike, names: tuple[str, str]) -> Document:
+    """``steptrace compare``'s output: A and B named, then the comparison."""
+    title = f"A/B outside the profiler: A = {names[0]}, B = {names[1]}"
+    return Document(title, (comparison_section("", result),), result)
+
+
+def comparison_section(title: str, result: ComparisonLike) -> Section:
+    heading = "A/B outside the profiler" + (f": {title}" if title else "")
+    blocks: list[Block] = [Paragraph(f"On {result.device}.")]
+    blocks += _correctness(result)
+    if result.baseline is not None and result.candidate is not None and result.samples:
+        blocks += _timing(result)
+    if result.loop is not None:
+        loop = result.loop
+        blocks.append(
+            Paragraph(
+                f"Whole loop (data included): A {loop.a_median_ms:.1f} ms, B "
+                f"{loop.b_median_ms:.1f} ms, B/A {loop.ratio:.3f} ({len(loop.a_ms)} runs each)"
+            )
+        )
+    if result.noise_warning:
+        blocks.append(Paragraph(f"warning: {result.noise_warning}", "warning"))
+    blocks.append(Paragraph(f"Verdict: {result.sentence}", "question"))
+    return Section("check", heading, tuple(blocks))
+
+
+def _correctness(result: ComparisonLike) -> list[Block]:
+    check = result.correctness
+    agreement = "all outputs, gradients and parameters agree" if check.ok else "outputs differ"
+    if result.accepted_difference:
+        agreement += " (the difference was accepted explicitly)"
+    start = "identical" if check.start_identical else "NOT identical"
+    worst = sorted(check.differences, key=lambda d: (d.ok, -(d.max_abs or 0)))
+    shown = worst[:SHOWN_DIFFERENCES]
+    caption = (
+        f"{len(shown)} of {len(worst)} compared values, the largest differences first"
+        if len(shown) < len(worst)
+        else ""
+    )
+    table = Table(
+        (
+            Column("compared", "name"),
+            Column("agrees", "text"),
+            Column("max abs diff", "text"),
+            Column("max rel diff", "text"),
+            Column("rtol / atol", "text"),
+        ),
+        tuple(
+            (
+                d.name,
+                "yes" if d.ok else "NO",
+                _g(d.max_abs),
+                _g(d.max_rel),
+                d.note or f"{_tolerance(d.rtol)} / {_tolerance(d.atol)}",
+            )
+            for d in shown
+        ),
+        caption=caption,
+    )
+    sentence = (
+        f"Correctness after {check.steps} steps from the same state (start {start}): {agreement}."
+    )
+    return [Paragraph(sentence, "plain" if check.ok else "warning"), table]
+
+
+def _timing(result: ComparisonLike) -> list[Block]:
+    a, b, samples = result.baseline, result.candidate, result.samples
+    columns = [
+        Column("side", "text"), Column("n", "count"), Column("median ms", "text"),
+        Column("IQR ms", "text"), Column("min ms", "text"), Column("max ms", "text"),
+        Column("IQR/median", "text"),
+    ]  # fmt: skip
+    rows: list[tuple[Cell, ...]] = []
+    for name, stats, side in (("A", a, "baseline"), ("B", b, "candidate")):
+        row: list[Cell] = [name, stats.n, f"{stats.median:.4f}", f"{stats.iqr:.4f}",
+                           f"{stats.min:.4f}", f"{stats.max:.4f}",
+                           f"{100 * stats.spread:.1f}% ({stats.noise})"]  # fmt: skip
+        if result.unit == "samples/s":
+            rate = result.throughput(side)  # type: ignore[arg-type]
+            row.append(f"{rate:,.1f}" if rate else "batch size unknown")
+        rows.append(tuple(row))
+    if result.unit == "samples/s":
+        columns.append(Column("samples/s", "text"))
+    ci = result.ci
+    caption = (
+        f"B/A = {result.ratio:.4f}, 95% CI [{ci[0]:.4f}, {ci[1]:.4f}] (paired bootstrap)"
+        if ci and result.ratio
+        else ""
+    )
+    cold_a = ", ".join(f"{v:.3f}" for v in samples.warmup_a)
+    cold_b = ", ".join(f"{v:.3f}" for v in samples.warmup_b)
+    p_value = f"{result.p_value:.3g}" if result.p_value is not None else "n/a"
+    return [
+        Paragraph("Steady-state step time, outside the profiler (ms/step):"),
+        Table(tuple(columns), tuple(rows), caption=caption),
+        Strips(
+            (
+                Series("A warm-up", tuple(samples.warmup_a)),
+                Series("A", tuple(samples.a)),
+                Series("B warm-up", tuple(samples.warmup_b)),
+                Series("B", tuple(samples.b)),
+            ),
+            "ms",
+        ),
+        Paragraph(f"Warm-up (kept apart, ms/step): A {cold_a}   B {cold_b}"),
+        Paragraph(
+            f"{len(samples.order)} interleaved blocks in randomized order, "
+            f"{samples.elapsed_s:.1f} s; paired Wilcoxon p = {p_value}"
+        ),
+    ]
+
+
+def _g(value: float | None) -> str:
+    return "—" if value is None else f"{value:.3g}"
+
+
+def _tolerance(value: float | None) -> str:
+    return "default" if value is None else f"{value:g}"

@@ -1,0 +1,89 @@
+"""The section model: format-neutral blocks that every renderer lays out the same way.
+
+A ``Document`` is a title and ``Section``s in reading order; a section is a heading and
+blocks: ``Paragraph``s, ``Table``s (typed columns, raw cell values) and charts (``Bars``,
+``Stacked``, ``Strips``), which formats that cannot draw leave out because a table holds
+the same numbers. Builders compute everything here; renderers only format and escape.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+import msgspec
+
+from steptrace.analysis.stats import Spread
+
+# text: plain words; name: something read from the trace (an operator, a kernel, a label);
+# the others are numbers in that unit (share: 0 to 1, shown as a percentage)
+Unit = Literal["text", "name", "ms", "us", "share", "ratio", "count", "bytes"]
+Cell = str | int | float | Spread | None  # None: not observed
+Tone = Literal["plain", "question", "warning"]
+
+
+class Paragraph(msgspec.Struct, frozen=True, tag="paragraph"):
+    text: str
+    tone: Tone = "plain"
+
+
+class Column(msgspec.Struct, frozen=True):
+    title: str
+    unit: Unit = "text"
+
+    @property
+    def numeric(self) -> bool:
+        return self.unit not in ("text", "name")
+
+
+class Table(msgspec.Struct, frozen=True, tag="table"):
+    columns: tuple[Column, ...]
+    rows: tuple[tuple[Cell, ...], ...]
+    caption: str = ""  # one line under the table
+
+
+class Series(msgspec.Struct, frozen=True):
+    name: str
+    values: tuple[float, ...]
+
+
+class Bars(msgspec.Struct, frozen=True, tag="bars"):
+    """One bar per label; ``highlight`` marks one of them (the first step, shown apart)."""
+
+    labels: tuple[str, ...]
+    values: tuple[float, ...]
+    unit: str
+    highlight: int | None = None
+
+
+class Stacked(msgspec.Struct, frozen=True, tag="stacked"):
+    """One horizontal bar per row, split into series, drawn over the row's total."""
+
+    rows: tuple[str, ...]
+    series: tuple[Series, ...]
+    totals: tuple[float, ...]
+    unit: str
+
+
+class Strips(msgspec.Struct, frozen=True, tag="strips"):
+    """Every raw value as a dot, one row per group: the distributions."""
+
+    groups: tuple[Series, ...]
+    unit: str
+
+
+Chart = Bars | Stacked | Strips
+Block = Paragraph | Table | Bars | Stacked | Strips
+
+
+class Section(msgspec.Struct, frozen=True):
+    key: str  # a stable id: question, notes, steps, labels, gpu, ... (golden files name them)
+    heading: str
+    blocks: tuple[Block, ...]
+
+
+class Document(msgspec.Struct, frozen=True):
+    """What one report, comparison or diff shows, and the data its JSON form writes."""
+
+    title: str
+    sections: tuple[Section, ...]
+    data: Any  # the typed value (or findings-only subset) that ``--format json`` encodes

@@ -1,0 +1,38 @@
+"""``Report``: one trace's analysis, its findings, the question it answers, and warnings.
+
+It is what ``steptrace.analyze`` returns and what ``--format json`` writes (schema
+``steptrace.report/2``, see ``docs/json-schema.md``).
+"""
+
+from __future__ import annotations
+
+import msgspec
+
+from steptrace.analysis.measure import TraceAnalysis
+from steptrace.hypotheses.finding import Finding
+from steptrace.hypotheses.thresholds import Thresholds
+from steptrace.scenario import CaptureFacts, Scenario
+
+SCHEMA = "steptrace.report/2"
+
+
+class Report(msgspec.Struct, frozen=True, kw_only=True):
+    """The question, the measurements, and the findings of one trace.
+
+    ``analysis`` holds every figure (``None`` in a GPU figure: not observed) and what
+    loading the trace skipped (``analysis.trace.warnings``); ``findings`` are hypotheses
+    with their next controlled check, most severe first; ``warnings`` are about the
+    report's other inputs (an unreadable scenario).
+    """
+
+    schema: str = SCHEMA
+    scenario: Scenario | None  # the question and the step; None: none was recorded
+    capture: CaptureFacts | None  # what the capture measured outside the profiler
+    analysis: TraceAnalysis
+    findings: tuple[Finding, ...]
+    thresholds: Thresholds  # the thresholds the findings used
+    warnings: tuple[str, ...] = ()
+
+    def top(self, n: int) -> Report:
+        """The same report listing only the first ``n`` operators and kernels."""
+        return msgspec.structs.replace(self, analysis=self.analysis.top(n))

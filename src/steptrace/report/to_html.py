@@ -1,0 +1,103 @@
+"""HTML: one self-contained page (inline CSS and SVG, no script, no network).
+
+Every text is escaped; charts are drawn by ``svg`` from the numbers the sections hold.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from html import escape
+
+from steptrace.report import svg
+from steptrace.report.cells import cell_text
+from steptrace.report.document import (
+    Bars,
+    Block,
+    Document,
+    Paragraph,
+    Section,
+    Stacked,
+    Strips,
+    Table,
+)
+
+STYLE = """
+body{font-family:system-ui,-apple-system,'Segoe UI',sans-serif;margin:2rem auto;max-width:1100px;
+color:#222;line-height:1.45;padding:0 1rem}
+h1{font-size:1.5rem}h2{font-size:1.15rem;margin-top:2rem;border-bottom:1px solid #ddd}
+.question{background:#f3f6fb;border-left:4px solid #4e79a7;padding:.3rem 1rem}
+.warning{background:#fff8e6;border-left:4px solid #f28e2b;padding:.4rem 1rem;margin:.3rem 0}
+table{border-collapse:collapse;width:100%;font-size:.85rem;margin:.5rem 0}
+th,td{border:1px solid #ddd;padding:.3rem .5rem;text-align:right;vertical-align:top}
+td.text,th.text{text-align:left}caption{caption-side:bottom;text-align:left;font-size:.8rem;
+color:#555;padding-top:.2rem}code{font-size:.85em;word-break:break-all}svg{max-width:100%;height:auto}
+"""
+
+
+class HtmlRenderer:
+    def __init__(self, *, terminal: bool = False) -> None:
+        del terminal  # a page is the same wherever it goes
+
+    def render(self, documents: Sequence[Document]) -> str:
+        title = escape(f"steptrace: {documents[0].title}" if documents else "steptrace")
+        body = "".join(_document(d) for d in documents)
+        return (
+            f'<!doctype html><html lang="en"><head><meta charset="utf-8"><title>{title}</title>'
+            '<meta name="viewport" content="width=device-width, initial-scale=1">'
+            f"<style>{STYLE}</style></head><body>{body}</body></html>\n"
+        )
+
+
+def _document(document: Document) -> str:
+    sections = "".join(_section(s) for s in document.sections)
+    return f"<h1>{escape(document.title)}</h1>{sections}"
+
+
+def _section(section: Section) -> str:
+    blocks = "".join(_block(b) for b in section.blocks)
+    return (
+        f'<section id="{escape(section.key)}"><h2>{escape(section.heading)}</h2>{blocks}</section>'
+    )
+
+
+def _block(block: Block) -> str:
+    if isinstance(block, Paragraph):
+        lines = "<br>".join(escape(line) for line in block.text.splitlines())
+        kind = f' class="{block.tone}"' if block.tone != "plain" else ""
+        return f"<p{kind}>{lines}</p>"
+    if isinstance(block, Table):
+        return _table(block)
+    if isinstance(block, Bars):
+        return svg.bars(block.labels, block.values, block.unit, highlight=block.highlight)
+    if isinstance(block, Stacked):
+        series = [(s.name, s.values) for s in block.series]
+        return svg.stacked(block.rows, series, block.totals, block.unit)
+    if isinstance(block, Strips):
+        return svg.strips([(s.name, s.values) for s in block.groups], block.unit)
+    raise TypeError(f"no HTML for {type(block).__name__}")
+
+
+def _table(table: Table) -> str:
+    kinds = ["" if c.numeric else ' class="text"' for c in table.columns]
+    head = "".join(
+        f"<th{k}>{escape(c.title)}</th>" for c, k in zip(table.columns, kinds, strict=True)
+    )
+    body = "".join(
+        "<tr>"
+        + "".join(
+            f"<td{k}>{_cell(cell_text(v, c.unit), c.unit == 'name')}</td>"
+            for v, c, k in zip(row, table.columns, kinds, strict=True)
+        )
+        + "</tr>"
+        for row in table.rows
+    )
+    caption = f"<caption>{escape(table.caption)}</caption>" if table.caption else ""
+    return f"<table>{caption}<thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+
+
+def _cell(value: str, name: bool) -> str:
+    lines = "<br>".join(escape(line) for line in value.splitlines())
+    return f"<code>{lines}</code>" if name else lines
+
+
+RENDERER = HtmlRenderer

@@ -1,0 +1,78 @@
+"""Terminal text: rich tables and rules, colour only on an interactive terminal.
+
+Text read from a trace is shown as plain text, never as rich markup, and its control
+characters are made visible (``\\x1b``), so a name cannot drive the terminal.
+"""
+
+from __future__ import annotations
+
+import io
+import re
+import shutil
+from collections.abc import Sequence
+
+from rich.console import Console
+from rich.rule import Rule
+from rich.table import Table as RichTable
+from rich.text import Text
+
+from steptrace.report.cells import cell_text
+from steptrace.report.document import Document, Paragraph, Section, Table
+
+WIDTH = 160  # when the output is not a terminal (a pipe, a file, a golden render)
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+_STYLE = {"plain": "", "question": "bold", "warning": "yellow"}
+
+
+class TextRenderer:
+    def __init__(self, *, terminal: bool = False) -> None:
+        self.terminal = terminal
+
+    def render(self, documents: Sequence[Document]) -> str:
+        width = shutil.get_terminal_size((WIDTH, 40)).columns if self.terminal else WIDTH
+        output = io.StringIO()
+        console = Console(
+            file=output,
+            width=width,
+            force_terminal=self.terminal,
+            color_system="auto" if self.terminal else None,
+            highlight=False,
+        )
+        for document in documents:
+            console.print(Rule(plain(document.title)))
+            for section in document.sections:
+                _section(console, section)
+        return output.getvalue()
+
+
+def _section(console: Console, section: Section) -> None:
+    console.print(Text(plain(section.heading), style="bold underline"))
+    for block in section.blocks:
+        if isinstance(block, Paragraph):
+            console.print(Text(plain(block.text), style=_STYLE[block.tone]))
+        elif isinstance(block, Table):
+            console.print(_table(block))
+    console.print()
+
+
+def _table(table: Table) -> RichTable:
+    shown = RichTable(caption=Text(plain(table.caption)) if table.caption else None)
+    for column in table.columns:
+        shown.add_column(
+            Text(plain(column.title)),
+            justify="right" if column.numeric else "left",
+            overflow="fold",
+        )
+    for row in table.rows:
+        shown.add_row(
+            *(Text(plain(cell_text(v, c.unit))) for v, c in zip(row, table.columns, strict=True))
+        )
+    return shown
+
+
+def plain(text: str) -> str:
+    """Control characters made visible: text from a trace cannot drive the terminal."""
+    return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
+
+
+RENDERER = TextRenderer
