@@ -5,7 +5,7 @@ TORCH_SPEC ?= torch==2.13.0
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.steptrace-installed
 
-.PHONY: demo test lint typecheck unit bench clean
+.PHONY: demo test test-gpu lint typecheck unit bench clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -27,6 +27,11 @@ unit: $(STAMP)
 	$(BIN)/python -m pytest
 
 test: lint typecheck unit
+
+# The CUDA paths (capture with GPU activity, synchronized timing, pinned memory, the demo
+# on cuda): skipped without a GPU, so run this on a machine that has one.
+test-gpu: $(STAMP)
+	$(BIN)/python -m pytest -m gpu
 
 bench: $(STAMP)
 	$(BIN)/python benchmarks/analyze_speed.py

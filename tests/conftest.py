@@ -33,6 +33,22 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     )
 
 
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Tests marked ``gpu`` are skipped, with the reason, where torch sees no CUDA device."""
+    marked = [item for item in items if item.get_closest_marker("gpu")]
+    if not marked:
+        return
+    try:
+        import torch
+
+        reason = None if torch.cuda.is_available() else "no CUDA device: run make test-gpu on one"
+    except ImportError:
+        reason = "torch is not installed"
+    if reason is not None:
+        for item in marked:
+            item.add_marker(pytest.mark.skip(reason=reason))
+
+
 def pytest_report_header() -> str:
     found = real_traces()
     return f"real traces: {len(found)} in {TRACES}" if found else f"real traces: {NO_TRACES}"
