@@ -9,9 +9,39 @@ import pytest
 
 import steptrace
 
+PUBLIC = [
+    "Capture", "CaptureError", "CaptureResult", "Comparison", "Finding", "Report",
+    "Scenario", "Thresholds", "TraceAnalysis", "TraceError", "Window", "Workload",
+    "analyze", "analyze_trace", "capture", "compare", "load_trace", "profile_inference",
+    "profile_training",
+]  # fmt: skip
 
-def test_all_is_curated_and_sorted() -> None:
-    assert steptrace.__all__ == sorted(steptrace.__all__)
+
+def test_the_exported_names_are_exactly_the_curated_list() -> None:
+    assert steptrace.__all__ == PUBLIC
+
+
+def test_every_public_name_has_a_docstring_and_at_most_ten_parameters() -> None:
+    pytest.importorskip("torch")
+    import inspect
+
+    for name in PUBLIC:
+        value = getattr(steptrace, name)
+        assert (inspect.getdoc(value) or "").strip(), f"{name} has no docstring"
+        if (callable(value) and not isinstance(value, type)) or name in ("Capture", "capture"):
+            target = value.__init__ if isinstance(value, type) else value
+            parameters = inspect.signature(target).parameters
+            assert len(parameters) - ("self" in parameters) <= 10, name
+
+
+def test_a_window_value_replaces_the_capture_keyword_lists() -> None:
+    pytest.importorskip("torch")
+    import inspect
+
+    for entry in (steptrace.profile_training, steptrace.profile_inference, steptrace.Capture):
+        parameters = inspect.signature(entry).parameters
+        assert "window" in parameters and "active" not in parameters, entry
+        assert any(p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters.values())
 
 
 def test_analysis_does_not_import_torch() -> None:
@@ -25,7 +55,9 @@ def test_analysis_does_not_import_torch() -> None:
 def test_capture_names_resolve_on_first_use() -> None:
     pytest.importorskip("torch")
     for name in steptrace.__all__:
-        assert getattr(steptrace, name) is not None
+        value = getattr(steptrace, name)
+        assert value.__module__.startswith("steptrace."), name
+        assert value.__name__ == ("Capture" if name == "capture" else name)
     with pytest.raises(AttributeError):
         steptrace.no_such_thing  # noqa: B018
 

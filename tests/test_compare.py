@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import msgspec
 import pytest
 from click.testing import CliRunner
 
@@ -19,6 +20,8 @@ import steptrace  # noqa: E402
 from steptrace.cli import app  # noqa: E402
 from steptrace.errors import CaptureError, TraceError  # noqa: E402
 from steptrace.validate import (  # noqa: E402
+    CheckPlan,
+    Instruments,
     TimingPlan,
     operator_script,
     pinned_memory_check,
@@ -37,8 +40,19 @@ def run(candidate: Any, **options: Any) -> steptrace.Comparison:
     )  # fmt: skip
 
 
+def ticking_clock(tick_s: float = 0.001) -> Any:
+    """A clock that advances by ``tick_s`` at every reading: timings that cannot be noisy."""
+    now = [0.0]
+
+    def clock() -> float:
+        now[0] += tick_s
+        return now[0]
+
+    return clock
+
+
 def test_identical_steps_agree() -> None:
-    result = run(steps.same_step)
+    result = run(steps.same_step, instruments=Instruments(clock=ticking_clock()))
     check = result.correctness
     assert check.ok and check.start_identical and check.steps == 3
     names = {d.name for d in check.differences}
@@ -46,7 +60,8 @@ def test_identical_steps_agree() -> None:
     assert all(d.max_abs == 0 for d in check.differences)
     assert result.verdict != "outputs-differ"
     assert result.samples is not None
-    assert len(result.samples.a) == len(result.samples.b) >= 4 * 3
+    # the fake clock makes every step 1 ms: the CI is exact once min_blocks (4) have run
+    assert len(result.samples.a) == len(result.samples.b) == 4 * 3
     assert len(result.samples.warmup_a) == 2  # cold start kept apart
     assert result.ratio == pytest.approx(
         result.candidate.median / result.baseline.median  # type: ignore[union-attr]
@@ -237,3 +252,24 @@ def test_operator_names_are_checked_before_writing_a_script() -> None:
     for bad in ("my_label", "aten::mm'); import os; ('", "aten::"):
         with pytest.raises(TraceError, match="not an operator name"):
             operator_script(analysis, bad)
+
+
+def test_plans_and_the_keyword_arguments_of_earlier_versions_agree() -> None:
+    clock = ticking_clock()
+    new = steptrace.compare(
+        steps.step, steps.same_step, make_state=steps.make_state, batches=steps.make_batches(),
+        check=CheckPlan(steps=2, rtol=1e-3), plan=msgspec.structs.replace(QUICK, seed=4),
+        instruments=Instruments(clock=clock),
+    )  # fmt: skip
+    old = steptrace.compare(
+        steps.step, steps.same_step, make_state=steps.make_state, batches=steps.make_batches(),
+        check_steps=2, rtol=1e-3, plan=QUICK, seed=4, clock=ticking_clock(),
+    )  # fmt: skip
+    assert new.correctness == old.correctness and new.correctness.steps == 2
+    assert {d.rtol for d in new.correctness.differences} == {1e-3}
+    assert new.samples == old.samples  # same seed, same clock: the same blocks
+    with pytest.raises(TypeError, match=r"unexpected keyword argument.*budget"):
+        steptrace.compare(
+            steps.step, steps.same_step, make_state=steps.make_state,
+            batches=steps.make_batches(), budget=3,
+        )  # fmt: skip

@@ -274,17 +274,18 @@ def compare(
             _fail(f"{path.parent}: no such folder for {path.name}")
     try:
         from steptrace.devices import activities, resolve
-        from steptrace.validate import TimingPlan
+        from steptrace.validate import CheckPlan, TimingPlan
         from steptrace.validate import compare as run_compare
 
         activities(resolve(device))  # a GPU that is not there is refused, before any work
         batch_list = list(load_callable(batches)())
+        check = CheckPlan(
+            steps=check_steps, rtol=rtol, atol=atol, accept_difference=accept_difference
+        )
         result = run_compare(
             load_callable(baseline), load_callable(candidate),
             make_state=load_callable(state), batches=batch_list, device=device,
-            unit=unit,  # type: ignore[arg-type]
-            check_steps=check_steps, rtol=rtol, atol=atol, accept_difference=accept_difference,
-            plan=TimingPlan(budget_s=budget),
+            check=check, plan=TimingPlan(budget_s=budget, unit=unit),  # type: ignore[arg-type]
         )  # fmt: skip
     except ImportError as error:
         _fail(f"compare needs torch and scipy ({error})")

@@ -4,8 +4,8 @@
   the timed step; B runs the same compute on one batch prepared in advance.
 - ``pinned_memory_check`` (pageable-memcpy): A copies batches from pageable memory; B
   from pinned memory with ``non_blocking=True``.
-- ``moved_once_check`` (repeated-copy): the user's step with the constant rebuilt each
-  step against the one with the constant created once; outputs must agree.
+- repeated-copy: ``compare`` itself, the step with the constant rebuilt each step (A)
+  against the one that creates it once (B); outputs must agree (see the demo).
 - ``operator_script`` (dominant-op): see ``steptrace.validate.script``.
 """
 
@@ -19,7 +19,6 @@ import torch
 from steptrace.devices import to_device
 from steptrace.errors import CaptureError
 from steptrace.validate.compare import Comparison, compare
-from steptrace.validate.timing import Step
 
 StepOnBatch = Callable[[Mapping[str, Any], Any], Any]
 
@@ -84,23 +83,6 @@ def pinned_memory_check(
         from_pageable, from_pinned, make_state=make_state, batches=list(range(len(batches))),
         device=target, **options,
     )  # fmt: skip
-
-
-def moved_once_check(
-    rebuilt_each_step: Step,
-    created_once: Step,
-    *,
-    make_state: Callable[[], Mapping[str, Any]],
-    batches: list[Any],
-    **options: Any,
-) -> Comparison:
-    """A constant rebuilt and copied every step (A) against one created once (B).
-
-    Correctness is checked strictly first: moving a constant must not change the results.
-    """
-    return compare(
-        rebuilt_each_step, created_once, make_state=make_state, batches=batches, **options
-    )
 
 
 def _pin(batch: Any) -> Any:

@@ -17,7 +17,6 @@ import copy
 import csv
 import json
 import random
-import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
@@ -44,9 +43,18 @@ from steptrace.validate.stats import (
     summarize,
     verdict,
 )
-from steptrace.validate.timing import Clock, Samples, Step, Sync, TimingPlan, run_blocks
+from steptrace.validate.timing import (
+    CheckPlan,
+    Clock,
+    Instruments,
+    Samples,
+    Step,
+    Sync,
+    TimingPlan,
+    run_blocks,
+)
 
-Unit = Literal["ms/step", "samples/s"]
+Unit = Literal["ms/step", "samples/s"]  # as TimingPlan.unit
 
 
 class LoopCheck(msgspec.Struct, frozen=True):
@@ -124,32 +132,30 @@ def compare(
     make_state: Callable[[], Mapping[str, Any]],
     batches: Sequence[Any],
     device: str | torch.device = "cpu",
-    unit: Unit = "ms/step",
-    batch_size: int | None = None,
-    check_steps: int = 3,
-    rtol: float | None = None,
-    atol: float | None = None,
-    accept_difference: bool = False,
+    check: CheckPlan | None = None,
     plan: TimingPlan | None = None,
-    band: float = 0.01,
     loop_batches: Callable[[], Iterable[Any]] | None = None,
-    loop_repeats: int = 3,
-    seed: int = 0,
-    clock: Clock = time.perf_counter,
-    synchronize: Sync | None = None,
+    instruments: Instruments | None = None,
+    **legacy: Any,
 ) -> Comparison:
-    """Compare two step functions ``step(state, batch) -> outputs`` from the same state."""
+    """Compare two step functions ``step(state, batch) -> outputs`` from the same state.
+
+    ``check`` says how correctness is checked first, ``plan`` how the steps are timed and
+    in which unit; ``loop_batches`` also times the whole loop. The keyword arguments of
+    earlier versions (``rtol=``, ``unit=``, ``seed=``, ``clock=``, ...) still work.
+    """
+    check, plan, instruments = _plans(check, plan, instruments, legacy)
     if not batches:
         raise CaptureError("compare needs at least one batch")
     target = torch.device(device)
-    sync = synchronize or _synchronizer(target)
+    sync = instruments.synchronize or _synchronizer(target)
     origin = make_state()
     if "model" not in origin:
         raise CaptureError("make_state() must return a mapping with a 'model'")
-    correctness = _check(baseline, candidate, origin, batches, check_steps, rtol, atol, seed)
-    plan = plan or TimingPlan(seed=seed)
-    size = batch_size or _batch_size(batches[0])
-    if not correctness.ok and not accept_difference:
+    correctness = _check(baseline, candidate, origin, batches, check, plan.seed)
+    size = plan.batch_size or _batch_size(batches[0])
+    band, unit, seed = plan.band, plan.unit, plan.seed
+    if not correctness.ok and not check.accept_difference:
         return Comparison(
             verdict="outputs-differ", sentence=sentence("outputs-differ", None, band),
             ratio=None, ci=None, p_value=None, band=band, unit=unit, batch_size=size,
@@ -162,7 +168,7 @@ def compare(
         lambda batch: candidate(state_b, batch),
         batches,
         plan,
-        clock=clock,
+        clock=instruments.clock,
         synchronize=sync,
     )
     if min(np.median(samples.a), np.median(samples.b)) <= 0:
@@ -171,7 +177,7 @@ def compare(
     outcome = verdict(ratio, band)
     a_stats, b_stats = summarize(samples.a), summarize(samples.b)
     loop = (
-        _loop(baseline, candidate, origin, loop_batches, loop_repeats, seed, clock, sync)
+        _loop(baseline, candidate, origin, loop_batches, plan, instruments.clock, sync)
         if loop_batches is not None
         else None
     )
@@ -184,14 +190,43 @@ def compare(
     )  # fmt: skip
 
 
+# The keyword arguments of earlier versions, and where each one now lives.
+_LEGACY = {
+    "check_steps": ("check", "steps"), "rtol": ("check", "rtol"), "atol": ("check", "atol"),
+    "accept_difference": ("check", "accept_difference"), "unit": ("plan", "unit"),
+    "batch_size": ("plan", "batch_size"), "band": ("plan", "band"), "seed": ("plan", "seed"),
+    "loop_repeats": ("plan", "loop_repeats"), "clock": ("instruments", "clock"),
+    "synchronize": ("instruments", "synchronize"),
+}  # fmt: skip
+
+
+def _plans(
+    check: CheckPlan | None,
+    plan: TimingPlan | None,
+    instruments: Instruments | None,
+    legacy: dict[str, Any],
+) -> tuple[CheckPlan, TimingPlan, Instruments]:
+    """The three values, with the keyword arguments of earlier versions applied to them."""
+    unknown = sorted(set(legacy) - set(_LEGACY))
+    if unknown:
+        raise TypeError(f"compare() got unexpected keyword argument(s): {', '.join(unknown)}")
+    changes: dict[str, dict[str, Any]] = {"check": {}, "plan": {}, "instruments": {}}
+    for name, value in legacy.items():
+        where, field = _LEGACY[name]
+        changes[where][field] = value
+    return (
+        msgspec.structs.replace(check or CheckPlan(), **changes["check"]),
+        msgspec.structs.replace(plan or TimingPlan(), **changes["plan"]),
+        msgspec.structs.replace(instruments or Instruments(), **changes["instruments"]),
+    )
+
+
 def _check(
     baseline: Step,
     candidate: Step,
     origin: Mapping[str, Any],
     batches: Sequence[Any],
-    steps: int,
-    rtol: float | None,
-    atol: float | None,
+    check: CheckPlan,
     seed: int,
 ) -> Correctness:
     state_a, state_b = _copies(origin, seed)
@@ -201,11 +236,12 @@ def _check(
         for step, state in ((baseline, state_a), (candidate, state_b)):
             _seed_everything(seed)
             results: dict[str, Any] = {}
-            for i in range(steps):  # batches copied per side: a step may change them in place
+            for i in range(check.steps):  # batches copied per side: a step may change them in place
                 returned = step(state, copy.deepcopy(batches[i % len(batches)]))
                 results |= {n: _kept(v) for n, v in flatten(returned, f"step{i}.output")}
             outputs.append((results, snapshot(state)))
     (results_a, after_a), (results_b, after_b) = outputs
+    rtol, atol = check.rtol, check.atol
     differences = [
         _pair(name, results_a, results_b, rtol, atol)
         for name in [*results_a, *(n for n in results_b if n not in results_a)]
@@ -216,7 +252,7 @@ def _check(
     ]
     ok = identical and all(d.ok for d in differences)
     return Correctness(
-        ok=ok, steps=steps, differences=tuple(differences), start_identical=identical
+        ok=ok, steps=check.steps, differences=tuple(differences), start_identical=identical
     )
 
 
@@ -296,14 +332,13 @@ def _loop(
     candidate: Step,
     origin: Mapping[str, Any],
     loop_batches: Callable[[], Iterable[Any]],
-    repeats: int,
-    seed: int,
+    plan: TimingPlan,
     clock: Clock,
     sync: Sync,
 ) -> LoopCheck:
-    coin = np.random.default_rng(seed + 1)
+    coin = np.random.default_rng(plan.seed + 1)
     times: dict[str, list[float]] = {"A": [], "B": []}
-    for _ in range(repeats):
+    for _ in range(plan.loop_repeats):
         sides = [("A", baseline), ("B", candidate)]
         for name, step in sides if coin.integers(2) else reversed(sides):
             state = copy.deepcopy(dict(origin))

@@ -12,7 +12,7 @@ from __future__ import annotations
 import itertools
 import time
 from collections.abc import Callable, Iterator, Sequence
-from typing import Any
+from typing import Any, Literal
 
 import msgspec
 import numpy as np
@@ -33,14 +33,37 @@ class Samples(msgspec.Struct, frozen=True):
     elapsed_s: float
 
 
-class TimingPlan(msgspec.Struct, frozen=True):
+class TimingPlan(msgspec.Struct, frozen=True, kw_only=True):
+    """How A and B are timed, and in which unit the verdict speaks."""
+
     warmup: int = 3
     block_steps: int = 5
     min_blocks: int = 6
     max_blocks: int = 200
     precision: float = 0.01  # stop when the CI half-width is within this of the ratio
     budget_s: float = 20.0
-    seed: int = 0
+    seed: int = 0  # the blocks' order, the starting RNG state of both sides, the bootstrap
+    band: float = 0.01  # a difference is only called beyond this noise band (±1%)
+    loop_repeats: int = 3  # whole-loop runs per side, when a loop is given
+    unit: Literal["ms/step", "samples/s"] = "ms/step"
+    batch_size: int | None = None  # for samples/s; None: read from the first batch
+
+
+class CheckPlan(msgspec.Struct, frozen=True, kw_only=True):
+    """How correctness is checked before any timing: steps run, tolerances, and whether a
+    difference may be accepted (then the verdict is still given, with the difference shown)."""
+
+    steps: int = 3
+    rtol: float | None = None  # None: torch.testing's default for the dtype
+    atol: float | None = None
+    accept_difference: bool = False
+
+
+class Instruments(msgspec.Struct, frozen=True):
+    """The clock and the device synchronizer (None: the device's own), injectable for tests."""
+
+    clock: Clock = time.perf_counter
+    synchronize: Sync | None = None
 
 
 def run_blocks(

@@ -1,0 +1,48 @@
+"""``Window``: the capture's schedule and options as one value, old keywords still accepted."""
+
+from __future__ import annotations
+
+import msgspec
+import pytest
+
+from steptrace.errors import CaptureError
+from steptrace.scenario import CaptureFacts
+from steptrace.window import Window, window_of
+
+
+def test_the_schedule_in_numbers_and_words() -> None:
+    window = Window(cold_steps=2, wait=1, warmup=2, active=3, repeat=2)
+    assert (window.cycle, window.profiled_steps, window.needed_steps) == (6, 12, 14)
+    assert window.describe() == (
+        "cold start (2) + (wait 1 + warmup 2 + active 3) x repeat 2 need 14"
+    )
+    assert window.options == {
+        "record_shapes": False, "profile_memory": False, "with_stack": False, "with_flops": False
+    }  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    "fields", [{"active": 0}, {"repeat": 0}, {"wait": -1}, {"warmup": -1}, {"cold_steps": -1}]
+)
+def test_an_impossible_schedule_is_refused(fields: dict[str, int]) -> None:
+    with pytest.raises(CaptureError, match="the schedule needs"):
+        Window(**fields)
+
+
+def test_keyword_arguments_of_earlier_versions_land_in_the_window() -> None:
+    assert window_of(None, {}) == Window()
+    assert window_of(None, {"active": 5, "record_shapes": True}) == Window(
+        active=5, record_shapes=True
+    )
+    base = Window(wait=0, measure_overhead=True)
+    assert window_of(base, {"active": 4}) == Window(wait=0, active=4, measure_overhead=True)
+    with pytest.raises(CaptureError):
+        window_of(base, {"active": 0})  # still validated
+    with pytest.raises(TypeError, match=r"unexpected keyword argument.*colour"):
+        window_of(None, {"colour": "blue"})
+
+
+def test_capture_facts_carry_the_window_through_json() -> None:
+    facts = CaptureFacts(window=Window(active=3, with_stack=True), torch_version="2.13.0")
+    again = msgspec.json.decode(msgspec.json.encode(facts), type=CaptureFacts)
+    assert again == facts and again.window is not None and again.window.with_stack
