@@ -59,6 +59,8 @@ PERFETTO = (
     "the steps, time ranges, threads and streams named in the findings."
 )
 _ON = ("1", "true", "True")
+# Names longer than this are cut in tables (the JSON keeps them whole): kernels are longer.
+NAME_WIDTH, KERNEL_WIDTH = 60, 90
 
 
 class View(msgspec.Struct, frozen=True, kw_only=True):
@@ -278,7 +280,10 @@ def labels(report: Report) -> Section:
             Column("share of step", "share"),
             Column("GPU idle while it ran ms", "ms"),
         ),
-        tuple((p.name, p.steps, p.exclusive_ms, p.share, p.gpu_idle_ms) for p in phases),
+        tuple(
+            (units.short(p.name, NAME_WIDTH), p.steps, p.exclusive_ms, p.share, p.gpu_idle_ms)
+            for p in phases
+        ),
         caption=(
             "Each label owns the time in which it is the innermost label on its thread: "
             "nested labels are never counted twice. In the chart, grey is time on other "
@@ -369,7 +374,14 @@ def operators(report: Report) -> Section:
             Column("input shapes", "text"),
         ),
         tuple(
-            (o.name, o.calls, o.self_ms, o.inclusive_ms, o.gpu_ms, o.input_shapes or "not recorded")
+            (
+                units.short(o.name, NAME_WIDTH),
+                o.calls,
+                o.self_ms,
+                o.inclusive_ms,
+                o.gpu_ms,
+                units.short(o.input_shapes or "not recorded", NAME_WIDTH),
+            )
             for o in analysis.operators
         ),
         caption="Self time excludes nested operators; inclusive time counts a recursive call once.",
@@ -392,7 +404,8 @@ def kernels(report: Report) -> Section:
             Column("max µs", "us"),
         ),
         tuple(
-            (k.name, k.calls, k.total_ms, k.mean_us, k.min_us, k.max_us) for k in analysis.kernels
+            (units.short(k.name, KERNEL_WIDTH), k.calls, k.total_ms, k.mean_us, k.min_us, k.max_us)
+            for k in analysis.kernels
         ),
         caption="Each row is exact over every call of the kernel.",
     )
@@ -434,7 +447,7 @@ def copies(report: Report) -> Section:
             Column("direction", "text"),
             Column("bytes", "bytes"),
             Column("operator", "name"),
-            Column("label", "name"),
+            Column("label", "text"),
             Column("host memory", "text"),
             Column("steps", "count"),
             Column("per step", "text"),
@@ -444,8 +457,8 @@ def copies(report: Report) -> Section:
             (
                 p.direction,
                 p.bytes if p.bytes is not None else "bytes not recorded",
-                p.operator,
-                p.label or "outside every label",
+                units.short(p.operator, NAME_WIDTH),
+                units.short(p.label, NAME_WIDTH) if p.label else "outside every label",
                 p.host_memory or "—",
                 p.steps,
                 ", ".join(map(str, p.per_step)),
