@@ -118,10 +118,16 @@ def step(name: str, wall_ms: float, *, start_us: float = 0.0, thread: str | None
 
 
 def steps(*walls_ms: float, start_us: float = 1000.0, **common: Any) -> list[StepResult]:
-    """Steps ``ProfilerStep#1..n`` back to back from ``start_us``, each with ``common``."""
+    """Steps ``ProfilerStep#1..n`` back to back from ``start_us``, with ``step``'s keywords.
+
+    A keyword given as a ``list`` holds one value per step (give shared phases as a tuple).
+    """
     made, at = [], start_us
-    for k, wall in enumerate(walls_ms, start=1):
-        made.append(step(f"ProfilerStep#{k}", wall, start_us=at, **common))
+    for k, wall in enumerate(walls_ms):
+        if any(isinstance(v, list) and len(v) != len(walls_ms) for v in common.values()):
+            raise ValueError("a list keyword needs one value per step")
+        mine = {n: v[k] if isinstance(v, list) else v for n, v in common.items()}
+        made.append(step(f"ProfilerStep#{k + 1}", wall, start_us=at, **mine))
         at += wall * 1000
     return made
 

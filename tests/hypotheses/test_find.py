@@ -1,0 +1,129 @@
+"""``find`` (every rule, most severe first), the rule list, findings' levels, thresholds."""
+
+from __future__ import annotations
+
+import math
+import re
+from pathlib import Path
+
+import msgspec
+import pytest
+
+from steptrace.hypotheses import RULES, Case, Thresholds, find
+from steptrace.hypotheses.finding import Evidence, Where, finding
+from steptrace.scenario import Scenario
+from tests.analyses import analysis, cpu, gpu_step, operator, reading, steps
+
+DOCS = Path(__file__).resolve().parents[2] / "docs" / "findings.md"
+
+
+def busy_cpu_trace() -> Case:
+    """A CPU trace where four rules fire, with severities 1.0, 0.6, 0.3 and 0.1."""
+    data = analysis(
+        steps(10.0, 10.0, 10.0, reading=reading(3.0), cpu=cpu(6.0, operators=250, operator_us=4.0)),
+        operators=[operator("aten::conv2d", self_ms=3.0)],  # 3 ms of 30: dominant, 10%
+    )
+    return Case(data, scenario=Scenario(question="q", device="cuda"))
+
+
+def test_rules_are_listed_in_the_documented_order() -> None:
+    documented = re.findall(r"^\| `([a-z-]+)` \|", DOCS.read_text(encoding="utf-8"), re.M)
+    assert [rule_id for rule_id, _ in RULES] == documented
+    assert len(RULES) == 13
+
+
+def test_each_rule_reports_under_its_own_id() -> None:
+    fired = {
+        rule_id: [f.rule for f in rule(busy_cpu_trace(), Thresholds())] for rule_id, rule in RULES
+    }
+    expected = {"input-pipeline", "dominant-op", "profiler-distortion", "gpu-not-observed"}
+    assert fired == {rule_id: [rule_id] if rule_id in expected else [] for rule_id, _ in RULES}
+
+
+def test_find_ranks_by_severity() -> None:
+    found = find(busy_cpu_trace())
+    assert [(f.rule, f.severity) for f in found] == [
+        ("gpu-not-observed", 1.0),
+        ("profiler-distortion", 0.6),
+        ("input-pipeline", 0.3),
+        ("dominant-op", 0.1),
+    ]
+    assert [f.level for f in found] == ["high", "high", "high", "medium"]
+
+
+def test_find_keeps_the_documented_order_on_ties() -> None:
+    data = analysis(steps(10.0, 10.0), operators=[operator("MmBackward0", self_ms=0.1)])
+    found = find(Case(data, scenario=Scenario(question="q", kind="inference", device="cuda")))
+    assert [(f.rule, f.severity) for f in found] == [
+        ("inference-autograd", 1.0),
+        ("gpu-not-observed", 1.0),
+    ]
+
+
+def test_find_uses_the_default_thresholds_unless_told() -> None:
+    case = busy_cpu_trace()
+    assert find(case) == find(case, Thresholds())
+    quieter = find(case, Thresholds(input_share=0.31, short_operator_count=251))
+    assert [f.rule for f in quieter] == ["gpu-not-observed", "dominant-op"]
+
+
+def test_find_on_a_quiet_trace() -> None:
+    data = analysis(steps(10.0, 10.0, gpu=gpu_step(9.0)), operators=[operator("a", gpu_ms=0.9)])
+    assert find(Case(data)) == ()
+
+
+# -- the level of a finding -------------------------------------------------------------------
+@pytest.mark.parametrize(
+    ("severity", "share", "level"),
+    [(1.5, 1.0, "high"), (0.2, 0.2, "high"), (0.1999, 0.1999, "medium"), (0.05, 0.05, "medium"),
+     (0.0499, 0.0499, "low"), (0.0, 0.0, "low"), (-0.3, 0.0, "low")],
+)  # fmt: skip
+def test_severity_is_clipped_and_given_a_level(severity: float, share: float, level: str) -> None:
+    made = finding("x", severity, observation="o", hypothesis="h", next_check="n",
+                   evidence=Evidence((), Where(("s",), (0.0, 1.0), None, None)))  # fmt: skip
+    assert (made.severity, made.level) == (share, level)
+
+
+# -- thresholds -------------------------------------------------------------------------------
+def test_replace_returns_a_validated_copy() -> None:
+    base = Thresholds()
+    changed = base.replace(["input_share=0.2", " small_kernel_count = 150 ", "pageable_bytes=0"])
+    assert isinstance(changed.small_kernel_count, int)
+    assert base == Thresholds()  # unchanged
+    assert changed.to_dict() == base.to_dict() | {
+        "input_share": 0.2,
+        "small_kernel_count": 150,
+        "pageable_bytes": 0,
+    }
+
+
+def test_replace_refuses_unknown_names() -> None:
+    with pytest.raises(msgspec.ValidationError, match="unknown field `input_shares`"):
+        Thresholds().replace(["input_shares=0.2"])
+
+
+@pytest.mark.parametrize(
+    "assignment",
+    ["input_share=-0.1", "small_kernel_count=-1", "input_share=nan", "input_share=inf",
+     "overhead_ratio=-inf"],
+)  # fmt: skip
+def test_replace_refuses_negative_and_non_finite_values(assignment: str) -> None:
+    with pytest.raises(ValueError, match="must be a finite, non-negative number"):
+        Thresholds().replace([assignment])
+
+
+@pytest.mark.parametrize(
+    ("assignment", "message"),
+    [("input_share", "expected NAME=VALUE"), ("input_share=abc", "Expected `float`"),
+     ("small_kernel_count=2.5", "Expected `int`")],
+)  # fmt: skip
+def test_replace_refuses_malformed_assignments(assignment: str, message: str) -> None:
+    with pytest.raises(ValueError, match=message):
+        Thresholds().replace([assignment])
+
+
+def test_thresholds_are_all_finite_numbers_by_default() -> None:
+    values = Thresholds().to_dict()
+    assert set(values) == set(Thresholds.__struct_fields__)
+    assert all(isinstance(v, int | float) and math.isfinite(v) and v >= 0 for v in values.values())
+    assert Thresholds().replace([]) == Thresholds()

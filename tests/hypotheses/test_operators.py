@@ -1,0 +1,145 @@
+"""Rules ``dominant-op`` and ``profiler-distortion`` on hand-built analyses."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from steptrace.analysis.measure import TraceAnalysis
+from steptrace.hypotheses import Case, Figure, Finding, Thresholds, Where
+from steptrace.hypotheses.rules.operators import dominant_op, profiler_distortion
+from steptrace.scenario import CaptureFacts
+from tests.analyses import THREAD, analysis, cpu, gpu_step, operator, steps
+
+NAMES = ("ProfilerStep#1", "ProfilerStep#2", "ProfilerStep#3")
+
+
+def dominant(data: TraceAnalysis, **limits: Any) -> list[Finding]:
+    return dominant_op(Case(data), Thresholds(**limits))
+
+
+def distortion(data: TraceAnalysis, ratio: float | None = None, **limits: Any) -> list[Finding]:
+    capture = None if ratio is None else CaptureFacts(overhead_ratio=ratio)
+    return profiler_distortion(Case(data, capture=capture), Thresholds(**limits))
+
+
+# -- dominant-op ------------------------------------------------------------------------------
+def on_gpu(*gpu_ms: float | None, walls: tuple[float, ...] = (10.0, 10.0, 10.0)) -> TraceAnalysis:
+    """GPU steps; operators ``op0``, ``op1``, ... that launched ``gpu_ms`` of GPU work."""
+    ops = [operator(f"op{k}", calls=4, self_ms=1.0, gpu_ms=ms) for k, ms in enumerate(gpu_ms)]
+    return analysis(steps(*walls, gpu=gpu_step(5.0)), operators=ops)
+
+
+def test_dominant_op_fires_at_30_percent_of_gpu_time() -> None:
+    (found,) = dominant(on_gpu(2.5, 3.0, 2.5, 2.0))  # 3 ms of 10 ms launched
+    assert found.rule == "dominant-op"
+    assert found.evidence.figures == (
+        Figure("operator", "op1", "text"),
+        Figure("calls", 4, "count"),
+        Figure("ms", 3.0, "ms"),
+        Figure("share", 0.3, "share"),
+        Figure("measure", "GPU time it launched", "text"),
+        Figure("input_shapes", None, "text"),
+    )
+    assert (found.severity, found.level) == (0.1, "medium")  # 3 ms of 30 ms of steps
+    assert found.evidence.where == Where(NAMES, (1000.0, 31000.0), THREAD, (7,))
+    assert any("record_shapes=True" in c for c in found.caveats)
+
+
+def test_dominant_op_silent_just_under_the_share() -> None:
+    assert dominant(on_gpu(2.5, 2.99, 2.5, 2.01)) == []  # 29.9%
+
+
+def test_dominant_op_needs_a_share_of_wall_time() -> None:
+    assert len(dominant(on_gpu(3.0, 7.0, walls=(20.0, 20.0, 100.0)))) == 1  # 7 of 140 ms: 5%
+    assert dominant(on_gpu(3.0, 7.0, walls=(20.0, 20.0, 101.0))) == []
+
+
+def test_dominant_op_on_a_cpu_trace_uses_self_time() -> None:
+    ops = [operator("aten::conv2d", calls=2, self_ms=6.0, input_shapes="[[8, 3, 224, 224]]"),
+           operator("aten::relu", calls=2, self_ms=4.0, gpu_ms=100.0)]  # fmt: skip
+    (found,) = dominant(analysis(steps(10.0, 10.0, 10.0), operators=ops))
+    values = found.evidence.values()
+    assert (values["operator"], values["ms"], values["share"]) == ("aten::conv2d", 6.0, 0.6)
+    assert values["measure"] == "CPU self time"
+    assert values["input_shapes"] == "[[8, 3, 224, 224]]"
+    assert found.severity == pytest.approx(0.2)
+    assert found.evidence.where.streams is None
+    assert "(shapes [[8, 3, 224, 224]])" in found.next_check
+    assert not any("record_shapes" in c for c in found.caveats)
+
+
+@pytest.mark.parametrize("gpu_ms", [(None, None), (0.0, 0.0)])
+def test_dominant_op_silent_without_gpu_time(gpu_ms: tuple[float | None, ...]) -> None:
+    assert dominant(on_gpu(*gpu_ms)) == []
+
+
+def test_dominant_op_silent_without_operators() -> None:
+    assert dominant(on_gpu()) == []
+
+
+def test_dominant_op_overridden_thresholds() -> None:
+    data = on_gpu(2.5, 3.0, 2.5, 2.0)
+    assert dominant(data, dominant_share=0.31) == []
+    assert dominant(data, dominant_step_share=0.11) == []
+    assert len(dominant(on_gpu(2.0, 2.0, 2.0, 2.0, 2.0), dominant_share=0.2)) == 1
+
+
+# -- profiler-distortion ----------------------------------------------------------------------
+def dispatching(operators: int, operator_us: float | None, busy_ms: float = 6.0) -> TraceAnalysis:
+    """Three CPU steps of 10 ms, each with ``operators`` operators of this median duration."""
+    return analysis(steps(10.0, 10.0, 10.0, cpu=cpu(busy_ms, operators=operators,
+                                                    operator_us=operator_us)))  # fmt: skip
+
+
+def test_profiler_distortion_fires_at_200_operators_of_10_us() -> None:
+    (found,) = distortion(dispatching(200, 10.0))
+    assert found.rule == "profiler-distortion"
+    assert found.evidence.figures == (
+        Figure("operators_per_step", 200.0, "count"),
+        Figure("operator_us_median", 10.0, "us"),
+        Figure("measured_overhead_ratio", None, "ratio"),
+    )
+    assert (found.severity, found.level) == (0.6, "high")  # CPU in operators 6 ms of 10
+    assert found.evidence.where == Where(NAMES, (1000.0, 31000.0), THREAD, None)
+    assert found.observation == "200 CPU operators per step with a median duration of 10.0 µs."
+
+
+@pytest.mark.parametrize(("operators", "operator_us"), [(199, 5.0), (1000, 10.01), (0, None)])
+def test_profiler_distortion_silent_under_the_count_or_over_the_duration(
+    operators: int, operator_us: float | None
+) -> None:
+    assert distortion(dispatching(operators, operator_us)) == []
+
+
+def test_profiler_distortion_fires_on_a_measured_overhead_ratio() -> None:
+    (found,) = distortion(dispatching(50, 40.0, busy_ms=2.0), ratio=1.2)
+    assert found.evidence.values() == {
+        "operators_per_step": 50.0,
+        "operator_us_median": 40.0,
+        "measured_overhead_ratio": 1.2,
+    }
+    assert (found.severity, found.level) == (0.2, "high")
+    assert "steps ran 1.20× faster" in found.observation
+
+
+def test_profiler_distortion_ratio_without_operators() -> None:
+    (found,) = distortion(dispatching(0, None, busy_ms=0.0), ratio=2.0)
+    assert found.evidence.values()["operator_us_median"] is None
+    assert (found.severity, found.level) == (0.0, "low")
+    assert found.observation.startswith("CPU operators; measured without the profiler")
+
+
+def test_profiler_distortion_silent_under_the_ratio_or_without_one() -> None:
+    assert distortion(dispatching(50, 40.0), ratio=1.19) == []
+    no_ratio = CaptureFacts(profiled_step_ms=(10.0, 10.0))
+    assert profiler_distortion(Case(dispatching(50, 40.0), capture=no_ratio), Thresholds()) == []
+
+
+def test_profiler_distortion_overridden_thresholds() -> None:
+    assert distortion(dispatching(200, 10.0), short_operator_count=201) == []
+    assert distortion(dispatching(200, 10.0), short_operator_us=9.99) == []
+    longer = {"short_operator_us": 40.0, "short_operator_count": 50}
+    assert len(distortion(dispatching(50, 40.0), **longer)) == 1
+    assert distortion(dispatching(50, 40.0), ratio=1.3, overhead_ratio=1.31) == []
