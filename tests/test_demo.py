@@ -22,6 +22,11 @@ def test_demo_runs_the_method_and_writes_every_report(tmp_path: Path) -> None:
             "comparisons.json"} <= names  # fmt: skip
     assert "Question:" in result.stderr and "Findings:" in result.stderr
     report = json.loads((folder / "report.json").read_text())
+    # the folder was renamed when complete: files are named relative to it, never stale
+    assert report["analysis"]["trace"]["path"] == "trace.json"
+    assert report["capture"]["traces"] == ["trace.json"]
+    sidecar = json.loads((folder / "trace.scenario.json").read_text())
+    assert sidecar["capture"]["traces"] == ["trace.json"] and ".partial" not in json.dumps(sidecar)
     assert report["scenario"]["question"].startswith("Why is a training step")
     rules = {f["rule"] for f in report["findings"]}
     assert "input-pipeline" in rules  # the planted slow pipeline is found

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import torch
@@ -46,20 +46,30 @@ def synchronize(device: torch.device) -> None:
         torch.cuda.synchronize(device)
 
 
-def to_device(batch: Any, device: torch.device) -> Any:
-    """Move tensors, and tuples, lists and dicts of them, to ``device``."""
+def to_device(batch: Any, device: torch.device, *, non_blocking: bool = False) -> Any:
+    """Move tensors, and tuples, namedtuples, lists and mappings of them, to ``device``."""
+    return _each_tensor(batch, lambda t: t.to(device, non_blocking=non_blocking))
+
+
+def pin(batch: Any) -> Any:
+    """The batch in pinned (page-locked) host memory, whatever its structure."""
+    return _each_tensor(batch, lambda t: t.pin_memory())
+
+
+def _each_tensor(batch: Any, change: Callable[[torch.Tensor], torch.Tensor]) -> Any:
+    """``batch`` with ``change`` applied to every tensor, the containers kept as they are."""
     if isinstance(batch, torch.Tensor):
-        return batch.to(device)
+        return change(batch)
     if isinstance(batch, tuple) and hasattr(batch, "_fields"):  # a namedtuple
-        return type(batch)(*(to_device(b, device) for b in batch))
+        return type(batch)(*(_each_tensor(b, change) for b in batch))
     if isinstance(batch, tuple | list):
-        return type(batch)(to_device(b, device) for b in batch)
+        return type(batch)(_each_tensor(b, change) for b in batch)
     if isinstance(batch, Mapping):  # dict, or a Mapping such as transformers' BatchEncoding
-        moved = {k: to_device(v, device) for k, v in batch.items()}
+        changed = {k: _each_tensor(v, change) for k, v in batch.items()}
         try:
-            return type(batch)(moved)  # type: ignore[call-arg]
+            return type(batch)(changed)  # type: ignore[call-arg]
         except TypeError:
-            return moved
+            return changed
     return batch
 
 

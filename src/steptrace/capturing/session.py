@@ -201,11 +201,11 @@ class Capture(AbstractContextManager["Capture"]):
             files.release(sidecar_path(path))
         warned: list[str] = []
         gpu_requested = devices.wants_gpu(self.device)
-        gpu_observed = bool(load_trace(written[0]).events.mask(*GPU_WORK).any())
+        gpu_observed = all(load_trace(p).events.mask(*GPU_WORK).any() for p in written)
         if gpu_requested and not gpu_observed:
             warned.append(
-                f"the scenario asked for {self.device} but the trace holds no GPU event: "
-                "GPU collection failed, and nothing about the GPU can be concluded from it"
+                f"the scenario asked for {self.device} but a trace holds no GPU event: GPU "
+                "collection failed, and nothing about the GPU can be concluded from it"
             )
         options = self.window.options
         warned += [f"{name} was on: {cost}" for name, cost in OPTION_COSTS.items() if options[name]]

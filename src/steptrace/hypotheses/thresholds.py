@@ -1,6 +1,6 @@
 """Every threshold the rules use, named, with the reason for its value. Override any:
 
-steptrace.hypotheses.find(analysis, Thresholds(input_share=0.2))
+steptrace.analyze("trace.json", thresholds=Thresholds(input_share=0.2))
 steptrace analyze trace.json --threshold input_share=0.2
 """
 

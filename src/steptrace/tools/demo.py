@@ -27,6 +27,7 @@ if TYPE_CHECKING:
     from steptrace.report.model import Report
 
 BATCH, CLASSES, SIZE = 32, 10, 32
+TRACE, SIDECAR = "trace.json", "trace.scenario.json"  # in the demo's folder
 
 
 class SlowImages(Dataset[tuple[torch.Tensor, int]]):
@@ -147,11 +148,11 @@ def _run(folder: Path, target: torch.device, quick: bool, say: Say) -> None:
     say(f"Capturing a labelled window on {target} (wait 1, warm-up 1, active 3) ...")
     captured = profile_training(
         state["model"], state["optimizer"], nn.functional.cross_entropy, loader(8),
-        scenario=question, out=folder / "trace.json",
+        scenario=question, out=folder / TRACE,
         window=Window(active=3, measure_overhead=True, count_flops=True),
     )  # fmt: skip
     say("Analyzing the trace ...")
-    report = analyze(captured.trace)
+    report = _named_in_folder(analyze(captured.trace), folder)
     rules = [f.rule for f in report.findings]
     say("Findings: " + (", ".join(rules) or "none above thresholds"))
     comparisons = _checks(rules, target, quick, say)
@@ -189,6 +190,27 @@ def _checks(rules: list[str], device: torch.device, quick: bool, say: Say) -> li
     return checks
 
 
+def _named_in_folder(report: Report, folder: Path) -> Report:
+    """The report with its files named relative to the folder (which is renamed at the end),
+    and the scenario file beside the trace rewritten the same way."""
+    import json
+
+    import msgspec
+
+    from steptrace.scenario import record_payload
+
+    replace = msgspec.structs.replace
+    analysis = report.analysis
+    report = replace(report, analysis=replace(analysis, trace=replace(analysis.trace, path=TRACE)))
+    if report.capture is not None and report.scenario is not None:
+        facts = replace(report.capture, traces=(TRACE,), sidecar=SIDECAR)
+        (folder / SIDECAR).write_text(
+            json.dumps(record_payload(report.scenario, facts), indent=2) + "\n", encoding="utf-8"
+        )
+        report = replace(report, capture=facts)
+    return report
+
+
 def _write(folder: Path, report: Report, comparisons: list[tuple[str, Any]]) -> None:
     """The trace's reports in every file format, each showing the same sections."""
     import msgspec
@@ -196,7 +218,7 @@ def _write(folder: Path, report: Report, comparisons: list[tuple[str, Any]]) -> 
     from steptrace.report.registry import renderer
     from steptrace.report.trace_sections import View, report_document
 
-    view = View(comparisons=tuple(comparisons), trace_name="trace.json")
+    view = View(comparisons=tuple(comparisons), trace_name=TRACE)
     document = report_document(report.top(15), view)
     for name, file in (("json", "report.json"), ("md", "report.md"), ("html", "report.html")):
         (folder / file).write_text(renderer(name).render([document]), encoding="utf-8")

@@ -16,7 +16,7 @@ from typing import Any
 
 import torch
 
-from steptrace.devices import to_device
+from steptrace.devices import pin, to_device
 from steptrace.errors import CaptureError
 from steptrace.validate.compare import Comparison, compare
 
@@ -70,32 +70,16 @@ def pinned_memory_check(
     target = torch.device(device)
     if target.type != "cuda" or not torch.cuda.is_available():
         raise CaptureError("pinned memory needs a CUDA device: this check cannot run here")
-    pinned = [_pin(b) for b in batches]
+    pinned = [pin(b) for b in batches]
     pageable = list(batches)
 
     def from_pageable(state: Mapping[str, Any], index: int) -> Any:
         return step(state, to_device(pageable[index], target))
 
     def from_pinned(state: Mapping[str, Any], index: int) -> Any:
-        return step(state, _to_device_async(pinned[index], target))
+        return step(state, to_device(pinned[index], target, non_blocking=True))
 
     return compare(
         from_pageable, from_pinned, make_state=make_state, batches=list(range(len(batches))),
         device=target, **options,
     )  # fmt: skip
-
-
-def _pin(batch: Any) -> Any:
-    if isinstance(batch, torch.Tensor):
-        return batch.pin_memory()
-    if isinstance(batch, tuple | list):
-        return type(batch)(_pin(b) for b in batch)
-    return batch
-
-
-def _to_device_async(batch: Any, device: torch.device) -> Any:
-    if isinstance(batch, torch.Tensor):
-        return batch.to(device, non_blocking=True)
-    if isinstance(batch, tuple | list):
-        return type(batch)(_to_device_async(b, device) for b in batch)
-    return batch
