@@ -44,6 +44,7 @@ def test_a_window_value_replaces_the_capture_keyword_lists() -> None:
         assert any(p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters.values())
 
 
+@pytest.mark.slow
 def test_analysis_does_not_import_torch() -> None:
     code = (
         "import sys, steptrace, steptrace.cli, steptrace.pipeline, steptrace.report.to_text;"
@@ -62,6 +63,7 @@ def test_capture_names_resolve_on_first_use() -> None:
         steptrace.no_such_thing  # noqa: B018
 
 
+@pytest.mark.slow
 def test_the_command_line_starts_without_numpy() -> None:
     """Reading a trace starts before numpy and msgspec load: they must not come first."""
     code = (
@@ -85,6 +87,7 @@ def test_lazy_names_are_listed_and_importable() -> None:
         steptrace.trace.nope  # noqa: B018
 
 
+@pytest.mark.slow
 def test_help_on_the_package_needs_no_torch() -> None:
     code = (
         "import sys; sys.modules['torch'] = None;"  # as if torch were not installed

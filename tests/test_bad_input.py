@@ -138,6 +138,7 @@ def test_one_bad_file_among_good_ones_fails_the_command(write_trace: WriteTrace)
     assert_one_line_error([str(good), str(bad)], bad, "invalid or truncated JSON")
 
 
+@pytest.mark.slow
 def test_the_installed_command_prints_no_traceback(write_trace: WriteTrace) -> None:
     path = write_trace(b"{not json")
     command = Path(sys.executable).parent / "steptrace"
@@ -149,6 +150,7 @@ def test_the_installed_command_prints_no_traceback(write_trace: WriteTrace) -> N
     assert done.stderr.startswith(f"steptrace: error: {path}: ")
 
 
+@pytest.mark.slow
 def test_the_installed_command_fails_cleanly_with_stdout_closed(tmp_path: Path) -> None:
     command = Path(sys.executable).parent / "steptrace"
     done = subprocess.run(
@@ -166,6 +168,7 @@ def test_the_installed_command_fails_cleanly_with_stdout_closed(tmp_path: Path) 
         assert done.returncode == 0 and done.stderr == ""
 
 
+@pytest.mark.slow
 def test_a_full_disk_is_a_one_line_error() -> None:
     command = Path(sys.executable).parent / "steptrace"
     path = gpu_trace("cpu_train_trace.json")
@@ -177,12 +180,14 @@ def test_a_full_disk_is_a_one_line_error() -> None:
     assert done.stderr == "steptrace: error: No space left on device\n"
 
 
+@pytest.mark.slow
 def test_a_lone_surrogate_escape_is_invalid_json(write_trace: WriteTrace) -> None:
     text = '{"traceEvents": [{"ph": "X", "name": "\\ud800", "ts": 1, "dur": 2}]}'
     path = write_trace(text)
     assert_one_line_error([str(path)], path, "invalid or truncated JSON")
 
 
+@pytest.mark.slow
 def test_the_installed_command_writes_its_whole_report_to_a_pipe() -> None:
     command = Path(sys.executable).parent / "steptrace"
     path = gpu_trace("a100_2rank_rank0")

@@ -11,6 +11,8 @@ from click.testing import CliRunner
 from steptrace.cli import app
 
 pytest.importorskip("torch", reason="capture needs torch (installed by make test)")
+
+pytestmark = pytest.mark.slow  # end to end
 runner = CliRunner()
 WORKLOADS = str(Path(__file__).with_name("workloads.py"))
 

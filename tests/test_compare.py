@@ -159,6 +159,7 @@ def test_pinned_memory_check_needs_a_gpu() -> None:
         pinned_memory_check(steps.step, make_state=steps.make_state, batches=steps.make_batches())
 
 
+@pytest.mark.slow
 def test_operator_script_runs(tmp_path: Path) -> None:
     analysis = report_of("cpu_train_trace_all").analysis
     script = tmp_path / "addmm.py"
@@ -174,6 +175,7 @@ def test_operator_script_runs(tmp_path: Path) -> None:
         operator_script(without_shapes, "aten::addmm")
 
 
+@pytest.mark.slow
 def test_the_command_line(tmp_path: Path) -> None:
     runner = CliRunner()
     args = [

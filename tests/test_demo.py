@@ -12,6 +12,8 @@ pytest.importorskip("torch", reason="the demo needs torch (installed by make tes
 
 from steptrace.cli import app
 
+pytestmark = pytest.mark.slow  # end to end
+
 
 def test_demo_runs_the_method_and_writes_every_report(tmp_path: Path) -> None:
     result = CliRunner().invoke(app, ["demo", "--out", str(tmp_path), "--quick", "--device", "cpu"])

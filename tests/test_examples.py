@@ -9,6 +9,8 @@ from pathlib import Path
 import pytest
 
 pytest.importorskip("torch", reason="the examples need torch (installed by make test)")
+
+pytestmark = pytest.mark.slow  # end to end
 EXAMPLES = sorted((Path(__file__).parents[1] / "examples").glob("0*.py"))
 
 

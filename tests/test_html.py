@@ -77,6 +77,7 @@ def test_names_are_escaped(write_trace) -> None:  # type: ignore[no-untyped-def]
     assert "<img" not in html and "&lt;img" in html
 
 
+@pytest.mark.slow
 def test_the_report_loads_in_headless_chromium(tmp_path: Path) -> None:
     if CHROMIUM is None:
         if os.environ.get("CI"):
