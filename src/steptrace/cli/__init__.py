@@ -6,91 +6,28 @@ of ``steptrace analyze``, so its start-up counts in every analysis.
 
 from __future__ import annotations
 
-import functools
 import os
 import sys
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
+from typing import TYPE_CHECKING, Any, NoReturn
 
 import click
 
+from steptrace.cli.options import (
+    FILE,
+    count,
+    format_option,
+    report_options,
+    switch,
+    window_options,
+)
 from steptrace.errors import CaptureError, TraceError
-from steptrace.report.registry import formats
 
 if TYPE_CHECKING:
     from steptrace.report.document import Document
     from steptrace.report.model import Report
-
-_Command = TypeVar("_Command", bound=Callable[..., Any])
-FILE = click.Path(path_type=Path)
-
-
-def _switch(name: str, text: str, *parameter: str) -> Callable[[_Command], _Command]:
-    """An off-by-default ``--name/--no-name`` flag (``parameter``: another name for it)."""
-    flag = f"{name}/--no-{name.removeprefix('--')}"
-    return click.option(flag, *parameter, default=False, help=text)
-
-
-def _format_option(command: _Command) -> _Command:
-    """``--format``: every format of the renderer registry."""
-    return click.option(
-        "--format", "-f", "output_format", type=click.Choice(formats()), default="text",
-        show_default=True, help="Output format (text: the terminal).",
-    )(command)  # fmt: skip
-
-
-def _report_options(command: _Command) -> _Command:
-    """``--format``, ``--top`` and ``--findings-only``, shared by analyze and profile."""
-    for option in reversed(
-        (
-            _format_option,
-            click.option(
-                "--top", type=click.IntRange(min=1), default=15, show_default=True,
-                help="Operators and kernels to list.",
-            ),
-            _switch("--findings-only", "Only the question and the findings table."),
-        )
-    ):  # fmt: skip
-        command = option(command)
-    return command
-
-
-def _count(name: str, default: int, minimum: int, text: str) -> Callable[[_Command], _Command]:
-    return click.option(
-        name, type=click.IntRange(min=minimum), default=default, show_default=True, help=text
-    )
-
-
-# The options of a ``steptrace.Window``, each once: (parameter, option).
-_WINDOW_OPTIONS = (
-    ("wait", _count("--wait", 1, 0, "Steps skipped before warm-up.")),
-    ("warmup", _count("--warmup", 1, 0, "Profiler warm-up steps.")),
-    ("active", _count("--active", 2, 1, "Recorded steps.")),
-    ("repeat", _count("--repeat", 1, 1, "Active windows.")),
-    ("cold_steps", _count("--cold-steps", 1, 0, "First steps timed apart, before the profiler.")),
-    ("measure_overhead", _switch("--measure-overhead", "Time the steps without the profiler too.")),
-    ("count_flops", _switch("--flops", "Count FLOPs per step; MFU when known.", "count_flops")),
-    ("record_shapes", _switch("--record-shapes", "Record input shapes (costly).")),
-    ("profile_memory", _switch("--profile-memory", "Record allocations (costly).")),
-    ("with_stack", _switch("--with-stack", "Record Python stacks (costly).")),
-)  # fmt: skip
-
-
-def _window_options(command: Callable[..., None]) -> Callable[..., None]:
-    """The window options, handed to ``command`` as one ``window`` value."""
-
-    @functools.wraps(command)
-    def run(**options: Any) -> None:
-        from steptrace.window import Window
-
-        fields = {name: options.pop(name) for name, _ in _WINDOW_OPTIONS}
-        command(window=Window(**fields), **options)
-
-    for _, option in reversed(_WINDOW_OPTIONS):
-        run = option(run)
-    return run
 
 
 class _Commands(click.Group):
@@ -135,7 +72,7 @@ def app() -> None:
 
 @app.command(short_help="Measure traces on the timeline; findings as hypotheses.")
 @click.argument("traces", nargs=-1, required=True, type=FILE)
-@_report_options
+@report_options
 @click.option(
     "--threshold", multiple=True, metavar="NAME=VALUE",
     help="Override a finding threshold (repeatable).",
@@ -184,8 +121,8 @@ def _thresholds(assignments: list[str]) -> Any:
 @app.command(short_help="Capture a labelled window with torch.profiler, then analyze it.")
 @click.argument("target")
 @click.option("--out", type=FILE, help="New trace file (never overwritten). Default: dated.")
-@_window_options
-@_report_options
+@window_options
+@report_options
 def profile(
     target: str,
     out: Path | None,
@@ -237,10 +174,10 @@ def profile(
     "--budget", type=click.FloatRange(min=0.5), default=20.0, show_default=True,
     help="Seconds of timing at most.",
 )  # fmt: skip
-@_count("--check-steps", 3, 1, "Steps before comparing outputs.")
+@count("--check-steps", 3, 1, "Steps before comparing outputs.")
 @click.option("--rtol", type=float, help="Relative tolerance (default by dtype).")
 @click.option("--atol", type=float, help="Absolute tolerance (default by dtype).")
-@_switch("--accept-difference", "Give a speed verdict even if the outputs differ.")
+@switch("--accept-difference", "Give a speed verdict even if the outputs differ.")
 @click.option("--json", "json_out", type=FILE, help="Write every raw value to a new JSON file.")
 @click.option("--csv", "csv_out", type=FILE, help="Write the raw step times to a new CSV file.")
 def compare(
@@ -303,7 +240,7 @@ def compare(
 @app.command(short_help="Where time moved between two windows (compare decides).")
 @click.argument("before", type=FILE)
 @click.argument("after", type=FILE)
-@_format_option
+@format_option
 @click.option(
     "--top", type=click.IntRange(min=1), default=15, show_default=True,
     help="Changed operators and kernels to list.",
@@ -352,7 +289,7 @@ def scrub(trace: Path, output: Path) -> None:
 @click.option(
     "--device", default="auto", show_default=True, help="auto (CUDA when present), cpu or cuda."
 )
-@_switch("--quick", "Shorter A/B checks (for tests).")
+@switch("--quick", "Shorter A/B checks (for tests).")
 def demo(out: Path, device: str, quick: bool) -> None:
     """The whole method on a small CNN: question, capture, findings, A/B checks, reports."""
     try:

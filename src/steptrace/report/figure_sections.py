@@ -1,0 +1,279 @@
+"""The figures of a report as sections: steps, labels, the GPU, operators, kernels, copies.
+
+Each section holds its table with raw values and typed columns, and the chart that shows
+the same numbers; nothing here formats a number (``cells`` does, for every renderer).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from steptrace import units
+from steptrace.analysis.measure import StepResult
+from steptrace.report.cells import NOT_OBSERVED, spread
+from steptrace.report.context_sections import gpu_absent_note
+from steptrace.report.document import Bars, Cell, Column, Paragraph, Section, Series, Stacked, Table
+from steptrace.report.model import Report
+
+# Names longer than this are cut in tables (the JSON keeps them whole): kernels are longer.
+NAME_WIDTH, KERNEL_WIDTH = 60, 90
+
+
+# -- steps and labels -----------------------------------------------------------------------
+def steps(report: Report) -> Section:
+    analysis = report.analysis
+    summary = analysis.summary
+    first = summary.first_step
+    highlight = 0 if first is not None and first.differs else None
+    chart = Bars(
+        tuple(s.name for s in analysis.steps),
+        tuple(s.wall_ms for s in analysis.steps),
+        "ms",
+        highlight,
+    )
+    table = Table(
+        (
+            Column("step", "name"),
+            Column("wall ms", "ms"),
+            Column("CPU in operators ms", "ms"),
+            Column("outside labels ms", "ms"),
+            Column("GPU busy ms", "ms"),
+            Column("GPU idle ms", "ms"),
+        ),
+        tuple(
+            (
+                s.name,
+                s.wall_ms,
+                s.cpu.busy_ms,
+                s.unlabeled_ms if s.unlabeled_ms is not None else "—",
+                s.gpu.busy_ms if s.gpu else None,
+                s.gpu.idle_ms if s.gpu else None,
+            )
+            for s in analysis.steps
+        ),
+        caption=(
+            f"{summary.count} step(s): wall {spread(summary.wall_ms, 'ms')} ms (median [min–max])"
+            + ("; the first step, highlighted, is shown apart" if highlight == 0 else "")
+        ),
+    )
+    return Section(
+        "steps",
+        "Steps (wall time on the timeline; GPU busy = union of kernels, copies and sets)",
+        (chart, table),
+    )
+
+
+def labels(report: Report) -> Section:
+    analysis = report.analysis
+    heading = "Labels per step (exclusive of nested labels; median [min–max] over steps)"
+    phases = analysis.summary.phases
+    if not phases:
+        return Section(
+            "labels", heading, (Paragraph("No labels (record_function) in this trace."),)
+        )
+    chart = Stacked(
+        tuple(s.name for s in analysis.steps),
+        (*_label_series(analysis.steps, [p.name for p in phases]),),
+        tuple(s.wall_ms for s in analysis.steps),
+        "ms",
+    )
+    table = Table(
+        (
+            Column("label", "name"),
+            Column("steps", "count"),
+            Column("exclusive ms", "ms"),
+            Column("share of step", "share"),
+            Column("GPU idle while it ran ms", "ms"),
+        ),
+        tuple(
+            (units.short(p.name, NAME_WIDTH), p.steps, p.exclusive_ms, p.share, p.gpu_idle_ms)
+            for p in phases
+        ),
+        caption=(
+            "Each label owns the time in which it is the innermost label on its thread: "
+            "nested labels are never counted twice. In the chart, grey is time on other "
+            "threads or not attributed."
+        ),
+    )
+    return Section("labels", heading, (chart, table))
+
+
+def _label_series(steps: Sequence[StepResult], names: list[str]) -> list[Series]:
+    series = [
+        Series(
+            name,
+            tuple(sum(p.exclusive_ms for p in s.phases if p.name == name) for s in steps),
+        )
+        for name in names
+    ]
+    series.append(Series("outside labels", tuple(s.unlabeled_ms or 0.0 for s in steps)))
+    return series
+
+
+# -- the GPU ----------------------------------------------------------------------------------
+def gpu(report: Report) -> Section:
+    analysis = report.analysis
+    heading = "GPU per step"
+    if not analysis.trace.gpu_observed:
+        return Section("gpu", heading, (Paragraph(gpu_absent_note(report.scenario)),))
+    observed = [s for s in analysis.steps if s.gpu is not None]
+    chart = Stacked(
+        tuple(s.name for s in observed),
+        (
+            Series("busy", tuple(s.gpu.busy_ms for s in observed if s.gpu)),
+            Series("idle", tuple(s.gpu.idle_ms for s in observed if s.gpu)),
+        ),
+        tuple(s.wall_ms for s in observed),
+        "ms",
+    )
+    table = Table(
+        (
+            Column("step", "name"),
+            Column("GPU busy", "share"),
+            Column("kernels", "count"),
+            Column("launch delay µs (median)", "us"),
+            Column("idle waiting on the host ms", "ms"),
+            Column("idle after a sync ms", "ms"),
+            Column("sync calls", "text"),
+            Column("communication ms", "ms"),
+            Column("overlapping compute ms", "ms"),
+        ),
+        tuple(_gpu_row(s) for s in observed),
+        caption=(
+            "Busy is the union of kernels, copies and sets on all streams within the step; "
+            "work is counted in the step whose CPU side launched it."
+        ),
+    )
+    return Section("gpu", heading, (chart, table))
+
+
+def _gpu_row(step: StepResult) -> tuple[Cell, ...]:
+    g = step.gpu
+    assert g is not None
+    delay = g.launch_delay_us.median if g.launch_delay_us else None
+    syncs = ", ".join(f"{s.name} ×{s.count}" for s in g.sync_calls) or "none"
+    return (
+        step.name,
+        g.utilization,
+        g.kernels.count,
+        delay,
+        g.idle_waiting_on_host_ms,
+        g.idle_after_sync_ms,
+        syncs,
+        g.communication.busy_ms,
+        g.communication.overlap_with_compute_ms,
+    )
+
+
+# -- operators, kernels, copies ---------------------------------------------------------------
+def operators(report: Report) -> Section:
+    analysis = report.analysis
+    listed = f"top {len(analysis.operators)} of {analysis.operators_total}"
+    table = Table(
+        (
+            Column("operator", "name"),
+            Column("calls", "count"),
+            Column("self ms", "ms"),
+            Column("inclusive ms", "ms"),
+            Column("GPU ms launched", "ms"),
+            Column("input shapes", "text"),
+        ),
+        tuple(
+            (
+                units.short(o.name, NAME_WIDTH),
+                o.calls,
+                o.self_ms,
+                o.inclusive_ms,
+                o.gpu_ms,
+                units.short(o.input_shapes or "not recorded", NAME_WIDTH),
+            )
+            for o in analysis.operators
+        ),
+        caption="Self time excludes nested operators; inclusive time counts a recursive call once.",
+    )
+    return Section("operators", f"CPU operators by self time ({listed})", (table,))
+
+
+def kernels(report: Report) -> Section:
+    analysis = report.analysis
+    heading = f"Kernels by total time (top {len(analysis.kernels)} of {analysis.kernels_total})"
+    if not analysis.trace.gpu_observed:
+        return Section("kernels", "Kernels", (Paragraph(f"Kernels: {NOT_OBSERVED}."),))
+    table = Table(
+        (
+            Column("kernel", "name"),
+            Column("calls", "count"),
+            Column("total ms", "ms"),
+            Column("mean µs", "us"),
+            Column("min µs", "us"),
+            Column("max µs", "us"),
+        ),
+        tuple(
+            (units.short(k.name, KERNEL_WIDTH), k.calls, k.total_ms, k.mean_us, k.min_us, k.max_us)
+            for k in analysis.kernels
+        ),
+        caption="Each row is exact over every call of the kernel.",
+    )
+    return Section("kernels", heading, (table,))
+
+
+def copies(report: Report) -> Section:
+    analysis = report.analysis
+    heading = "Copies and sets"
+    if not analysis.trace.gpu_observed:
+        return Section("copies", heading, (Paragraph(f"Copies: {NOT_OBSERVED}."),))
+    rows: list[tuple[Cell, ...]] = []
+    for step in analysis.steps:
+        if step.gpu is None:
+            continue
+        for c in step.gpu.memcpy:
+            size = c.bytes if c.bytes is not None else "bytes not recorded"
+            rows.append(
+                (step.name, f"Memcpy {c.direction}", c.count, c.busy_ms, size, c.pageable, c.pinned)
+            )
+        if step.gpu.memset.count:
+            s = step.gpu.memset
+            rows.append((step.name, "Memset", s.count, s.busy_ms, "—", "—", "—"))
+    per_step = Table(
+        (
+            Column("step", "name"),
+            Column("copy", "text"),
+            Column("count", "count"),
+            Column("busy ms", "ms"),
+            Column("bytes", "bytes"),
+            Column("pageable", "count"),
+            Column("pinned", "count"),
+        ),
+        tuple(rows),
+        caption="Per step and direction; busy is the union of the copies' intervals.",
+    )
+    patterns = Table(
+        (
+            Column("direction", "text"),
+            Column("bytes", "bytes"),
+            Column("operator", "name"),
+            Column("label", "text"),
+            Column("host memory", "text"),
+            Column("steps", "count"),
+            Column("per step", "text"),
+            Column("total ms", "ms"),
+        ),
+        tuple(
+            (
+                p.direction,
+                p.bytes if p.bytes is not None else "bytes not recorded",
+                units.short(p.operator, NAME_WIDTH),
+                units.short(p.label, NAME_WIDTH) if p.label else "outside every label",
+                p.host_memory or "—",
+                p.steps,
+                ", ".join(map(str, p.per_step)),
+                p.total_ms,
+            )
+            for p in analysis.copies
+        ),
+        caption=(
+            "Copies grouped by direction, size, launching operator and label: one that "
+            "recurs in every step with the same size may be a constant rebuilt each step."
+        ),
+    )
+    return Section("copies", heading, (per_step, patterns))

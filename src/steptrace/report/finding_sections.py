@@ -1,0 +1,78 @@
+"""The findings as a section: each one's level, observation with its evidence and where to
+look, hypothesis, next controlled check and caveats."""
+
+from __future__ import annotations
+
+from steptrace import units
+from steptrace.hypotheses.finding import Figure, Finding
+from steptrace.report.cells import number
+from steptrace.report.document import Column, Paragraph, Section, Table
+from steptrace.report.model import Report
+
+FINDINGS_TITLE = (
+    "Possible readings of this trace, not verdicts. No duration or speed-up is promised; "
+    "each ends with the controlled check that can confirm or refute it."
+)
+
+
+def findings(report: Report) -> Section:
+    heading = "Findings"
+    if not report.findings:
+        limits = ", ".join(f"{k}={v}" for k, v in report.thresholds.to_dict().items())
+        return Section(
+            "findings",
+            heading,
+            (Paragraph(FINDINGS_TITLE), Paragraph(f"No finding above thresholds ({limits}).")),
+        )
+    table = Table(
+        (
+            Column("finding", "text"),
+            Column("observation and evidence", "text"),
+            Column("hypothesis", "text"),
+            Column("next controlled check", "text"),
+            Column("caveats", "text"),
+        ),
+        tuple(_finding_row(f) for f in report.findings),
+    )
+    return Section("findings", heading, (Paragraph(FINDINGS_TITLE), table))
+
+
+def _finding_row(found: Finding) -> tuple[str, ...]:
+    return (
+        f"{found.level} · {100 * found.severity:.0f}% of step\n{found.rule}",
+        f"{found.observation}\n{evidence_line(found)}",
+        found.hypothesis,
+        found.next_check,
+        " ".join(found.caveats),
+    )
+
+
+def evidence_line(found: Finding) -> str:
+    """The evidence in one line; where to look comes last."""
+    parts = [f"{f.name}={figure_text(f)}" for f in found.evidence.figures if _shown(f)]
+    place = found.evidence.where
+    names = place.steps
+    span = f"{names[0]}–{names[-1]}" if len(names) > 1 else (names[0] if names else "")
+    look = f"look at {span} (ts {place.time_us[0]:.0f}–{place.time_us[1]:.0f} µs"
+    if place.thread:
+        look += f", {place.thread}"
+    if place.streams:
+        look += f", streams {', '.join(map(str, place.streams))}"
+    return "; ".join([*parts, look + ")"])
+
+
+def _shown(figure: Figure) -> bool:
+    return figure.value is not None and figure.value != ()
+
+
+def figure_text(figure: Figure) -> str:
+    """One figure's value in its unit; lists of names shortened to the first."""
+    value = figure.value
+    if isinstance(value, tuple):
+        if figure.unit == "names":
+            first = units.short(str(value[0]), 60)
+            return first if len(value) == 1 else f"{first} (+{len(value) - 1} more)"
+        return ", ".join(str(v) for v in value)
+    if isinstance(value, str) or value is None:
+        return units.short(str(value), 80)
+    return number(value, figure.unit)
