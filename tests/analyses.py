@@ -55,9 +55,17 @@ def cpu(busy_ms: float = 0.0, *, operators: int = 0, operator_us: float | None =
 
 
 def copy(direction: str = "HtoD", *, count: int = 1, busy_ms: float = 0.0,
-         nbytes: int | None = None, pageable: int = 0, pinned: int = 0) -> CopySummary:  # fmt: skip
-    """The copies of one direction in one step."""
-    return CopySummary(direction, count, busy_ms, nbytes, pageable, pinned)
+         nbytes: int | None = None, pageable: int = 0, pinned: int = 0,
+         pageable_bytes: int | None = None, pageable_busy_ms: float | None = None,
+         ) -> CopySummary:  # fmt: skip
+    """The copies of one direction in one step. When all of them are pageable, their bytes
+    and time are the pageable ones unless given; otherwise none are, unless given."""
+    every = pageable == count
+    return CopySummary(
+        direction, count, busy_ms, nbytes, pageable, pinned,
+        pageable_bytes if pageable_bytes is not None else (nbytes if every else None),
+        pageable_busy_ms if pageable_busy_ms is not None else (busy_ms if every else 0.0),
+    )  # fmt: skip
 
 
 def sync(name: str, count: int = 1) -> SyncSummary:

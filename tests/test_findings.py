@@ -440,3 +440,29 @@ def test_a_quiet_trace_says_so_with_its_thresholds(write_trace: WriteTrace) -> N
     assert steptrace.analyze(path).findings == ()
     text = CliRunner().invoke(app, ["analyze", str(path)]).stdout
     assert "No finding above thresholds (input_share=0.1" in text
+
+
+def test_pinned_copies_are_not_counted_as_pageable_on_a_real_trace() -> None:
+    """The DLRM rank moves about 2.4 MB per step from pinned memory and 8 kB from pageable
+    memory: below the 1 MB threshold, pageable-memcpy must stay silent."""
+    path = gpu_trace("sampled_128rank_rank0")
+    events = [e for e in read_json(path)["traceEvents"] if e.get("ph") == "X"]
+    launched = {
+        e["args"]["correlation"]: e["ts"]
+        for e in events
+        if e.get("cat") in ("cuda_runtime", "cuda_driver") and "correlation" in e.get("args", {})
+    }
+    report = report_of("sampled_128rank_rank0")
+    for measured in report.analysis.steps:
+        lo, hi = measured.start_us, measured.start_us + measured.wall_ms * 1000
+        pageable = sum(
+            e["args"].get("bytes", 0)
+            for e in events
+            if e.get("cat") == "gpu_memcpy" and e["name"].startswith("Memcpy HtoD (Pageable")
+            and lo <= launched.get(e["args"].get("correlation"), e["ts"]) < hi
+        )  # fmt: skip
+        assert measured.gpu is not None
+        (htod,) = [c for c in measured.gpu.memcpy if c.direction == "HtoD"]
+        assert htod.pageable_bytes == pageable < 1_000_000
+        assert htod.bytes is not None and htod.bytes > 1_000_000  # the pinned ones
+    assert "pageable-memcpy" not in {f.rule for f in report.findings}

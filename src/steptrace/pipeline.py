@@ -15,11 +15,10 @@ import gzip
 import re
 import zlib
 from pathlib import Path
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 import msgspec
 
-from steptrace.across.diff import TraceDiff, diff_analyses
 from steptrace.analysis.copies import CopyPattern
 from steptrace.analysis.kernels import KernelStat
 from steptrace.analysis.measure import (
@@ -38,6 +37,9 @@ from steptrace.scenario import Scenario, decode_record, read_sidecar, sidecar_pa
 from steptrace.trace.load import load_trace
 from steptrace.trace.source import GZIP_MAGIC, FileText, decompress
 from steptrace.trace.table import Trace
+
+if TYPE_CHECKING:
+    from steptrace.across.diff import TraceDiff
 
 OLD_SCHEMA = "steptrace.analysis/1"  # reports written before the Report value (read by diff)
 _PEEK_BYTES = 64 * 1024
@@ -90,6 +92,8 @@ def _report(
 
 def diff(before: str | Path, after: str | Path) -> TraceDiff:
     """Where time moved between two traces or saved reports, named by the paths given."""
+    from steptrace.across.diff import diff_analyses  # only here: analyze starts sooner
+
     old, new = read_report(before), read_report(after)
     result = diff_analyses(old.analysis, new.analysis, scenarios=(old.scenario, new.scenario))
     return msgspec.structs.replace(result, before=str(before), after=str(after))

@@ -155,3 +155,24 @@ def test_pageable_memcpy_overridden_threshold() -> None:
     assert pageable(data, pageable_bytes=1_500_001) == []
     assert len(pageable(data, pageable_bytes=1_500_000)) == 1
     assert len(pageable(with_memcpy(*[[htod(200_000)]] * 3), pageable_bytes=100_000)) == 1
+
+
+def test_pageable_memcpy_counts_only_the_pageable_copies() -> None:
+    """One 1 kB pageable copy beside nine pinned ones (4 MB): only the kilobyte counts."""
+    mixed = copy(count=10, busy_ms=0.41, nbytes=4_001_000, pageable=1, pinned=9,
+                 pageable_bytes=1_000, pageable_busy_ms=0.01)  # fmt: skip
+    quiet = analysis(steps(10, 10, 10, gpu=gpu_step(1.0, memcpy=[mixed])))
+    assert pageable_memcpy(Case(quiet), Thresholds()) == []
+    heavy = copy(count=10, busy_ms=0.41, nbytes=4_001_000, pageable=9, pinned=1,
+                 pageable_bytes=4_000_000, pageable_busy_ms=0.4)  # fmt: skip
+    (found,) = pageable_memcpy(Case(analysis(steps(10, 10, 10, gpu=gpu_step(1.0, memcpy=[heavy])))),
+                               Thresholds())  # fmt: skip
+    assert found.evidence.values() == {
+        "copies_per_step": 9, "bytes_per_step": 4_000_000, "copy_ms_per_step": 0.4
+    }  # fmt: skip
+
+
+def test_pageable_memcpy_needs_a_pageable_copy_even_at_a_zero_threshold() -> None:
+    pinned_only = copy(count=2, busy_ms=0.2, nbytes=2_000_000, pinned=2)
+    quiet = analysis(steps(10, 10, gpu=gpu_step(1.0, memcpy=[pinned_only])))
+    assert pageable_memcpy(Case(quiet), Thresholds(pageable_bytes=0)) == []

@@ -62,6 +62,8 @@ class CopySummary(msgspec.Struct, frozen=True):
     bytes: int | None  # None when the trace gives no byte counts
     pageable: int  # copies whose host side is pageable memory
     pinned: int
+    pageable_bytes: int | None = None  # of ``bytes``, those copied from pageable memory
+    pageable_busy_ms: float = 0.0  # union of the pageable copies' intervals
 
 
 class SetSummary(msgspec.Struct, frozen=True):
@@ -180,18 +182,26 @@ def _copies(events: EventTable, rows: NDArray[np.int64]) -> tuple[CopySummary, .
     summaries = []
     for direction, members in sorted(by_direction.items()):
         chosen = np.array(members, dtype=np.int64)
-        nbytes = events.bytes[chosen]
+        pageable = np.array([r for r in members if host_memory[r] == "Pageable"], dtype=np.int64)
         summaries.append(
             CopySummary(
                 direction=direction,
                 count=len(members),
                 busy_ms=_busy_ms(events, chosen),
-                bytes=int(np.nansum(nbytes)) if np.isfinite(nbytes).any() else None,
-                pageable=sum(host_memory[r] == "Pageable" for r in members),
+                bytes=_bytes(events, chosen),
+                pageable=int(pageable.size),
                 pinned=sum(host_memory[r] == "Pinned" for r in members),
+                pageable_bytes=_bytes(events, pageable),
+                pageable_busy_ms=_busy_ms(events, pageable),
             )
         )
     return tuple(summaries)
+
+
+def _bytes(events: EventTable, rows: NDArray[np.int64]) -> int | None:
+    """Bytes the copies moved; None when the trace gives no byte count for any of them."""
+    nbytes = events.bytes[rows]
+    return int(np.nansum(nbytes)) if np.isfinite(nbytes).any() else None
 
 
 @functools.cache  # a trace has thousands of copies and a handful of copy names

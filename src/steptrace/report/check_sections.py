@@ -60,7 +60,7 @@ class ComparisonLike(Protocol):
 def comparison_document(result: ComparisonLike, names: tuple[str, str]) -> Document:
     """``steptrace compare``'s output: A and B named, then the comparison."""
     title = f"A/B outside the profiler: A = {names[0]}, B = {names[1]}"
-    return Document(title, (comparison_section("", result),), result)
+    return Document(title, result, lambda: (comparison_section("", result),))
 
 
 def comparison_section(title: str, result: ComparisonLike) -> Section:

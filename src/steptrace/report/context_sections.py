@@ -34,12 +34,6 @@ PERFETTO = (
 _ON = ("1", "true", "True")
 
 
-def title(report: Report) -> str:
-    trace = report.analysis.trace
-    rank = f" (rank {trace.rank} of {trace.world_size})" if trace.rank is not None else ""
-    return f"{trace.path}{rank}"
-
-
 # -- the question --------------------------------------------------------------------------
 def question(report: Report) -> Section:
     """The question and the step first: what this trace was captured to answer."""

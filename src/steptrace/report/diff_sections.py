@@ -25,7 +25,8 @@ def diff_document(diff: TraceDiff, top: int) -> Document:
     sections.append(
         Section("reminder", "What a diff can say", (Paragraph(diff.reminder, "question"),))
     )
-    return Document(f"steptrace diff: {diff.before} → {diff.after}", tuple(sections), diff)
+    title = f"steptrace diff: {diff.before} → {diff.after}"
+    return Document(title, diff, lambda: tuple(sections))
 
 
 def summary_lines(diff: TraceDiff) -> list[str]:

@@ -8,6 +8,9 @@ the same numbers. Builders compute everything here; renderers only format and es
 
 from __future__ import annotations
 
+import functools
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any, Literal
 
 import msgspec
@@ -81,9 +84,18 @@ class Section(msgspec.Struct, frozen=True):
     blocks: tuple[Block, ...]
 
 
-class Document(msgspec.Struct, frozen=True):
-    """What one report, comparison or diff shows, and the data its JSON form writes."""
+@dataclass(frozen=True)
+class Document:
+    """What one report, comparison or diff shows, and the data its JSON form writes.
+
+    The sections are built when a renderer first asks for them: JSON, which writes the
+    data, never does (and so never imports the builders).
+    """
 
     title: str
-    sections: tuple[Section, ...]
     data: Any  # the typed value (or findings-only subset) that ``--format json`` encodes
+    build: Callable[[], tuple[Section, ...]]
+
+    @functools.cached_property
+    def sections(self) -> tuple[Section, ...]:
+        return self.build()

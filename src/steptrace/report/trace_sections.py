@@ -8,17 +8,19 @@ keeps the question, the findings and the warnings.
 
 from __future__ import annotations
 
-import msgspec
+import functools
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from steptrace.report.check_sections import ComparisonLike, comparison_section
-from steptrace.report.context_sections import notes, question, timeline, title, warnings
-from steptrace.report.document import Document
-from steptrace.report.figure_sections import copies, gpu, kernels, labels, operators, steps
-from steptrace.report.finding_sections import findings
+from steptrace.report.document import Document, Section
 from steptrace.report.model import Report
 
+if TYPE_CHECKING:
+    from steptrace.report.check_sections import ComparisonLike
 
-class View(msgspec.Struct, frozen=True, kw_only=True):
+
+@dataclass(frozen=True)
+class View:
     """What to show beside the report itself."""
 
     findings_only: bool = False
@@ -27,13 +29,29 @@ class View(msgspec.Struct, frozen=True, kw_only=True):
 
 
 def report_document(report: Report, view: View | None = None) -> Document:
-    """The sections of one report, in reading order, and the data its JSON form writes."""
+    """One report's document: its title, the data JSON writes, and its sections on demand."""
     view = view or View()
+    data = findings_data(report) if view.findings_only else report
+    return Document(title(report), data, functools.partial(sections, report, view))
+
+
+def title(report: Report) -> str:
+    trace = report.analysis.trace
+    rank = f" (rank {trace.rank} of {trace.world_size})" if trace.rank is not None else ""
+    return f"{trace.path}{rank}"
+
+
+def sections(report: Report, view: View) -> tuple[Section, ...]:
+    """The sections of one report, in reading order (imported here: JSON needs none)."""
+    from steptrace.report.check_sections import comparison_section
+    from steptrace.report.context_sections import notes, question, timeline, warnings
+    from steptrace.report.figure_sections import copies, gpu, kernels, labels, operators, steps
+    from steptrace.report.finding_sections import findings
+
     checks = tuple(comparison_section(name, c) for name, c in view.comparisons)
     if view.findings_only:
-        sections = (question(report), findings(report), *checks, *warnings(report))
-        return Document(title(report), sections, findings_data(report))
-    sections = (
+        return (question(report), findings(report), *checks, *warnings(report))
+    return (
         question(report),
         notes(report),
         steps(report),
@@ -47,7 +65,6 @@ def report_document(report: Report, view: View | None = None) -> Document:
         *warnings(report),
         timeline(view.trace_name or report.analysis.trace.path),
     )
-    return Document(title(report), sections, report)
 
 
 def findings_data(report: Report) -> dict[str, object]:

@@ -79,7 +79,7 @@ def decompress(raw: bytes, where: str) -> bytes:
 
 
 class ReadAhead:
-    """Each file with its ``Reading``; the next file is read on a thread while one is used.
+    """Each file with its ``BackgroundRead``; the next file is read on a thread while one is used.
 
     Reading the first file starts at construction, the next one when a file is handed out:
     at most two texts are held at a time. A file whose loading shows a progress display
@@ -88,18 +88,18 @@ class ReadAhead:
 
     def __init__(self, paths: Sequence[Path]) -> None:
         self._paths = list(paths)
-        self._next = Reading(self._paths[0]) if self._paths else None
+        self._next = BackgroundRead(self._paths[0]) if self._paths else None
 
-    def __iter__(self) -> Iterator[tuple[Path, Reading]]:
+    def __iter__(self) -> Iterator[tuple[Path, BackgroundRead]]:
         for index, path in enumerate(self._paths):
             reading, self._next = self._next, None
             assert reading is not None  # one reading is started per path, in order
             if index + 1 < len(self._paths):
-                self._next = Reading(self._paths[index + 1])
+                self._next = BackgroundRead(self._paths[index + 1])
             yield path, reading
 
 
-class Reading(threading.Thread):
+class BackgroundRead(threading.Thread):
     """One file read on a daemon thread: a failed or abandoned read never blocks the exit."""
 
     def __init__(self, path: Path) -> None:

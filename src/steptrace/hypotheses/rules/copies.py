@@ -79,10 +79,10 @@ def pageable_memcpy(case: Case, limits: Thresholds) -> list[Finding]:
         if step.gpu is None:
             return []
         pageable = [c for c in step.gpu.memcpy if c.direction == "HtoD" and c.pageable]
-        per_step_bytes.append(sum(c.bytes or 0 for c in pageable))
-        per_step_ms.append(sum(c.busy_ms for c in pageable))
+        per_step_bytes.append(sum(c.pageable_bytes or 0 for c in pageable))
+        per_step_ms.append(sum(c.pageable_busy_ms for c in pageable))
         counts.append(sum(c.pageable for c in pageable))
-    if not counts or median(per_step_bytes) < limits.pageable_bytes:
+    if not any(counts) or median(per_step_bytes) < limits.pageable_bytes:
         return []
     wall = median(s.wall_ms for s in analysis.steps)
     return [
