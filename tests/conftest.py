@@ -49,6 +49,18 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             item.add_marker(pytest.mark.skip(reason=reason))
 
 
+def pytest_terminal_summary(terminalreporter: Any) -> None:
+    """Skipped tests, one line per reason (a missing traces folder is one line, not fifty)."""
+    reasons: dict[str, int] = {}
+    for report in terminalreporter.stats.get("skipped", []):
+        longrepr = report.longrepr
+        reason = longrepr[2] if isinstance(longrepr, tuple) else str(longrepr)
+        reason = reason.removeprefix("Skipped: ")
+        reasons[reason] = reasons.get(reason, 0) + 1
+    for reason, count in sorted(reasons.items()):
+        terminalreporter.write_line(f"SKIPPED {count}: {reason}", yellow=True)
+
+
 def pytest_report_header() -> str:
     found = real_traces()
     return f"real traces: {len(found)} in {TRACES}" if found else f"real traces: {NO_TRACES}"

@@ -12,7 +12,7 @@ import pytest
 from click.testing import CliRunner
 
 from steptrace.cli import app
-from tests.conftest import TRACES, WriteTrace, gpu_trace
+from tests.conftest import WriteTrace, gpu_trace, shared_file
 from tests.tracegen import document, kernel, step
 
 runner = CliRunner()
@@ -65,7 +65,7 @@ def test_corrupted_gzip(write_trace: WriteTrace) -> None:
 
 
 def test_memory_timeline_export_is_not_a_trace() -> None:
-    path = TRACES / "gpu" / "memory_timeline_export_raw__memory_analysis.raw.gz"
+    path = shared_file("gpu/memory_timeline_export_raw__memory_analysis.raw.gz")
     assert_one_line_error([str(path)], path, "not a torch.profiler trace")
 
 

@@ -31,10 +31,8 @@ from steptrace.trace.decode import (
 )
 from steptrace.trace.load import load_trace
 from steptrace.trace.source import decompress
-from tests.conftest import TRACES, WriteTrace
+from tests.conftest import WriteTrace, trace_params
 from tests.tracegen import cpu, document, kernel, step
-
-REAL_TRACES = sorted(p for p in TRACES.rglob("*.json*") if "memory_timeline" not in p.name)
 
 
 def flatten(documents: list[Document[AnyEvent]]) -> tuple[list[AnyEvent], dict[str, Any]]:
@@ -55,7 +53,7 @@ def split_or_none(data: bytes, piece_bytes: int) -> list[Document[AnyEvent]] | N
             return None
 
 
-@pytest.mark.parametrize("path", REAL_TRACES, ids=lambda p: p.name[:40])
+@pytest.mark.parametrize("path", trace_params())
 def test_real_traces_take_the_one_pass_path_and_match_the_exact_one(path: Path) -> None:
     data = decompress(path.read_bytes(), str(path))
     pieces = split_or_none(data, 64 << 10)  # many cuts even in the small traces

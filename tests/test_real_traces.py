@@ -8,7 +8,7 @@ import pytest
 
 import steptrace
 from tests import reference
-from tests.conftest import gpu_trace, read_json, real_traces, report_of, trace_params
+from tests.conftest import NO_TRACES, gpu_trace, read_json, real_traces, report_of, trace_params
 
 
 @pytest.fixture(scope="module", params=trace_params())
@@ -108,7 +108,7 @@ def test_sub_microsecond_memsets_keep_their_exact_durations() -> None:
 def test_cpu_only_trace_reports_gpu_as_not_observed() -> None:
     paths = [p for p in real_traces() if "cpu" in p.parent.name or "cpu_only" in p.name]
     if not paths:
-        pytest.skip("no CPU trace among the real traces")
+        pytest.skip(NO_TRACES)
     for path in paths:
         result = report_of(path.name).analysis
         assert not result.trace.gpu_observed
