@@ -61,9 +61,10 @@ def copy(direction: str = "HtoD", *, count: int = 1, busy_ms: float = 0.0,
     """The copies of one direction in one step. When all of them are pageable, their bytes
     and time are the pageable ones unless given; otherwise none are, unless given."""
     every = pageable == count
+    derived = nbytes if every else 0 if not pageable else None
     return CopySummary(
         direction, count, busy_ms, nbytes, pageable, pinned,
-        pageable_bytes if pageable_bytes is not None else (nbytes if every else None),
+        pageable_bytes if pageable_bytes is not None else derived,
         pageable_busy_ms if pageable_busy_ms is not None else (busy_ms if every else 0.0),
     )  # fmt: skip
 

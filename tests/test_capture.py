@@ -319,3 +319,16 @@ def test_batches_as_namedtuples_and_mappings_move_to_the_device() -> None:
     assert moved.x.device.type == "meta" and moved.x.shape == (2,)
     assert moved.y["mask"].device.type == "meta" and moved.y["mask"].dtype == torch.bool
     assert moved.y["id"] == 7 and batch.x.device.type == "cpu"  # the original is untouched
+
+
+def test_training_only_measurements_asked_of_inference_are_said_to_be_skipped(
+    tmp_path: Path,
+) -> None:
+    work = workloads.tiny_inference()
+    with pytest.warns(CaptureWarning, match="measure_overhead is for training"):
+        result = steptrace.profile_inference(
+            work.load_model, work.request, work.inputs,  # type: ignore[arg-type]
+            scenario=work.scenario, out=tmp_path / "i.json",
+            window=steptrace.Window(measure_overhead=True),
+        )  # fmt: skip
+    assert result.facts.overhead_ratio is None

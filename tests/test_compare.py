@@ -275,3 +275,22 @@ def test_plans_and_the_keyword_arguments_of_earlier_versions_agree() -> None:
             steps.step, steps.same_step, make_state=steps.make_state,
             batches=steps.make_batches(), budget=3,
         )  # fmt: skip
+
+
+def test_a_failing_user_module_or_step_is_a_one_line_error(tmp_path: Path) -> None:
+    broken = tmp_path / "broken.py"
+    broken.write_text("raise ValueError('no config')\n")
+    raising = tmp_path / "raising.py"
+    raising.write_text(
+        "from tests.compare_steps import make_state, make_batches\n"
+        "def step(state, batch):\n    raise RuntimeError('shape mismatch')\n"
+    )
+    runner = CliRunner()
+    for args in (
+        [f"{broken}:step", f"{broken}:step", "--state", f"{broken}:s", "--batches", f"{broken}:b"],
+        [f"{raising}:step", f"{raising}:step", "--state", f"{raising}:make_state",
+         "--batches", f"{raising}:make_batches"],
+    ):  # fmt: skip
+        result = runner.invoke(app, ["compare", *args])
+        assert result.exit_code == 2 and result.stderr.count("\n") == 1, result.stderr
+        assert "no config" in result.stderr or "shape mismatch" in result.stderr

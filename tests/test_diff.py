@@ -279,6 +279,7 @@ def test_diff_analyses_is_pure_and_keeps_trace_paths() -> None:
         ('{"schema": "steptrace.diff/1", "before": "a"}', "schema 'steptrace.diff/1' is not"),
         ('{"schema": "other"}', "schema 'other' is not"),
         ('[{"schema": "steptrace.report/2"}]', "holds a list of reports"),
+        ('{"schema": "steptrace.findings/2"}', "holds only findings"),
         ('{"schema": "steptrace.report/2", "analysis": {}}', "not a complete steptrace report"),
         ('{"schema": "steptrace.report/2", ', "not a complete steptrace report"),
         ('{"schema": "steptrace.analysis/1", "trace": {}}', "not a complete steptrace report"),

@@ -32,7 +32,7 @@ from steptrace.analysis.operators import OperatorStat
 from steptrace.errors import TraceError
 from steptrace.hypotheses import Case, find
 from steptrace.hypotheses.thresholds import Thresholds
-from steptrace.report.model import SCHEMA, Report
+from steptrace.report.model import FINDINGS_SCHEMA, SCHEMA, Report
 from steptrace.scenario import Scenario, decode_record, read_sidecar, sidecar_path
 from steptrace.trace.load import load_trace
 from steptrace.trace.source import GZIP_MAGIC, FileText, decompress
@@ -109,6 +109,10 @@ def read_report(path: str | Path) -> Report:
         return _decode(path, Report)
     if schema == OLD_SCHEMA:
         return _decode(path, _OldReport).upgraded()
+    if schema == FINDINGS_SCHEMA:
+        raise TraceError(
+            f"{path}: holds only findings (--findings-only): a diff needs the whole report"
+        )
     raise TraceError(
         f"{path}: schema {schema!r} is not {SCHEMA!r}: steptrace reads traces and reports "
         "written by `steptrace analyze --format json`"

@@ -140,7 +140,7 @@ def test_copies_by_direction_bytes_and_host_memory() -> None:
         ("HtoD", 2, ms(7), 1500, 1, 1),
     ]
     pageable = [(c.direction, c.pageable_bytes, c.pageable_busy_ms) for c in gpu.memcpy]
-    assert pageable == [("DtoD", None, 0.0), ("DtoH", None, ms(10)), ("HtoD", 1000, ms(5))]
+    assert pageable == [("DtoD", 0, 0.0), ("DtoH", None, ms(10)), ("HtoD", 1000, ms(5))]
     assert (gpu.memset.count, gpu.memset.busy_ms) == (2, ms(7))
     assert gpu.kernels.count == 0 and gpu.kernels.duration_us is None
     assert gpu.busy_ms == ms(7 + 10 + 5 + 7)

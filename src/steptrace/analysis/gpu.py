@@ -62,7 +62,7 @@ class CopySummary(msgspec.Struct, frozen=True):
     bytes: int | None  # None when the trace gives no byte counts
     pageable: int  # copies whose host side is pageable memory
     pinned: int
-    pageable_bytes: int | None = None  # of ``bytes``, those copied from pageable memory
+    pageable_bytes: int | None = None  # of ``bytes``, from pageable memory (None: unrecorded)
     pageable_busy_ms: float = 0.0  # union of the pageable copies' intervals
 
 
@@ -191,7 +191,7 @@ def _copies(events: EventTable, rows: NDArray[np.int64]) -> tuple[CopySummary, .
                 bytes=_bytes(events, chosen),
                 pageable=int(pageable.size),
                 pinned=sum(host_memory[r] == "Pinned" for r in members),
-                pageable_bytes=_bytes(events, pageable),
+                pageable_bytes=_bytes(events, pageable) if pageable.size else 0,
                 pageable_busy_ms=_busy_ms(events, pageable),
             )
         )

@@ -53,7 +53,11 @@ def profile_inference(
     model = load_model()
     devices.synchronize(device)
     model_load_ms = (clock() - start) * 1000
-    warned = []
+    warned = [
+        f"{name} is for training: profile_inference does not measure it"
+        for name in ("measure_overhead", "count_flops")
+        if getattr(plan, name)
+    ]
     if model.training:
         warned.append("the model is in training mode during requests (call model.eval())")
     cold = []

@@ -1,4 +1,4 @@
-"""``Capture``: one labelled profiling window, the core that every harness uses.
+"""``Capture``: one labelled profiling window, the core of every capture.
 
 It refuses before anything runs (an existing output, a GPU that cannot be observed), runs
 torch.profiler with a schedule (wait / warm-up / active) and minimal options unless asked,
@@ -41,14 +41,14 @@ from steptrace.window import Window, window_of
 class Capture(AbstractContextManager["Capture"]):
     """A profiling window for any loop (Lightning, Hugging Face, hand-written).
 
-        with steptrace.capture(scenario, out="run/trace.json") as window:
+        with steptrace.capture(scenario, out="run/trace.json") as run:
             for batch in loader:
-                with window.phase("read_batch"):
+                with run.phase("read_batch"):
                     ...
-                window.step()
-                if window.done:
+                run.step()
+                if run.done:
                     break
-        print(window.result)
+        print(run.result)
 
     ``steptrace.capture`` is this class; ``profile_training`` and ``profile_inference`` use
     it too.

@@ -228,6 +228,8 @@ def compare(
         _fail(f"compare needs torch and scipy ({error})")
     except CaptureError as error:
         _fail(str(error))
+    except Exception as error:  # the user's state, batches or steps failed: one line
+        _fail(f"the comparison stopped: {error!r}")
     from steptrace.report.check_sections import comparison_document
 
     _write([comparison_document(result, (baseline, candidate))], "text")

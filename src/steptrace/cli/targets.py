@@ -53,6 +53,8 @@ def _import(where: str) -> Any:
         return importlib.import_module(where)
     except ImportError as exc:
         raise CaptureError(f"{where}: cannot import ({exc})") from None
+    except Exception as exc:  # the user's module failed while importing: one line
+        raise CaptureError(f"{where}: importing it failed: {exc!r}") from None
 
 
 def load_workload(target: str) -> Workload:

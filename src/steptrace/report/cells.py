@@ -5,11 +5,21 @@
 
 from __future__ import annotations
 
+import re
+
 from steptrace import units
 from steptrace.analysis.stats import Spread
 from steptrace.report.document import Cell, Unit
 
 NOT_OBSERVED = "not observed"
+# C0 and C1 control characters but tab and newline (which the layouts use), and DEL
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+
+def visible(text: str) -> str:
+    """Control characters made visible (``\\x1b``): text from a trace drives no terminal,
+    viewer or browser, in any format."""
+    return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
 
 
 def cell_text(value: Cell, unit: Unit) -> str:
@@ -27,6 +37,8 @@ def number(value: float, unit: Unit | str) -> str:
     """A number in its unit: ms and µs with decimals, shares as %, counts whole when whole."""
     if unit == "ms":
         return units.ms(value)
+    if unit == "delta_ms":
+        return f"{value:+.3f}"
     if unit == "us":
         return units.us(value)
     if unit == "share":

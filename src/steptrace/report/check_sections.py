@@ -100,16 +100,16 @@ def _correctness(result: ComparisonLike) -> list[Block]:
         (
             Column("compared", "name"),
             Column("agrees", "text"),
-            Column("max abs diff", "text"),
-            Column("max rel diff", "text"),
+            Column("max abs diff", "number"),
+            Column("max rel diff", "number"),
             Column("rtol / atol", "text"),
         ),
         tuple(
             (
                 d.name,
                 "yes" if d.ok else "NO",
-                _g(d.max_abs),
-                _g(d.max_rel),
+                "—" if d.max_abs is None else d.max_abs,
+                "—" if d.max_rel is None else d.max_rel,
                 d.note or f"{_tolerance(d.rtol)} / {_tolerance(d.atol)}",
             )
             for d in shown
@@ -125,21 +125,20 @@ def _correctness(result: ComparisonLike) -> list[Block]:
 def _timing(result: ComparisonLike) -> list[Block]:
     a, b, samples = result.baseline, result.candidate, result.samples
     columns = [
-        Column("side", "text"), Column("n", "count"), Column("median ms", "text"),
-        Column("IQR ms", "text"), Column("min ms", "text"), Column("max ms", "text"),
-        Column("IQR/median", "text"),
+        Column("side", "text"), Column("n", "count"), Column("median ms", "ms"),
+        Column("IQR ms", "ms"), Column("min ms", "ms"), Column("max ms", "ms"),
+        Column("IQR/median", "share"), Column("noise", "text"),
     ]  # fmt: skip
     rows: list[tuple[Cell, ...]] = []
     for name, stats, side in (("A", a, "baseline"), ("B", b, "candidate")):
-        row: list[Cell] = [name, stats.n, f"{stats.median:.4f}", f"{stats.iqr:.4f}",
-                           f"{stats.min:.4f}", f"{stats.max:.4f}",
-                           f"{100 * stats.spread:.1f}% ({stats.noise})"]  # fmt: skip
+        row: list[Cell] = [name, stats.n, stats.median, stats.iqr, stats.min, stats.max,
+                           stats.spread, stats.noise]  # fmt: skip
         if result.unit == "samples/s":
             rate = result.throughput(side)  # type: ignore[arg-type]
-            row.append(f"{rate:,.1f}" if rate else "batch size unknown")
+            row.append(round(rate) if rate else "batch size unknown")
         rows.append(tuple(row))
     if result.unit == "samples/s":
-        columns.append(Column("samples/s", "text"))
+        columns.append(Column("samples/s", "count"))
     ci = result.ci
     caption = (
         f"B/A = {result.ratio:.4f}, 95% CI [{ci[0]:.4f}, {ci[1]:.4f}] (paired bootstrap)"
@@ -167,10 +166,6 @@ def _timing(result: ComparisonLike) -> list[Block]:
             f"{samples.elapsed_s:.1f} s; paired Wilcoxon p = {p_value}"
         ),
     ]
-
-
-def _g(value: float | None) -> str:
-    return "—" if value is None else f"{value:.3g}"
 
 
 def _tolerance(value: float | None) -> str:

@@ -15,13 +15,8 @@ def diff_document(diff: TraceDiff, top: int) -> Document:
     summary: list[Block] = [Paragraph(line) for line in summary_lines(diff)]
     summary += [Paragraph(f"warning: {w}", "warning") for w in diff.warnings]
     sections = [Section("summary", "Step time and what changed", tuple(summary))]
-    for key, heading, changes in (
-        ("operators", "Operators (self ms per step)", diff.operators),
-        ("kernels", "Kernels (total ms per step)", diff.kernels),
-    ):
-        sections.append(
-            Section(key, f"{heading}: changes, largest first", (_table(changes[:top]),))
-        )
+    sections.append(_changes("operators", "Operators (self ms per step)", diff.operators[:top]))
+    sections.append(_changes("kernels", "Kernels (total ms per step)", diff.kernels[:top]))
     sections.append(
         Section("reminder", "What a diff can say", (Paragraph(diff.reminder, "question"),))
     )
@@ -44,25 +39,26 @@ def summary_lines(diff: TraceDiff) -> list[str]:
     return lines
 
 
-def _table(changes: Sequence[NameChange]) -> Table:
+def _changes(key: str, heading: str, changes: Sequence[NameChange]) -> Section:
+    if not changes:
+        return Section(key, heading, (Paragraph("No change listed."),))
     columns = (
         Column("name", "name"), Column("status", "text"),
-        Column("calls/step before", "text"), Column("calls/step after", "text"),
-        Column("ms/step before", "text"), Column("ms/step after", "text"),
-        Column("delta ms/step", "text"),
+        Column("calls/step before", "count"), Column("calls/step after", "count"),
+        Column("ms/step before", "ms"), Column("ms/step after", "ms"),
+        Column("delta ms/step", "delta_ms"),
     )  # fmt: skip
     rows = tuple(
-        (units.short(c.name, 70), c.status, _number(c.before_calls), _number(c.after_calls),
-         _number(c.before_ms), _number(c.after_ms), f"{c.delta_ms:+.3f}")
+        (units.short(c.name, 70), c.status, _or_dash(c.before_calls), _or_dash(c.after_calls),
+         _or_dash(c.before_ms), _or_dash(c.after_ms), c.delta_ms)
         for c in changes
     )  # fmt: skip
-    return Table(columns, rows, caption="" if rows else "no change listed")
+    return Section(key, f"{heading}: changes, largest first", (Table(columns, rows),))
 
 
-def _number(value: int | float | None) -> str:
-    if value is None:
-        return "—"
-    return f"{value:g}" if float(value).is_integer() else f"{value:.3g}"
+def _or_dash(value: float | None) -> float | str:
+    """A side where the name is absent shows a dash (not 'not observed': it did not run)."""
+    return "—" if value is None else value
 
 
 def _spread_line(name: str, change: SpreadChange) -> str:

@@ -2,8 +2,10 @@
 
 A ``Document`` is a title and ``Section``s in reading order; a section is a heading and
 blocks: ``Paragraph``s, ``Table``s (typed columns, raw cell values) and charts (``Bars``,
-``Stacked``, ``Strips``), which formats that cannot draw leave out because a table holds
-the same numbers. Builders compute everything here; renderers only format and escape.
+``Stacked``, ``Strips``). Formats that cannot draw leave the charts out: a chart draws
+numbers of the report (its tables, or finer ones the JSON holds), never a figure of its
+own, and its caption is drawn with it. Builders compute everything here; renderers only
+format and escape.
 """
 
 from __future__ import annotations
@@ -18,8 +20,9 @@ import msgspec
 from steptrace.analysis.stats import Spread
 
 # text: plain words; name: something read from the trace (an operator, a kernel, a label);
-# the others are numbers in that unit (share: 0 to 1, shown as a percentage)
-Unit = Literal["text", "name", "ms", "us", "share", "ratio", "count", "bytes"]
+# the others are numbers in that unit (share: 0 to 1, shown as a percentage; delta_ms: a
+# signed change; number: three significant digits)
+Unit = Literal["text", "name", "ms", "delta_ms", "us", "share", "ratio", "count", "bytes", "number"]
 Cell = str | int | float | Spread | None  # None: not observed
 Tone = Literal["plain", "question", "warning"]
 
@@ -56,6 +59,7 @@ class Bars(msgspec.Struct, frozen=True, tag="bars"):
     values: tuple[float, ...]
     unit: str
     highlight: int | None = None
+    caption: str = ""  # what the drawing shows beyond its numbers (colours, highlights)
 
 
 class Stacked(msgspec.Struct, frozen=True, tag="stacked"):
@@ -65,6 +69,7 @@ class Stacked(msgspec.Struct, frozen=True, tag="stacked"):
     series: tuple[Series, ...]
     totals: tuple[float, ...]
     unit: str
+    caption: str = ""
 
 
 class Strips(msgspec.Struct, frozen=True, tag="strips"):
@@ -72,10 +77,11 @@ class Strips(msgspec.Struct, frozen=True, tag="strips"):
 
     groups: tuple[Series, ...]
     unit: str
+    caption: str = ""
 
 
 Chart = Bars | Stacked | Strips
-Block = Paragraph | Table | Bars | Stacked | Strips
+Block = Paragraph | Table | Chart
 
 
 class Section(msgspec.Struct, frozen=True):

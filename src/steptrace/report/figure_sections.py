@@ -9,9 +9,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from steptrace import units
+from steptrace.analysis.copies import CopyPattern
 from steptrace.analysis.measure import StepResult
 from steptrace.report.cells import NOT_OBSERVED, spread
-from steptrace.report.context_sections import gpu_absent_note
 from steptrace.report.document import Bars, Cell, Column, Paragraph, Section, Series, Stacked, Table
 from steptrace.report.model import Report
 
@@ -30,7 +30,9 @@ def steps(report: Report) -> Section:
         tuple(s.wall_ms for s in analysis.steps),
         "ms",
         highlight,
+        caption="The first step, in orange, is shown apart." if highlight == 0 else "",
     )
+    gpu_busy = summary.gpu_busy_ms
     table = Table(
         (
             Column("step", "name"),
@@ -52,8 +54,10 @@ def steps(report: Report) -> Section:
             for s in analysis.steps
         ),
         caption=(
-            f"{summary.count} step(s): wall {spread(summary.wall_ms, 'ms')} ms (median [min–max])"
-            + ("; the first step, highlighted, is shown apart" if highlight == 0 else "")
+            f"{summary.count} step(s): wall {spread(summary.wall_ms, 'ms')} ms (median "
+            "[min–max]); GPU busy "
+            + (f"{spread(gpu_busy, 'ms')} ms" if gpu_busy is not None else NOT_OBSERVED)
+            + ("; the first step differs: it is shown apart" if highlight == 0 else "")
         ),
     )
     return Section(
@@ -76,6 +80,7 @@ def labels(report: Report) -> Section:
         (*_label_series(analysis.steps, [p.name for p in phases]),),
         tuple(s.wall_ms for s in analysis.steps),
         "ms",
+        caption="Each bar is one step; grey is time on other threads or not attributed.",
     )
     table = Table(
         (
@@ -91,8 +96,7 @@ def labels(report: Report) -> Section:
         ),
         caption=(
             "Each label owns the time in which it is the innermost label on its thread: "
-            "nested labels are never counted twice. In the chart, grey is time on other "
-            "threads or not attributed."
+            "nested labels are never counted twice."
         ),
     )
     return Section("labels", heading, (chart, table))
@@ -115,7 +119,7 @@ def gpu(report: Report) -> Section:
     analysis = report.analysis
     heading = "GPU per step"
     if not analysis.trace.gpu_observed:
-        return Section("gpu", heading, (Paragraph(gpu_absent_note(report.scenario)),))
+        return Section("gpu", heading, (Paragraph(f"GPU: {NOT_OBSERVED} (see above)."),))
     observed = [s for s in analysis.steps if s.gpu is not None]
     chart = Stacked(
         tuple(s.name for s in observed),
@@ -222,19 +226,26 @@ def copies(report: Report) -> Section:
     heading = "Copies and sets"
     if not analysis.trace.gpu_observed:
         return Section("copies", heading, (Paragraph(f"Copies: {NOT_OBSERVED}."),))
+    per_step = _copies_per_step(analysis.steps)
+    if not per_step.rows:
+        return Section("copies", heading, (Paragraph("No copy and no set in any step."),))
+    return Section("copies", heading, (per_step, _copy_patterns(analysis.copies)))
+
+
+def _copies_per_step(steps: Sequence[StepResult]) -> Table:
     rows: list[tuple[Cell, ...]] = []
-    for step in analysis.steps:
+    for step in steps:
         if step.gpu is None:
             continue
         for c in step.gpu.memcpy:
             size = c.bytes if c.bytes is not None else "bytes not recorded"
-            rows.append(
-                (step.name, f"Memcpy {c.direction}", c.count, c.busy_ms, size, c.pageable, c.pinned)
-            )
+            pageable = c.pageable_bytes if c.pageable_bytes is not None else "—"
+            rows.append((step.name, f"Memcpy {c.direction}", c.count, c.busy_ms, size,
+                         c.pageable, pageable, c.pinned))  # fmt: skip
         if step.gpu.memset.count:
             s = step.gpu.memset
-            rows.append((step.name, "Memset", s.count, s.busy_ms, "—", "—", "—"))
-    per_step = Table(
+            rows.append((step.name, "Memset", s.count, s.busy_ms, "—", "—", "—", "—"))
+    return Table(
         (
             Column("step", "name"),
             Column("copy", "text"),
@@ -242,12 +253,16 @@ def copies(report: Report) -> Section:
             Column("busy ms", "ms"),
             Column("bytes", "bytes"),
             Column("pageable", "count"),
+            Column("pageable bytes", "bytes"),
             Column("pinned", "count"),
         ),
         tuple(rows),
         caption="Per step and direction; busy is the union of the copies' intervals.",
     )
-    patterns = Table(
+
+
+def _copy_patterns(patterns: Sequence[CopyPattern]) -> Table:
+    return Table(
         (
             Column("direction", "text"),
             Column("bytes", "bytes"),
@@ -269,11 +284,10 @@ def copies(report: Report) -> Section:
                 ", ".join(map(str, p.per_step)),
                 p.total_ms,
             )
-            for p in analysis.copies
+            for p in patterns
         ),
         caption=(
             "Copies grouped by direction, size, launching operator and label: one that "
             "recurs in every step with the same size may be a constant rebuilt each step."
         ),
     )
-    return Section("copies", heading, (per_step, patterns))

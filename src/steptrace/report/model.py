@@ -8,12 +8,13 @@ from __future__ import annotations
 
 import msgspec
 
-from steptrace.analysis.measure import TraceAnalysis
+from steptrace.analysis.measure import TraceAnalysis, TraceSummary
 from steptrace.hypotheses.finding import Finding
 from steptrace.hypotheses.thresholds import Thresholds
 from steptrace.scenario import CaptureFacts, Scenario
 
 SCHEMA = "steptrace.report/2"
+FINDINGS_SCHEMA = "steptrace.findings/2"  # what ``--findings-only --format json`` writes
 
 
 class Report(msgspec.Struct, frozen=True, kw_only=True):
@@ -36,3 +37,26 @@ class Report(msgspec.Struct, frozen=True, kw_only=True):
     def top(self, n: int) -> Report:
         """The same report listing only the first ``n`` operators and kernels."""
         return msgspec.structs.replace(self, analysis=self.analysis.top(n))
+
+
+class FindingsReport(msgspec.Struct, frozen=True, kw_only=True):
+    """A report reduced to its question, what the trace is, and the findings."""
+
+    schema: str = FINDINGS_SCHEMA
+    scenario: Scenario | None
+    capture: CaptureFacts | None
+    trace: TraceSummary
+    findings: tuple[Finding, ...]
+    thresholds: Thresholds
+    warnings: tuple[str, ...] = ()
+
+    @classmethod
+    def of(cls, report: Report) -> FindingsReport:
+        return cls(
+            scenario=report.scenario,
+            capture=report.capture,
+            trace=report.analysis.trace,
+            findings=report.findings,
+            thresholds=report.thresholds,
+            warnings=report.warnings,
+        )

@@ -6,18 +6,18 @@ Every text is escaped; charts are drawn by ``svg`` from the numbers the sections
 from __future__ import annotations
 
 from collections.abc import Sequence
-from html import escape
+from html import escape as _escape
 
 from steptrace.report import svg
-from steptrace.report.cells import cell_text
+from steptrace.report.cells import cell_text, visible
 from steptrace.report.document import (
     Bars,
     Block,
+    Chart,
     Document,
     Paragraph,
     Section,
     Stacked,
-    Strips,
     Table,
 )
 
@@ -34,13 +34,19 @@ color:#555;padding-top:.2rem}code{font-size:.85em;word-break:break-all}svg{max-w
 """
 
 
+def escape(text: str) -> str:
+    """HTML-escaped, control characters made visible: text from a trace stays text."""
+    return _escape(visible(text))
+
+
 class HtmlRenderer:
     def __init__(self, *, terminal: bool = False) -> None:
         del terminal  # a page is the same wherever it goes
 
     def render(self, documents: Sequence[Document]) -> str:
-        title = escape(f"steptrace: {documents[0].title}" if documents else "steptrace")
-        body = "".join(_document(d) for d in documents)
+        named = documents[0].title if len(documents) == 1 else f"{len(documents)} reports"
+        title = escape(named if named.startswith("steptrace") else f"steptrace: {named}")
+        body = "".join(_document(d, f"d{k}-") for k, d in enumerate(documents))
         return (
             f'<!doctype html><html lang="en"><head><meta charset="utf-8"><title>{title}</title>'
             '<meta name="viewport" content="width=device-width, initial-scale=1">'
@@ -48,16 +54,20 @@ class HtmlRenderer:
         )
 
 
-def _document(document: Document) -> str:
-    sections = "".join(_section(s) for s in document.sections)
-    return f"<h1>{escape(document.title)}</h1>{sections}"
+def _document(document: Document, prefix: str) -> str:
+    """One document; ids are ``d<document>-<section key>[-<n>]``, unique on the page."""
+    seen: dict[str, int] = {}
+    parts = [f"<h1>{escape(document.title)}</h1>"]
+    for section in document.sections:
+        count = seen[section.key] = seen.get(section.key, 0) + 1
+        key = section.key if count == 1 else f"{section.key}-{count}"
+        parts.append(_section(section, prefix + key))
+    return "".join(parts)
 
 
-def _section(section: Section) -> str:
+def _section(section: Section, anchor: str) -> str:
     blocks = "".join(_block(b) for b in section.blocks)
-    return (
-        f'<section id="{escape(section.key)}"><h2>{escape(section.heading)}</h2>{blocks}</section>'
-    )
+    return f'<section id="{escape(anchor)}"><h2>{escape(section.heading)}</h2>{blocks}</section>'
 
 
 def _block(block: Block) -> str:
@@ -67,14 +77,18 @@ def _block(block: Block) -> str:
         return f"<p{kind}>{lines}</p>"
     if isinstance(block, Table):
         return _table(block)
+    return _chart(block) + (
+        f"<p><small>{escape(block.caption)}</small></p>" if block.caption else ""
+    )
+
+
+def _chart(block: Chart) -> str:
     if isinstance(block, Bars):
         return svg.bars(block.labels, block.values, block.unit, highlight=block.highlight)
     if isinstance(block, Stacked):
         series = [(s.name, s.values) for s in block.series]
         return svg.stacked(block.rows, series, block.totals, block.unit)
-    if isinstance(block, Strips):
-        return svg.strips([(s.name, s.values) for s in block.groups], block.unit)
-    raise TypeError(f"no HTML for {type(block).__name__}")
+    return svg.strips([(s.name, s.values) for s in block.groups], block.unit)
 
 
 def _table(table: Table) -> str:

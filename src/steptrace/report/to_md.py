@@ -1,8 +1,9 @@
 """Markdown: headings, paragraphs and GitHub tables; charts are left to the tables.
 
 Everything read from a trace is escaped: names go in code spans fenced longer than any
-backtick inside them, other text has Markdown's and HTML's special characters escaped,
-and a table cell never breaks its row.
+backtick inside them, other text has Markdown's and HTML's special characters escaped and
+no web address made a link, control characters are made visible, and a table cell never
+breaks its row.
 """
 
 from __future__ import annotations
@@ -10,7 +11,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from steptrace.report.cells import cell_text
+from steptrace.report.cells import cell_text, visible
 from steptrace.report.document import Column, Document, Paragraph, Section, Table
 
 _SPECIAL = re.compile(r"([\\`*_\[\]<>|~#&!])")
@@ -73,12 +74,15 @@ def _cell(value: str, column: Column) -> str:
 
 
 def text(value: str) -> str:
-    """Plain words, with every character Markdown or HTML would act on escaped."""
-    return _SPECIAL.sub(r"\\\1", " ".join(value.split()))
+    """Plain words, with every character Markdown or HTML would act on escaped, control
+    characters made visible, and no web address turned into a link."""
+    escaped = _SPECIAL.sub(r"\\\1", " ".join(visible(value).split()))
+    return escaped.replace("://", "\\://").replace("www.", "www\\.")
 
 
 def code(value: str) -> str:
     """A code span that shows ``value`` as it is, whatever backticks it holds."""
+    value = visible(value)
     longest = max((len(run) for run in _BACKTICKS.findall(value)), default=0)
     fence = "`" * (longest + 1)
     pad = " " if value.startswith("`") or value.endswith("`") or not value.strip() else ""

@@ -7,7 +7,6 @@ characters are made visible (``\\x1b``), so a name cannot drive the terminal.
 from __future__ import annotations
 
 import io
-import re
 import shutil
 from collections.abc import Sequence
 
@@ -16,11 +15,10 @@ from rich.rule import Rule
 from rich.table import Table as RichTable
 from rich.text import Text
 
-from steptrace.report.cells import cell_text
+from steptrace.report.cells import cell_text, visible
 from steptrace.report.document import Document, Paragraph, Section, Table
 
 WIDTH = 160  # when the output is not a terminal (a pipe, a file, a golden render)
-_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 _STYLE = {"plain": "", "question": "bold", "warning": "yellow"}
 
 
@@ -39,7 +37,7 @@ class TextRenderer:
             highlight=False,
         )
         for document in documents:
-            console.print(Rule(plain(document.title)))
+            console.print(Rule(Text(plain(document.title))))  # Text: never markup
             for section in document.sections:
                 _section(console, section)
         return output.getvalue()
@@ -71,8 +69,8 @@ def _table(table: Table) -> RichTable:
 
 
 def plain(text: str) -> str:
-    """Control characters made visible: text from a trace cannot drive the terminal."""
-    return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
+    """Text as it is: control characters made visible; ``Text`` keeps it from being markup."""
+    return visible(text)
 
 
 RENDERER = TextRenderer

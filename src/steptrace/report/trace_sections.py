@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from steptrace.report.document import Document, Section
-from steptrace.report.model import Report
+from steptrace.report.model import FindingsReport, Report
 
 if TYPE_CHECKING:
     from steptrace.report.check_sections import ComparisonLike
@@ -31,7 +31,7 @@ class View:
 def report_document(report: Report, view: View | None = None) -> Document:
     """One report's document: its title, the data JSON writes, and its sections on demand."""
     view = view or View()
-    data = findings_data(report) if view.findings_only else report
+    data = FindingsReport.of(report) if view.findings_only else report
     return Document(title(report), data, functools.partial(sections, report, view))
 
 
@@ -65,16 +65,3 @@ def sections(report: Report, view: View) -> tuple[Section, ...]:
         *warnings(report),
         timeline(view.trace_name or report.analysis.trace.path),
     )
-
-
-def findings_data(report: Report) -> dict[str, object]:
-    """What ``--findings-only --format json`` keeps."""
-    return {
-        "schema": report.schema,
-        "scenario": report.scenario,
-        "capture": report.capture,
-        "trace": report.analysis.trace,
-        "findings": report.findings,
-        "thresholds": report.thresholds,
-        "warnings": report.warnings,
-    }

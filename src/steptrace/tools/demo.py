@@ -4,7 +4,7 @@ A small CNN learns from synthetic images made on the fly by a deliberately slow,
 single-process pipeline, and its forward pass rebuilds a constant tensor (class weights)
 from a Python list at every step. The demo states its question, captures a labelled
 window, analyzes it, shows the findings, runs the controlled checks of the findings it
-can (outside the profiler, as A/B comparisons), and writes the trace, the analysis JSON,
+can (outside the profiler, as A/B comparisons), and writes the trace, the JSON report,
 the Markdown and the HTML report into a new folder.
 """
 

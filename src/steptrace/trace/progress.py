@@ -8,8 +8,6 @@ from contextlib import contextmanager
 
 LARGE_TRACE_BYTES = 16 * 1024 * 1024
 
-Advance = Callable[[int], None]
-
 
 @contextmanager
 def loading_progress(label: str, total_bytes: int, enabled: bool | None) -> Iterator[Stage]:

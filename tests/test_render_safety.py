@@ -1,0 +1,95 @@
+"""What any renderer must hold, whatever a trace contains: names stay text in every format,
+numbers sit right-aligned, nothing is empty or ambiguous."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+import steptrace
+from steptrace.cli import app
+from steptrace.report.registry import renderer
+from steptrace.report.trace_sections import View, report_document
+from tests.conftest import WriteTrace
+from tests.tracegen import cpu, document, kernel, label, launch, step
+
+CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+HOSTILE = {
+    "label": "see http://e.vil and www.e.vil <b>`x`|*y*",
+    "operator": "aten::odd\x07bell\r\nline2",
+    "kernel": "kern\x1b]0;title\x07 [red]not markup[/red]",
+}
+
+
+def hostile_trace(write_trace: WriteTrace, name: str = "trace.json") -> Path:
+    events = [
+        step(1, 0, 1_000), step(2, 1_000, 1_000),
+        label(HOSTILE["label"], 10, 500), cpu(HOSTILE["operator"], 20, 100),
+        launch(30, 5, correlation=1), kernel(HOSTILE["kernel"], 40, 300, correlation=1),
+    ]  # fmt: skip
+    doc = document(events)
+    doc["deviceProperties"][0]["name"] = "GPU \x1b[2J"
+    return write_trace(doc, name=name)
+
+
+@pytest.mark.parametrize("name", ["text", "md", "html"])
+def test_no_control_character_from_a_trace_reaches_an_output(
+    write_trace: WriteTrace, name: str
+) -> None:
+    report = steptrace.analyze(hostile_trace(write_trace))
+    out = renderer(name).render([report_document(report)])
+    assert CONTROL.findall(out.replace("\n", "").replace("\t", "")) == []
+    assert "\\x1b" in out and "\\x07" in out  # made visible, not dropped
+
+
+def test_names_are_never_rich_markup_in_text(write_trace: WriteTrace, tmp_path: Path) -> None:
+    (tmp_path / "a[").mkdir()
+    path = hostile_trace(write_trace, name="a[/b]red[bold]y.json")  # was a MarkupError
+    result = CliRunner().invoke(app, ["analyze", str(path)], terminal_width=200)
+    assert result.exit_code == 0, result.stderr
+    assert "a[/b]red[bold]y.json" in result.stdout
+    assert "[red]not markup[/red]" in result.stdout
+
+
+def test_markdown_escapes_and_makes_no_link(write_trace: WriteTrace) -> None:
+    report = steptrace.analyze(hostile_trace(write_trace))
+    out = renderer("md").render([report_document(report)])
+    words = re.sub(r"(`+).*?\1", "", out)  # outside code spans, where GitHub makes links
+    assert "http://" not in words and "www.e" not in words
+    from steptrace.report.to_md import text
+
+    assert text("see http://e.vil or www.e.vil") == "see http\\://e.vil or www\\.e.vil"
+    assert "<b>" not in words  # inside a code span it is shown as written
+    row = next(line for line in out.splitlines() if "aten::odd" in line)
+    assert row.startswith("|") and row.endswith("|")  # one row, the newline did not break it
+
+
+def test_html_ids_are_unique_with_several_documents(write_trace: WriteTrace) -> None:
+    reports = [steptrace.analyze(hostile_trace(write_trace, name=f"t{k}.json")) for k in (1, 2)]
+    page = renderer("html").render([report_document(r) for r in reports])
+    ids = re.findall(r'id="([^"]+)"', page)
+    assert len(ids) == len(set(ids)) >= 20
+    assert "<title>steptrace: 2 reports</title>" in page
+
+
+def test_numbers_are_right_aligned_in_every_table_of_a_diff(write_trace: WriteTrace) -> None:
+    before = write_trace(document([step(1, 0, 1_000), cpu("aten::mm", 10, 100)]))
+    after = write_trace(document([step(1, 0, 1_000), cpu("aten::mm", 10, 300)]))
+    out = CliRunner().invoke(app, ["diff", str(before), str(after), "--format", "md"]).stdout
+    assert "|:---|:---|---:|---:|---:|---:|---:|" in out
+    assert "| `aten::mm` | changed | 1 | 1 | 0.100 | 0.300 | +0.200 |" in out
+    assert "## Kernels (total ms per step)\n\nNo change listed." in out  # no empty table
+
+
+def headings(text: str) -> list[str]:
+    """Section headings of a terminal render: the bold, underlined lines."""
+    return re.findall(r"\x1b\[1;4m(.*?)\x1b\[0m", text)
+
+
+def test_the_text_report_shows_exactly_the_document_sections(write_trace: WriteTrace) -> None:
+    document_ = report_document(steptrace.analyze(hostile_trace(write_trace)), View())
+    out = renderer("text", terminal=True).render([document_])
+    assert headings(out) == [s.heading for s in document_.sections]
