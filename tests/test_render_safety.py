@@ -93,3 +93,16 @@ def test_the_text_report_shows_exactly_the_document_sections(write_trace: WriteT
     document_ = report_document(steptrace.analyze(hostile_trace(write_trace)), View())
     out = renderer("text", terminal=True).render([document_])
     assert headings(out) == [s.heading for s in document_.sections]
+
+
+def test_cells_in_every_unit() -> None:
+    from steptrace.analysis.stats import Spread
+    from steptrace.report.cells import cell_text
+
+    assert cell_text(None, "ms") == "not observed" and cell_text("—", "ms") == "—"
+    assert (cell_text(1.23456, "ms"), cell_text(12345.678, "ms")) == ("1.235", "12,345.68")
+    assert (cell_text(0.1234, "share"), cell_text(-0.25, "delta_ms")) == ("12.3%", "-0.250")
+    assert (cell_text(1536, "bytes"), cell_text(2.5, "ratio")) == ("1.5 KB", "2.50×")
+    assert (cell_text(12000, "count"), cell_text(2.5, "count")) == ("12,000", "2.5")
+    assert cell_text(7.37e90, "number") == "7.37e+90"  # never ninety digits
+    assert cell_text(Spread(1.0, 0.5, 2.0), "ms") == "1.000 [0.500–2.000]"

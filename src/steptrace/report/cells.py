@@ -47,9 +47,10 @@ def number(value: float, unit: Unit | str) -> str:
         return f"{value:.2f}×"
     if unit == "bytes":
         return units.size(value)
-    if isinstance(value, int) or float(value).is_integer():
-        return f"{int(value):,}" if unit == "count" else str(int(value))
-    return f"{value:.3g}"
+    whole = float(value).is_integer() and abs(value) < 1e15
+    if unit == "count" and whole:
+        return f"{int(value):,}"
+    return f"{value:.3g}"  # a number without a unit: three significant digits
 
 
 def spread(value: Spread, unit: Unit) -> str:

@@ -66,15 +66,24 @@ def _document(document: Document, prefix: str) -> str:
 
 
 def _section(section: Section, anchor: str) -> str:
-    blocks = "".join(_block(b) for b in section.blocks)
+    """The heading and blocks; the lines of the question share one box."""
+    parts: list[str] = []
+    for block in section.blocks:
+        joined = (
+            parts and parts[-1].endswith("</p>") and parts[-1].startswith('<p class="question">')
+        )
+        if isinstance(block, Paragraph) and block.tone == "question" and joined:
+            parts[-1] = parts[-1].removesuffix("</p>") + "<br>" + _lines(block.text) + "</p>"
+        else:
+            parts.append(_block(block))
+    blocks = "".join(parts)
     return f'<section id="{escape(anchor)}"><h2>{escape(section.heading)}</h2>{blocks}</section>'
 
 
 def _block(block: Block) -> str:
     if isinstance(block, Paragraph):
-        lines = "<br>".join(escape(line) for line in block.text.splitlines())
         kind = f' class="{block.tone}"' if block.tone != "plain" else ""
-        return f"<p{kind}>{lines}</p>"
+        return f"<p{kind}>{_lines(block.text)}</p>"
     if isinstance(block, Table):
         return _table(block)
     return _chart(block) + (
@@ -89,6 +98,10 @@ def _chart(block: Chart) -> str:
         series = [(s.name, s.values) for s in block.series]
         return svg.stacked(block.rows, series, block.totals, block.unit)
     return svg.strips([(s.name, s.values) for s in block.groups], block.unit)
+
+
+def _lines(text: str) -> str:
+    return "<br>".join(escape(line) for line in text.splitlines())
 
 
 def _table(table: Table) -> str:
