@@ -10,6 +10,8 @@ import math
 from collections.abc import Sequence
 from html import escape
 
+from steptrace.units import short
+
 PALETTE = (
     "#4e79a7", "#f28e2b", "#59a14f", "#e15759", "#76b7b2", "#edc948",
     "#b07aa1", "#ff9da7", "#9c755f", "#bab0ac",
@@ -37,7 +39,7 @@ def bars(
         color = PALETTE[1] if i == highlight else PALETTE[0]
         tip = f"{label}: {value:.3f} {unit}"
         parts.append(_rect(x, height - pad - h, step * 0.7, h, color, tip))
-        parts.append(_text(x + step * 0.35, height - pad + 14, _short(label), "middle"))
+        parts.append(_text(x + step * 0.35, height - pad + 14, short(label, 14), "middle"))
     return _svg(width, height, parts)
 
 
@@ -56,7 +58,7 @@ def stacked(
     parts = []
     for r, (row, total) in enumerate(zip(rows, totals, strict=True)):
         y = 20 + r * row_h
-        parts.append(_text(pad - 6, y + 15, _short(row, 18), "end", 11))
+        parts.append(_text(pad - 6, y + 15, short(row, 18), "end", 11))
         parts.append(_rect(pad, y, total * scale, row_h - 6, MUTED, f"{row}: {total:.3f} {unit}"))
         x = float(pad)
         for s, (name, values) in enumerate(series):
@@ -69,7 +71,7 @@ def stacked(
     for s, (name, _) in enumerate(series):
         lx, ly = pad + (s % 4) * 150, legend_y + (s // 4) * 18
         parts.append(_rect(lx, ly, 10, 10, PALETTE[s % len(PALETTE)], name))
-        parts.append(_text(lx + 14, ly + 9, _short(name, 22), "start"))
+        parts.append(_text(lx + 14, ly + 9, short(name, 22), "start"))
     return _svg(width, height, parts)
 
 
@@ -126,7 +128,3 @@ def _svg(width: float, height: float, parts: list[str]) -> str:
         f'<svg xmlns="http://www.w3.org/2000/svg" width="{width:.0f}" height="{height:.0f}" '
         f'viewBox="0 0 {width:.0f} {height:.0f}" role="img">{"".join(parts)}</svg>'
     )
-
-
-def _short(text: str, limit: int = 14) -> str:
-    return text if len(text) <= limit else text[: limit - 1] + "…"
