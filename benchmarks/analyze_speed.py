@@ -25,6 +25,8 @@ machine is small and shared.
 3. Holistic Trace Analysis (PyPI ``holistictraceanalysis``, in its own venv at
    ``benchmarks/.work/hta-venv``): ``TraceAnalysis(trace_dir=DIR)`` on a folder holding only that
    trace, then ``get_temporal_breakdown(visualize=False)``.
+4. ``steptrace scrub TRACE -o NEW.json.gz`` (a new file each run, deleted before the next),
+   reported as MB of uncompressed JSON per second of the whole process.
 
 Targets (PASS/FAIL)
 -------------------
@@ -32,12 +34,14 @@ Targets (PASS/FAIL)
 * HTA / steptrace                     >= 8
 * steptrace peak RSS / uncompressed   <  3
 * steptrace / json.loads parse only   (informational)
+* steptrace scrub MB/s                (informational)
 """
 
 from __future__ import annotations
 
 import argparse
 import gzip
+import itertools
 import json
 import multiprocessing
 import os
@@ -62,6 +66,7 @@ DEFAULT_TRACE = Path(
     "/work/shared/traces/gpu/v100_ddp2_rank1_train_profmem__df_index_resolver.json.gz"
 )
 HTA_VENV = WORK / "hta-venv"
+SCRUB_OUT = WORK / "scrub-out"  # scrub's copies, one at a time
 COPIES = 8
 GAP_US = 1000
 STEP_RE = re.compile(r"^ProfilerStep#(\d+)$")
@@ -412,6 +417,10 @@ def print_ratios(tools: list[Tool], info: TraceInfo) -> None:
     rss = max(run.rss_bytes for run in by_name["steptrace"].runs)
     ratio = rss / info.uncompressed_bytes
     print(f"  steptrace RSS / uncompressed    {ratio:6.2f}  (< 3)     {verdict(ratio < 3)}")
+    scrub = median_wall(by_name["scrub"]) if "scrub" in by_name else None
+    if scrub is not None:
+        speed = info.uncompressed_bytes / MB / scrub
+        print(f"  steptrace scrub MB/s            {speed:6.1f}  (informational, whole process)")
 
 
 def report(info: TraceInfo, tools: list[Tool]) -> None:
@@ -456,12 +465,26 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     return args
 
 
+def scrub_argv(steptrace: Path) -> Callable[[Path], list[str]]:
+    """``steptrace scrub`` into a new file per run (it never overwrites); the last is removed."""
+    runs = itertools.count()
+
+    def argv(trace: Path) -> list[str]:
+        shutil.rmtree(SCRUB_OUT, ignore_errors=True)
+        SCRUB_OUT.mkdir(parents=True)
+        target = SCRUB_OUT / f"{next(runs)}-{trace.name}"
+        return [str(steptrace), "scrub", str(trace), "-o", str(target)]
+
+    return argv
+
+
 def make_tools(
     args: argparse.Namespace, hta_python: Path | None, dirs: dict[Path, Path]
 ) -> list[Tool]:
     tools = [
         Tool("steptrace", lambda t: [str(args.steptrace), "analyze", str(t), "--format", "json"]),
         Tool("json.loads", lambda t: [sys.executable, "-c", JSON_CHILD, str(t)]),
+        Tool("scrub", scrub_argv(args.steptrace)),
     ]
     if hta_python is not None:
         tools.append(Tool("HTA", hta_argv(hta_python, dirs)))
@@ -493,6 +516,7 @@ def main(argv: list[str] | None = None) -> int:
             results.append((info, tools))
     finally:
         shutil.rmtree(root, ignore_errors=True)
+        shutil.rmtree(SCRUB_OUT, ignore_errors=True)
     for info, tools in results:
         report(info, tools)
     own = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024 / MB

@@ -33,6 +33,7 @@ from steptrace.analysis.measure import (
     TraceSummary,
 )
 from steptrace.analysis.operators import OperatorStat
+from steptrace.analysis.parts import part_of
 from steptrace.analysis.phases import Phase, Reading
 from steptrace.analysis.stats import Spread
 from steptrace.trace.table import Device
@@ -103,9 +104,11 @@ def gpu_step(
     )
 
 
-def phase(name: str, inclusive_ms: float, *, gpu_launches: int | None = None) -> Phase:
+def phase(name: str, inclusive_ms: float, *, gpu_launches: int | None = None,
+          grad_recording: int = 0) -> Phase:  # fmt: skip
     """One label in one step, with no nested label (exclusive = inclusive)."""
-    return Phase(name, 1, inclusive_ms, inclusive_ms, 0.0, None, None, gpu_launches)
+    return Phase(name, 1, inclusive_ms, inclusive_ms, 0.0, None, None, gpu_launches,
+                 part_of(name), grad_recording)  # fmt: skip
 
 
 def reading(ms: float, *, gpu_idle_ms: float | None = None,

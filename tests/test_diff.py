@@ -12,10 +12,9 @@ import pytest
 
 import steptrace
 import steptrace.pipeline
+from steptrace.across.changes import ABSOLUTE_TOLERANCE_MS, RELATIVE_TOLERANCE
 from steptrace.across.diff import (
-    ABSOLUTE_TOLERANCE_MS,
     NO_QUESTION,
-    RELATIVE_TOLERANCE,
     REMINDER,
     SCHEMA,
     TraceDiff,

@@ -133,7 +133,7 @@ def test_inference_capture_on_cuda(tmp_path: Path) -> None:
     analysis = steptrace.analyze(result.trace).analysis
     assert_gpu_steps(analysis, window.active)
     assert all(s.phases[0].name == "request" for s in analysis.steps)
-    inputs = [c for c in analysis.copies if c.direction == "HtoD" and c.label == "request"]
+    inputs = [c for c in analysis.copies if c.direction == "HtoD" and c.label == "transfer"]
     first = window.cold_steps + window.wait + window.warmup  # the inputs of the active steps
     sizes = {x.numel() * x.element_size() for x in work.inputs[first : first + window.active]}
     assert {c.bytes for c in inputs} == sizes

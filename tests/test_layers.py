@@ -16,7 +16,7 @@ SRC = Path(__file__).resolve().parents[1] / "src"
 # Lower layers first: a module may import its own layer or any layer below it, never above.
 # The base modules are plain data and helpers every stage may use.
 LAYERS: tuple[frozenset[str], ...] = (
-    frozenset({"errors", "lazy", "units", "window", "scenario", "devices"}),
+    frozenset({"errors", "lazy", "units", "safe_text", "window", "scenario", "devices"}),
     frozenset({"trace"}),
     frozenset({"analysis"}),
     frozenset({"hypotheses", "across"}),

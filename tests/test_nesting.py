@@ -7,7 +7,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from steptrace.trace import intervals as iv
-from steptrace.trace.nesting import has_same_name_ancestor, parents, self_time
+from steptrace.trace.nesting import has_same_name_ancestor, innermost_pieces, parents, self_time
 
 
 def arrays(rows: list[tuple[float, float]]) -> tuple[np.ndarray, np.ndarray]:
@@ -21,14 +21,22 @@ def test_parents_self_time_and_threads() -> None:
     start, end = arrays(rows)
     parent = parents(start, end, thread)
     assert parent.tolist() == [1, -1, 3, 1, -1]
-    assert self_time(start, end, parent).tolist() == [4, 3, 1, 2, 10]
+    assert self_time(start, end, parent, thread).tolist() == [4, 3, 1, 2, 10]
 
 
-def test_child_running_past_its_parent_is_clipped() -> None:
+def test_child_running_past_its_parent_owns_its_time_once() -> None:
     start, end = arrays([(0, 10), (8, 12)])
     parent = parents(start, end, np.zeros(2, dtype=np.int32))
     assert parent.tolist() == [-1, 0]
-    assert self_time(start, end, parent).tolist() == [8, 4]
+    assert self_time(start, end, parent, np.zeros(2, dtype=np.int32)).tolist() == [8, 4]
+
+
+def test_a_grandchild_outliving_its_parent_is_not_counted_twice() -> None:
+    """train [0,30] > forward [0,20] > loss [10,30]: 30 units of time, not 40."""
+    start, end = arrays([(0, 30), (0, 20), (10, 30)])
+    thread = np.zeros(3, dtype=np.int32)
+    own = self_time(start, end, parents(start, end, thread), thread)
+    assert own.tolist() == [0, 10, 20]  # loss, opened last, owns [10, 30]
 
 
 def test_recursive_calls_are_marked() -> None:
@@ -61,8 +69,8 @@ def nested(draw: st.DrawFn) -> list[tuple[int, int]]:
 @given(nested())
 def test_self_times_add_up_to_the_covered_time(rows: list[tuple[int, int]]) -> None:
     start, end = arrays(rows) if rows else (np.zeros(0), np.zeros(0))
-    parent = parents(start, end, np.zeros(len(rows), dtype=np.int32))
-    own = self_time(start, end, parent)
+    thread = np.zeros(len(rows), dtype=np.int32)
+    own = self_time(start, end, parents(start, end, thread), thread)
     assert own.sum() == iv.total(iv.union(start, end))
 
 
@@ -98,24 +106,52 @@ def test_parents_match_a_stack_walk(raw: list[tuple[int, int, int]]) -> None:
     ]
 
 
-def test_exclusive_segments_by_hand() -> None:
-    from steptrace.trace.nesting import exclusive_segments
-
+def test_innermost_pieces_by_hand() -> None:
     # a [0,10] > b [1,4] > c [2,3];  a > d [5,9]
     start, end = arrays([(0, 10), (1, 4), (2, 3), (5, 9)])
-    parent = parents(start, end, np.zeros(4, dtype=np.int32))
-    seg_start, seg_end, owner = exclusive_segments(start, end, parent)
+    seg_start, seg_end, owner = innermost_pieces(start, end, np.zeros(4, dtype=np.int32))
     pieces = sorted(zip(owner.tolist(), seg_start.tolist(), seg_end.tolist(), strict=True))
     assert pieces == [(0, 0, 1), (0, 4, 5), (0, 9, 10), (1, 1, 2), (1, 3, 4), (2, 2, 3), (3, 5, 9)]
 
 
-@given(nested())
-def test_exclusive_segments_add_up_to_self_time(rows: list[tuple[int, int]]) -> None:
-    from steptrace.trace.nesting import exclusive_segments
+def stack_owner_per_unit(
+    rows: list[tuple[int, int]], thread: list[int]
+) -> dict[tuple[int, int], int]:
+    """(thread, unit cell t) -> the event opened last among those covering [t, t+1)."""
+    order = sorted(
+        range(len(rows)), key=lambda i: (thread[i], rows[i][0], -(rows[i][1] - rows[i][0]), i)
+    )
+    owner: dict[tuple[int, int], int] = {}
+    for i in order:  # a later-opened event overwrites: it is inside the earlier ones
+        for t in range(rows[i][0], rows[i][1]):
+            owner[(thread[i], t)] = i
+    return owner
 
+
+@given(st.lists(st.tuples(st.integers(0, 30), st.integers(0, 8), st.integers(0, 2)), max_size=25))
+def test_innermost_pieces_match_the_last_opened_event_per_unit_cell(
+    raw: list[tuple[int, int, int]],
+) -> None:
+    """Any overlap, nested or not: every unit cell has one owner, the stack's top."""
+    rows = [(a, a + d) for a, d, _ in raw]
+    thread = [t for _, _, t in raw]
     start, end = arrays(rows) if rows else (np.zeros(0), np.zeros(0))
-    parent = parents(start, end, np.zeros(len(rows), dtype=np.int32))
-    seg_start, seg_end, owner = exclusive_segments(start, end, parent)
-    per_owner = np.bincount(owner, weights=seg_end - seg_start, minlength=len(rows))
-    assert np.allclose(per_owner, self_time(start, end, parent))
-    assert iv.total(iv.union(seg_start, seg_end)) == (seg_end - seg_start).sum()  # disjoint
+    seg_start, seg_end, owner = innermost_pieces(start, end, np.array(thread, dtype=np.int32))
+    got: dict[tuple[int, int], int] = {}
+    for a, b, o in zip(seg_start.tolist(), seg_end.tolist(), owner.tolist(), strict=True):
+        for t in range(int(a), int(b)):
+            assert (thread[o], t) not in got  # pieces never overlap on a thread
+            got[(thread[o], t)] = o
+    expected = stack_owner_per_unit(rows, thread)
+    assert {k: rows[v] for k, v in got.items()} == {k: rows[v] for k, v in expected.items()}
+
+
+@given(st.lists(st.tuples(st.integers(0, 30), st.integers(0, 8), st.integers(0, 2)), max_size=25))
+def test_self_time_is_the_innermost_time_nested_or_not(raw: list[tuple[int, int, int]]) -> None:
+    """The duration-minus-children shortcut and the pieces give the same self times."""
+    rows = [(a, a + d) for a, d, _ in raw]
+    thread = np.array([t for _, _, t in raw], dtype=np.int32)
+    start, end = arrays(rows) if rows else (np.zeros(0), np.zeros(0))
+    seg_start, seg_end, owner = innermost_pieces(start, end, thread)
+    expected = np.bincount(owner, weights=seg_end - seg_start, minlength=len(rows))
+    assert np.allclose(self_time(start, end, parents(start, end, thread), thread), expected)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import NamedTuple
 
 import pytest
 
@@ -10,57 +11,121 @@ import steptrace
 from tests import reference
 from tests.conftest import NO_TRACES, gpu_trace, read_json, real_traces, report_of, trace_params
 
+NS = 5e-10  # in ms: half a nanosecond, the trace's own resolution
+
+
+class Case(NamedTuple):
+    path: Path
+    evs: list[reference.Ev]
+    result: steptrace.TraceAnalysis
+
 
 @pytest.fixture(scope="module", params=trace_params())
-def analyzed(request: pytest.FixtureRequest) -> tuple[Path, dict, steptrace.TraceAnalysis]:  # type: ignore[type-arg]
+def analyzed(request: pytest.FixtureRequest) -> Case:
     path: Path = request.param
-    return path, read_json(path), report_of(path.name).analysis
+    evs = reference.events(reference.read_exact(path))
+    return Case(path, evs, report_of(path.name).analysis)
 
 
-def test_step_wall_times_match_the_profiler_step_spans(analyzed) -> None:  # type: ignore[no-untyped-def]
-    _, doc, result = analyzed
-    windows = reference.step_windows(doc)
+def test_step_wall_times_match_the_profiler_step_spans(analyzed: Case) -> None:
+    windows = reference.step_windows(analyzed.evs)
+    result = analyzed.result
     if not windows:
         assert [s.name for s in result.steps] == ["window"]
         assert not result.trace.steps_from_markers
         return
     assert [s.name for s in result.steps] == [w[0] for w in windows]
     for step, (_, lo, hi) in zip(result.steps, windows, strict=True):
-        assert step.wall_ms == pytest.approx((hi - lo) / 1000, abs=1e-9)
+        assert step.wall_ms == pytest.approx((hi - lo) / 1e6, abs=NS)
+        assert step.start_us == pytest.approx(lo / 1e3, abs=NS * 1e3)
 
 
-def test_gpu_busy_per_step_is_the_clipped_union(analyzed) -> None:  # type: ignore[no-untyped-def]
-    _, doc, result = analyzed
-    has_gpu = any(e.get("cat") in reference.GPU_CATEGORIES for e in reference.complete_events(doc))
-    assert result.trace.gpu_observed == has_gpu
-    for step in result.steps:
-        if not has_gpu:
+def test_gpu_busy_per_step_is_the_clipped_union(analyzed: Case) -> None:
+    gpu = reference.gpu_events(analyzed.evs)
+    result = analyzed.result
+    assert result.trace.gpu_observed == bool(gpu)
+    for step, (lo, hi) in zip(result.steps, _windows(analyzed), strict=True):
+        if not gpu:
             assert step.gpu is None  # not observed, never zero
             continue
-        lo = step.start_us
-        hi = lo + step.wall_ms * 1000
-        expected_ms = reference.gpu_busy_us(doc, lo, hi) / 1000
+        expected = reference.busy_ns(gpu, lo, hi)
         assert step.gpu is not None
-        assert step.gpu.busy_ms == pytest.approx(expected_ms, rel=1e-9, abs=1e-6)
-        assert step.gpu.idle_ms == pytest.approx(step.wall_ms - expected_ms, rel=1e-9, abs=1e-6)
-        assert 0 <= step.gpu.busy_ms <= step.wall_ms + 1e-9
+        assert step.gpu.busy_ms == pytest.approx(expected / 1e6, abs=NS)
+        assert step.gpu.idle_ms == pytest.approx((hi - lo - expected) / 1e6, abs=NS)
 
 
-def test_kernel_statistics_are_exact_for_every_kernel(analyzed) -> None:  # type: ignore[no-untyped-def]
-    _, doc, result = analyzed
-    expected = reference.kernel_table(doc)
+def test_cpu_busy_per_step_is_the_clipped_union_of_operators(analyzed: Case) -> None:
+    ops = [e for e in analyzed.evs if reference.is_cpu_op(e)]
+    for step, (lo, hi) in zip(analyzed.result.steps, _windows(analyzed), strict=True):
+        assert step.cpu.busy_ms == pytest.approx(reference.busy_ns(ops, lo, hi) / 1e6, abs=NS)
+        started = sorted(e.dur for e in ops if lo <= e.start < hi)
+        assert step.cpu.operators == len(started)
+        if started:
+            spread = step.cpu.operator_us
+            assert spread is not None
+            assert spread.min == pytest.approx(started[0] / 1e3, abs=NS * 1e3)
+            assert spread.max == pytest.approx(started[-1] / 1e3, abs=NS * 1e3)
+            assert spread.median == pytest.approx(reference.median(started) / 1e3, abs=NS * 1e3)
+
+
+def test_operator_self_and_inclusive_times_are_exact(analyzed: Case) -> None:
+    expected = reference.operator_times(analyzed.evs)
+    result = analyzed.result
+    assert result.operators_total == len(expected)
+    for op in result.operators:
+        calls, own, inclusive = expected[op.name]
+        assert op.calls == calls, op.name
+        assert op.self_ms == pytest.approx(own / 1e6, abs=NS), op.name
+        assert op.inclusive_ms == pytest.approx(inclusive / 1e6, abs=NS), op.name
+
+
+def test_label_exclusive_times_are_the_innermost_label_time(analyzed: Case) -> None:
+    for step, (lo, hi) in zip(analyzed.result.steps, _windows(analyzed), strict=True):
+        expected = reference.label_exclusive(analyzed.evs, lo, hi)
+        measured = {p.name: p.exclusive_ms for p in step.phases}
+        assert {n for n, v in measured.items() if v > 0} == {n for n, v in expected.items() if v}
+        for name, value in measured.items():
+            assert value == pytest.approx(expected.get(name, 0) / 1e6, abs=NS), name
+        inclusive = reference.label_inclusive(analyzed.evs, lo, hi)
+        for phase in step.phases:
+            assert phase.inclusive_ms == pytest.approx(inclusive[phase.name] / 1e6, abs=NS)
+
+
+def test_gpu_work_launched_by_each_operator_is_exact(analyzed: Case) -> None:
+    if not reference.gpu_events(analyzed.evs):
+        assert all(o.gpu_ms is None and o.gpu_launches is None for o in analyzed.result.operators)
+        return
+    expected = reference.launched_gpu_ns(analyzed.evs)
+    for op in analyzed.result.operators:
+        count, total = expected.get(op.name, (0, 0))
+        assert op.gpu_launches == count, op.name
+        assert op.gpu_ms == pytest.approx(total / 1e6, abs=NS), op.name
+
+
+def test_kernel_statistics_are_exact_for_every_kernel(analyzed: Case) -> None:
+    expected = reference.kernel_table(analyzed.evs)
+    result = analyzed.result
     assert result.kernels_total == len(expected)
     for stat in result.kernels:
         durations = expected[stat.name]
         assert stat.calls == len(durations)
-        assert stat.total_ms == pytest.approx(sum(durations) / 1000, rel=1e-9)
-        assert stat.min_us == min(durations)
-        assert stat.max_us == max(durations)
-        assert stat.mean_us == pytest.approx(sum(durations) / len(durations), rel=1e-9)
+        assert stat.total_ms == pytest.approx(sum(durations) / 1e6, abs=NS)
+        assert stat.min_us == pytest.approx(min(durations) / 1e3, abs=NS * 1e3)
+        assert stat.max_us == pytest.approx(max(durations) / 1e3, abs=NS * 1e3)
+        assert stat.mean_us == pytest.approx(sum(durations) / len(durations) / 1e3, rel=1e-12)
 
 
-def test_no_negative_duration_anywhere(analyzed) -> None:  # type: ignore[no-untyped-def]
-    _, _, result = analyzed
+def _windows(case: Case) -> list[tuple[int, int]]:
+    """Each analyzed step's span in integer ns: the markers', or the whole trace."""
+    windows = reference.step_windows(case.evs)
+    if windows:
+        return [(lo, hi) for _, lo, hi in windows]
+    measured = [e for e in case.evs if e.cat.lower() != "trace"] or case.evs
+    return [(min(e.start for e in measured), max(e.end for e in measured))]
+
+
+def test_no_negative_duration_anywhere(analyzed: Case) -> None:
+    result = analyzed.result
     for step in result.steps:
         for phase in step.phases:
             assert phase.exclusive_ms >= 0 and phase.inclusive_ms >= 0
@@ -80,12 +145,12 @@ def test_no_negative_duration_anywhere(analyzed) -> None:  # type: ignore[no-unt
 def test_dataloader_wait_of_the_resnet50_trace() -> None:
     """Provenance says the DataLoader __next__ spans total 415.8 ms over 6 steps."""
     path = gpu_trace("resnet50_train_dataloader_nw0")
-    doc = read_json(path)
+    doc = reference.read_exact(path)
     name = "enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__"
-    expected = sum(e["dur"] for e in reference.complete_events(doc) if e["name"] == name) / 1000
+    expected = sum(e.dur for e in reference.events(doc) if e.name == name) / 1e6
     result = report_of("resnet50_train_dataloader_nw0").analysis
     measured = sum(p.exclusive_ms for s in result.steps for p in s.phases if p.name == name)
-    assert measured == pytest.approx(expected, rel=1e-9)
+    assert measured == pytest.approx(expected, abs=NS)
     assert measured == pytest.approx(415.8, abs=0.05)
     # Labels and ops are told apart in the 2021 vocabulary: autograd nodes are not labels.
     labels = {p.name for s in result.steps for p in s.phases}

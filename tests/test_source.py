@@ -2,17 +2,16 @@
 
 from __future__ import annotations
 
-import errno
 import gzip
 import io
-import os
 import sys
-import time
+import threading
 from pathlib import Path
 
 import pytest
 
 from steptrace.errors import TraceError
+from steptrace.trace import source
 from steptrace.trace.source import FileText, ReadAhead, decompress, read_text
 
 
@@ -40,29 +39,26 @@ def _data(text: FileText | None) -> bytes:
     return text.data
 
 
-def test_the_next_file_is_read_while_one_is_used(tmp_path: Path) -> None:
+def test_the_next_file_is_read_while_one_is_used(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     first_path, second_path = tmp_path / "a.json", tmp_path / "b.json"
     first_path.write_bytes(b"{}")
-    os.mkfifo(second_path)  # its reader shows itself: a writer can open it only then
+    second_path.write_bytes(b'{"b": 1}')
+    started: dict[str, threading.Event] = {"a.json": threading.Event(), "b.json": threading.Event()}
+    real = source.read_text
+
+    def spied(path: Path, *args: object) -> FileText:
+        started[path.name].set()
+        return real(path)
+
+    monkeypatch.setattr(source, "read_text", spied)
     readings = iter(ReadAhead([first_path, second_path]))
     _, first = next(readings)
     assert _data(first.take()) == b"{}"
-    writer = _open_for_writing(second_path, within_s=10.0)  # nobody asked for b.json yet
-    os.write(writer, b'{"b": 1}')
-    os.close(writer)
+    assert started["b.json"].wait(10.0)  # nobody asked for b.json yet: read ahead
     _, second = next(readings)
     assert _data(second.take()) == b'{"b": 1}'
-
-
-def _open_for_writing(fifo: Path, within_s: float) -> int:
-    deadline = time.monotonic() + within_s
-    while True:
-        try:
-            return os.open(fifo, os.O_WRONLY | os.O_NONBLOCK)
-        except OSError as error:  # ENXIO: no reader has the pipe open yet
-            if error.errno != errno.ENXIO or time.monotonic() > deadline:
-                raise
-            time.sleep(0.01)
 
 
 def test_a_bad_file_fails_on_its_turn_and_the_text_is_given_once(tmp_path: Path) -> None:

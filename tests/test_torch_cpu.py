@@ -8,7 +8,6 @@ import pytest
 
 import steptrace
 from tests import reference
-from tests.conftest import read_json
 
 torch = pytest.importorskip("torch", reason="capture tests need torch (installed by make test)")
 
@@ -43,11 +42,11 @@ def test_cpu_capture_is_analyzed_step_by_step(tmp_path: Path) -> None:
     trace = tmp_path / "trace.json"
     record(trace, active=3, with_shapes=True)
     result = steptrace.analyze(trace).analysis
-    windows = reference.step_windows(read_json(trace))
+    windows = reference.step_windows(reference.events(reference.read_exact(trace)))
     assert len(result.steps) == len(windows) == 3
     for step, (name, lo, hi) in zip(result.steps, windows, strict=True):
         assert step.name == name
-        assert step.wall_ms == pytest.approx((hi - lo) / 1000)
+        assert step.wall_ms == pytest.approx((hi - lo) / 1e6, abs=1e-12)
         names = [p.name for p in step.phases]
         assert names[:2] == ["read_batch", "train"] and "forward" in names
         # nested labels are never summed twice: exclusive times fit inside the step

@@ -35,7 +35,7 @@ from steptrace.hypotheses.thresholds import Thresholds
 from steptrace.report.model import FINDINGS_SCHEMA, SCHEMA, Report
 from steptrace.scenario import Scenario, decode_record, read_sidecar, sidecar_path
 from steptrace.trace.load import load_trace
-from steptrace.trace.source import GZIP_MAGIC, FileText, decompress
+from steptrace.trace.source import GZIP_MAGIC, FileText, decompress, file_size, read_file
 from steptrace.trace.table import Trace
 
 if TYPE_CHECKING:
@@ -78,7 +78,7 @@ def _report(
     record, warnings = decode_record(sidecar, trace.info.scenario_block, name)
     scenario = record.scenario if record else None
     capture = record.capture if record else None
-    analysis = measure(trace)
+    analysis = measure(trace, partial_step=capture.partial_step if capture else None)
     limits = thresholds or Thresholds()
     return Report(
         scenario=scenario,
@@ -162,6 +162,7 @@ def _schema_of(path: Path) -> str | None:
 
 def _head(path: Path) -> bytes:
     """The first bytes of the file, gunzipped; empty when unreadable (load_trace says why)."""
+    file_size(path)  # a named pipe or a device is refused here, before it is opened
     try:
         with path.open("rb") as handle:
             head = handle.read(_PEEK_BYTES)
@@ -175,10 +176,7 @@ def _head(path: Path) -> bytes:
 
 
 def _decode(path: Path, kind: type[_Saved]) -> _Saved:
-    try:
-        raw = path.read_bytes()
-    except OSError as exc:
-        raise TraceError(f"{path}: cannot read ({exc.strerror or exc})") from None
+    raw = read_file(path)
     try:
         return msgspec.json.decode(decompress(raw, str(path)), type=kind)
     except (msgspec.DecodeError, msgspec.ValidationError) as exc:

@@ -118,6 +118,8 @@ class CaptureFacts(msgspec.Struct, frozen=True, kw_only=True):
     cold_start_ms: tuple[float, ...] = ()  # first step(s), before the profiler started
     model_load_ms: float | None = None  # inference: loading, outside every request
     profiled_step_ms: tuple[float, ...] = ()  # active steps under the profiler
+    active_steps_run: int | None = None  # active steps completed (planned: active x repeat)
+    partial_step: int | None = None  # N of the ProfilerStep#N the profiler's stop cut short
     unprofiled_step_ms: tuple[float, ...] | None = None  # the same steps, no profiler
     overhead_ratio: float | None = None  # median profiled / median unprofiled
     flops_per_step: int | None = None
@@ -162,6 +164,8 @@ def read_sidecar(trace: Path) -> tuple[object | None, list[str]]:
         return None, []
     try:
         return json.loads(path.read_text(encoding="utf-8")), []
+    except RecursionError:
+        return None, [f"scenario sidecar {path.name} is nested too deeply; ignored"]
     except (OSError, ValueError) as exc:
         return None, [f"scenario sidecar {path.name} is unreadable ({exc}); ignored"]
 
@@ -177,12 +181,12 @@ def decode_record(
     if sidecar is not None:
         try:
             return _record(sidecar, "sidecar"), warnings
-        except (ValueError, TypeError, msgspec.ValidationError) as exc:
+        except (ValueError, TypeError, msgspec.ValidationError, RecursionError) as exc:
             warnings.append(f"scenario sidecar {sidecar_name} is unreadable ({exc}); ignored")
     if embedded is not None:
         try:
             return _record(embedded, "trace"), warnings
-        except (ValueError, TypeError, msgspec.ValidationError) as exc:
+        except (ValueError, TypeError, msgspec.ValidationError, RecursionError) as exc:
             warnings.append(f"the trace's steptrace metadata is unreadable ({exc}); ignored")
     return None, warnings
 

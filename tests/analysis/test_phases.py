@@ -9,8 +9,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from steptrace.analysis.parts import part_of
 from steptrace.analysis.phases import (
-    DATA_READ,
     Phase,
     StepPhases,
     label_rows,
@@ -193,13 +193,61 @@ def test_reading_is_the_union_of_the_data_read_labels() -> None:
         ("load_batch", True),
         ("next_batch", True),
         ("fetch_inputs", True),
+        ("data_read", True),
+        ("[pl][profile][_TrainingEpochLoop].train_dataloader_next", True),
         ("train", False),
         ("loader", False),
         ("forward", False),
     ],
 )
 def test_data_read_names(name: str, reads: bool) -> None:
-    assert bool(DATA_READ.search(name)) is reads
+    assert (part_of(name) == "data_read") is reads
+
+
+def test_each_label_says_which_part_it_was_read_as() -> None:
+    t = table(step(1, 0, 100), label("data_read", 0, 20), label("model", 20, 30),
+              label("optimizer_step", 50, 10))  # fmt: skip
+    (result,) = phases(t, gpu=busy((30, 100)), launches=[])
+    assert {p.name: p.part for p in result.phases} == {
+        "data_read": "data_read",
+        "model": None,
+        "optimizer_step": "optimizer_step",
+    }
+    assert result.reading is not None and result.reading.labels == ("data_read",)
+    assert result.reading.ms == ms(20) and result.reading.gpu_idle_ms == ms(20)
+
+
+def test_operators_recorded_by_autograd_are_counted_where_they_start() -> None:
+    t = table(
+        step(1, 0, 100),
+        label("request", 0, 100),
+        label("transfer", 0, 10),
+        op("aten::to", 2, 3, grad=True),  # the harness moves the batch in grad mode
+        label("forward", 10, 80),
+        op("aten::linear", 20, 10),  # under inference_mode: no sequence number
+        op("aten::relu", 40, 10, thread=1, grad=True),  # another thread, while forward ran
+        op("aten::add", 95, 2, grad=True),  # after forward
+    )
+    (result,) = phases(t)
+    counted = {p.name: p.grad_recording for p in result.phases}
+    assert counted == {"request": 3, "transfer": 1, "forward": 1}
+
+
+def test_recorded_operators_count_once_per_part() -> None:
+    """Nested labels of one part (DDP's forward inside the user's): the outermost counts the
+    operators, so that the part's labels add up; siblings each count their own."""
+    t = table(
+        step(1, 0, 100),
+        label("forward", 0, 40),
+        label("DistributedDataParallel.forward", 5, 30),
+        op("aten::linear", 10, 5, grad=True),
+        label("model_forward", 50, 40),  # a second forward, beside the first
+        op("aten::linear", 60, 5, grad=True),
+        op("aten::relu", 70, 5, grad=True),
+    )
+    (result,) = phases(t)
+    counted = {p.name: p.grad_recording for p in result.phases}
+    assert counted == {"forward": 1, "DistributedDataParallel.forward": 0, "model_forward": 2}
 
 
 def test_the_whole_window_has_no_unlabeled_time() -> None:

@@ -39,6 +39,7 @@ def test_repeated_copy_fires_in_every_step() -> None:
         Figure("bytes", 4096, "bytes"),
         Figure("operator", "aten::copy_", "text"),
         Figure("label", "loss", "text"),
+        Figure("host_memory", "Pageable", "text"),
         Figure("per_step", (1, 1, 1), "count"),
         Figure("total_ms", 0.3, "ms"),
     )
@@ -61,8 +62,10 @@ def test_repeated_copy_one_finding_per_pattern_and_severity_as_share_of_wall() -
 
 
 @pytest.mark.parametrize(
-    "label", [None, "read_batch", "DataLoader.__next__", "fetch", "to_device", "h2d", "Transfer"]
-)
+    "label",
+    [None, "read_batch", "DataLoader.__next__", "fetch", "to_device", "h2d", "Transfer",
+     "data_read", "[pl][profile][Strategy]SingleDeviceStrategy.batch_to_device"],
+)  # fmt: skip
 def test_repeated_copy_ignores_the_batch_and_unlabelled_copies(label: str | None) -> None:
     assert repeated(with_copies(copy_pattern("aten::copy_", label))) == []
 

@@ -7,10 +7,27 @@ from typing import Any
 import pytest
 
 from steptrace.analysis.measure import TraceAnalysis
+from steptrace.analysis.operators import OperatorStat
+from steptrace.analysis.phases import Phase
 from steptrace.hypotheses import Case, Figure, Finding, Thresholds, Where
-from steptrace.hypotheses.rules.mode import gpu_not_observed, inference_autograd, precision
+from steptrace.hypotheses.rules.mode import (
+    SAME_TRACE,
+    gpu_not_observed,
+    inference_autograd,
+    precision,
+)
 from steptrace.scenario import CaptureFacts, Scenario
-from tests.analyses import THREAD, analysis, cpu, device, gpu_step, kernel, operator, steps
+from tests.analyses import (
+    THREAD,
+    analysis,
+    cpu,
+    device,
+    gpu_step,
+    kernel,
+    operator,
+    phase,
+    steps,
+)
 
 NAMES = ("ProfilerStep#1", "ProfilerStep#2", "ProfilerStep#3")
 INFERENCE = Scenario(question="How fast is one request?", kind="inference")
@@ -29,13 +46,19 @@ def not_observed(data: TraceAnalysis, scenario: Scenario | None = None) -> list[
 
 
 # -- inference-autograd -----------------------------------------------------------------------
-def serving(*, recorded: int = 0, flows: int = 0, ops: tuple[str, ...] = ()) -> TraceAnalysis:
-    """Three CPU steps; ``recorded`` operators recorded by autograd in each."""
+def serving(*, recorded: int = 0, flows: int = 0, ops: tuple[OperatorStat, ...] = (),
+            phases: tuple[Phase, ...] = ()) -> TraceAnalysis:  # fmt: skip
+    """Three CPU steps of 10 ms; ``recorded`` operators recorded by autograd in each."""
+    recording = cpu(5.0, operators=40, grad_recording=recorded)
     return analysis(
-        steps(10.0, 10.0, 10.0, cpu=cpu(5.0, operators=40, grad_recording=recorded)),
-        operators=[operator("aten::linear"), *(operator(name) for name in ops)],
+        steps(10.0, 10.0, 10.0, cpu=recording, phases=phases),
+        operators=[operator("aten::linear"), *ops],
         fwdbwd_flows=flows,
     )
+
+
+def named(*names: str, ms: float = 0.0) -> tuple[OperatorStat, ...]:
+    return tuple(operator(name, self_ms=ms) for name in names)
 
 
 def test_inference_autograd_on_recorded_operators() -> None:
@@ -43,54 +66,92 @@ def test_inference_autograd_on_recorded_operators() -> None:
     assert found.rule == "inference-autograd"
     assert found.evidence.figures == (
         Figure("grad_recording_operators", 12, "count"),  # 4 in each of 3 steps
+        Figure("counted", "in the steps, outside the labels that read or move the batch", "text"),
         Figure("backward_operators", (), "names"),
         Figure("fwdbwd_flows", 0, "count"),
         Figure("training_only_operators", (), "names"),
     )
-    assert (found.severity, found.level) == (0.1, "medium")
+    # recording costs time, but how much is not measured: the finding claims none
+    assert (found.severity, found.level) == (0.0, "low")
     assert found.evidence.where == Where(NAMES, (1000.0, 31000.0), THREAD, None)
-    assert found.observation == (
-        "The scenario says inference, but 12 operators were recorded by autograd."
+    assert found.observation.startswith(
+        "The scenario says inference, but 12 operators in the steps, outside the labels that "
+        "read or move the batch were recorded by autograd: grad mode was on (neither "
+        "torch.no_grad nor torch.inference_mode)."
     )
+    assert SAME_TRACE in found.caveats
+
+
+def test_inference_autograd_counts_the_forward_labels_only() -> None:
+    """The harness moves the batch in grad mode (its .to() is recorded); the user's request,
+    under the forward label, records nothing: silent. Recorded inside forward: it fires."""
+    harness = (phase("transfer", 0.1, grad_recording=1), phase("forward", 5.0))
+    assert autograd(serving(recorded=1, phases=harness)) == []
+    # nested forward labels: the analysis counts the operators in the outermost only
+    user = (phase("transfer", 0.1, grad_recording=1), phase("forward", 5.0, grad_recording=30),
+            phase("[pl][profile]model_forward", 4.0, grad_recording=0))  # fmt: skip
+    (found,) = autograd(serving(recorded=31, phases=user))
+    assert found.evidence.values()["grad_recording_operators"] == 90  # 30 in each step
+    assert found.evidence.values()["counted"] == (
+        "inside the labels read as forward ([pl][profile]model_forward, forward)"
+    )
+
+
+def test_inference_autograd_without_forward_labels_leaves_out_the_batch_labels() -> None:
+    batch = (phase("read_batch", 0.2, grad_recording=2), phase("to_device", 0.1, grad_recording=1))
+    assert autograd(serving(recorded=3, phases=batch)) == []
+    (found,) = autograd(serving(recorded=5, phases=batch))
+    assert found.evidence.values()["grad_recording_operators"] == 6  # 2 in each step
 
 
 def test_inference_autograd_on_training_only_operators() -> None:
-    (found,) = autograd(serving(ops=("aten::dropout", "aten::bernoulli_")))
-    assert found.evidence.values()["training_only_operators"] == (
-        "aten::dropout",
-        "aten::bernoulli_",
+    ops = named("aten::dropout", "aten::bernoulli_", ms=0.3)
+    (found,) = autograd(serving(ops=ops))
+    assert found.evidence.values()["training_only_operators"] == ("aten::bernoulli_",)
+    assert "training-only operators ran (aten::bernoulli_): dropout drew random masks" in (
+        found.observation
     )
-    assert found.severity == 0.1
+    assert found.severity == pytest.approx(0.3 / 30)  # the masks' time over the steps' 30 ms
+
+
+def test_inference_autograd_silent_on_eval_mode_dropout() -> None:
+    """In eval mode aten::dropout still runs, as a no-op: it is no sign of training mode."""
+    assert autograd(serving(ops=named("aten::dropout", "aten::feature_dropout"))) == []
+
+
+def test_inference_autograd_accepts_training_operators_when_the_scenario_wants_train_mode() -> None:
+    scenario = Scenario(question="Monte-Carlo dropout", kind="inference", model_mode="train")
+    assert autograd(serving(ops=named("aten::bernoulli_")), scenario) == []
 
 
 def test_inference_autograd_when_backward_ran() -> None:
-    backward = ("MmBackward0", "autograd::engine::evaluate_function: AddBackward0")
+    backward = named("MmBackward0", "autograd::engine::evaluate_function: AddBackward0", ms=6.0)
     (found,) = autograd(serving(ops=backward))
-    assert found.evidence.values()["backward_operators"] == backward
-    assert (found.severity, found.level) == (1.0, "high")
+    assert found.evidence.values()["backward_operators"] == tuple(o.name for o in backward)
+    assert found.severity == pytest.approx(0.2) and found.level == "high"  # 6 ms of 30
     assert "backward ran (2 backward operators, 0 fwdbwd links)" in found.observation
 
 
 def test_inference_autograd_when_fwdbwd_links_exist() -> None:
     (found,) = autograd(serving(flows=7))
     assert found.evidence.values()["fwdbwd_flows"] == 7
-    assert found.severity == 1.0
+    assert found.severity == 0.0  # no backward operator: no time to claim
 
 
 def test_inference_autograd_lists_at_most_ten_backward_operators() -> None:
     names = tuple(f"Op{k}Backward0" for k in range(12))
-    (found,) = autograd(serving(ops=names))
+    (found,) = autograd(serving(ops=named(*names)))
     assert found.evidence.values()["backward_operators"] == names[:10]
     assert "12 backward operators" in found.observation
 
 
 def test_inference_autograd_silent_on_a_clean_inference_trace() -> None:
-    assert autograd(serving(ops=("aten::addmm", "BackwardCompatibleOp"))) == []
+    assert autograd(serving(ops=named("aten::addmm", "BackwardCompatibleOp"))) == []
 
 
 @pytest.mark.parametrize("scenario", [None, Scenario(question="q", kind="training")])
 def test_inference_autograd_needs_an_inference_scenario(scenario: Scenario | None) -> None:
-    assert autograd(serving(recorded=4, flows=3, ops=("MmBackward0",)), scenario) == []
+    assert autograd(serving(recorded=4, flows=3, ops=named("MmBackward0")), scenario) == []
 
 
 def test_inference_autograd_ignores_thresholds() -> None:
@@ -120,10 +181,12 @@ def test_precision_fires_at_20_percent_of_kernel_time() -> None:
     assert found.rule == "precision"
     assert found.evidence.figures == (
         Figure("fp32_matrix_kernel_share", 0.2, "share"),
+        Figure("fp32_matrix_kernel_ms", 2.0, "ms"),
         Figure("examples", (SGEMM,), "names"),
         Figure("device", "NVIDIA H100", "text"),
     )
-    assert (found.severity, found.level) == (0.2, "high")
+    # a share of the step, not of kernel time: 2 ms over the steps' 30 ms
+    assert found.severity == pytest.approx(2 / 30) and found.level == "medium"
     assert found.evidence.where == Where(NAMES, (1000.0, 31000.0), THREAD, (7,))
     assert "on NVIDIA H100 (compute capability 9.0)" in found.observation
 
@@ -139,7 +202,16 @@ def test_precision_examples_are_three_names_cut_at_120_characters() -> None:
     (found,) = fp32(data)
     examples = found.evidence.values()["examples"]
     assert examples == (long[:120], "cutlass_80_simt_sgemm", "matmul_fallback")  # gemv: no
-    assert found.severity == 0.75  # every matrix kernel counts: 7.5 ms of 10
+    assert found.evidence.values()["fp32_matrix_kernel_share"] == 0.75  # 7.5 ms of 10
+    assert found.severity == pytest.approx(7.5 / 30)  # every matrix kernel counts
+
+
+def test_precision_claims_at_most_its_share_of_each_steps_kernel_time() -> None:
+    """Kernels outside the steps (here 50 ms of them) do not make it claim more than the
+    steps' kernel time: 80% of 5 busy ms in each 10 ms step."""
+    (found,) = fp32(kernels((SGEMM, 40.0), ("vectorized_elementwise_kernel", 10.0)))
+    assert found.severity == pytest.approx(0.8 * 5 / 10)
+    assert "(40.0% of the step)" in found.observation
 
 
 def test_precision_silent_when_a_tensor_core_kernel_ran() -> None:

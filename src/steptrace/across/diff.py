@@ -4,7 +4,8 @@ Contract: ``diff_analyses(before, after, scenarios=...)`` is pure; reading the t
 (traces or saved reports) is the pipeline's job (``steptrace.pipeline.diff``).
 
 What is compared: step wall time and GPU busy/idle per step (median, min, max; the GPU
-figures are None unless both sides observed the GPU, never zero), then operators (self
+figures are None unless both sides observed the GPU, never zero), the user's labels
+(median exclusive ms per step, every label: ``across.labels``), then operators (self
 time) and kernels (total time) that appeared, disappeared or changed in calls or time.
 A name listed on one side only is left out ("unknown") when the other side cannot tell
 its absence: its list was cut to the top N, or it did not observe the GPU. Warnings say
@@ -17,22 +18,17 @@ A diff suggests where time moved; it proves no speed-up: ``steptrace compare`` d
 
 from __future__ import annotations
 
-from collections import Counter
 from collections.abc import Iterable, Mapping
-from typing import Literal
 
 import msgspec
 
+from steptrace.across.changes import ChangeCounts, Status, tally, time_moved
+from steptrace.across.labels import LabelChange, label_changes
 from steptrace.analysis.measure import TraceAnalysis
 from steptrace.analysis.stats import Spread
 from steptrace.scenario import Scenario
 
 SCHEMA = "steptrace.diff/1"
-# A name's time "changed" when it moved by more than this share of its time before
-# (run-to-run noise of a profiled step is a few percent)...
-RELATIVE_TOLERANCE = 0.05
-# ...and by more than this many ms (below it, timer resolution and rounding dominate).
-ABSOLUTE_TOLERANCE_MS = 0.01
 REMINDER = (
     "A trace diff suggests where time moved; it does not show a speed-up (the profiler "
     "distorts the steps it records): `steptrace compare` decides, timing both outside "
@@ -40,7 +36,6 @@ REMINDER = (
 )
 NO_QUESTION = "no question recorded: cannot check that the windows have the same boundaries"
 
-Status = Literal["appeared", "disappeared", "changed", "unchanged"]
 Row = tuple[float, float]  # calls per step, ms per step
 
 
@@ -65,18 +60,9 @@ class NameChange(msgspec.Struct, frozen=True):
     delta_ms: float  # after - before, an absent side counting as 0
 
 
-class ChangeCounts(msgspec.Struct, frozen=True):
-    """How many names fell in each status."""
-
-    appeared: int
-    disappeared: int
-    changed: int
-    unchanged: int
-    unknown: int  # on one side only, and the other side cannot tell (list cut, no GPU)
-
-
 class TraceDiff(msgspec.Struct, frozen=True):
-    """Two traces compared; ``operators`` and ``kernels`` list only what moved."""
+    """Two traces compared; ``labels`` lists every label, ``operators`` and ``kernels``
+    only what moved."""
 
     schema: str
     before: str
@@ -86,6 +72,8 @@ class TraceDiff(msgspec.Struct, frozen=True):
     step_ms: SpreadChange
     gpu_busy_ms: SpreadChange | None  # None unless both sides observed the GPU
     gpu_idle_ms: SpreadChange | None
+    labels: tuple[LabelChange, ...]  # by the size of the change, largest first
+    label_counts: ChangeCounts
     operators: tuple[NameChange, ...]  # by |delta_ms|, largest first; self time
     operator_counts: ChangeCounts
     kernels: tuple[NameChange, ...]  # by |delta_ms|, largest first; total time
@@ -103,6 +91,7 @@ def diff_analyses(
     """Diff two analyses (full lists, or lists cut to their top N) and their scenarios."""
     gpu = before.trace.gpu_observed and after.trace.gpu_observed
     old, new = before.summary, after.summary
+    labels, label_counts = label_changes(before, after)
     per_old, per_new = 1 / max(old.count, 1), 1 / max(new.count, 1)  # per step: windows of
     operators, operator_counts = _name_changes(  # different lengths stay comparable
         {o.name: (o.calls * per_old, o.self_ms * per_old) for o in before.operators},
@@ -125,6 +114,8 @@ def diff_analyses(
         step_ms=_spread_change(old.wall_ms, new.wall_ms),
         gpu_busy_ms=_gpu_change(old.gpu_busy_ms, new.gpu_busy_ms) if gpu else None,
         gpu_idle_ms=_gpu_change(old.gpu_idle_ms, new.gpu_idle_ms) if gpu else None,
+        labels=labels,
+        label_counts=label_counts,
         operators=operators,
         operator_counts=operator_counts,
         kernels=kernels,
@@ -164,14 +155,10 @@ def _name_changes(
             unknown += 1
             continue
         changes.append(_name_change(name, old, new))
-    counts = Counter(c.status for c in changes)
     moved = sorted(
         (c for c in changes if c.status != "unchanged"), key=lambda c: (-abs(c.delta_ms), c.name)
     )
-    tally = ChangeCounts(
-        counts["appeared"], counts["disappeared"], counts["changed"], counts["unchanged"], unknown
-    )
-    return tuple(moved), tally
+    return tuple(moved), tally((c.status for c in changes), unknown)
 
 
 def _name_change(name: str, old: Row | None, new: Row | None) -> NameChange:
@@ -197,9 +184,7 @@ def _name_change(name: str, old: Row | None, new: Row | None) -> NameChange:
 
 def _changed(old: Row, new: Row) -> bool:
     """Calls differ, or time moved beyond both tolerances."""
-    moved = abs(new[1] - old[1])
-    calls_moved = abs(new[0] - old[0]) > 1e-9
-    return calls_moved or moved > max(RELATIVE_TOLERANCE * old[1], ABSOLUTE_TOLERANCE_MS)
+    return abs(new[0] - old[0]) > 1e-9 or time_moved(old[1], new[1])
 
 
 def _warnings(

@@ -2,7 +2,8 @@
 
 Contract: ``copy_patterns(events, links, steps) -> tuple[CopyPattern, ...]``, largest total
 time first. A pattern that appears in every step with the same size is the signature of
-a constant rebuilt and transferred each step.
+a constant rebuilt and transferred each step. A copy counts in the step that launched it
+(the latest-begun one, where steps overlap); copies launched before the trace in none.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from numpy.typing import NDArray
 from steptrace.analysis.gpu import copy_kind
 from steptrace.analysis.links import GpuLinks
 from steptrace.analysis.phases import label_rows
-from steptrace.analysis.steps import StepWindow
+from steptrace.analysis.steps import StepWindow, step_of
 from steptrace.trace.kinds import Kind
 from steptrace.trace.nesting import parents
 from steptrace.trace.table import EventTable
@@ -36,17 +37,15 @@ class CopyPattern(msgspec.Struct, frozen=True):
 def copy_patterns(
     events: EventTable, links: GpuLinks, steps: tuple[StepWindow, ...]
 ) -> tuple[CopyPattern, ...]:
-    is_copy = events.kind[links.rows] == Kind.MEMCPY
+    is_copy = (events.kind[links.rows] == Kind.MEMCPY) & ~links.before_trace
     rows, owners = links.rows[is_copy], links.owner[is_copy]
     launched = links.launch[is_copy]
     start = np.where(launched >= 0, events.start_us[np.maximum(launched, 0)], events.start_us[rows])
-    step_of = np.full(rows.size, -1)
-    for k, step in enumerate(steps):
-        step_of[(start >= step.start_us) & (start < step.end_us)] = k
+    step_index = step_of(steps, start)  # each copy in one step, even where steps overlap
     labels = _launch_labels(events, links.launch[is_copy])
     groups: dict[tuple[str, int | None, str, str | None, str | None], list[int]] = {}
     for i, (row, owner) in enumerate(zip(rows.tolist(), owners.tolist(), strict=True)):
-        if step_of[i] < 0:
+        if step_index[i] < 0:
             continue
         direction, memory = copy_kind(events.name_of(row))
         size = int(events.bytes[row]) if np.isfinite(events.bytes[row]) else None
@@ -54,7 +53,7 @@ def copy_patterns(
         groups.setdefault((direction, size, operator, memory, labels[i]), []).append(i)
     patterns = []
     for (direction, size, operator, memory, label), members in groups.items():
-        per_step = np.bincount(step_of[members], minlength=len(steps))
+        per_step = np.bincount(step_index[members], minlength=len(steps))
         patterns.append(
             CopyPattern(
                 direction=direction,

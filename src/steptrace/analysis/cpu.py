@@ -2,7 +2,8 @@
 
 Contract: ``cpu_per_step(events, tree, steps) -> tuple[CpuStep, ...]``. ``busy_ms`` is the
 union of operator intervals over all threads, clipped to the step (concurrent threads
-are not added up). Operators are attributed to the step in which they start.
+are not added up). Operators are attributed to the step in which they start (the
+latest-begun one, where steps overlap).
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ import numpy as np
 
 from steptrace.analysis.links import CpuTree
 from steptrace.analysis.stats import Spread
-from steptrace.analysis.steps import StepWindow
+from steptrace.analysis.steps import StepWindow, step_of
 from steptrace.trace import intervals as iv
 from steptrace.trace.table import EventTable
 
@@ -33,9 +34,10 @@ def cpu_per_step(
     lo = np.array([s.start_us for s in steps])
     hi = np.array([s.end_us for s in steps])
     covered = iv.covered(busy, lo, hi) / 1000
+    owner = step_of(steps, start)  # one step per operator, even where steps overlap
     results = []
-    for k, step in enumerate(steps):
-        inside = (start >= step.start_us) & (start < step.end_us)
+    for k in range(len(steps)):
+        inside = owner == k
         results.append(
             CpuStep(
                 busy_ms=float(covered[k]),

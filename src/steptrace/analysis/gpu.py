@@ -5,8 +5,17 @@ the GPU timeline built once (``steptrace.analysis.timeline``). Busy time is the
 union of kernel, memcpy and memset intervals over all streams and devices, clipped to the
 step's wall-time window, so concurrent streams are never added up. Kernels, copies and
 sets are counted in the step whose CPU side launched them (their launch call's start;
-the GPU start when no launch is linked), so work that runs after its step is not lost.
-A trace without GPU events gives ``None`` for every step: not observed, never zero.
+the GPU start when no launch is linked), so work that runs after its step is not lost;
+where steps overlap, in the one that began last (``steps.step_of``), so once at most.
+Work launched before the trace began (``GpuLinks.before_trace``) is counted in no step,
+nor is work issued outside every step (``steptrace.analysis.outside`` reports both); but
+the time it keeps the GPU busy is still busy time: busy and idle describe the timeline.
+
+Communication is a timeline figure too: ``busy_ms`` is the union of communication kernels
+clipped to the step, and ``overlap_with_compute_ms`` the part of it during which a compute
+kernel (any other kernel, whichever step launched it) ran on the same device; ``count`` is
+the communication kernels the step launched. A trace without GPU events gives ``None``
+for every step: not observed, never zero.
 """
 
 from __future__ import annotations
@@ -20,7 +29,7 @@ from numpy.typing import NDArray
 
 from steptrace.analysis.idle import after_sync_us, waiting_on_host_us
 from steptrace.analysis.stats import Spread
-from steptrace.analysis.steps import StepWindow
+from steptrace.analysis.steps import StepWindow, step_of
 from steptrace.analysis.timeline import GpuTimeline
 from steptrace.trace import intervals as iv
 from steptrace.trace.kinds import LAUNCHES, Kind
@@ -72,9 +81,9 @@ class SetSummary(msgspec.Struct, frozen=True):
 
 
 class CommunicationSummary(msgspec.Struct, frozen=True):
-    count: int
-    busy_ms: float
-    overlap_with_compute_ms: float
+    count: int  # communication kernels the step launched
+    busy_ms: float  # union of communication kernels on the timeline, clipped to the step
+    overlap_with_compute_ms: float  # of that, while compute ran on the same device
 
 
 class SyncSummary(msgspec.Struct, frozen=True):
@@ -113,11 +122,12 @@ def gpu_per_step(
     launch_delay = gpu_start - timeline.launch_end_us  # queueing included
     syncs = _sync_rows(events)
     sync_ends = events.end_us[syncs]
-    comm_names = communication_names(events)
+    sync_step = step_of(steps, events.start_us[syncs])
+    launched_in = step_of(steps, timeline.issued_us)  # the step whose CPU side launched it
+    communication = _communication(events, timeline, launched_in, lo, hi)
     results = []
     for k, step in enumerate(steps):
-        issued = timeline.issued_us  # work belongs to the step whose CPU side launched it
-        inside = (issued >= step.start_us) & (issued < step.end_us)
+        inside = launched_in == k
         wall = step.wall_ms
         results.append(
             GpuStep(
@@ -127,9 +137,9 @@ def gpu_per_step(
                 kernels=_kernels(events, timeline, inside),
                 memcpy=_copies(events, timeline.rows[inside]),
                 memset=_sets(events, timeline.rows[inside]),
-                communication=_communication(events, timeline.rows[inside], comm_names),
+                communication=communication[k],
                 launch_delay_us=Spread.of(_finite(launch_delay[inside])),
-                sync_calls=_syncs(events, syncs, step),
+                sync_calls=_syncs(events, syncs[sync_step == k]),
                 idle_waiting_on_host_ms=_ms(
                     waiting_on_host_us(timeline, step.start_us, step.end_us)
                 ),
@@ -150,7 +160,7 @@ def _finite(values: NDArray[np.float64]) -> NDArray[np.float64]:
 
 
 def _busy_ms(events: EventTable, rows: NDArray[np.int64]) -> float:
-    return iv.total(iv.union(events.start_us[rows], events.end_us[rows])) / 1000.0
+    return iv.total(_union(events, rows)) / 1000.0
 
 
 def _of_kind(events: EventTable, rows: NDArray[np.int64], kind: Kind) -> NDArray[np.int64]:
@@ -221,18 +231,41 @@ def _sets(events: EventTable, rows: NDArray[np.int64]) -> SetSummary:
 
 
 def _communication(
-    events: EventTable, rows: NDArray[np.int64], comm_names: NDArray[np.bool_]
-) -> CommunicationSummary:
-    kernels = _of_kind(events, rows, Kind.KERNEL)
-    is_comm = comm_names[events.name_id[kernels]]
-    comm, compute = kernels[is_comm], kernels[~is_comm]
-    comm_busy = iv.union(events.start_us[comm], events.end_us[comm])
-    compute_busy = iv.union(events.start_us[compute], events.end_us[compute])
-    return CommunicationSummary(
-        count=int(comm.size),
-        busy_ms=iv.total(comm_busy) / 1000.0,
-        overlap_with_compute_ms=iv.total(iv.intersect(comm_busy, compute_busy)) / 1000.0,
-    )
+    events: EventTable,
+    timeline: GpuTimeline,
+    launched_in: NDArray[np.int64],
+    lo: NDArray[np.float64],
+    hi: NDArray[np.float64],
+) -> list[CommunicationSummary]:
+    """Per step: communication kernels it launched; their time and overlap on the timeline."""
+    is_kernel = events.kind[timeline.rows] == Kind.KERNEL
+    is_comm = is_kernel & communication_names(events)[events.name_id[timeline.rows]]
+    launched = launched_in[is_comm]
+    counts = np.bincount(launched[launched >= 0], minlength=lo.size)
+    comm, overlap = _comm_timeline(events, timeline.rows[is_kernel], is_comm[is_kernel])
+    busy, overlapped = iv.covered(comm, lo, hi) / 1000, iv.covered(overlap, lo, hi) / 1000
+    return [
+        CommunicationSummary(int(c), float(b), float(o))
+        for c, b, o in zip(counts, busy, overlapped, strict=True)
+    ]
+
+
+def _comm_timeline(
+    events: EventTable, kernels: NDArray[np.int64], is_comm: NDArray[np.bool_]
+) -> tuple[iv.Intervals, iv.Intervals]:
+    """Communication on the timeline, and its part overlapping compute on the same device."""
+    device = events.device[kernels]
+    overlaps = [
+        iv.intersect(_union(events, kernels[on & is_comm]), _union(events, kernels[on & ~is_comm]))
+        for on in (device == d for d in np.unique(device[is_comm]))
+    ]
+    starts = np.concatenate([s for s, _ in overlaps] or [np.zeros(0)])
+    ends = np.concatenate([e for _, e in overlaps] or [np.zeros(0)])
+    return _union(events, kernels[is_comm]), iv.union(starts, ends)
+
+
+def _union(events: EventTable, rows: NDArray[np.int64]) -> iv.Intervals:
+    return iv.union(events.start_us[rows], events.end_us[rows])
 
 
 def communication_names(events: EventTable) -> NDArray[np.bool_]:
@@ -250,13 +283,10 @@ def _sync_rows(events: EventTable) -> NDArray[np.int64]:
     return rows
 
 
-def _syncs(
-    events: EventTable, rows: NDArray[np.int64], step: StepWindow
-) -> tuple[SyncSummary, ...]:
-    start = events.start_us[rows]
-    inside = rows[(start >= step.start_us) & (start < step.end_us)]
+def _syncs(events: EventTable, rows: NDArray[np.int64]) -> tuple[SyncSummary, ...]:
+    """The step's blocking calls (``rows``: those starting in it) by name, as unions."""
     by_name: dict[str, list[int]] = {}
-    for row in inside.tolist():
+    for row in rows.tolist():
         by_name.setdefault(events.name_of(row), []).append(row)
     return tuple(
         SyncSummary(name, len(members), _busy_ms(events, np.array(members, dtype=np.int64)))

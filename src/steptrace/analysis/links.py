@@ -5,6 +5,10 @@ enclosing operator and the operator around each runtime/driver call; ``gpu_links
 tree) -> GpuLinks`` follows ``correlation`` from every kernel, copy and set to the call
 that launched it and to that call's operator. Everything that attributes GPU work to the
 CPU (operators, labels, copies, launch delays) reads these two results.
+
+An unlinked activity whose correlation id is below every launch call's was launched before
+the profiler started (ids only grow): ``GpuLinks.before_trace`` marks it, and it belongs to
+no step. Without any correlated launch call nothing can be told, and nothing is marked.
 """
 
 from __future__ import annotations
@@ -31,6 +35,7 @@ class GpuLinks(msgspec.Struct, frozen=True):
     rows: Rows  # event rows of kernels, copies and sets
     launch: Rows  # per GPU row: event row of its launch call, or -1
     owner: Rows  # per GPU row: event row of the operator that launched it, or -1
+    before_trace: NDArray[np.bool_]  # per GPU row: launched before the trace began
 
 
 def cpu_tree(events: EventTable) -> CpuTree:
@@ -52,6 +57,7 @@ def gpu_links(events: EventTable, tree: CpuTree) -> GpuLinks:
     launch = np.full(rows.size, -1, dtype=np.int64)
     owner = np.full(rows.size, -1, dtype=np.int64)
     correlated = tree.launches[events.correlation[tree.launches] >= 0]
+    before = np.zeros(rows.size, dtype=bool)
     if correlated.size and rows.size:
         ids, first = np.unique(events.correlation[correlated], return_index=True)
         wanted = events.correlation[rows]
@@ -62,4 +68,5 @@ def gpu_links(events: EventTable, tree: CpuTree) -> GpuLinks:
         known = tree.launch_owner >= 0
         owner_of_launch[tree.launches[known]] = tree.ops[tree.launch_owner[known]]
         owner[found] = owner_of_launch[launch[found]]
-    return GpuLinks(rows, launch, owner)
+        before = ~found & (wanted >= 0) & (wanted < ids[0])
+    return GpuLinks(rows, launch, owner, before)

@@ -1,8 +1,8 @@
 """``measure``: one loaded trace -> its ``TraceAnalysis``, every analysis composed.
 
 Contract: ``measure(trace) -> TraceAnalysis``, pure (no I/O, no findings): steps, labels,
-CPU and GPU per step, operators, kernels and copies, as frozen typed results. It mirrors
-the ``analysis`` object of the JSON report (``docs/json-schema.md``).
+CPU and GPU per step, GPU work outside the steps, operators, kernels and copies, as frozen
+typed results. It mirrors the ``analysis`` object of the JSON report (``docs/json-schema.md``).
 """
 
 from __future__ import annotations
@@ -16,11 +16,11 @@ from steptrace.analysis.gpu import GpuStep, gpu_per_step
 from steptrace.analysis.kernels import KernelStat, kernel_stats
 from steptrace.analysis.links import cpu_tree, gpu_links
 from steptrace.analysis.operators import OperatorStat, operator_stats
+from steptrace.analysis.outside import GpuOutsideSteps, gpu_outside_steps, outside_warnings
 from steptrace.analysis.phases import Phase, Reading, phases_per_step
 from steptrace.analysis.stats import Spread
-from steptrace.analysis.steps import StepWindow, find_steps
-from steptrace.analysis.timeline import GpuTimeline, gpu_timeline
-from steptrace.trace import intervals as iv
+from steptrace.analysis.steps import find_steps, marker_warnings, overlap_warnings
+from steptrace.analysis.timeline import gpu_timeline
 from steptrace.trace.table import Device, Trace
 
 # The first step is shown apart when its wall time is this far (relative) from the others'.
@@ -44,6 +44,7 @@ class TraceSummary(msgspec.Struct, frozen=True):
     launch_calls: int  # CUDA/HIP runtime and driver calls
     warnings: tuple[str, ...]  # what loading skipped and measuring noticed, in words
     base_time_ns: int | None = None  # absolute time of ts 0 (baseTimeNanoseconds), if known
+    origin_ns: int = 0  # the first event's ts, in ns: every ``*_us`` time counts from it
 
 
 class StepResult(msgspec.Struct, frozen=True):
@@ -59,6 +60,7 @@ class StepResult(msgspec.Struct, frozen=True):
     reading: Reading | None  # reading the batch (data-read labels), when labelled
     cpu: CpuStep
     gpu: GpuStep | None  # None: GPU not observed
+    partial: bool = False  # cut short by the profiler's stop: listed, left out of the summary
 
 
 class FirstStep(msgspec.Struct, frozen=True):
@@ -107,14 +109,16 @@ class TraceAnalysis(msgspec.Struct, frozen=True):
     kernels: tuple[KernelStat, ...]  # by total time; may be cut to the top N
     kernels_total: int
     copies: tuple[CopyPattern, ...]  # device copies grouped by direction, size and operator
+    gpu_outside_steps: GpuOutsideSteps | None = None  # None: GPU not observed
 
     def top(self, n: int) -> TraceAnalysis:
         """The same analysis listing only the first ``n`` operators and kernels."""
         return msgspec.structs.replace(self, operators=self.operators[:n], kernels=self.kernels[:n])
 
 
-def measure(trace: Trace) -> TraceAnalysis:
-    """Every figure of a loaded trace."""
+def measure(trace: Trace, *, partial_step: int | None = None) -> TraceAnalysis:
+    """Every figure of a loaded trace; ``partial_step`` is the number of a ProfilerStep
+    known to be cut short (its capture says so): it is marked ``partial``."""
     events = trace.events
     steps = find_steps(events)
     tree = cpu_tree(events)
@@ -141,6 +145,7 @@ def measure(trace: Trace) -> TraceAnalysis:
             reading=p.reading,
             cpu=c,
             gpu=g,
+            partial=steps.from_markers and w.number is not None and w.number == partial_step,
         )
         for w, p, c, g in zip(steps.windows, phases, cpu, gpu, strict=True)
     )
@@ -148,9 +153,14 @@ def measure(trace: Trace) -> TraceAnalysis:
     kernels = kernel_stats(events)
     info = trace.info
     dist = info.distributed
-    noticed = list(info.warnings)
-    if timeline is not None and steps.from_markers:
-        noticed += _gpu_outside_steps(timeline, steps.windows)
+    outside = gpu_outside_steps(events, steps.windows, timeline)
+    noticed = [
+        *info.warnings,
+        *marker_warnings(events),
+        *overlap_warnings(steps.windows),
+        *outside_warnings(outside),
+        *_partial_warnings(results),
+    ]
     return TraceAnalysis(
         trace=TraceSummary(
             path=str(info.path),
@@ -167,6 +177,7 @@ def measure(trace: Trace) -> TraceAnalysis:
             launch_calls=int(tree.launches.size),
             warnings=tuple(noticed),
             base_time_ns=info.base_time_ns,
+            origin_ns=events.origin_ns,
         ),
         summary=_summary(results),
         steps=results,
@@ -175,19 +186,8 @@ def measure(trace: Trace) -> TraceAnalysis:
         kernels=kernels,
         kernels_total=len(kernels),
         copies=copy_patterns(events, links, steps.windows),
+        gpu_outside_steps=outside,
     )
-
-
-def _gpu_outside_steps(timeline: GpuTimeline, windows: tuple[StepWindow, ...]) -> list[str]:
-    """GPU busy time after the last step ends: launched inside the window, run after it."""
-    last = windows[-1].end_us
-    after = float(iv.covered(timeline.busy, np.array([last]), np.array([np.inf]))[0])
-    if after <= 0:
-        return []
-    return [
-        f"{after / 1000:.3f} ms of GPU work ran after the last step ended: it is counted in "
-        "the step that launched it, but outside every step's busy time"
-    ]
 
 
 def _thread_label(trace: Trace, thread: int) -> str | None:
@@ -198,7 +198,18 @@ def _thread_label(trace: Trace, thread: int) -> str | None:
     return f"pid {pid} tid {tid}" + (f" ({name})" if name else "")
 
 
-def _summary(steps: tuple[StepResult, ...]) -> StepSummary:
+def _partial_warnings(steps: tuple[StepResult, ...]) -> list[str]:
+    return [
+        f"{s.name} is partial: the capture's loop ended inside it and the profiler's stop cut "
+        "it short; it is listed but left out of the step figures"
+        for s in steps
+        if s.partial
+    ]
+
+
+def _summary(every: tuple[StepResult, ...]) -> StepSummary:
+    """Over the complete steps (all of them when every one is partial)."""
+    steps = tuple(s for s in every if not s.partial) or every
     walls = [s.wall_ms for s in steps]
     observed = [s.gpu for s in steps if s.gpu is not None]
     wall = Spread.of(walls)

@@ -41,7 +41,7 @@ def operator_stats(
         return ()
     start, end = events.start_us[ops], events.end_us[ops]
     name = events.name_id[ops]
-    own = self_time(start, end, tree.op_parent)
+    own = self_time(start, end, tree.op_parent, events.thread_id[ops])
     outermost = ~has_same_name_ancestor(name, tree.op_parent)
     n = len(events.names)
     calls = np.bincount(name, minlength=n)

@@ -5,7 +5,9 @@ Each label owns the pieces of time in which it is the innermost label on its thr
 label's ``exclusive_ms`` in a step is the part of those pieces inside the step, so nested
 labels (``train`` > ``forward``) are never counted twice and a label that crosses a step
 boundary is split between the steps. ``inclusive_ms`` is the union of its spans inside
-the step. GPU figures are ``None`` when the GPU was not observed.
+the step. GPU figures are ``None`` when the GPU was not observed. Each label is read as a
+part of the step when its name says which (``steptrace.analysis.parts``); reading the
+batch is the union of the ``data_read`` labels' spans.
 """
 
 from __future__ import annotations
@@ -16,15 +18,15 @@ import msgspec
 import numpy as np
 from numpy.typing import NDArray
 
+from steptrace.analysis.parts import part_of
 from steptrace.analysis.steps import StepWindow
+from steptrace.scenario import TRAINING_STEP
 from steptrace.trace import intervals as iv
 from steptrace.trace.kinds import Kind
-from steptrace.trace.nesting import exclusive_segments, parents
+from steptrace.trace.nesting import innermost_pieces, parents
 from steptrace.trace.table import EventTable
 
 _STEP_MARKER = re.compile(r"^ProfilerStep#\d+$")
-# Labels that read the batch: the DataLoader's own, and the usual user labels.
-DATA_READ = re.compile(r"DataLoader|read_batch|data_?load|load_batch|next_batch|fetch", re.I)
 
 
 class Phase(msgspec.Struct, frozen=True):
@@ -38,6 +40,10 @@ class Phase(msgspec.Struct, frozen=True):
     gpu_idle_ms: float | None  # GPU idle while it ran (inclusive spans)
     gpu_idle_exclusive_ms: float | None  # GPU idle during its exclusive time only
     gpu_launches: int | None  # GPU activities launched while it ran (any thread)
+    part: str | None = None  # the step part its name stands for (data_read, ...), if any
+    # operators autograd recorded that started while it ran (any thread); inside another
+    # label of the same part they count there only, so that a part's labels add up
+    grad_recording: int = 0
 
 
 class Reading(msgspec.Struct, frozen=True):
@@ -57,6 +63,7 @@ class StepPhases(msgspec.Struct, frozen=True):
 class _Labels(msgspec.Struct, frozen=True):
     rows: NDArray[np.int64]
     pieces: tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.int64]]
+    outermost: NDArray[np.bool_]  # inside no other label of the same part
 
 
 def label_rows(events: EventTable) -> NDArray[np.int64]:
@@ -79,11 +86,15 @@ def phases_per_step(
     """Labels of every step, in the order they first appear in it."""
     rows = label_rows(events)
     start, end = events.start_us[rows], events.end_us[rows]
+    thread = events.thread_id[rows]
     labels = _Labels(
-        rows, exclusive_segments(start, end, parents(start, end, events.thread_id[rows]))
+        rows,
+        innermost_pieces(start, end, thread),
+        _outermost_of_part(events, rows, parents(start, end, thread)),
     )
     launches = None if launch_starts is None else np.sort(launch_starts)
-    return tuple(_step_phases(events, step, labels, gpu_busy, launches) for step in steps)
+    recorded = np.sort(events.start_us[events.records_grad])
+    return tuple(_step_phases(events, step, labels, gpu_busy, launches, recorded) for step in steps)
 
 
 def _step_phases(
@@ -92,6 +103,7 @@ def _step_phases(
     labels: _Labels,
     gpu_busy: iv.Intervals | None,
     launches: NDArray[np.float64] | None,
+    recorded: NDArray[np.float64],
 ) -> StepPhases:
     lo, hi = step.start_us, step.end_us
     start, end = events.start_us[labels.rows], events.end_us[labels.rows]
@@ -111,7 +123,10 @@ def _step_phases(
         mine = np.isin(owner, chosen) & (piece_len > 0)
         own = iv.union(np.maximum(piece_start[mine], lo), np.minimum(piece_end[mine], hi))
         exclusive_us = iv.total(own)
-        if DATA_READ.search(events.names[name_id]):
+        first = chosen[labels.outermost[chosen]]  # recorded operators count once per part
+        outer = iv.clip(iv.union(start[first], end[first]), lo, hi)
+        part = part_of(events.names[name_id])
+        if part == "data_read":
             reading.append(spans)
         phases.append(
             Phase(
@@ -123,13 +138,32 @@ def _step_phases(
                 gpu_idle_ms=None if gpu_busy is None else _idle_us(spans, gpu_busy) / 1000,
                 gpu_idle_exclusive_ms=None if gpu_busy is None else _idle_us(own, gpu_busy) / 1000,
                 gpu_launches=None if launches is None else _count_inside(launches, spans),
+                part=part,
+                grad_recording=_count_inside(recorded, outer),
             )
         )
     return StepPhases(
         tuple(phases),
         _unlabeled_ms(events, step, labels.rows[overlapping]),
-        _reading(reading, [p.name for p in phases if DATA_READ.search(p.name)], gpu_busy),
+        _reading(reading, [p.name for p in phases if p.part == "data_read"], gpu_busy),
     )
+
+
+def _outermost_of_part(
+    events: EventTable, rows: NDArray[np.int64], parent: NDArray[np.int64]
+) -> NDArray[np.bool_]:
+    """Per label instance: no label around it on its thread is read as the same part."""
+    code: dict[str | None, int] = {name: k for k, name in enumerate(TRAINING_STEP)}
+    part = np.full(rows.size, -1, dtype=np.int64)
+    for name_id in np.unique(events.name_id[rows]).tolist():
+        part[events.name_id[rows] == name_id] = code.get(part_of(events.names[name_id]), -1)
+    nested = np.zeros(rows.size, dtype=bool)
+    ancestor = parent.copy()
+    while (alive := ancestor >= 0).any():
+        nested[alive] |= (part[ancestor[alive]] == part[alive]) & (part[alive] >= 0)
+        ancestor[alive] = parent[ancestor[alive]]
+    outermost: NDArray[np.bool_] = ~nested
+    return outermost
 
 
 def _reading(

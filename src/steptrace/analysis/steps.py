@@ -3,6 +3,10 @@
 Contract: ``find_steps(events) -> Steps``. Steps are CPU-side ``ProfilerStep#N`` labels,
 in time order. A trace without them is analyzed as one window spanning all its events,
 and ``Steps.from_markers`` is False so that reports can say so.
+
+Steps may overlap (markers on several threads, or written so): each is measured as written,
+``overlapping`` names the pairs, and ``step_of`` gives every instant to one step at most:
+the step that began last among those whose window ``[start, end)`` holds it.
 """
 
 from __future__ import annotations
@@ -11,11 +15,13 @@ import re
 
 import msgspec
 import numpy as np
+from numpy.typing import NDArray
 
 from steptrace.trace.kinds import Kind
 from steptrace.trace.table import EventTable
 
-_STEP_NAME = re.compile(r"^ProfilerStep#(\d+)$")
+_STEP_NAME = re.compile(r"^ProfilerStep#(\d{1,18})$")
+_OVERLONG_STEP = re.compile(r"^ProfilerStep#\d{19,}$")  # no int64 step number: not a step
 WHOLE_WINDOW = "window"
 
 
@@ -64,3 +70,49 @@ def find_steps(events: EventTable) -> Steps:
     start = float(events.start_us[measured].min())
     end = float(events.end_us[measured].max())
     return Steps((StepWindow(WHOLE_WINDOW, None, -1, start, end),), from_markers=False)
+
+
+def step_of(windows: tuple[StepWindow, ...], times: NDArray[np.float64]) -> NDArray[np.int64]:
+    """Per time, the index of the latest-begun step whose window holds it, or -1 (NaN: -1)."""
+    owner = np.full(np.shape(times), -1, dtype=np.int64)
+    for k in sorted(range(len(windows)), key=lambda k: windows[k].start_us):
+        owner[(times >= windows[k].start_us) & (times < windows[k].end_us)] = k
+    return owner
+
+
+def marker_warnings(events: EventTable) -> list[str]:
+    """Step markers skipped because their number is too long to be one (19+ digits)."""
+    names = [i for i, n in enumerate(events.names) if _OVERLONG_STEP.match(n)]
+    if not names:
+        return []
+    count = int(np.isin(events.name_id, np.array(names, dtype=np.int32)).sum())
+    return [f"skipped {count} ProfilerStep markers whose number has more than 18 digits"]
+
+
+def overlapping(windows: tuple[StepWindow, ...]) -> tuple[tuple[StepWindow, StepWindow], ...]:
+    """Pairs of steps sharing some time, earlier-begun first (touching is not overlapping)."""
+    ordered = sorted(windows, key=lambda w: w.start_us)
+    pairs = []
+    for i, a in enumerate(ordered):
+        for b in ordered[i + 1 :]:
+            if b.start_us >= a.end_us:
+                break
+            if min(a.end_us, b.end_us) > b.start_us:
+                pairs.append((a, b))
+    return tuple(pairs)
+
+
+def overlap_warnings(windows: tuple[StepWindow, ...], shown: int = 3) -> list[str]:
+    """One line naming the overlapping steps (the first ``shown`` pairs), or nothing."""
+    pairs = overlapping(windows)
+    if not pairs:
+        return []
+    named = ", ".join(
+        f"{a.name} and {b.name} ({(min(a.end_us, b.end_us) - b.start_us) / 1000:.3f} ms)"
+        for a, b in pairs[:shown]
+    )
+    more = f" and {len(pairs) - shown} more pairs" if len(pairs) > shown else ""
+    return [
+        f"steps overlap: {named}{more}: each is measured as written; GPU work and blocking "
+        "calls are counted once, in the step that began last among those holding their launch"
+    ]

@@ -2,7 +2,9 @@
 
 Contract: ``gpu_timeline(events, links) -> GpuTimeline | None``, built once per trace and
 read by every GPU figure (per step, idle causes, labels). ``None``: the trace holds no
-kernel, copy or set, so the GPU was not observed.
+kernel, copy or set, so the GPU was not observed. ``issued_us`` is when the CPU issued
+each activity (its launch call's start, else its GPU start), NaN for work launched before
+the trace began (``GpuLinks.before_trace``): no step issued it.
 """
 
 from __future__ import annotations
@@ -24,7 +26,8 @@ class GpuTimeline(msgspec.Struct, frozen=True):
     busy: iv.Intervals
     launch_end_us: NDArray[np.float64]  # per GPU row, NaN when no launch call is known
     launch_dur_us: NDArray[np.float64]
-    issued_us: NDArray[np.float64]  # when the CPU issued it: launch start, else GPU start
+    issued_us: NDArray[np.float64]  # launch start, else GPU start; NaN: before the trace
+    before_trace: NDArray[np.bool_]  # launched before the trace began (no step issued it)
 
 
 def gpu_timeline(events: EventTable, links: GpuLinks) -> GpuTimeline | None:
@@ -40,4 +43,6 @@ def gpu_timeline(events: EventTable, links: GpuLinks) -> GpuTimeline | None:
     launch_dur[known] = events.dur_us[links.launch[known]]
     issued = start.copy()
     issued[known] = events.start_us[links.launch[known]]
-    return GpuTimeline(rows, start, iv.union(start, end), launch_end, launch_dur, issued)
+    issued[links.before_trace] = np.nan
+    busy = iv.union(start, end)
+    return GpuTimeline(rows, start, busy, launch_end, launch_dur, issued, links.before_trace)

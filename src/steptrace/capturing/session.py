@@ -3,7 +3,10 @@
 It refuses before anything runs (an existing output, a GPU that cannot be observed), runs
 torch.profiler with a schedule (wait / warm-up / active) and minimal options unless asked,
 writes the scenario into the trace and beside it, and after the window checks that a GPU
-that was asked for really appears in the trace.
+that was asked for really appears in the trace. A loop that stops before the schedule's
+end is warned about: the facts record the active steps run and the step the profiler's
+stop cut short (``partial_step``, which the analysis marks partial); a window in which no
+active step completed is not kept (none at all is an error).
 """
 
 from __future__ import annotations
@@ -158,17 +161,40 @@ class Capture(AbstractContextManager["Capture"]):
         trace: TracebackType | None,
     ) -> None:
         assert self._profiler is not None
+        cut = self.steps_done if error is None and self.active_now else None
+        if cut is not None:  # the loop ended inside an active step: say so in the trace too
+            self._profiler.add_metadata_json(
+                TRACE_METADATA_KEY, json.dumps(record_payload(self.scenario, self._ended(cut)))
+            )
         self._profiler.__exit__(kind, error, trace)
         if error is not None:
             self._release()
             return
+        if self._exported > 0 and self._completed_in_last() == 0:
+            self._drop_last()  # it holds only the step the stop cut short
+            cut = None
         if self._exported == 0:
             self._release()
             raise CaptureError(
-                f"the loop ran {self.steps_done} of the {self.total_steps} scheduled steps: "
-                "no active window was recorded"
+                f"the loop ran {self.steps_done} of the {self.total_steps} scheduled steps "
+                f"(wait {self.window.wait} + warmup {self.window.warmup} + active "
+                f"{self.window.active}): no active step completed, so no trace was kept"
             )
-        self.result = self._finish()
+        self.result = self._finish(cut)
+
+    def _ended(self, cut: int | None) -> CaptureFacts:
+        """The facts known when the window ends: active steps run, the step cut short."""
+        return self._facts(active_steps_run=len(self.step_ms), partial_step=cut)
+
+    def _completed_in_last(self) -> int:
+        """Active steps completed in the last window written."""
+        return len(self.step_ms) - (self._exported - 1) * self.window.active
+
+    def _drop_last(self) -> None:
+        self._exported -= 1
+        path = self._paths[self._exported]
+        files.release(path)
+        files.release(sidecar_path(path))
 
     # -- files --------------------------------------------------------------------------
     def _reserve(self) -> None:
@@ -194,12 +220,12 @@ class Capture(AbstractContextManager["Capture"]):
     def _facts(self, **fields: Any) -> CaptureFacts:
         return CaptureFacts(window=self.window, torch_version=str(torch.__version__), **fields)
 
-    def _finish(self) -> CaptureResult:
+    def _finish(self, cut: int | None) -> CaptureResult:
         written = self._paths[: self._exported]
         for path in self._paths[self._exported :]:
             files.release(path)
             files.release(sidecar_path(path))
-        warned: list[str] = []
+        warned = [] if self.done else [self._ended_early(cut)]
         gpu_requested = devices.wants_gpu(self.device)
         gpu_observed = all(load_trace(p).events.mask(*GPU_WORK).any() for p in written)
         if gpu_requested and not gpu_observed:
@@ -209,7 +235,8 @@ class Capture(AbstractContextManager["Capture"]):
             )
         options = self.window.options
         warned += [f"{name} was on: {cost}" for name, cost in OPTION_COSTS.items() if options[name]]
-        facts = self._facts(
+        facts = msgspec.structs.replace(
+            self._ended(cut),
             traces=tuple(str(p) for p in written),
             sidecar=str(sidecar_path(written[0])),
             gpu_requested=gpu_requested,
@@ -217,6 +244,23 @@ class Capture(AbstractContextManager["Capture"]):
             profiled_step_ms=tuple(self.step_ms),
         )
         return self.amend(CaptureResult(self.scenario, facts), warnings=tuple(warned))
+
+    def _ended_early(self, cut: int | None) -> str:
+        """The warning of a loop that stopped before the schedule's end."""
+        window = self.window
+        planned = window.active * window.repeat
+        said = (
+            f"the loop ended after {self.steps_done} of the {self.total_steps} scheduled "
+            f"steps: {len(self.step_ms)} of the {planned} planned active steps ran"
+        )
+        if cut is not None:
+            said += (
+                f"; ProfilerStep#{cut} was cut short by the profiler's stop: the analysis "
+                "marks it partial and leaves it out of the step figures"
+            )
+        if self._exported < window.repeat:
+            said += f"; {self._exported} of the {window.repeat} windows were written"
+        return said
 
     def amend(self, result: CaptureResult | None = None, **fields: Any) -> CaptureResult:
         """Add figures measured outside the window; rewrite the sidecars (ours) with them.

@@ -6,6 +6,7 @@ of ``steptrace analyze``, so its start-up counts in every analysis.
 
 from __future__ import annotations
 
+import json
 import os
 import sys
 import time
@@ -24,6 +25,7 @@ from steptrace.cli.options import (
     window_options,
 )
 from steptrace.errors import CaptureError, TraceError
+from steptrace.safe_text import visible
 
 if TYPE_CHECKING:
     from steptrace.report.document import Document
@@ -153,7 +155,7 @@ def profile(
     except (CaptureError, TraceError) as error:
         _fail(str(error))
     for message in captured.facts.warnings:
-        print(f"steptrace: warning: {message}", file=sys.stderr)
+        _warn(message)
     print(
         f"steptrace: trace {', '.join(captured.facts.traces)}; scenario {captured.facts.sidecar}",
         file=sys.stderr,
@@ -261,26 +263,41 @@ def diff(before: Path, after: Path, output_format: str, top: int) -> None:
         _fail(str(error))
     if output_format != "text":  # the text report shows them in its body
         for warning in result.warnings:
-            print(f"steptrace: warning: {warning}", file=sys.stderr)
+            _warn(warning)
     _write([diff_document(result, top)], output_format)
 
 
-@app.command(short_help="Copy a trace without e-mails, tokens, user and host names.")
+@app.command(short_help="Copy a trace without user and host names, addresses and secrets.")
 @click.argument("trace", type=FILE)
-@click.option("--output", "-o", type=FILE, required=True, help="New file for the copy.")
-def scrub(trace: Path, output: Path) -> None:
-    """Write a copy without e-mails, tokens, keys, user and host names (never overwrites).
+@click.option("--output", "-o", type=FILE, help="New file for the copy (never overwritten).")
+@switch("--check", "Write nothing: list what still looks sensitive, exit 1 if anything does.")
+def scrub(trace: Path, output: Path | None, check: bool) -> None:
+    """Write a copy without user and host names, IP addresses, e-mails, tokens, keys and
+    passwords; timings and every analysis figure stay the same. With --check, write
+    nothing: list what still looks sensitive and exit 1 if anything does (a gate before
+    publishing a trace).
 
     TRACE is the trace to share (.json or .json.gz).
     """
-    from steptrace.tools.scrub import scrub_file
+    from steptrace.tools.scrub import check_file, scrub_file
 
+    if check == (output is not None):
+        _fail("give --output FILE, or --check (see steptrace scrub --help)")
     try:
-        report = scrub_file(trace, output)
+        report = scrub_file(trace, output) if output is not None else check_file(trace)
     except TraceError as error:
         _fail(str(error))
-    kinds = ", ".join(f"{kind} ×{count}" for kind, count in report.counts.items()) or "nothing"
-    print(f"steptrace: wrote {output}; replaced {report.total}: {kinds}")
+    kinds = ", ".join(f"{kind} ×{count}" for kind, count in report.counts.items())
+    if output is not None:
+        print(f"steptrace: wrote {visible(str(output))}; replaced {report.total}: {kinds or '-'}")
+    elif not report.total:
+        print(f"steptrace: {visible(str(trace))}: nothing looks sensitive")
+    else:
+        print(f"steptrace: {visible(str(trace))}: {report.total} still look sensitive: {kinds}")
+        for place in report.places:  # the field's name, never the value
+            field = json.dumps(place.field, ensure_ascii=False) if place.field else "no field"
+            print(f"  {place.kind:<14} ×{place.count:<6} in {visible(field)}")
+        raise SystemExit(1)
 
 
 @app.command(short_help="The whole method on a small CNN, reports in a new folder.")
@@ -318,7 +335,7 @@ def _report(reports: list[Report], output_format: str, *, findings_only: bool = 
     for report in reports:
         path = report.analysis.trace.path
         for warning in report.analysis.trace.warnings + report.warnings:
-            print(f"steptrace: warning: {path}: {warning}", file=sys.stderr)
+            _warn(f"{path}: {warning}")
     view = View(findings_only=findings_only)
     _write([report_document(r, view) for r in reports], output_format)
 
@@ -330,8 +347,12 @@ def _write(documents: list[Document], output_format: str) -> None:
 
 
 def _fail(message: str, code: int = 2) -> NoReturn:
-    print(f"steptrace: error: {message}", file=sys.stderr)
+    print(f"steptrace: error: {visible(message)}", file=sys.stderr)
     raise SystemExit(code)
+
+
+def _warn(message: str) -> None:
+    print(f"steptrace: warning: {visible(message)}", file=sys.stderr)
 
 
 def main() -> NoReturn:
@@ -364,5 +385,5 @@ def _exit_code(status: object) -> int:
     """As Python's own exit: None is 0, an int itself, anything else printed and 1."""
     if status is None or isinstance(status, int):
         return status or 0
-    print(status, file=sys.stderr)
+    print(visible(str(status)), file=sys.stderr)
     return 1

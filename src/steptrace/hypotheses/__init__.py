@@ -2,15 +2,19 @@
 
 Each rule is a plain function ``(case, thresholds) -> list[Finding]`` over a ``Case`` (the
 analysis, the scenario, the capture's facts); ``RULES`` lists them in the order of their
-documented ids (docs/findings.md). ``find`` runs them all and ranks what fired by
-severity (the share of step time involved).
+documented ids (docs/findings.md). ``find`` runs them all, gives time that two findings
+claim to one of them, and ranks what fired by severity: the share of the step's wall time
+each explains (``steptrace.hypotheses.claims`` defines it).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 
+import msgspec
+
 from steptrace.hypotheses.case import Case
+from steptrace.hypotheses.claims import resolve
 from steptrace.hypotheses.finding import Evidence, Figure, Finding, Where
 from steptrace.hypotheses.rules.copies import pageable_memcpy, repeated_copy
 from steptrace.hypotheses.rules.input import input_pipeline
@@ -39,10 +43,23 @@ RULES: tuple[tuple[str, Rule], ...] = (
 )
 
 
+def complete_steps(case: Case) -> Case:
+    """The case without its partial steps (cut short by the profiler's stop), which would
+    bias every per-step figure; all of them when every step is partial."""
+    steps = case.analysis.steps
+    complete = tuple(s for s in steps if not s.partial) or steps
+    if len(complete) == len(steps):
+        return case
+    return msgspec.structs.replace(
+        case, analysis=msgspec.structs.replace(case.analysis, steps=complete)
+    )
+
+
 def find(case: Case, thresholds: Thresholds | None = None) -> tuple[Finding, ...]:
     """Every finding that fires, most severe first."""
     limits = thresholds or Thresholds()
-    found = [f for _, rule in RULES for f in rule(case, limits)]
+    case = complete_steps(case)
+    found = resolve([f for _, rule in RULES for f in rule(case, limits)])
     return tuple(sorted(found, key=lambda f: -f.severity))
 
 

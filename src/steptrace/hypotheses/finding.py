@@ -1,8 +1,9 @@
 """A finding: what was observed, the evidence, one hypothesis, and the next controlled check.
 
 Findings are possible readings of a trace, never verdicts: no duration or speed-up is
-promised. ``severity`` is the share of step time the observation involves (0 to 1), used
-to rank findings; ``level`` puts it in words. The evidence is typed: figures that carry
+promised. ``severity`` is the share of the step's wall time the finding explains (0 to 1,
+defined in ``steptrace.hypotheses.claims``), used to rank findings; ``level`` puts it in
+words. The evidence is typed: figures that carry
 their unit, and ``Where`` to look on the timeline.
 """
 
@@ -31,7 +32,7 @@ class Where(msgspec.Struct, frozen=True):
     """Where to look in the trace: which steps, their time range as written, thread, streams."""
 
     steps: tuple[str, ...]
-    time_us: tuple[float, float]  # start of the first step, end of the last
+    time_us: tuple[float, float]  # start of the first step, end of the last (from origin_ns)
     thread: str | None  # the thread the steps ran on, when known
     streams: tuple[int, ...] | None  # GPU streams with work in those steps; None: no GPU
 
@@ -51,7 +52,7 @@ class Finding(msgspec.Struct, frozen=True, kw_only=True):
     """One rule that fired: observation, evidence, one hypothesis, the next check, caveats."""
 
     rule: str  # a stable id: input-pipeline, repeated-copy, ... (docs/findings.md)
-    severity: float  # the share of step time involved, 0 to 1
+    severity: float  # the share of the step's wall time it explains, 0 to 1
     level: Level
     observation: str
     evidence: Evidence

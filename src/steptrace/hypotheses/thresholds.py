@@ -49,9 +49,10 @@ class Thresholds(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_field
     # optimizer-kernels: the optimizer step launches at least this many GPU activities
     # (a foreach or fused optimizer launches a handful per parameter group).
     optimizer_launches: int = 50
-    # profiler-distortion: CPU operators last this many µs or less (median) and there are
-    # at least the second number of them per step: the profiler's per-operator cost (a few
-    # µs) is then a large part of what is measured; or a measured overhead ratio this high.
+    # profiler-distortion, not measured: CPU operators of this many µs or less (median), at
+    # least the second number of them per step, suggest it (the profiler's per-operator
+    # cost, a few µs, is then a large part of what is measured); measured, a
+    # profiled/unprofiled ratio this high (the measure decides when there is one).
     short_operator_us: float = 10.0
     short_operator_count: int = 200
     overhead_ratio: float = 1.2

@@ -5,21 +5,13 @@
 
 from __future__ import annotations
 
-import re
-
 from steptrace import units
 from steptrace.analysis.stats import Spread
 from steptrace.report.document import Cell, Unit
+from steptrace.safe_text import visible
 
 NOT_OBSERVED = "not observed"
-# C0 and C1 control characters but tab and newline (which the layouts use), and DEL
-_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
-
-
-def visible(text: str) -> str:
-    """Control characters made visible (``\\x1b``): text from a trace drives no terminal,
-    viewer or browser, in any format."""
-    return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
+__all__ = ["NOT_OBSERVED", "cell_text", "visible"]
 
 
 def cell_text(value: Cell, unit: Unit) -> str:

@@ -5,16 +5,20 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from steptrace import units
-from steptrace.across.diff import ChangeCounts, NameChange, SpreadChange, TraceDiff
+from steptrace.across.changes import ChangeCounts
+from steptrace.across.diff import NameChange, SpreadChange, TraceDiff
+from steptrace.across.labels import LabelChange
 from steptrace.report.cells import spread
 from steptrace.report.document import Block, Column, Document, Paragraph, Section, Table
 
 
 def diff_document(diff: TraceDiff, top: int) -> Document:
-    """Summary and warnings, then the operators and kernels that moved (``top`` of each)."""
+    """Summary and warnings, the labels, then the operators and kernels that moved (``top``
+    of each)."""
     summary: list[Block] = [Paragraph(line) for line in summary_lines(diff)]
     summary += [Paragraph(f"warning: {w}", "warning") for w in diff.warnings]
     sections = [Section("summary", "Step time and what changed", tuple(summary))]
+    sections.append(_labels(diff.labels[:top]))
     sections.append(_changes("operators", "Operators (self ms per step)", diff.operators[:top]))
     sections.append(_changes("kernels", "Kernels (total ms per step)", diff.kernels[:top]))
     sections.append(
@@ -34,6 +38,7 @@ def summary_lines(diff: TraceDiff) -> list[str]:
         lines.append(
             _spread_line(name, change) if change else f"{name}: not observed on both sides"
         )
+    lines.append(f"labels: {_counts(diff.label_counts)}")
     lines.append(f"operators: {_counts(diff.operator_counts)}")
     lines.append(f"kernels: {_counts(diff.kernel_counts)}")
     return lines
@@ -54,6 +59,35 @@ def _changes(key: str, heading: str, changes: Sequence[NameChange]) -> Section:
         for c in changes
     )  # fmt: skip
     return Section(key, f"{heading}: changes, largest first", (Table(columns, rows),))
+
+
+def _labels(changes: Sequence[LabelChange]) -> Section:
+    heading = "Labels (exclusive ms per step, median over the complete steps)"
+    if not changes:
+        return Section("labels", heading, (Paragraph("No label on either side."),))
+    columns = (
+        Column("label", "name"), Column("status", "text"),
+        Column("steps before", "count"), Column("steps after", "count"),
+        Column("ms/step before", "ms"), Column("ms/step after", "ms"),
+        Column("delta ms/step", "delta_ms"),
+    )  # fmt: skip
+    rows = tuple(
+        (_label_name(c), c.status, c.before_steps, c.after_steps, c.before_ms, c.after_ms,
+         "—" if c.delta_ms is None else c.delta_ms)
+        for c in changes
+    )  # fmt: skip
+    one_sided = any(c.delta_ms is None for c in changes)
+    caption = "not observed: the label is absent from that side (not 0 ms)" if one_sided else ""
+    return Section(
+        "labels", f"{heading}: largest change first", (Table(columns, rows, caption=caption),)
+    )
+
+
+def _label_name(change: LabelChange) -> str:
+    """The label, and its name after when it changed (the DataLoader's iterator class)."""
+    if change.after_name is None:
+        return units.short(change.name, 70)
+    return f"{units.short(change.name, 70)} → {units.short(change.after_name, 70)}"
 
 
 def _or_dash(value: float | None) -> float | str:

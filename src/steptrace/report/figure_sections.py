@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from steptrace import units
 from steptrace.analysis.copies import CopyPattern
 from steptrace.analysis.measure import StepResult
+from steptrace.analysis.parts import part_of
 from steptrace.report.cells import NOT_OBSERVED, spread
 from steptrace.report.document import Bars, Cell, Column, Paragraph, Section, Series, Stacked, Table
 from steptrace.report.model import Report
@@ -33,6 +34,7 @@ def steps(report: Report) -> Section:
         caption="The first step, in orange, is shown apart." if highlight == 0 else "",
     )
     gpu_busy = summary.gpu_busy_ms
+    any_partial = any(s.partial for s in analysis.steps)
     table = Table(
         (
             Column("step", "name"),
@@ -44,7 +46,7 @@ def steps(report: Report) -> Section:
         ),
         tuple(
             (
-                s.name,
+                f"{s.name} (partial)" if s.partial else s.name,
                 s.wall_ms,
                 s.cpu.busy_ms,
                 s.unlabeled_ms if s.unlabeled_ms is not None else "—",
@@ -58,6 +60,7 @@ def steps(report: Report) -> Section:
             "[min–max]); GPU busy "
             + (f"{spread(gpu_busy, 'ms')} ms" if gpu_busy is not None else NOT_OBSERVED)
             + ("; the first step differs: it is shown apart" if highlight == 0 else "")
+            + ("; partial steps are listed, not counted" if any_partial else "")
         ),
     )
     return Section(
@@ -85,18 +88,28 @@ def labels(report: Report) -> Section:
     table = Table(
         (
             Column("label", "name"),
+            Column("read as", "text"),
             Column("steps", "count"),
             Column("exclusive ms", "ms"),
             Column("share of step", "share"),
             Column("GPU idle while it ran ms", "ms"),
         ),
         tuple(
-            (units.short(p.name, NAME_WIDTH), p.steps, p.exclusive_ms, p.share, p.gpu_idle_ms)
+            (
+                units.short(p.name, NAME_WIDTH),
+                part_of(p.name) or "—",
+                p.steps,
+                p.exclusive_ms,
+                p.share,
+                p.gpu_idle_ms,
+            )
             for p in phases
         ),
         caption=(
             "Each label owns the time in which it is the innermost label on its thread: "
-            "nested labels are never counted twice."
+            "nested labels are never counted twice. 'Read as': the part of the scenario's "
+            "step the findings take the label for (its name, or a usual one: "
+            "docs/findings.md)."
         ),
     )
     return Section("labels", heading, (chart, table))

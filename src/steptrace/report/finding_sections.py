@@ -53,7 +53,7 @@ def evidence_line(found: Finding) -> str:
     place = found.evidence.where
     names = place.steps
     span = f"{names[0]}–{names[-1]}" if len(names) > 1 else (names[0] if names else "")
-    look = f"look at {span} (ts {place.time_us[0]:.0f}–{place.time_us[1]:.0f} µs"
+    look = f"look at {span} ({place.time_us[0]:.0f}–{place.time_us[1]:.0f} µs from the trace start"
     if place.thread:
         look += f", {place.thread}"
     if place.streams:

@@ -12,16 +12,33 @@ import re
 from collections.abc import Iterable, Iterator
 from itertools import compress, repeat
 from operator import attrgetter, is_
-from typing import Any, TypeVar, cast
+from typing import Any, NamedTuple, TypeVar, cast
 
 import numpy as np
 from numpy.typing import NDArray
 
-from steptrace.trace.decode import AnyEvent, Event, EventArgs, FlowStart, Instant, Metadata
+from steptrace.trace.decode import (
+    AnyEvent,
+    Event,
+    EventArgs,
+    FlowStart,
+    Instant,
+    Metadata,
+    TolerantEvent,
+)
 from steptrace.trace.kinds import GPU_WORK, LAUNCHES, Kind, kind_of, legacy_operator_kind
 from steptrace.trace.table import MISSING, EventTable
+from steptrace.trace.timestamps import (
+    LIMIT_NS,
+    NOT_A_NUMBER,
+    OK,
+    OUT_OF_RANGE,
+    durations,
+    nanoseconds,
+)
 
 ThreadKey = tuple[int | str, int | str]
+Ints = NDArray[np.int64]
 _Phase = TypeVar("_Phase", Event, Instant, Metadata, FlowStart)
 
 _DIGITS = re.compile(r"-?\d+")
@@ -62,7 +79,7 @@ class ColumnBuilder:
         def of_phase(phase: type[_Phase]) -> Iterator[_Phase]:  # a C-level filter
             return cast(Iterator[_Phase], compress(events, map(is_, types, repeat(phase))))
 
-        complete = list(of_phase(Event))
+        complete = list(of_phase(Event)) or list(of_phase(TolerantEvent))
         self.memory_events += sum(e.name == "[memory]" for e in of_phase(Instant))
         self.fwdbwd_flows += sum(e.cat == "fwdbwd" for e in of_phase(FlowStart))
         for e in of_phase(Metadata):
@@ -83,8 +100,8 @@ class ColumnBuilder:
         legacy = np.flatnonzero(kind == Kind.LEGACY_OPERATOR)
         kind[legacy] = [_legacy_kind(complete[i]) for i in legacy.tolist()]
         return {
-            "start_us": np.array(list(map(attrgetter("ts"), complete)), np.float64),  # None: NaN
-            "dur_us": np.array(list(map(attrgetter("dur"), complete)), np.float64),
+            **_times("start", nanoseconds(list(map(attrgetter("ts"), complete)))),
+            **_times("dur", durations(list(map(attrgetter("dur"), complete)))),
             "name_id": _ids(self.names, map(attrgetter("name"), complete), n),
             "category": category,
             "raw_thread": _ids(self.raw_threads, map(attrgetter("pid", "tid"), complete), n),
@@ -136,18 +153,26 @@ class ColumnBuilder:
             if self.category_kinds[i] is None
         }
 
-    def table(self) -> tuple[EventTable, int]:
-        """The sorted table of usable rows, and how many rows were unusable."""
-        start = self._concat("start_us").astype(np.float64)
-        dur = self._concat("dur_us").astype(np.float64)
-        usable = np.isfinite(start) & np.isfinite(dur) & (dur >= 0)
+    def table(self) -> tuple[EventTable, Unusable]:
+        """The sorted table of usable rows (times from the first one), and what was skipped."""
+        start = self._concat("start_ns").astype(np.int64, copy=False)
+        dur = self._concat("dur_ns").astype(np.int64, copy=False)
+        statuses = np.maximum(self._concat("start_status"), self._concat("dur_status"))
+        negative = (statuses == OK) & (dur < 0)
+        overflow = (statuses == OK) & ~negative & (start >= LIMIT_NS - dur)
+        usable = (statuses == OK) & ~negative & ~overflow
+        unusable = Unusable(
+            not_a_number=int((statuses == NOT_A_NUMBER).sum()),
+            negative=int(negative.sum()),
+            out_of_range=int((statuses == OUT_OF_RANGE).sum() + overflow.sum()),
+        )
         rows = np.flatnonzero(usable)
         order = rows[np.lexsort((-dur[rows], start[rows]))]
+        origin = int(start[order[0]]) if order.size else 0
+        start, dur = start[order] - origin, dur[order]  # exact: |values| < 2**62
         thread_of_raw, threads = self._canonical_threads()
         column = {
-            name: self._concat(name)[order]
-            for name in self._batches[0]
-            if name not in ("start_us", "dur_us")
+            name: self._concat(name)[order] for name in self._batches[0] if name not in _TIMES
         }
         table = EventTable(
             kind=column["kind"].astype(np.int8),
@@ -155,9 +180,10 @@ class ColumnBuilder:
             names=tuple(self.names),
             thread_id=thread_of_raw[column["raw_thread"]],
             threads=threads,
-            start_us=start[order],
-            dur_us=dur[order],
-            end_us=start[order] + dur[order],
+            origin_ns=origin,
+            start_us=start / 1000,
+            dur_us=dur / 1000,
+            end_us=(start + dur) / 1000,
             correlation=column["correlation"].astype(np.int64),
             device=column["device"].astype(np.int64),
             stream=column["stream"].astype(np.int64),
@@ -167,7 +193,7 @@ class ColumnBuilder:
             shapes=tuple(d.decode("utf-8", "replace") for d, _ in self.shapes),
             shape_types=tuple(t.decode("utf-8", "replace") for _, t in self.shapes),
         )
-        return table, int((~usable).sum())
+        return table, unusable
 
     def _concat(self, name: str) -> NDArray[np.generic]:
         return np.concatenate([batch[name] for batch in self._batches])
@@ -179,6 +205,22 @@ class ColumnBuilder:
             canonical.setdefault((_id(p), _id(t)), len(canonical)) for p, t in self.raw_threads
         ]
         return np.array(remap, dtype=np.int32), tuple(canonical)  # fmt: skip
+
+
+class Unusable(NamedTuple):
+    """Complete events skipped for their ``ts`` or ``dur``, by reason."""
+
+    not_a_number: int  # missing, a string, null...
+    negative: int  # a negative duration
+    out_of_range: int  # beyond ±2**62 ns, or ending there
+
+
+_TIMES = ("start_ns", "start_status", "dur_ns", "dur_status")
+
+
+def _times(field: str, read: tuple[Ints, NDArray[np.int8]]) -> dict[str, NDArray[np.generic]]:
+    ns, status = read
+    return {f"{field}_ns": ns, f"{field}_status": status}
 
 
 def _ids(interner: _Interner, keys: Iterator[Any], n: int) -> NDArray[np.int32]:

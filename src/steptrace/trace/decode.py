@@ -53,11 +53,18 @@ class Event(msgspec.Struct, tag_field="ph", tag="X", gc=False):
 
     name: str = ""
     cat: str = ""
-    ts: float | None = None
-    dur: float | None = None
+    ts: msgspec.Raw = msgspec.Raw()  # the text, read exactly by ``timestamps``
+    dur: float | None = None  # exact enough as a float: durations are small numbers
     pid: int | str = ""
     tid: int | str = ""
     args: EventArgs | None = None
+
+
+class TolerantEvent(Event, tag="X", gc=False):
+    """A complete event on the exact path: a ``dur`` of any JSON value (a string, 1e400)
+    is kept as text, so that the event is skipped and counted rather than the file refused."""
+
+    dur: msgspec.Raw = msgspec.Raw()  # type: ignore[assignment]
 
 
 class Metadata(msgspec.Struct, tag_field="ph", tag="M", gc=False):
@@ -111,10 +118,13 @@ class Document(msgspec.Struct, Generic[E]):
 
 METADATA_FIELDS = tuple(f for f in Document.__struct_fields__ if f != "traceEvents")
 _EVENT_TYPES: Any = Union[(Event, Metadata, Instant, FlowStart, *_SKIPPED)]  # built at run time
+_TOLERANT_TYPES: Any = Union[(TolerantEvent, Metadata, Instant, FlowStart, *_SKIPPED)]
 _DOCUMENT = msgspec.json.Decoder(Document[msgspec.Raw])
 _EVENTS_DOCUMENT = msgspec.json.Decoder(Document[_EVENT_TYPES])
 _RAW_LIST = msgspec.json.Decoder(list[msgspec.Raw])
 _EVENT_LIST = msgspec.json.Decoder(list[_EVENT_TYPES])
+_TOLERANT_LIST = msgspec.json.Decoder(list[_TOLERANT_TYPES])
+_TOLERANT_EVENT = msgspec.json.Decoder(_TOLERANT_TYPES)
 _BATCH = 8_192  # events per batch on the exact path
 _PIECE_BYTES = 2 << 20  # text per piece on the one-pass path
 _EVENTS_NAME = b'"traceEvents"'
@@ -122,7 +132,6 @@ _ESCAPE = b"\\"
 _UNICODE_ESCAPE = b"\\u"  # the only way to spell a letter of a key otherwise
 _EVENTS_KEY = re.compile(rb'"traceEvents"[ \t\n\r]*:[ \t\n\r]*\[')  # JSON's whitespace
 _BETWEEN_EVENTS = re.compile(rb"\}[ \t\n\r]*,[ \t\n\r]*\{")
-_BATCH_PATH = re.compile(r"`\$\[(\d+)\]")
 _FIRST_CHARACTER = re.compile(rb"[^ \t\n\r]")
 
 
@@ -177,8 +186,14 @@ def _key(field: str) -> bytes:
     return b'"%s"' % field.encode()
 
 
-def exact_documents(data: bytes, where: str) -> Iterator[Document[AnyEvent]]:
-    """The trace in two passes: first its metadata, then its events in batches."""
+def exact_documents(
+    data: bytes, where: str, skipped: list[str] | None = None
+) -> Iterator[Document[AnyEvent]]:
+    """The trace in two passes: first its metadata, then its events in batches.
+
+    An event that does not decode (``name: null``, no ``ph``, ``args`` not an object) is
+    skipped and described in ``skipped``, at its index; the rest of the file is kept.
+    """
     document = decode(data, where)
     raw = document.traceEvents
     if raw is None:
@@ -187,8 +202,12 @@ def exact_documents(data: bytes, where: str) -> Iterator[Document[AnyEvent]]:
         raise TraceError(f"{where}: the trace holds no events")
     document.traceEvents = None
     yield cast(Document[AnyEvent], document)
+    problems = [] if skipped is None else skipped
     for offset in range(0, len(raw), _BATCH):
-        yield Document(traceEvents=decode_events(raw[offset : offset + _BATCH], offset, where))
+        batch = raw[offset : offset + _BATCH]
+        yield Document(traceEvents=decode_events(batch, offset, where, problems))
+    if len(problems) == len(raw):
+        raise TraceError(f"{where}: not a torch.profiler trace ({problems[0]})")
 
 
 def decode(data: bytes, where: str) -> Document[msgspec.Raw]:
@@ -212,18 +231,30 @@ def _decode_typed(data: bytes, first: bytes) -> Document[msgspec.Raw]:
     return _DOCUMENT.decode(data)
 
 
-def decode_events(raw: list[msgspec.Raw], offset: int, where: str) -> list[AnyEvent]:
-    """Decode a batch of raw events (``offset`` is the first one's index, for messages)."""
+def decode_events(
+    raw: list[msgspec.Raw], offset: int, where: str, skipped: list[str]
+) -> list[AnyEvent]:
+    """Decode a batch of raw events (``offset``: the first one's index, for messages).
+
+    When the batch does not decode, its events are decoded one by one and those that
+    fail are left out, each described in ``skipped``.
+    """
     try:
-        events: list[AnyEvent] = _EVENT_LIST.decode(b"[" + b",".join(raw) + b"]")
+        events: list[AnyEvent] = _TOLERANT_LIST.decode(b"[" + b",".join(raw) + b"]")
         return events
-    except msgspec.ValidationError as exc:
-        at = _BATCH_PATH.sub(lambda m: f"`$.traceEvents[{int(m.group(1)) + offset}]", str(exc))
-        raise TraceError(
-            f"{where}: not a torch.profiler trace ({_short(ValueError(at))})"
-        ) from None
     except (msgspec.DecodeError, RecursionError) as exc:
-        raise TraceError(f"{where}: invalid JSON in the events ({_short(exc)})") from None
+        if not isinstance(exc, msgspec.ValidationError):
+            raise TraceError(f"{where}: invalid JSON in the events ({_short(exc)})") from None
+    kept: list[AnyEvent] = []
+    for index, event in enumerate(raw, start=offset):
+        try:
+            kept.append(_TOLERANT_EVENT.decode(event))
+        except (msgspec.ValidationError, RecursionError) as exc:
+            at = str(exc).replace("`$", f"`$.traceEvents[{index}]")
+            if "`$" not in at:
+                at = f"{at} - at `$.traceEvents[{index}]`"
+            skipped.append(_short(ValueError(at)))
+    return kept
 
 
 def _decode_nonstandard(

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from steptrace.errors import TraceError
-from steptrace.trace.columns import ColumnBuilder, as_int
+from steptrace.trace.columns import ColumnBuilder, Unusable, as_int
 from steptrace.trace.decode import (
     METADATA_FIELDS,
     AnyEvent,
@@ -22,6 +22,7 @@ from steptrace.trace.progress import loading_progress
 from steptrace.trace.source import FileText, file_size, read_text
 from steptrace.trace.table import MISSING, Device, Distributed, Trace, TraceInfo
 
+_EXACT_SPAN_NS = 2**53  # float64 microseconds keep every nanosecond up to here
 _OPTION_KEYS = ("record_shapes", "profile_memory", "with_stack", "with_flops", "with_modules")
 
 
@@ -43,10 +44,11 @@ def load_trace(
         del text
         stage.step("decoding")
         columns = _in_one_pass(data)
+        malformed: list[str] = []
         if columns is None:  # here, not in an except block whose traceback holds the first try
-            columns = _columns(exact_documents(data, str(path)))
+            columns = _columns(exact_documents(data, str(path), malformed))
         stage.step("indexing")
-        return _build(*columns, path, size)
+        return _build(*columns, path, size, malformed)
 
 
 def _in_one_pass(data: bytes) -> tuple[ColumnBuilder, Document[AnyEvent]] | None:
@@ -81,7 +83,13 @@ def _columns(
     return builder, Document(**metadata)
 
 
-def _build(builder: ColumnBuilder, document: Document[AnyEvent], path: Path, size: int) -> Trace:
+def _build(
+    builder: ColumnBuilder,
+    document: Document[AnyEvent],
+    path: Path,
+    size: int,
+    malformed: list[str],
+) -> Trace:
     if not builder.events_seen:
         raise TraceError(f"{path}: the trace holds no events")
     if not builder.names:
@@ -89,11 +97,14 @@ def _build(builder: ColumnBuilder, document: Document[AnyEvent], path: Path, siz
     table, unusable = builder.table()
     if len(table) == 0:
         raise TraceError(f"{path}: no event has a usable ts and dur")
-    warnings = []
-    if unusable:
+    warnings = _skipped(unusable)
+    if malformed:
+        more = f"; {len(malformed) - 1} more" if len(malformed) > 1 else ""
+        warnings.insert(0, f"skipped {len(malformed)} malformed events ({malformed[0]}{more})")
+    if (span := float(table.end_us.max())) * 1000 > _EXACT_SPAN_NS:
         warnings.append(
-            f"skipped {unusable} complete events without a usable ts/dur "
-            "(missing, negative or not finite)"
+            f"the events span {span / 86_400e6:.0f} days: times far from the first event "
+            "lose sub-microsecond precision (a stray timestamp?)"
         )
     if unknown := builder.unknown_categories():
         listed = ", ".join(repr(c) for c in sorted(unknown))
@@ -114,6 +125,16 @@ def _build(builder: ColumnBuilder, document: Document[AnyEvent], path: Path, siz
         warnings=tuple(warnings),
     )
     return Trace(info=info, events=table)
+
+
+def _skipped(unusable: Unusable) -> list[str]:
+    """One counted warning per reason complete events were skipped."""
+    reasons = (
+        (unusable.not_a_number, "a ts or dur that is missing or not a number"),
+        (unusable.negative, "a negative dur"),
+        (unusable.out_of_range, "a ts or end beyond ±2**62 ns (about 146 years)"),
+    )
+    return [f"skipped {n} complete events with {why}" for n, why in reasons if n]
 
 
 def _devices(properties: list[dict[str, Any]] | None) -> tuple[Device, ...] | None:

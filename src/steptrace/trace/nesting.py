@@ -46,13 +46,20 @@ def parents(start: Floats, end: Floats, thread: NDArray[np.int32]) -> Ints:
     return parent
 
 
-def self_time(start: Floats, end: Floats, parent: Ints) -> Floats:
-    """Duration minus the time of direct children (each child clipped to its parent)."""
-    duration = end - start
+def self_time(start: Floats, end: Floats, parent: Ints, thread: NDArray[np.int32]) -> Floats:
+    """Per event, the time during which it is the innermost open event on its thread.
+
+    Where every event lies inside its parent, that is its duration minus its direct
+    children's (siblings never overlap); where a child outlives its parent, the pieces of
+    ``innermost_pieces`` are added up instead, so that each moment still counts once.
+    """
     child = np.flatnonzero(parent >= 0)
-    inside = np.minimum(end[child], end[parent[child]]) - start[child]
-    children = np.bincount(parent[child], weights=np.maximum(inside, 0.0), minlength=start.size)
-    return np.maximum(duration - children, 0.0)
+    if (end[child] > end[parent[child]]).any():
+        seg_start, seg_end, owner = innermost_pieces(start, end, thread)
+        owned = np.bincount(owner, weights=seg_end - seg_start, minlength=start.size)
+        return owned.astype(np.float64, copy=False)
+    children = np.bincount(parent[child], weights=end[child] - start[child], minlength=start.size)
+    return np.maximum(end - start - children, 0.0)
 
 
 def has_same_name_ancestor(name: NDArray[np.int32], parent: Ints) -> NDArray[np.bool_]:
@@ -65,31 +72,30 @@ def has_same_name_ancestor(name: NDArray[np.int32], parent: Ints) -> NDArray[np.
     return found
 
 
-def exclusive_segments(start: Floats, end: Floats, parent: Ints) -> tuple[Floats, Floats, Ints]:
-    """The pieces of time each event owns: its span minus its direct children's spans.
+def innermost_pieces(
+    start: Floats, end: Floats, thread: NDArray[np.int32]
+) -> tuple[Floats, Floats, Ints]:
+    """The pieces of time each event owns: where it is the innermost open event.
 
-    Returns ``(seg_start, seg_end, owner)``; an event with children ``c1..cn`` (by start)
-    owns ``[start, c1.start], [c1.end, c2.start], ..., [cn.end, end]``. Pieces can be
-    clipped to any window, which durations alone cannot be. Empty pieces are dropped.
+    Each thread's time is cut at every start and end; a piece belongs to the event opened
+    last among those still open (by start, longer first, then file order: a stack), so
+    that every moment counts once even where a child outlives its parent. Returns
+    ``(piece_start, piece_end, owner)``, pieces of positive length only.
+
+    Found with ``parents``: a zero-length probe at each piece's start has the piece's
+    owner as its container.
     """
     n = start.size
-    child = np.flatnonzero(parent >= 0)
-    owner_of_child = parent[child]
-    # piece starts: each event's start, then each child's end; piece ends: each child's
-    # start, then each event's end. Sorted the same way, they pair up piece by piece.
-    starts_owner = np.concatenate((np.arange(n), owner_of_child))
-    starts_rank = np.concatenate((np.zeros(n), np.ones(child.size)))
-    starts_key = np.concatenate((start, start[child]))
-    starts_value = np.concatenate((start, end[child]))
-    ends_owner = np.concatenate((owner_of_child, np.arange(n)))
-    ends_rank = np.concatenate((np.zeros(child.size), np.ones(n)))
-    ends_key = np.concatenate((start[child], end))
-    ends_value = np.concatenate((start[child], end))
-    # per owner: [own start, child ends by child start] and [child starts, own end]
-    first = np.lexsort((starts_key, starts_rank, starts_owner))
-    second = np.lexsort((ends_key, ends_rank, ends_owner))
-    seg_start = starts_value[first]
-    seg_end = np.minimum(ends_value[second], end[starts_owner[first]])
-    owner = starts_owner[first]
-    keep = seg_end > seg_start
-    return seg_start[keep], seg_end[keep], owner[keep]
+    times = np.concatenate((start, end))
+    threads = np.concatenate((thread, thread))
+    order = np.lexsort((times, threads))
+    times, threads = times[order], threads[order]
+    nxt = np.flatnonzero((threads[1:] == threads[:-1]) & (times[1:] > times[:-1]))
+    lo, hi, probe_thread = times[nxt], times[nxt + 1], threads[nxt]
+    container = parents(
+        np.concatenate((start, lo)),
+        np.concatenate((end, lo)),
+        np.concatenate((thread, probe_thread)),
+    )[n:]
+    owned = container >= 0
+    return lo[owned], hi[owned], container[owned]

@@ -6,6 +6,8 @@ import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
+from steptrace.safe_text import visible
+
 LARGE_TRACE_BYTES = 16 * 1024 * 1024
 
 
@@ -20,7 +22,8 @@ def loading_progress(label: str, total_bytes: int, enabled: bool | None) -> Iter
     from rich.console import Console
     from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn
 
-    columns = (TextColumn("{task.description}"), BarColumn(), DownloadColumn())
+    label = visible(label)  # a file name is data: no terminal control, no rich markup
+    columns = (TextColumn("{task.description}", markup=False), BarColumn(), DownloadColumn())
     with Progress(*columns, console=Console(stderr=True), transient=True) as progress:
         task = progress.add_task(f"reading {label}", total=total_bytes)
 

@@ -9,6 +9,8 @@ previous file of a folder of rank traces. This module needs only the standard li
 from __future__ import annotations
 
 import gzip
+import os
+import stat
 import threading
 import zlib
 from collections.abc import Iterator, Sequence
@@ -22,6 +24,7 @@ from steptrace.trace.progress import Stage, shows_progress
 
 GZIP_MAGIC = b"\x1f\x8b"
 _CHUNK = 8 * 1024 * 1024
+_MAX_RATIO = 1032  # deflate's largest expansion of its input
 _ISAL_ERROR = cast(type[Exception], isal_zlib.error)
 _SILENT = Stage(None, 0)
 
@@ -34,48 +37,85 @@ class FileText(NamedTuple):
 
 
 def file_size(path: Path) -> int:
-    """The size of a trace file; a one-line ``TraceError`` if it is missing or a folder."""
-    if not path.exists():
-        raise TraceError(f"{path}: no such file")
-    if path.is_dir():
-        raise TraceError(f"{path}: is a folder, not a trace file")
-    return path.stat().st_size
-
-
-def read_text(path: Path, stage: Stage = _SILENT) -> FileText:
-    """The file's bytes, gunzipped when they are gzip."""
-    size = file_size(path)
+    """The size of a trace file; a one-line ``TraceError`` if it is not a regular file."""
     try:
-        with path.open("rb") as handle:
+        mode = path.stat()  # follows a symbolic link, as reading does
+    except FileNotFoundError:
+        raise TraceError(f"{path}: no such file") from None
+    except OSError as exc:
+        raise TraceError(f"{path}: cannot read ({exc.strerror or exc})") from None
+    _check_regular(path, mode.st_mode)
+    return mode.st_size
+
+
+def _check_regular(path: Path, mode: int) -> None:
+    """A FIFO would block the read forever and ``/dev/zero`` never ends: only files."""
+    if stat.S_ISDIR(mode):
+        raise TraceError(f"{path}: is a folder, not a trace file")
+    if not stat.S_ISREG(mode):
+        kind = next((name for test, name in _SPECIAL if test(mode)), "special file")
+        raise TraceError(f"{path}: is a {kind}, not a regular file: traces are read from files")
+
+
+_SPECIAL = (
+    (stat.S_ISFIFO, "named pipe"),
+    (stat.S_ISCHR, "character device"),
+    (stat.S_ISBLK, "block device"),
+    (stat.S_ISSOCK, "socket"),
+)
+
+
+def read_file(path: Path, stage: Stage = _SILENT) -> bytes:
+    """A regular file's bytes; one-line ``TraceError`` otherwise, or if it does not fit.
+
+    Opened without blocking and checked again once open, so that a file swapped for a
+    named pipe after ``file_size`` cannot hang the read either.
+    """
+    file_size(path)
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+        with os.fdopen(fd, "rb") as handle:
+            _check_regular(path, os.fstat(handle.fileno()).st_mode)
             chunks = []
             while chunk := handle.read(_CHUNK):
                 chunks.append(chunk)
                 stage.read(len(chunk))
+        return b"".join(chunks)
     except OSError as exc:
         raise TraceError(f"{path}: cannot read ({exc.strerror or exc})") from None
-    raw = b"".join(chunks)
-    del chunks
+    except MemoryError:
+        raise TraceError(f"{path}: too large to read into memory") from None
+
+
+def read_text(path: Path, stage: Stage = _SILENT) -> FileText:
+    """The file's bytes, gunzipped when they are gzip."""
+    raw = read_file(path, stage)
     stage.step("decompressing")
-    return FileText(decompress(raw, str(path)), size)
+    return FileText(decompress(raw, str(path)), len(raw))
 
 
 def decompress(raw: bytes, where: str) -> bytes:
     """Gunzip when the bytes are gzip, else return them as they are.
 
     ISA-L's inflate (``isal``) is about three times faster than zlib's. The gzip trailer
-    gives the size: one exact allocation instead of growing buffers
-    (which would double the peak memory on a large trace). Multi-member files, whose
-    trailer only tells the last member's size, take the standard library's path.
+    gives the size: one exact allocation instead of growing buffers (which would double
+    the peak memory on a large trace). The trailer is only a hint, bounded by deflate's
+    largest ratio (1032:1): a truncated file cannot make it ask for gigabytes up front.
+    Multi-member files, whose trailer only tells the last member's size, take the
+    standard library's path.
     """
     if not raw.startswith(GZIP_MAGIC):
         return raw
     try:
         size = int.from_bytes(raw[-4:], "little")
-        data = isal_zlib.decompress(raw, wbits=31, bufsize=max(size, 1))
+        hint = max(min(size, len(raw) * _MAX_RATIO), 1)
+        data = isal_zlib.decompress(raw, wbits=31, bufsize=hint)
         return data if len(data) == size else gzip.decompress(raw)
     except (OSError, EOFError, zlib.error, _ISAL_ERROR) as exc:
         text = " ".join(str(exc).split()) or type(exc).__name__
         raise TraceError(f"{where}: broken gzip ({text[:200]})") from None
+    except MemoryError:
+        raise TraceError(f"{where}: too large to decompress into memory") from None
 
 
 class ReadAhead:

@@ -2,8 +2,10 @@
 
 Only complete events (``ph == "X"``) become rows; rows are sorted by start time, longer
 first on ties, so that a parent precedes the events it contains. No Python object is kept
-per event. Times are microseconds as written in the trace (floats, sub-µs kept exactly
-as decoded); ``end_us`` is ``start_us + dur_us``.
+per event. Times are float microseconds from the trace's origin, its first usable event
+(``origin_ns``, exact integer nanoseconds of the trace's own clock): rebased exactly in
+integers before any float, they keep every nanosecond the trace wrote for spans up to
+104 days (2**53 ns). ``dur_us`` is the trace's ``dur``; ``end_us`` is ``start + dur``.
 """
 
 from __future__ import annotations
@@ -32,9 +34,9 @@ class EventTable(msgspec.Struct, frozen=True, eq=False):
     names: tuple[str, ...]
     thread_id: NDArray[np.int32]
     threads: tuple[tuple[int | str, int | str], ...]
-    start_us: Floats
+    start_us: Floats  # from ``origin_ns``
     dur_us: Floats
-    end_us: Floats  # start_us + dur_us
+    end_us: Floats  # start + dur, added in integer nanoseconds
     correlation: Ints
     device: Ints
     stream: Ints
@@ -43,6 +45,7 @@ class EventTable(msgspec.Struct, frozen=True, eq=False):
     records_grad: NDArray[np.bool_]  # operators recorded by autograd (grad mode on)
     shapes: tuple[str, ...]  # recorded "Input Dims", as JSON text
     shape_types: tuple[str, ...]  # the matching "Input type", as JSON text ("" if absent)
+    origin_ns: int = 0  # the first event's ``ts`` in integer nanoseconds: time zero
 
     def __len__(self) -> int:
         return int(self.kind.shape[0])

@@ -1,23 +1,84 @@
-"""Helpers the rules share: medians over steps, evidence figures, where to look."""
+"""Helpers the rules share: medians over steps, shares of the step, evidence, where to look.
+
+Every rule's severity is a share of the step's wall time (``steptrace.hypotheses.claims``
+states the definition): ``step_share`` for a figure measured in each step, ``trace_share``
+for one measured over the whole trace. ``idle_causes`` hands each step's GPU idle time to
+one cause each, so that the four rules that explain idle time never claim the same time.
+"""
 
 from __future__ import annotations
 
-import re
 import statistics
 from collections.abc import Iterable, Sequence
+from typing import NamedTuple
 
 from steptrace.analysis.measure import StepResult, TraceAnalysis
-from steptrace.analysis.phases import DATA_READ as INPUT_LABEL
+from steptrace.analysis.parts import part_of
 from steptrace.hypotheses.finding import Evidence, Figure, Unit, Value, Where
 
-__all__ = ["INPUT_LABEL", "TRANSFER_LABEL", "evidence", "median", "where"]
-
-TRANSFER_LABEL = re.compile(r"transfer|to_device|h2d|copy_batch", re.I)
+__all__ = [
+    "IdleCauses",
+    "carries_the_batch",
+    "evidence",
+    "idle_causes",
+    "median",
+    "step_share",
+    "trace_share",
+    "where",
+]
 
 
 def median(values: Iterable[float]) -> float:
     data = list(values)
     return float(statistics.median(data)) if data else 0.0
+
+
+def step_share(steps: Iterable[tuple[StepResult, float]]) -> float:
+    """Median over steps of ``ms / wall``, from ``(step, ms)`` pairs; steps of no time skipped."""
+    return median(ms / step.wall_ms for step, ms in steps if step.wall_ms > 0)
+
+
+def trace_share(ms: float, analysis: TraceAnalysis) -> float:
+    """``ms`` measured over the whole trace, as a share of the steps' summed wall time."""
+    wall = sum(s.wall_ms for s in analysis.steps)
+    return ms / wall if wall > 0 else 0.0
+
+
+def carries_the_batch(label: str | None) -> bool:
+    """Is ``label`` read as reading the batch or moving it to the device?"""
+    return label is not None and part_of(label) in ("data_read", "transfer")
+
+
+class IdleCauses(NamedTuple):
+    """A step's GPU idle time (ms), each piece handed to one cause."""
+
+    reading: float  # while the batch was read: input-pipeline
+    after_sync: float  # after a blocking call, outside the reading: sync-in-step
+    launches: float  # waiting for launches of kernels shorter than their launch: small-launches
+    other: float  # the rest: the host's pace, cpu-bound
+
+
+def idle_causes(step: StepResult) -> IdleCauses | None:
+    """The step's GPU idle time by cause, in this order; None when the GPU was not observed.
+
+    The analysis gives each cause's total, not its intervals, so a later cause gives up
+    the whole of what the earlier ones took: what it keeps is a lower bound, and the four
+    never add up to more than the idle time. Waiting on the host counts for small launches
+    in proportion to the kernels that ran shorter than their launch call.
+    """
+    gpu = step.gpu
+    if gpu is None:
+        return None
+    idle = max(gpu.idle_ms, 0.0)
+    read_idle = step.reading.gpu_idle_ms if step.reading is not None else None
+    reading = min(read_idle or 0.0, idle)
+    after_sync = max(0.0, min(gpu.idle_after_sync_ms, idle) - reading)
+    kernels = gpu.kernels
+    short = kernels.shorter_than_launch / kernels.count if kernels.count else 0.0
+    waiting = gpu.idle_waiting_on_host_ms or 0.0
+    launches = short * max(0.0, min(waiting, idle) - reading - after_sync)
+    other = max(0.0, idle - reading - after_sync - launches)
+    return IdleCauses(reading, after_sync, launches, other)
 
 
 def where(analysis: TraceAnalysis, steps: Sequence[StepResult] | None = None) -> Where:

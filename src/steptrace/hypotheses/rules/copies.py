@@ -5,7 +5,14 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from steptrace.hypotheses.finding import Finding, finding
-from steptrace.hypotheses.rules.common import INPUT_LABEL, TRANSFER_LABEL, evidence, median, where
+from steptrace.hypotheses.rules.common import (
+    carries_the_batch,
+    evidence,
+    median,
+    step_share,
+    trace_share,
+    where,
+)
 from steptrace.units import pct
 
 if TYPE_CHECKING:
@@ -16,12 +23,12 @@ if TYPE_CHECKING:
 def repeated_copy(case: Case, limits: Thresholds) -> list[Finding]:
     """A host-to-device copy of the same size, from the same operator, in every step.
 
-    Copies made while reading or transferring the batch are the batch itself: expected.
-    A copy outside every label cannot be told apart from the batch and is not reported.
+    Copies made inside labels read as reading or transferring the batch (the ``data_read``
+    and ``transfer`` parts) are the batch itself: expected. A copy outside every label
+    cannot be told apart from the batch and is not reported.
     """
     analysis = case.analysis
     steps = len(analysis.steps)
-    wall_ms = sum(s.wall_ms for s in analysis.steps)
     found = []
     for pattern in analysis.copies:
         label = pattern.label
@@ -31,15 +38,14 @@ def repeated_copy(case: Case, limits: Thresholds) -> list[Finding]:
             or pattern.steps < steps
             or len(set(pattern.per_step)) != 1
             or label is None
-            or INPUT_LABEL.search(label)
-            or TRANSFER_LABEL.search(label)
+            or carries_the_batch(label)
         ):
             continue
         size = f"{pattern.bytes:,} bytes" if pattern.bytes is not None else "unknown size"
         found.append(
             finding(
                 "repeated-copy",
-                pattern.total_ms / wall_ms if wall_ms else 0.0,
+                trace_share(pattern.total_ms, analysis),
                 observation=(
                     f"The same host-to-device copy ({size}, launched by {pattern.operator} "
                     f"inside '{label}') happens {pattern.per_step[0]}× in every one of the "
@@ -50,6 +56,7 @@ def repeated_copy(case: Case, limits: Thresholds) -> list[Finding]:
                     ("bytes", pattern.bytes, "bytes"),
                     ("operator", pattern.operator, "text"),
                     ("label", label, "text"),
+                    ("host_memory", pattern.host_memory, "text"),
                     ("per_step", pattern.per_step, "count"),
                     ("total_ms", pattern.total_ms, "ms"),
                 ),
@@ -84,15 +91,15 @@ def pageable_memcpy(case: Case, limits: Thresholds) -> list[Finding]:
         counts.append(sum(c.pageable for c in pageable))
     if not any(counts) or median(per_step_bytes) < limits.pageable_bytes:
         return []
-    wall = median(s.wall_ms for s in analysis.steps)
+    share = step_share(zip(analysis.steps, per_step_ms, strict=True))
     return [
         finding(
             "pageable-memcpy",
-            median(per_step_ms) / wall if wall else 0.0,
+            share,
             observation=(
                 f"{median(counts):.0f} host-to-device copies per step come from pageable "
                 f"memory ({median(per_step_bytes) / 1e6:.1f} MB, {median(per_step_ms):.3f} ms "
-                f"of copy time per step, {pct(median(per_step_ms) / wall)} of it)."
+                f"of copy time per step, {pct(share)} of the step)."
             ),
             evidence=evidence(
                 where(analysis),

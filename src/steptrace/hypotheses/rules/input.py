@@ -1,14 +1,21 @@
-"""Rule ``input-pipeline``: the step spends a large share reading the batch, GPU idle."""
+"""Rule ``input-pipeline``: the step spends a large share reading the batch, GPU idle.
+
+Reading the batch is what the labels read as the ``data_read`` part say
+(``steptrace.analysis.parts``: the scenario's own name, ``read_batch``, the DataLoader's
+``__next__``, Lightning's ``train_dataloader_next``, ...). It explains the GPU's idle time
+while reading when the GPU is observed, the reading time itself when it is not.
+"""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
 from steptrace.hypotheses.finding import Finding, finding
-from steptrace.hypotheses.rules.common import evidence, median, where
+from steptrace.hypotheses.rules.common import evidence, idle_causes, median, step_share, where
 from steptrace.units import pct
 
 if TYPE_CHECKING:
+    from steptrace.analysis.measure import StepResult
     from steptrace.hypotheses.case import Case
     from steptrace.hypotheses.thresholds import Thresholds
 
@@ -26,6 +33,7 @@ def input_pipeline(case: Case, limits: Thresholds) -> list[Finding]:
         return []
     labels = sorted({name for r in reads for name in r.labels})
     share = median(shares)
+    explained = step_share(_explained(step) for step in analysis.steps if step.reading)
     gpu_text = (
         f"and the GPU sat idle for {pct(idle_share)} of that time"
         if idle_share is not None
@@ -34,10 +42,10 @@ def input_pipeline(case: Case, limits: Thresholds) -> list[Finding]:
     return [
         finding(
             "input-pipeline",
-            share,
+            explained,
             observation=(
-                f"Reading the batch ({', '.join(labels)}) takes {pct(share)} of the step "
-                f"(median over {len(shares)} steps), {gpu_text}."
+                f"Reading the batch (labels read as data_read: {', '.join(labels)}) takes "
+                f"{pct(share)} of the step (median over {len(shares)} steps), {gpu_text}."
             ),
             evidence=evidence(
                 where(analysis),
@@ -58,3 +66,10 @@ def input_pipeline(case: Case, limits: Thresholds) -> list[Finding]:
             ),
         )
     ]
+
+
+def _explained(step: StepResult) -> tuple[StepResult, float]:
+    """The GPU's idle time while reading, or the reading time when the GPU is not observed."""
+    causes = idle_causes(step)
+    reading = step.reading.ms if step.reading else 0.0
+    return step, causes.reading if causes is not None else reading

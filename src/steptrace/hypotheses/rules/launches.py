@@ -1,19 +1,27 @@
-"""Rules ``small-launches`` and ``optimizer-kernels``: work split into many tiny launches."""
+"""Rules ``small-launches`` and ``optimizer-kernels``: work split into many tiny launches.
+
+``small-launches`` explains the GPU's wait for launches of kernels shorter than their
+launch call (``idle_causes``: not the wait while the batch is read or after a blocking
+call). ``optimizer-kernels`` explains the optimizer step's time: the labels read as the
+``optimizer_step`` part, torch's own ``Optimizer.step#...`` first when it is there.
+"""
 
 from __future__ import annotations
 
-import re
 from typing import TYPE_CHECKING
 
+from steptrace.analysis.parts import part_of
 from steptrace.hypotheses.finding import Finding, finding
-from steptrace.hypotheses.rules.common import evidence, median, where
+from steptrace.hypotheses.rules.common import evidence, idle_causes, median, step_share, where
 from steptrace.units import pct
 
 if TYPE_CHECKING:
+    from steptrace.analysis.measure import StepResult
+    from steptrace.analysis.phases import Phase
     from steptrace.hypotheses.case import Case
     from steptrace.hypotheses.thresholds import Thresholds
 
-OPTIMIZER_LABEL = re.compile(r"optimizer[._ ]?step|Optimizer\.step", re.I)
+TORCH_OPTIMIZER = "Optimizer.step#"  # torch's own label around optimizer.step()
 
 
 def small_launches(case: Case, limits: Thresholds) -> list[Finding]:
@@ -27,16 +35,16 @@ def small_launches(case: Case, limits: Thresholds) -> list[Finding]:
         waiting.append(step.gpu.idle_waiting_on_host_ms or 0.0)
         walls.append(step.wall_ms)
     count, wall = median(counts), median(walls)
-    idle_share = median(s.gpu.idle_ms / s.wall_ms for s in analysis.steps if s.gpu and s.wall_ms)
     short_share = median(short) / count if count else 0.0
     wait_share = median(waiting) / wall if wall else 0.0
     many_short = count >= limits.small_kernel_count and short_share >= limits.small_kernel_share
     if not many_short and wait_share < limits.host_wait_share:
         return []
+    explained = step_share((s, _launch_wait_ms(s)) for s in analysis.steps)
     return [
         finding(
             "small-launches",
-            max(wait_share, short_share * idle_share),
+            explained,
             observation=(
                 f"{count:.0f} kernels per step, {pct(short_share)} of them shorter than the "
                 f"runtime call that launched them; the GPU waited on the host for "
@@ -61,25 +69,33 @@ def small_launches(case: Case, limits: Thresholds) -> list[Finding]:
             caveats=(
                 "A larger batch also hides launch cost but changes the question; compilation "
                 "and graph capture have a start-up cost that must be counted.",
+                "Its share of the step is the wait for short kernels' launches only: not the "
+                "GPU's idle time while the batch is read or after a blocking call.",
             ),
         )
     ]
 
 
+def _launch_wait_ms(step: StepResult) -> float:
+    causes = idle_causes(step)
+    return causes.launches if causes is not None else 0.0
+
+
 def optimizer_kernels(case: Case, limits: Thresholds) -> list[Finding]:
     analysis = case.analysis
     launches, times, labels = [], [], set[str]()
+    shares = []
     for step in analysis.steps:
-        phases = [p for p in step.phases if OPTIMIZER_LABEL.search(p.name)]
+        phases = _optimizer_phases(step.phases)
         counted = [p.gpu_launches for p in phases if p.gpu_launches is not None]
         if counted:
             launches.append(max(counted))  # nested optimizer labels: the outer one's count
             times.append(max(p.inclusive_ms for p in phases))
+            shares.append((step, times[-1]))
             labels.update(p.name for p in phases)
     if not launches or median(launches) < limits.optimizer_launches:
         return []
-    wall = median(s.wall_ms for s in analysis.steps)
-    share = median(times) / wall if wall else 0.0
+    share = step_share(shares)
     return [
         finding(
             "optimizer-kernels",
@@ -107,3 +123,11 @@ def optimizer_kernels(case: Case, limits: Thresholds) -> list[Finding]:
             caveats=("Fused optimizers can differ in the last bits of floating point results.",),
         )
     ]
+
+
+def _optimizer_phases(phases: tuple[Phase, ...]) -> list[Phase]:
+    """The labels read as the optimizer step; torch's own label alone when it is there (a
+    framework's optimizer_step label may hold the forward and backward passes too)."""
+    chosen = [p for p in phases if part_of(p.name) == "optimizer_step"]
+    own = [p for p in chosen if p.name.startswith(TORCH_OPTIMIZER)]
+    return own or chosen

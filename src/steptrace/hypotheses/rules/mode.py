@@ -1,58 +1,83 @@
-"""Rules ``inference-autograd``, ``precision`` and ``gpu-not-observed``: what was run as what."""
+"""Rules ``inference-autograd``, ``precision`` and ``gpu-not-observed``: what was run as what.
+
+``inference-autograd`` reads autograd's own marks: an operator recorded by autograd carries
+a sequence number, which torch writes only in grad mode; under ``torch.no_grad`` and
+``torch.inference_mode`` no operator has one, and their operators and arguments are the
+same (measured with torch 2.13; only ``with_stack`` frames of torch's own ``grad_mode.py``
+differ, by line number), so the rule tells grad mode from the two, not one from the other. It counts
+the operators of the user's request only: inside the labels read as ``forward`` when
+there are some, else in the step outside the labels that read or move the batch (a
+harness's own ``.to(device)`` runs in grad mode and is not the model's). Training-only
+operators are those that do training work: the dropout masks (``aten::bernoulli_``,
+``aten::native_dropout``); ``aten::dropout`` itself also runs, as a no-op, in eval mode.
+"""
 
 from __future__ import annotations
 
 import re
 from typing import TYPE_CHECKING
 
+from steptrace.analysis.parts import part_of
 from steptrace.hypotheses.finding import Finding, finding
-from steptrace.hypotheses.rules.common import evidence, where
+from steptrace.hypotheses.rules.common import (
+    carries_the_batch,
+    evidence,
+    step_share,
+    trace_share,
+    where,
+)
 from steptrace.units import pct
 
 if TYPE_CHECKING:
+    from steptrace.analysis.measure import StepResult, TraceAnalysis
+    from steptrace.analysis.operators import OperatorStat
     from steptrace.hypotheses.case import Case
     from steptrace.hypotheses.thresholds import Thresholds
 
 BACKWARD = re.compile(r"Backward\d*$|^autograd::engine::evaluate_function")
-TRAINING_ONLY = (
-    "aten::dropout",
-    "aten::native_dropout",
-    "aten::bernoulli_",
-    "aten::feature_dropout",
-)
+ENGINE = "autograd::engine::evaluate_function"
+# Operators that do training work: they run only in training mode (dropout's random masks;
+# aten::dropout itself is also called in eval mode, where it returns its input).
+TRAINING_ONLY = ("aten::native_dropout", "aten::_fused_dropout", "aten::bernoulli_")
 # Matrix kernels, and the markers of kernels that run on tensor cores (names, a heuristic).
 MATRIX = re.compile(r"gemm|conv|cutlass|xmma|wgrad|dgrad|fprop|matmul|nvjet", re.I)
 TENSOR_CORE = re.compile(
     r"hmma|xmma|wgmma|tensorop|tf32|bf16|f16|fp16|half|884|1688|16816|hgemm|nvjet|mma", re.I
+)
+SAME_TRACE = (
+    "torch.no_grad and torch.inference_mode leave the same trace (no operator recorded by "
+    "autograd): this rule tells grad mode from them, not one from the other."
 )
 
 
 def inference_autograd(case: Case, limits: Thresholds) -> list[Finding]:
     analysis = case.analysis
     scenario = case.scenario
-    backward = [o for o in analysis.operators if BACKWARD.search(o.name)]
-    training_ops = [o for o in analysis.operators if o.name in TRAINING_ONLY]
-    recorded = sum(s.cpu.grad_recording for s in analysis.steps)
-    flows = analysis.trace.fwdbwd_flows
     if scenario is None or scenario.kind != "inference":
         return []  # only a stated inference scenario says what mode the model should run in
-    signs = []
-    if recorded:
-        signs.append(f"{recorded} operators were recorded by autograd")
-    if backward or flows:
-        signs.append(f"backward ran ({len(backward)} backward operators, {flows} fwdbwd links)")
-    if training_ops:
-        signs.append(f"training-only operators ran ({', '.join(o.name for o in training_ops)})")
+    backward = [o for o in analysis.operators if BACKWARD.search(o.name)]
+    training_ops = [] if scenario.mode == "train" else _training_work(analysis)
+    recorded = sum(_recorded_in_request(s) for s in analysis.steps)
+    scope = _request_scope(analysis)
+    flows = analysis.trace.fwdbwd_flows
+    signs = _signs(recorded, scope, len(backward), flows, [o.name for o in training_ops])
     if not signs:
         return []
+    share = trace_share(_backward_ms(backward) + _training_ms(training_ops), analysis)
+    cost = (
+        f"Backward and training-only operators take {pct(share)} of the steps' time"
+        if share > 0
+        else "What recording costs is not measured here: no share of the step is claimed"
+    )
     return [
         finding(
             "inference-autograd",
-            1.0 if backward or flows else 0.1,
-            observation=f"The scenario says inference, but {'; '.join(signs)}.",
+            share,
+            observation=f"The scenario says inference, but {'; '.join(signs)}. {cost}.",
             evidence=evidence(
                 where(analysis),
                 ("grad_recording_operators", recorded, "count"),
+                ("counted", scope, "text"),
                 ("backward_operators", tuple(o.name for o in backward[:10]), "names"),
                 ("fwdbwd_flows", flows, "count"),
                 ("training_only_operators", tuple(o.name for o in training_ops), "names"),
@@ -68,9 +93,69 @@ def inference_autograd(case: Case, limits: Thresholds) -> list[Finding]:
             ),
             caveats=(
                 "Operators recorded by autograd cost memory and time even if no backward runs.",
+                SAME_TRACE,
+                "Batch norm in training mode runs the same operators as in eval mode: it "
+                "cannot be seen here.",
             ),
         )
     ]
+
+
+def _signs(recorded: int, scope: str, backward: int, flows: int, training: list[str]) -> list[str]:
+    signs = []
+    if recorded:
+        signs.append(
+            f"{recorded} operators {scope} were recorded by autograd: grad mode was on "
+            "(neither torch.no_grad nor torch.inference_mode)"
+        )
+    if backward or flows:
+        signs.append(f"backward ran ({backward} backward operators, {flows} fwdbwd links)")
+    if training:
+        signs.append(
+            f"training-only operators ran ({', '.join(training)}): dropout drew random masks"
+        )
+    return signs
+
+
+def _backward_ms(backward: list[OperatorStat]) -> float:
+    """The engine's labels hold the backward operators: one family or the other, not both."""
+    return max(
+        sum(o.inclusive_ms for o in backward if o.name.startswith(ENGINE)),
+        sum(o.inclusive_ms for o in backward if not o.name.startswith(ENGINE)),
+    )
+
+
+def _training_ms(training: list[OperatorStat]) -> float:
+    """native_dropout may hold bernoulli_: the larger one, not their sum."""
+    return max((o.inclusive_ms for o in training), default=0.0)
+
+
+def _training_work(analysis: TraceAnalysis) -> list[OperatorStat]:
+    return [o for o in analysis.operators if o.name in TRAINING_ONLY]
+
+
+def _forward_labels(step: StepResult) -> list[int]:
+    return [p.grad_recording for p in step.phases if part_of(p.name) == "forward"]
+
+
+def _recorded_in_request(step: StepResult) -> int:
+    """Operators autograd recorded in the user's request: inside the forward labels (each
+    counted once, in the outermost), else in the step outside the labels that carry the
+    batch."""
+    forward = _forward_labels(step)
+    if forward:
+        return sum(forward)
+    batch = sum(p.grad_recording for p in step.phases if carries_the_batch(p.name))
+    return max(0, step.cpu.grad_recording - batch)
+
+
+def _request_scope(analysis: TraceAnalysis) -> str:
+    names = sorted(
+        {p.name for s in analysis.steps for p in s.phases if part_of(p.name) == "forward"}
+    )
+    if names:
+        return f"inside the labels read as forward ({', '.join(names)})"
+    return "in the steps, outside the labels that read or move the batch"
 
 
 def precision(case: Case, limits: Thresholds) -> list[Finding]:
@@ -83,21 +168,29 @@ def precision(case: Case, limits: Thresholds) -> list[Finding]:
     tensor = [k for k in matrix if TENSOR_CORE.search(k.name)]
     fp32 = [k for k in matrix if not TENSOR_CORE.search(k.name)]
     kernel_ms = sum(k.total_ms for k in analysis.kernels)
-    share = sum(k.total_ms for k in fp32) / kernel_ms if kernel_ms else 0.0
+    fp32_ms = sum(k.total_ms for k in fp32)
+    share = fp32_ms / kernel_ms if kernel_ms else 0.0
     if tensor or share < limits.precision_share:
         return []
+    # their time over the steps' wall time, at most their share of each step's kernel time:
+    # kernels outside the steps do not count
+    of_step = min(
+        trace_share(fp32_ms, analysis),
+        step_share((st, share * st.gpu.kernels.busy_ms) for st in analysis.steps if st.gpu),
+    )
     return [
         finding(
             "precision",
-            share,
+            of_step,
             observation=(
                 f"Matrix kernels without a tensor-core marker take {pct(share)} of kernel time "
-                f"on {capable[0].name} (compute capability {capable[0].compute_capability}), "
-                "and no tensor-core kernel ran."
+                f"({pct(of_step)} of the step) on {capable[0].name} (compute "
+                f"capability {capable[0].compute_capability}), and no tensor-core kernel ran."
             ),
             evidence=evidence(
                 where(analysis),
                 ("fp32_matrix_kernel_share", share, "share"),
+                ("fp32_matrix_kernel_ms", fp32_ms, "ms"),
                 ("examples", tuple(k.name[:120] for k in fp32[:3]), "names"),
                 ("device", capable[0].name, "text"),
             ),

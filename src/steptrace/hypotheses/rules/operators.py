@@ -5,10 +5,11 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from steptrace.hypotheses.finding import Finding, finding
-from steptrace.hypotheses.rules.common import evidence, median, where
+from steptrace.hypotheses.rules.common import evidence, median, step_share, trace_share, where
 from steptrace.units import pct
 
 if TYPE_CHECKING:
+    from steptrace.analysis.measure import StepResult
     from steptrace.hypotheses.case import Case
     from steptrace.hypotheses.thresholds import Thresholds
 
@@ -27,15 +28,19 @@ def dominant_op(case: Case, limits: Thresholds) -> list[Finding]:
         return []
     top = max(range(len(ops)), key=values.__getitem__)
     op, share = ops[top], values[top] / total
-    wall_ms = sum(s.wall_ms for s in analysis.steps)
-    step_share = values[top] / wall_ms if wall_ms else 0.0
-    if share < limits.dominant_share or step_share < limits.dominant_step_share:
+    # its time over the steps' wall time, at most its share of each step's busy time (GPU,
+    # or CPU in operators): time outside the steps does not count
+    of_step = min(
+        trace_share(values[top], analysis),
+        step_share((s, share * _busy_ms(s, on_gpu)) for s in analysis.steps),
+    )
+    if share < limits.dominant_share or of_step < limits.dominant_step_share:
         return []
     shapes = op.input_shapes
     return [
         finding(
             "dominant-op",
-            step_share,
+            of_step,
             observation=(
                 f"{op.name} accounts for {pct(share)} of the {measure} ({values[top]:.3f} ms "
                 f"over {op.calls} calls)."
@@ -69,8 +74,20 @@ def dominant_op(case: Case, limits: Thresholds) -> list[Finding]:
     ]
 
 
+def _busy_ms(step: StepResult, on_gpu: bool) -> float:
+    if on_gpu:
+        return step.gpu.busy_ms if step.gpu else 0.0
+    return step.cpu.busy_ms
+
+
 def profiler_distortion(case: Case, limits: Thresholds) -> list[Finding]:
-    """Very short CPU operators, many per step: the profiler's own cost is not small here."""
+    """The profiler's own cost: measured when the capture timed the same steps without it.
+
+    Measured, the ratio decides: the rule fires from ``overhead_ratio`` on, and explains
+    the share of each profiled step the profiler added (``1 - 1/ratio``); a ratio below 1
+    is noise between two runs, never a speed-up. Not measured, very short operators, many
+    per step, only suggest a distortion: the finding is then low (no time is claimed).
+    """
     analysis = case.analysis
     durations = [s.cpu.operator_us.median for s in analysis.steps if s.cpu.operator_us]
     counts = [s.cpu.operators for s in analysis.steps]
@@ -80,23 +97,20 @@ def profiler_distortion(case: Case, limits: Thresholds) -> list[Finding]:
         and median(durations) <= limits.short_operator_us
         and median(counts) >= limits.short_operator_count
     )
-    measured = ratio is not None and ratio >= limits.overhead_ratio
-    if not short and not measured:
+    fires = ratio >= limits.overhead_ratio if ratio is not None else short
+    if not fires:
         return []
-    cpu_share = median(s.cpu.busy_ms / s.wall_ms for s in analysis.steps if s.wall_ms)
     observation = (
         f"{median(counts):.0f} CPU operators per step with a median duration of "
         f"{median(durations):.1f} µs"
         if durations
         else "CPU operators"
     )
-    if ratio is not None:
-        observation += f"; measured without the profiler, steps ran {ratio:.2f}× faster"
     return [
         finding(
             "profiler-distortion",
-            cpu_share,
-            observation=observation + ".",
+            _profiler_share(ratio),
+            observation=f"{observation}; {_measured(ratio)}.",
             evidence=evidence(
                 where(analysis),
                 ("operators_per_step", median(counts), "count"),
@@ -116,3 +130,25 @@ def profiler_distortion(case: Case, limits: Thresholds) -> list[Finding]:
             caveats=("The trace still shows the order of events faithfully.",),
         )
     ]
+
+
+def _profiler_share(ratio: float | None) -> float:
+    """The share of a profiled step the profiler added; nothing when it was not measured."""
+    return 1 - 1 / ratio if ratio is not None and ratio > 1 else 0.0
+
+
+def _measured(ratio: float | None) -> str:
+    if ratio is None:
+        return (
+            "the distortion was not measured (profile_training(measure_overhead=True) "
+            "measures it), so this is only a suggestion"
+        )
+    if ratio < 1:
+        return (
+            f"profiled steps took {ratio:.2f}× the time of the same steps without the "
+            "profiler: below 1, that is noise between runs, not a speed-up"
+        )
+    return (
+        f"profiled steps took {ratio:.2f}× the time of the same steps without the profiler: "
+        f"the profiler added {pct(_profiler_share(ratio))} of each profiled step"
+    )

@@ -1,11 +1,16 @@
-"""Rules ``sync-in-step``, ``cpu-bound`` and ``comm-overlap``: who waits for whom."""
+"""Rules ``sync-in-step``, ``cpu-bound`` and ``comm-overlap``: who waits for whom.
+
+``sync-in-step`` explains the GPU's idle time after blocking calls, less the idle time
+while the batch is read; ``cpu-bound`` the GPU idle time no other cause takes
+(``idle_causes``); ``comm-overlap`` the communication time that overlaps no compute.
+"""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
 from steptrace.hypotheses.finding import Finding, finding
-from steptrace.hypotheses.rules.common import evidence, median, where
+from steptrace.hypotheses.rules.common import evidence, idle_causes, median, step_share, where
 from steptrace.units import pct
 
 if TYPE_CHECKING:
@@ -37,10 +42,11 @@ def sync_in_step(case: Case, limits: Thresholds) -> list[Finding]:
             calls[sync.name] = calls.get(sync.name, 0) + sync.count
     operators = {o.name: o.calls for o in analysis.operators if o.name in SYNCING_OPERATORS}
     named = ", ".join(f"{n} ×{c}" for n, c in {**calls, **operators}.items()) or "blocking calls"
+    explained = step_share((s, c.after_sync) for s in analysis.steps if (c := idle_causes(s)))
     return [
         finding(
             "sync-in-step",
-            share,
+            explained,
             observation=(
                 f"After blocking calls ({named}) the GPU sits idle {median(idle):.3f} ms per "
                 f"step ({pct(share)}) until the host launches more work."
@@ -77,10 +83,11 @@ def cpu_bound(case: Case, limits: Thresholds) -> list[Finding]:
     cpu = median(s.cpu.busy_ms / s.wall_ms for s in analysis.steps if s.wall_ms)
     if gpu >= limits.cpu_bound_gpu_busy or cpu < limits.cpu_bound_cpu_busy:
         return []
+    explained = step_share((s, c.other) for s in analysis.steps if (c := idle_causes(s)))
     return [
         finding(
             "cpu-bound",
-            1 - gpu,
+            explained,
             observation=(
                 f"The GPU is busy {pct(gpu)} of the step while the CPU is inside operators "
                 f"{pct(cpu)} of it."
@@ -99,6 +106,8 @@ def cpu_bound(case: Case, limits: Thresholds) -> list[Finding]:
             caveats=(
                 "The profiler slows the CPU side more than the GPU side: part of this may be "
                 "its own cost (see profiler-distortion).",
+                "Its share of the step is the GPU idle time left once reading the batch, "
+                "blocking calls and short kernels' launches have taken theirs.",
             ),
         )
     ]

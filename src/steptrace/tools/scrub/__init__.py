@@ -1,0 +1,203 @@
+"""``scrub``: a copy of a trace without the names, addresses and secrets that must stay home.
+
+Contract: ``scrub_text(data) -> (scrubbed, report)`` rewrites the strings of a JSON trace
+text, keys and values at any depth, and nothing else: numbers (so every timing), spaces and
+untouched strings stay byte for byte, and the keys the analyses read (``ts``, ``args``,
+``Input Dims``...) and the event phase are never changed. ``scrub_document(doc)`` does the
+same for a decoded document (pure: ``doc`` is not mutated); ``scrub_file(source, target)``
+reads a ``.json`` or ``.json.gz`` trace (several gzip members too) and writes a new file
+only; ``check_file(source)`` reports what scrub would replace. Bad input raises a one-line
+``TraceError`` naming the file.
+
+Each secret becomes ``<kind-N>``: the same secret always gets the same placeholder (user
+and host names in any capitalisation), numbered per kind in a fixed order (the declared
+fields first, then every string in order of first appearance): the output is deterministic.
+Placeholders are recognised and kept, and new ones are numbered after those in the trace,
+so scrubbing a scrubbed trace changes nothing. The kinds, and how each is found:
+
+- ``user``: the folder after ``/home/``, ``/Users/``, ``C:\\Users\\`` (any case),
+  ``/data/users/``; under ``/scratch``, ``/work``, ``/gpfs``, ``/lustre``, ``/fsx``,
+  ``/checkpoint`` the folder after ``home``/``users``/``scratch``, else the first folder
+  that is not a file-system word; ``~alice``; ``torchinductor_alice``; the values of user
+  fields and options (``username``, ``USER``, ``started_by``, ``--user``); the user of a
+  URL. Once known (3+ characters), a name is replaced everywhere, in any capitalisation.
+- ``host``: the values of host fields and options (``hostname``, ``HOSTNAME``,
+  ``MASTER_ADDR``...), replaced everywhere with their first label; the host of any URL; and
+  dotted names shaped like a host name (see ``shapes``): ``node12.cs.example.edu``,
+  ``gpu3.hpc.example.ac.uk``, ``gpu-node-44.cluster``, never ``torch.nn.functional``.
+- ``ip``: IPv4 and IPv6 addresses, ports kept; versions such as ``12.8.4.1`` are kept
+  (``shapes`` says how they are told apart).
+- ``email``: ``local@domain``, with ``+``, any case, non-ASCII local parts, internationalised
+  domains, and ``%40`` for ``@``. The credentials of a URL are not e-mails: ``user`` and
+  ``secret``.
+- ``token``: AWS key ids, GitHub (``ghp_ gho_ ghu_ ghs_ ghr_ github_pat_``), Hugging Face,
+  OpenAI and Anthropic (``sk-``), GitLab, Slack (``xox?-``, ``xapp-``, webhooks), Stripe,
+  npm, Google (``AIza``, ``ya29.``) keys, and ``Bearer`` tokens of any length.
+- ``jwt``: ``eyJ…``-headed JSON web tokens.
+- ``secret``: the values of secret-named fields and options (``*_KEY``, ``*TOKEN*``,
+  ``PASSWORD``, ``--password=``, ``password: ``, ``Authorization:``, including every string
+  of an object or list under one, and the string after ``--token`` in a list), and the
+  passwords of URLs; once known (2+ characters, 6+ for a number), replaced everywhere.
+- ``pem``: a whole ``-----BEGIN …-----`` block, to its ``END`` line (every line of a
+  block split over the strings of a list).
+- ``hex-secret``: 32+ hex digits mixing digits and letters, except Kineto's ``trace_id``
+  and a hashed ``pg_name``; ``base64-secret``: 40+ base64 characters mixing upper case,
+  lower case and digits, not touching ``_`` (every run of a mangled C++ name is one).
+
+Generic names (``root``, ``localhost``, ``shared``...) and the words of the trace format
+(``cpu_op``, ``kernel``...) identify nobody and are never replaced.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import gc
+import json
+from collections import Counter
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from steptrace.errors import TraceError
+from steptrace.tools.scrub.fields import FORMAT_KEYS, field_kind
+from steptrace.tools.scrub.files import check_paths, check_trace, read_trace, write_new
+from steptrace.tools.scrub.learn import learn
+from steptrace.tools.scrub.patterns import PEM_BEGIN, PEM_END, SECRET_OPTION
+from steptrace.tools.scrub.result import Place, ScrubReport
+from steptrace.tools.scrub.scrubber import Scrubber
+from steptrace.tools.scrub.text import (
+    FIELD_CODES,
+    PEM,
+    SECRET,
+    VALUE,
+    Strings,
+    decode,
+    encode,
+    field_of,
+    positions,
+    strings,
+)
+
+__all__ = ["Place", "ScrubReport", "check_file", "scrub_document", "scrub_file", "scrub_text"]
+
+_KEPT_KEYS = frozenset(key.encode() for key in FORMAT_KEYS)
+_KEY_LENGTH = 200  # a longer string is no field name worth reading
+Replaced = tuple[bytes, tuple[str, ...]]  # a string's new JSON contents, the kinds replaced
+_OPTION_LENGTH = 64  # a secret option alone in a string is shorter
+
+
+def scrub_text(data: bytes) -> tuple[bytes, ScrubReport]:
+    """A scrubbed copy of a JSON trace's text, and what was replaced."""
+    with _collector_paused():  # millions of small objects, no cycles
+        return _scrub_text(data)
+
+
+@contextlib.contextmanager
+def _collector_paused() -> Iterator[None]:
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
+
+
+def _scrub_text(data: bytes) -> tuple[bytes, ScrubReport]:
+    found = strings(data, _field_code, _carry)
+    scrubber = Scrubber(learn(found))
+    parts = found.parts
+    counts: Counter[str] = Counter()
+    places: Counter[tuple[str, str | None]] = Counter()
+    for number, (content, kinds) in _replacements(found, scrubber):
+        parts[2 * number + 1] = content
+        counts.update(kinds)
+        field = field_of(parts, number)
+        label = decode(parts[2 * field + 1]) if field >= 0 else None
+        places.update((kind, label) for kind in kinds)
+    scrubbed = b'"'.join(parts) if counts else data
+    return scrubbed, _report(counts, places)
+
+
+def _replacements(found: Strings, scrubber: Scrubber) -> list[tuple[int, Replaced]]:
+    """(string number, new contents and kinds) of every string that changes.
+
+    Each distinct string is scrubbed once per code; the declared fields go first, so that
+    their placeholders come first, then every other string in order of first appearance.
+    """
+    values, special = found.parts[1::2], found.special
+    by_code: dict[tuple[int, bytes], Replaced | None] = {}
+    for number, code in sorted(special.items()):
+        if (code, values[number]) not in by_code:
+            by_code[code, values[number]] = _scrub_string(scrubber, values[number], code)
+    plain = {content: _scrub_string(scrubber, content, VALUE) for content in found.distinct}
+    changed = {content: result for content, result in plain.items() if result}
+    hits = positions(values, changed.keys())
+    found_plain = [(number, changed[values[number]]) for number in hits if number not in special]
+    found_special = [(number, by_code[code, values[number]]) for number, code in special.items()]
+    return [(number, result) for number, result in found_plain + found_special if result]
+
+
+def scrub_document(doc: Any) -> tuple[Any, ScrubReport]:
+    """A scrubbed copy of a decoded JSON trace, and what was replaced (pure)."""
+    try:
+        data = json.dumps(doc, ensure_ascii=False).encode("utf-8", "surrogatepass")
+    except RecursionError:
+        raise TraceError("JSON nested too deeply to be a trace") from None
+    scrubbed, report = scrub_text(data)
+    return json.loads(scrubbed.decode("utf-8", "surrogatepass")), report
+
+
+def scrub_file(source: Path, target: Path) -> ScrubReport:
+    """Write a scrubbed copy of the trace ``source`` to the new file ``target``."""
+    source, target = Path(source), Path(target)
+    check_paths(source, target)
+    scrubbed, report = scrub_text(read_trace(source))
+    check_trace(scrubbed, str(target))  # never write a file that is no longer a trace
+    write_new(target, scrubbed)
+    return report
+
+
+def check_file(source: Path) -> ScrubReport:
+    """What in the trace ``source`` still looks sensitive: what scrub would replace."""
+    source = Path(source)
+    check_paths(source, None)
+    return scrub_text(read_trace(source))[1]
+
+
+def _scrub_string(scrubber: Scrubber, content: bytes, code: int) -> Replaced | None:
+    """A string's new JSON contents and the kinds replaced, or None when it is unchanged.
+
+    A key the analyses read is never changed (as a value, no rule changes it either).
+    """
+    if content in _KEPT_KEYS:
+        return None
+    text = decode(content)
+    scrubbed, kinds = scrubber.scrub(text, code)
+    return None if scrubbed == text else (encode(scrubbed), kinds)
+
+
+def _field_code(key: bytes) -> int:
+    if len(key) > _KEY_LENGTH:
+        return VALUE
+    kind = field_kind(decode(key))
+    return FIELD_CODES[kind] if kind else VALUE
+
+
+def _carry(content: bytes) -> int:
+    """What a list's string says of the next: a secret follows an option, a block goes on."""
+    begin = content.rfind(PEM_BEGIN)
+    if begin >= 0 and content.find(PEM_END, begin) < 0:
+        return PEM
+    if len(content) < _OPTION_LENGTH and SECRET_OPTION.fullmatch(decode(content).strip()):
+        return SECRET
+    return VALUE
+
+
+def _report(counts: Counter[str], places: Counter[tuple[str, str | None]]) -> ScrubReport:
+    ordered = sorted(places.items(), key=lambda item: (item[0][0], item[0][1] or ""))
+    return ScrubReport(
+        counts=dict(sorted(counts.items())),
+        total=sum(counts.values()),
+        places=tuple(Place(kind, field, count) for (kind, field), count in ordered),
+    )
