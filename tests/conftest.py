@@ -13,11 +13,12 @@ import json
 import os
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import pytest
 
 import steptrace
+from tests import reference
 
 REPO = Path(__file__).resolve().parents[1]
 TRACES = Path(os.environ.get("STEPTRACE_TRACES", REPO.parent / "shared" / "traces"))
@@ -127,3 +128,19 @@ def write_trace(tmp_path: Path) -> WriteTrace:
         return path
 
     return write
+
+
+class Case(NamedTuple):
+    """A real trace: its events read exactly (integer ns) and its analysis."""
+
+    path: Path
+    evs: list[reference.Ev]
+    result: steptrace.TraceAnalysis
+
+
+@pytest.fixture(scope="module", params=trace_params())
+def analyzed(request: pytest.FixtureRequest) -> Case:
+    """Each shared trace in turn, with the integer-ns reference's view of its events."""
+    path: Path = request.param
+    evs = reference.events(reference.read_exact(path))
+    return Case(path, evs, report_of(path.name).analysis)

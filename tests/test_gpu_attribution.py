@@ -11,32 +11,16 @@ from __future__ import annotations
 
 import re
 from itertools import pairwise
-from pathlib import Path
-from typing import NamedTuple
 
 import pytest
 
-import steptrace
 from tests import reference
-from tests.conftest import gpu_trace, report_of, trace_params
+from tests.conftest import Case, gpu_trace, report_of
 
 NS = 5e-10  # in ms: half a nanosecond, the trace's own resolution
 LAUNCH_CATEGORIES = {"cuda_runtime", "cuda_driver", "runtime"}
 COMMUNICATION = re.compile(r"nccl|rccl|gloo", re.IGNORECASE)
 FAR = 2**62  # ns: beyond any trace's end
-
-
-class Case(NamedTuple):
-    path: Path
-    evs: list[reference.Ev]
-    result: steptrace.TraceAnalysis
-
-
-@pytest.fixture(scope="module", params=trace_params())
-def analyzed(request: pytest.FixtureRequest) -> Case:
-    path: Path = request.param
-    evs = reference.events(reference.read_exact(path))
-    return Case(path, evs, report_of(path.name).analysis)
 
 
 def correlation(e: reference.Ev) -> int | None:

@@ -2,29 +2,20 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-from typing import NamedTuple
-
 import pytest
 
 import steptrace
 from tests import reference
-from tests.conftest import NO_TRACES, gpu_trace, read_json, real_traces, report_of, trace_params
+from tests.conftest import (
+    NO_TRACES,
+    Case,
+    gpu_trace,
+    read_json,
+    real_traces,
+    report_of,
+)
 
 NS = 5e-10  # in ms: half a nanosecond, the trace's own resolution
-
-
-class Case(NamedTuple):
-    path: Path
-    evs: list[reference.Ev]
-    result: steptrace.TraceAnalysis
-
-
-@pytest.fixture(scope="module", params=trace_params())
-def analyzed(request: pytest.FixtureRequest) -> Case:
-    path: Path = request.param
-    evs = reference.events(reference.read_exact(path))
-    return Case(path, evs, report_of(path.name).analysis)
 
 
 def test_step_wall_times_match_the_profiler_step_spans(analyzed: Case) -> None:
