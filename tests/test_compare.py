@@ -30,7 +30,7 @@ from steptrace.validate import (  # noqa: E402
 from tests import compare_steps as steps  # noqa: E402
 from tests.conftest import report_of  # noqa: E402
 
-QUICK = TimingPlan(warmup=2, block_steps=3, min_blocks=4, max_blocks=8, budget_s=3)
+QUICK = TimingPlan(warmup=2, block_steps=3, min_blocks=6, max_blocks=9, budget_s=3)
 
 
 def run(candidate: Any, **options: Any) -> steptrace.Comparison:
@@ -60,8 +60,8 @@ def test_identical_steps_agree() -> None:
     assert all(d.max_abs == 0 for d in check.differences)
     assert result.verdict != "outputs-differ"
     assert result.samples is not None
-    # the fake clock makes every step 1 ms: the CI is exact once min_blocks (4) have run
-    assert len(result.samples.a) == len(result.samples.b) == 4 * 3
+    # the fake clock makes every step 1 ms: the CI is exact once min_blocks (6) have run
+    assert len(result.samples.a) == len(result.samples.b) == 6 * 3
     assert len(result.samples.warmup_a) == 2  # cold start kept apart
     assert result.ratio == pytest.approx(
         result.candidate.median / result.baseline.median  # type: ignore[union-attr]
@@ -124,7 +124,8 @@ def test_known_extra_work_with_a_fake_clock_is_slower() -> None:
     )  # fmt: skip
     assert result.verdict == "slower"
     assert result.ratio == pytest.approx(1.05)
-    assert result.sentence.startswith("B is 5.0% slower")
+    assert result.sentence.startswith("B is 1.05× slower: it takes 105.0% of A's time per step")
+    assert result.estimate is not None and result.estimate.estimator == "median"  # quiet
 
 
 def test_raw_values_go_to_new_json_and_csv_files(tmp_path: Path) -> None:

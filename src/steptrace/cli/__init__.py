@@ -168,13 +168,15 @@ def profile(
 @click.argument("candidate")
 @click.option("--state", required=True, help="MODULE:FUNCTION returning {'model': ..., ...}.")
 @click.option("--batches", required=True, help="MODULE:FUNCTION returning a list of batches.")
+@click.option("--state-b", help="B's own MODULE:FUNCTION state (another optimizer, ...).")
+@click.option("--batches-b", help="B's own MODULE:FUNCTION batches (pinned copies, ...).")
 @click.option("--device", default="cpu", show_default=True, help="cpu, cuda, cuda:1, ...")
 @click.option(
     "--unit", type=click.Choice(["ms/step", "samples/s"]), default="ms/step", show_default=True
 )
 @click.option(
     "--budget", type=click.FloatRange(min=0.5), default=20.0, show_default=True,
-    help="Seconds of timing at most.",
+    help="Seconds of timing at most (an upper bound; correctness steps come first).",
 )  # fmt: skip
 @count("--check-steps", 3, 1, "Steps before comparing outputs.")
 @click.option("--rtol", type=float, help="Relative tolerance (default by dtype).")
@@ -185,47 +187,28 @@ def profile(
 def compare(
     baseline: str,
     candidate: str,
-    state: str,
-    batches: str,
-    device: str,
-    unit: str,
-    budget: float,
-    check_steps: int,
-    rtol: float | None,
-    atol: float | None,
-    accept_difference: bool,
     json_out: Path | None,
     csv_out: Path | None,
+    **options: Any,
 ) -> None:
     """A/B outside the profiler: same state, correctness first, interleaved timing, verdict.
 
     BASELINE and CANDIDATE are MODULE:FUNCTION, the steps A and B: step(state, batch).
     """
-    from steptrace.cli.targets import load_callable
+    from steptrace.cli.ab import check_outputs, run_compare
 
-    outputs = [p for p in (json_out, csv_out) if p is not None]
-    if len(outputs) == 2 and outputs[0].resolve() == outputs[1].resolve():
-        _fail("--json and --csv must name two different files")
-    for path in outputs:
-        if path.exists():
-            _fail(f"{path} exists already: choose a new file name")
-        if not path.parent.is_dir():
-            _fail(f"{path.parent}: no such folder for {path.name}")
+    targets: dict[str, str | None] = {"baseline": baseline, "candidate": candidate}
+    targets |= {k: options.pop(k) for k in ("state", "batches", "state_b", "batches_b")}
     try:
-        from steptrace.devices import activities, resolve
+        check_outputs((json_out, csv_out))
         from steptrace.validate import CheckPlan, TimingPlan
-        from steptrace.validate import compare as run_compare
 
-        activities(resolve(device))  # a GPU that is not there is refused, before any work
-        batch_list = list(load_callable(batches)())
         check = CheckPlan(
-            steps=check_steps, rtol=rtol, atol=atol, accept_difference=accept_difference
-        )
-        result = run_compare(
-            load_callable(baseline), load_callable(candidate),
-            make_state=load_callable(state), batches=batch_list, device=device,
-            check=check, plan=TimingPlan(budget_s=budget, unit=unit),  # type: ignore[arg-type]
+            steps=options["check_steps"], rtol=options["rtol"], atol=options["atol"],
+            accept_difference=options["accept_difference"],
         )  # fmt: skip
+        plan = TimingPlan(budget_s=options["budget"], unit=options["unit"])
+        result = run_compare(targets, options["device"], check=check, plan=plan)
     except ImportError as error:
         _fail(f"compare needs torch and scipy ({error})")
     except CaptureError as error:

@@ -50,6 +50,14 @@ class ComparisonLike(Protocol):
     @property
     def noise_warning(self) -> str | None: ...
     @property
+    def estimate(self) -> Any: ...
+    @property
+    def other_estimate(self) -> Any: ...
+    @property
+    def interference(self) -> Any: ...
+    @property
+    def by_design(self) -> tuple[str, ...]: ...
+    @property
     def accepted_difference(self) -> bool: ...
     @property
     def device(self) -> str: ...
@@ -66,6 +74,8 @@ def comparison_document(result: ComparisonLike, names: tuple[str, str]) -> Docum
 def comparison_section(title: str, result: ComparisonLike) -> Section:
     heading = "A/B outside the profiler" + (f": {title}" if title else "")
     blocks: list[Block] = [Paragraph(f"On {result.device}.")]
+    if result.by_design:
+        blocks.append(Paragraph(f"Differs by design: {'; '.join(result.by_design)}."))
     blocks += _correctness(result)
     if result.baseline is not None and result.candidate is not None and result.samples:
         blocks += _timing(result)
@@ -139,12 +149,9 @@ def _timing(result: ComparisonLike) -> list[Block]:
         rows.append(tuple(row))
     if result.unit == "samples/s":
         columns.append(Column("samples/s", "count"))
-    ci = result.ci
-    caption = (
-        f"B/A = {result.ratio:.4f}, 95% CI [{ci[0]:.4f}, {ci[1]:.4f}] (paired bootstrap)"
-        if ci and result.ratio
-        else ""
-    )
+    caption = _estimate_text(result.estimate) + " decides"
+    if result.other_estimate is not None:
+        caption += f"; {_estimate_text(result.other_estimate)}"
     cold_a = ", ".join(f"{v:.3f}" for v in samples.warmup_a)
     cold_b = ", ".join(f"{v:.3f}" for v in samples.warmup_b)
     p_value = f"{result.p_value:.3g}" if result.p_value is not None else "n/a"
@@ -162,10 +169,32 @@ def _timing(result: ComparisonLike) -> list[Block]:
         ),
         Paragraph(f"Warm-up (kept apart, ms/step): A {cold_a}   B {cold_b}"),
         Paragraph(
-            f"{len(samples.order)} interleaved blocks in randomized order, "
-            f"{samples.elapsed_s:.1f} s; paired Wilcoxon p = {p_value}"
+            f"{len(samples.order)} interleaved blocks of {samples.block_steps} steps per side in "
+            f"randomized order, {samples.elapsed_s:.1f} s (stopped: {samples.stopped}); "
+            f"paired Wilcoxon p = {p_value}; {_interference_text(result.interference)}"
         ),
     ]
+
+
+ESTIMATORS = {
+    "median": "the ratio of medians (block bootstrap CI)",
+    "block-minimum": "the blocks' fastest steps (Hodges–Lehmann, signed-rank CI)",
+}
+
+
+def _estimate_text(estimate: Any) -> str:
+    low, high = estimate.ci
+    name = ESTIMATORS.get(estimate.estimator, estimate.estimator)
+    return f"B/A = {estimate.ratio:.4f} [95% CI {low:.4f}, {high:.4f}] from {name}"
+
+
+def _interference_text(measured: Any) -> str:
+    if measured is None:
+        return "interference not measured"
+    shares = f"A {100 * measured.slowed_a:.0f}%, B {100 * measured.slowed_b:.0f}%"
+    if measured.detected:
+        return f"steps held back by interference: {shares}, so the fastest steps decide"
+    return f"steps held back by interference: {shares} (quiet: the medians decide)"
 
 
 def _tolerance(value: float | None) -> str:

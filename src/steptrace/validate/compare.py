@@ -1,24 +1,24 @@
 """``compare``: is B faster than A, outside the profiler, from the same state, and correct?
 
 1. Same start: ``make_state()`` is called once; A and B each get a deep copy of it (model,
-   optimizer and the rest), and the same RNG seed before they run.
-2. Correctness first: each side runs ``check_steps`` steps on the same batches; outputs,
+   optimizer and the rest), and the same RNG seed before they run. ``make_state_b``,
+   ``batches_b`` and ``loop_batches_b`` give B its own (another optimizer flag, pinned
+   batches, a loader with workers): the result lists what differed by design.
+2. Correctness first: each side runs ``check_steps`` steps on its batches; outputs,
    gradients, parameters and buffers are compared with dtype tolerances. A mismatch is
-   the verdict (``outputs-differ``) unless ``accept_difference=True``.
+   the verdict (``outputs-differ``, saying by how much and what to try) unless
+   ``accept_difference=True``.
 3. Timing: fresh copies, warm-up kept apart, A and B interleaved in randomized blocks,
-   synchronized at step boundaries only, until the ratio is known precisely enough.
-4. Statistics: raw values, median, IQR, min, max per side; the ratio B/A with a bootstrap
-   CI; a paired rank test; a noise warning; the verdict in words.
+   synchronized at step boundaries only, within the time budget (an upper bound).
+4. Statistics: raw values, median, IQR, min, max per side; the ratio B/A with its CI from
+   the estimator that fits the noise (``estimators``: the medians on a quiet machine, the
+   blocks' fastest steps under interference); a paired rank test; the verdict in words.
 """
 
 from __future__ import annotations
 
-import copy
 import csv
-import json
-import random
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Literal
 
@@ -27,27 +27,17 @@ import numpy as np
 import torch
 
 from steptrace.errors import CaptureError
-from steptrace.validate.correctness import (
-    Correctness,
-    Difference,
-    compare_values,
-    flatten,
-    same_start,
-    snapshot,
-)
-from steptrace.validate.stats import (
-    SideStats,
-    Verdict,
-    ratio_stats,
-    sentence,
-    summarize,
-    verdict,
-)
+from steptrace.validate.agreement import check_both, guarded
+from steptrace.validate.correctness import Correctness, explain, flatten
+from steptrace.validate.estimators import MIN_PAIRS, Estimate, Interference, decide
+from steptrace.validate.sides import by_design, checked_batches, checked_state, copies
+from steptrace.validate.stats import SideStats, Verdict, sentence, summarize, verdict
 from steptrace.validate.timing import (
     CheckPlan,
     Clock,
     Instruments,
     Samples,
+    Sides,
     Step,
     Sync,
     TimingPlan,
@@ -70,17 +60,22 @@ class LoopCheck(msgspec.Struct, frozen=True):
 class Comparison(msgspec.Struct, frozen=True, kw_only=True):
     """An A/B outside the profiler: correctness first, then timing, then the verdict.
 
-    ``verdict`` is ``faster``, ``slower``, ``no-detectable-difference`` or
-    ``outputs-differ`` (then no timing ran); ``sentence`` says it in words with its
-    interval. ``samples`` holds every raw step time; ``ratio`` and ``ci`` are B/A.
+    ``verdict`` is ``faster``, ``slower``, ``no-detectable-difference``, ``outputs-differ``
+    (then no timing ran) or ``too-few-samples`` (the budget fits too few steps);
+    ``sentence`` says it in words with its interval. ``samples`` holds every raw step
+    time; ``ratio`` and ``ci`` are B/A from ``estimate`` (the estimator that decided),
+    ``other_estimate`` is the other one, ``interference`` what the machine added.
     """
 
-    schema: str = "steptrace.compare/2"  # /2: the whole-loop medians in ``loop``
+    schema: str = "steptrace.compare/3"  # /3: estimators, interference, by design
     verdict: Verdict
     sentence: str
-    ratio: float | None  # median B / median A of the step time (below 1: B is faster)
+    ratio: float | None  # B / A of the step time (below 1: B is faster)
     ci: tuple[float, float] | None
     p_value: float | None
+    estimate: Estimate | None  # the one that decided
+    other_estimate: Estimate | None
+    interference: Interference | None
     band: float
     unit: Unit
     batch_size: int | None
@@ -88,6 +83,7 @@ class Comparison(msgspec.Struct, frozen=True, kw_only=True):
     candidate: SideStats | None
     correctness: Correctness
     accepted_difference: bool
+    by_design: tuple[str, ...]  # what differed between the sides because it was asked for
     noise_warning: str | None
     samples: Samples | None  # every raw value, ms per step
     loop: LoopCheck | None
@@ -101,10 +97,11 @@ class Comparison(msgspec.Struct, frozen=True, kw_only=True):
         return self.batch_size / (stats.median / 1000)
 
     def write_json(self, path: str | Path) -> Path:
-        """Write every figure and raw value to a new file (never overwrites)."""
+        """Write every figure and raw value to a new file (never overwrites); strict JSON
+        (a value that is not a number, such as an infinite spread, is written as null)."""
         target = Path(path)
-        with target.open("x", encoding="utf-8") as handle:
-            handle.write(json.dumps(msgspec.to_builtins(self), indent=2) + "\n")
+        with target.open("xb") as handle:
+            handle.write(msgspec.json.format(msgspec.json.encode(self), indent=2) + b"\n")
         return target
 
     def write_csv(self, path: str | Path) -> Path:
@@ -136,57 +133,66 @@ def compare(
     plan: TimingPlan | None = None,
     loop_batches: Callable[[], Iterable[Any]] | None = None,
     instruments: Instruments | None = None,
+    make_state_b: Callable[[], Mapping[str, Any]] | None = None,
+    batches_b: Sequence[Any] | None = None,
+    loop_batches_b: Callable[[], Iterable[Any]] | None = None,
     **legacy: Any,
 ) -> Comparison:
     """Compare two step functions ``step(state, batch) -> outputs`` from the same state.
 
     ``check`` says how correctness is checked first, ``plan`` how the steps are timed and
-    in which unit; ``loop_batches`` also times the whole loop. The keyword arguments of
-    earlier versions (``rtol=``, ``unit=``, ``seed=``, ``clock=``, ...) still work.
+    in which unit; ``loop_batches`` also times the whole loop. ``make_state_b``,
+    ``batches_b`` and ``loop_batches_b`` give B its own state, batches or loop (the
+    result's ``by_design`` lists what differed). The keyword arguments of earlier
+    versions (``rtol=``, ``unit=``, ``seed=``, ``clock=``, ...) still work.
     """
     check, plan, instruments = _plans(check, plan, instruments, legacy)
-    if not batches:
-        raise CaptureError("compare needs at least one batch")
     target = torch.device(device)
     sync = instruments.synchronize or _synchronizer(target)
-    origin = make_state()
-    if "model" not in origin:
-        raise CaptureError("make_state() must return a mapping with a 'model'")
-    correctness = _check(baseline, candidate, origin, batches, check, plan.seed)
-    size = plan.batch_size or _batch_size(batches[0])
-    band, unit, seed = plan.band, plan.unit, plan.seed
-    if not correctness.ok and not check.accept_difference:
-        return Comparison(
-            verdict="outputs-differ", sentence=sentence("outputs-differ", None, band),
-            ratio=None, ci=None, p_value=None, band=band, unit=unit, batch_size=size,
-            baseline=None, candidate=None, correctness=correctness, accepted_difference=False,
-            noise_warning=None, samples=None, loop=None, device=str(target),
-        )  # fmt: skip
-    state_a, state_b = _copies(origin, seed)
-    samples = run_blocks(
-        lambda batch: baseline(state_a, batch),
-        lambda batch: candidate(state_b, batch),
-        batches,
-        plan,
-        clock=instruments.clock,
+    origin_a = checked_state(make_state, "A", "make_state")
+    origin_b = None if make_state_b is None else checked_state(make_state_b, "B", "make_state_b")
+    feeds = (
+        checked_batches(batches, "A", "batches"),
+        checked_batches(batches if batches_b is None else batches_b, "B", "batches_b"),
+    )
+    designed = by_design(
+        origin_a, origin_b, batches_b is not None, (loop_batches, loop_batches_b or loop_batches)
+    )
+    origins = (origin_a, origin_a if origin_b is None else origin_b)
+    correctness, step_s = check_both(
+        (baseline, candidate), origins, feeds, check, seed=plan.seed, clock=instruments.clock,
         synchronize=sync,
-    )
-    if min(np.median(samples.a), np.median(samples.b)) <= 0:
-        raise CaptureError("the clock is too coarse for these steps: median step time is 0")
-    ratio = ratio_stats(samples.a, samples.b, block=plan.block_steps, seed=seed)
-    outcome = verdict(ratio, band)
+    )  # fmt: skip
+    untimed = Comparison(
+        verdict="outputs-differ", sentence=explain(correctness), ratio=None, ci=None,
+        p_value=None, estimate=None, other_estimate=None, interference=None, band=plan.band,
+        unit=plan.unit, batch_size=plan.batch_size or _batch_size(feeds[0][0]), baseline=None,
+        candidate=None, correctness=correctness, accepted_difference=not correctness.ok,
+        by_design=designed, noise_warning=None, samples=None, loop=None, device=str(target),
+    )  # fmt: skip
+    if not correctness.ok and not check.accept_difference:
+        return untimed
+    state_a, state_b = copies(origins[0], "A"), copies(origins[1], "B")
+    step_a, step_b = guarded(baseline, "A", "while timed"), guarded(candidate, "B", "while timed")
+    sides = Sides(lambda x: step_a(state_a, x), lambda x: step_b(state_b, x), *feeds)
+    samples = run_blocks(sides, plan, clock=instruments.clock, synchronize=sync, step_s=step_s)
+    loops = (loop_batches, loop_batches_b or loop_batches)
+    loop = _loop((baseline, candidate), origins, loops, plan, instruments.clock, sync)
+    if len(samples.order) < MIN_PAIRS:
+        too_few = _too_few(plan, step_s, len(samples.order))
+        return msgspec.structs.replace(
+            untimed, verdict="too-few-samples", sentence=too_few, samples=samples, loop=loop
+        )
+    if min(min(samples.a), min(samples.b)) <= 0:
+        raise CaptureError("the clock is too coarse for these steps: a step took 0 ms")
+    deciding, other, measured = decide(samples.a, samples.b, samples.block_steps, seed=plan.seed)
+    outcome = verdict(deciding, plan.band)
     a_stats, b_stats = summarize(samples.a), summarize(samples.b)
-    loop = (
-        _loop(baseline, candidate, origin, loop_batches, plan, instruments.clock, sync)
-        if loop_batches is not None
-        else None
-    )
-    return Comparison(
-        verdict=outcome, sentence=sentence(outcome, ratio, band, unit), ratio=ratio.ratio,
-        ci=ratio.ci, p_value=ratio.p_value, band=band, unit=unit, batch_size=size,
-        baseline=a_stats, candidate=b_stats, correctness=correctness,
-        accepted_difference=not correctness.ok, noise_warning=_noise(a_stats, b_stats),
-        samples=samples, loop=loop, device=str(target),
+    return msgspec.structs.replace(
+        untimed, verdict=outcome, sentence=sentence(outcome, deciding, plan.band, plan.unit),
+        ratio=deciding.ratio, ci=deciding.ci, p_value=deciding.p_value, estimate=deciding,
+        other_estimate=other, interference=measured, baseline=a_stats, candidate=b_stats,
+        noise_warning=_noise(a_stats, b_stats, measured), samples=samples, loop=loop,
     )  # fmt: skip
 
 
@@ -221,89 +227,6 @@ def _plans(
     )
 
 
-def _check(
-    baseline: Step,
-    candidate: Step,
-    origin: Mapping[str, Any],
-    batches: Sequence[Any],
-    check: CheckPlan,
-    seed: int,
-) -> Correctness:
-    state_a, state_b = _copies(origin, seed)
-    identical = same_start(state_a, state_b)
-    outputs = []
-    with _rng_kept():
-        for step, state in ((baseline, state_a), (candidate, state_b)):
-            _seed_everything(seed)
-            results: dict[str, Any] = {}
-            for i in range(check.steps):  # batches copied per side: a step may change them in place
-                returned = step(state, copy.deepcopy(batches[i % len(batches)]))
-                results |= {n: _kept(v) for n, v in flatten(returned, f"step{i}.output")}
-            outputs.append((results, snapshot(state)))
-    (results_a, after_a), (results_b, after_b) = outputs
-    rtol, atol = check.rtol, check.atol
-    differences = [
-        _pair(name, results_a, results_b, rtol, atol)
-        for name in [*results_a, *(n for n in results_b if n not in results_a)]
-    ]
-    differences += [
-        _pair(name, after_a, after_b, rtol, atol)
-        for name in sorted(after_a.keys() | after_b.keys())
-    ]
-    ok = identical and all(d.ok for d in differences)
-    return Correctness(
-        ok=ok, steps=check.steps, differences=tuple(differences), start_identical=identical
-    )
-
-
-def _pair(
-    name: str, a: Mapping[str, Any], b: Mapping[str, Any], rtol: float | None, atol: float | None
-) -> Difference:
-    """Compare by name: a value on one side only is a difference, never silently dropped."""
-    if name not in a or name not in b:
-        side = "A" if name in a else "B"
-        return Difference(name, False, None, None, rtol, atol, f"only {side} returns it")
-    return compare_values(name, a[name], b[name], rtol, atol)
-
-
-def _kept(value: Any) -> Any:
-    """A copy of an output as it is now (a later in-place change must not alter it)."""
-    if isinstance(value, torch.Tensor):
-        return value.detach().clone()
-    if isinstance(value, np.ndarray):
-        return torch.from_numpy(value.copy())
-    return copy.deepcopy(value)
-
-
-@contextmanager
-def _rng_kept() -> Iterator[None]:
-    """Seed freely inside, and give the caller back the RNG states they had."""
-    states = (torch.get_rng_state(), random.getstate(), np.random.get_state())
-    cuda = torch.cuda.get_rng_state_all() if torch.cuda.is_available() else None
-    try:
-        yield
-    finally:
-        torch.set_rng_state(states[0])
-        random.setstate(states[1])
-        np.random.set_state(states[2])
-        if cuda is not None:
-            torch.cuda.set_rng_state_all(cuda)
-
-
-def _copies(origin: Mapping[str, Any], seed: int) -> tuple[dict[str, Any], dict[str, Any]]:
-    """Two deep copies of the starting state (the optimizer keeps pointing at its copy)."""
-    try:
-        return copy.deepcopy(dict(origin)), copy.deepcopy(dict(origin))
-    except (TypeError, RuntimeError, copy.Error) as exc:
-        raise CaptureError(f"the state from make_state() cannot be copied ({exc})") from None
-
-
-def _seed_everything(seed: int) -> None:
-    torch.manual_seed(seed)
-    random.seed(seed)
-    np.random.seed(seed)
-
-
 def _synchronizer(device: torch.device) -> Sync:
     if device.type == "cuda":
         return lambda: torch.cuda.synchronize(device)
@@ -315,8 +238,13 @@ def _batch_size(batch: Any) -> int | None:
     return int(first.shape[0]) if first is not None and first.dim() > 0 else None
 
 
-def _noise(a: SideStats, b: SideStats) -> str | None:
+def _noise(a: SideStats, b: SideStats, measured: Interference) -> str | None:
     worst = max(a, b, key=lambda s: s.spread)
+    if measured.detected:
+        return (
+            f"{measured.sentence()}: the verdict comes from the blocks' fastest steps, which "
+            "interference cannot make faster; closing other work would narrow the interval"
+        )
     if worst.noise == "ok":
         return None
     level = (
@@ -327,25 +255,39 @@ def _noise(a: SideStats, b: SideStats) -> str | None:
     return f"the timings are {level}: the verdict is less reliable; close other work and repeat"
 
 
+def _too_few(plan: TimingPlan, step_s: float, blocks: int) -> str:
+    needed = 2 * (1 + MIN_PAIRS) * step_s
+    return (
+        f"No verdict: the budget of {plan.budget_s:g} s fits {blocks} timed block(s) of steps "
+        f"of about {1000 * step_s:.0f} ms per side, and a confidence interval needs "
+        f"{MIN_PAIRS}; allow at least {needed:.1f} s (TimingPlan(budget_s=...), --budget)."
+    )
+
+
 def _loop(
-    baseline: Step,
-    candidate: Step,
-    origin: Mapping[str, Any],
-    loop_batches: Callable[[], Iterable[Any]],
+    steps: tuple[Step, Step],
+    origins: tuple[Mapping[str, Any], Mapping[str, Any]],
+    loops: tuple[Callable[[], Iterable[Any]] | None, Callable[[], Iterable[Any]] | None],
     plan: TimingPlan,
     clock: Clock,
     sync: Sync,
-) -> LoopCheck:
+) -> LoopCheck | None:
+    """The whole loop (data included) per side, a few times, in a random order."""
+    if loops[0] is None and loops[1] is None:
+        return None
     coin = np.random.default_rng(plan.seed + 1)
     times: dict[str, list[float]] = {"A": [], "B": []}
+    sides = list(zip("AB", steps, origins, loops, strict=True))
     for _ in range(plan.loop_repeats):
-        sides = [("A", baseline), ("B", candidate)]
-        for name, step in sides if coin.integers(2) else reversed(sides):
-            state = copy.deepcopy(dict(origin))
+        for name, step, origin, loop in sides if coin.integers(2) else reversed(sides):
+            if loop is None:
+                raise CaptureError(f"{name}: a whole loop needs loop_batches for both sides")
+            state = copies(origin, name)
+            run = guarded(step, name, "in the whole loop")
             sync()
             start = clock()
-            for batch in loop_batches():
-                step(state, batch)
+            for batch in loop():
+                run(state, batch)
             sync()
             times[name].append((clock() - start) * 1000)
     a_median, b_median = float(np.median(times["A"])), float(np.median(times["B"]))

@@ -2,7 +2,17 @@
 
 Tolerances follow ``torch.testing.assert_close``'s defaults for each dtype (overridable):
 an element agrees when ``|a - b| <= atol + rtol * |b|``. Every difference is reported
-with its largest absolute and relative error, whether it passes or not.
+with its largest absolute and relative error, whether it passes or not; the relative
+error of an element is ``|a - b| / max(|a|, |b|)`` (at most 2, and 1 when one side is 0:
+an exact 0 on one side is no reason for a 1e305).
+
+Tolerances for training steps: the defaults hold for one step of the same computation.
+Over several steps the same maths in another order (a foreach or fused optimizer, another
+reduction order, TF32) drifts: float32 parameters after 3 Adam steps commonly differ by
+1e-6 to 1e-5 relative, gradients more where they are small. Check one step first
+(``CheckPlan(steps=1)``); for several float32 steps ``rtol=1e-4, atol=1e-6`` is a
+sensible start, for bfloat16 ``rtol=1e-2, atol=1e-3``; a difference by design (other
+data, dropout) is ``accept_difference=True``.
 """
 
 from __future__ import annotations
@@ -21,6 +31,7 @@ TOLERANCES: dict[torch.dtype, tuple[float, float]] = {
     torch.float16: (1e-3, 1e-5),
     torch.bfloat16: (1.6e-2, 1e-5),
 }
+COMPILED = "_orig_mod."  # torch.compile's wrapper: the same parameter under another name
 
 
 class Difference(msgspec.Struct, frozen=True):
@@ -77,9 +88,37 @@ def _compare_tensors(
         return Difference(name, True, 0.0, 0.0, rtol, atol)
     same = (x == y) | (x.isnan() & y.isnan())  # equal infinities and NaNs agree
     error = torch.where(same, torch.zeros(()), (x - y).abs().double())
-    relative = error / y.abs().double().clamp_min(torch.finfo(torch.float64).tiny)
+    scale = torch.maximum(x.abs(), y.abs()).double()
+    relative = torch.where(error > 0, error / scale, torch.zeros(()))  # scale > 0 there
     ok = bool((same | (error <= atol + rtol * y.abs().double())).all())
     return Difference(name, ok, float(error.max()), float(relative.max()), rtol, atol)
+
+
+def explain(check: Correctness) -> str:
+    """Why there is no speed verdict, by how much, and what to try next."""
+    failing = [d for d in check.differences if not d.ok]
+    if not check.start_identical:
+        return (
+            "B's outputs differ from A's: the two states do not start from the same weights "
+            "(seed both the same way, or load one state_dict into both); no speed verdict."
+        )
+    if not failing:
+        return "B's outputs differ from A's beyond tolerance: no speed verdict is given."
+    worst = max(failing, key=lambda d: (d.max_rel is not None, d.max_rel or 0, d.max_abs or 0))
+    if worst.note:
+        how = f"{worst.name}: {worst.note}"
+    else:
+        how = (
+            f"{worst.name} by up to {worst.max_abs:.3g} ({100 * (worst.max_rel or 0):.3g}% "
+            f"relative; tolerance rtol {worst.rtol:g}, atol {worst.atol:g})"
+        )
+    more = f" and {len(failing) - 1} other values" if len(failing) > 1 else ""
+    return (
+        f"B's outputs differ from A's after {check.steps} steps: {how}{more}; no speed verdict. "
+        "Next: CheckPlan(steps=1) (--check-steps 1) to see whether the first step already "
+        "differs; tolerances for the dtype (rtol/atol: several training steps drift); or "
+        "accept_difference=True (--accept-difference) if the difference is by design."
+    )
 
 
 def _as_tensor(value: Any) -> Any:
@@ -91,12 +130,13 @@ def snapshot(state: Mapping[str, Any]) -> dict[str, torch.Tensor]:
     """Parameters and gradients of the state's model, cloned, by name."""
     model = state["model"]
     taken: dict[str, torch.Tensor] = {}
-    for name, parameter in model.named_parameters():
+    for raw, parameter in model.named_parameters():
+        name = raw.replace(COMPILED, "")
         taken[f"param:{name}"] = parameter.detach().clone()
         if parameter.grad is not None:
             taken[f"grad:{name}"] = parameter.grad.detach().clone()
     for name, buffer in model.named_buffers():
-        taken[f"buffer:{name}"] = buffer.detach().clone()
+        taken[f"buffer:{name.replace(COMPILED, '')}"] = buffer.detach().clone()
     return taken
 
 

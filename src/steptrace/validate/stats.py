@@ -1,7 +1,7 @@
-"""Statistics of an A/B timing: per-side summaries, the ratio's bootstrap CI, a rank test.
+"""The verdict of an A/B timing: per-side summaries, the noise band, the verdict in words.
 
-Pure numpy and scipy.stats; nothing here touches a clock. The verdict has a noise band:
-a difference is only called when the whole 95% confidence interval of the ratio B/A lies
+Pure numpy; nothing here touches a clock. The ratio B/A and its confidence interval come
+from ``estimators``. A difference is only called when the whole 95% CI of the ratio lies
 beyond ``band`` (default 1%), so that A against itself almost never looks different.
 """
 
@@ -13,9 +13,12 @@ import msgspec
 import numpy as np
 from numpy.typing import ArrayLike
 
-Verdict = Literal["faster", "slower", "no-detectable-difference", "outputs-differ"]
+from steptrace.validate.estimators import Estimate
+
+Verdict = Literal[
+    "faster", "slower", "no-detectable-difference", "outputs-differ", "too-few-samples"
+]
 NOISY, GROSS = 0.10, 0.25  # IQR / median, as torch.utils.benchmark warns
-CONFIDENCE = 0.95
 
 
 class SideStats(msgspec.Struct, frozen=True):
@@ -28,12 +31,6 @@ class SideStats(msgspec.Struct, frozen=True):
     max: float
     spread: float  # IQR / median
     noise: Literal["ok", "noisy", "gross"]
-
-
-class RatioStats(msgspec.Struct, frozen=True):
-    ratio: float  # median(B) / median(A): below 1, B takes less time
-    ci: tuple[float, float]
-    p_value: float | None  # Wilcoxon signed-rank on the paired differences
 
 
 def summarize(samples: ArrayLike) -> SideStats:
@@ -49,48 +46,9 @@ def summarize(samples: ArrayLike) -> SideStats:
     )  # fmt: skip
 
 
-def ratio_stats(
-    a: ArrayLike, b: ArrayLike, *, block: int = 1, seed: int = 0, resamples: int = 2000
-) -> RatioStats:
-    """Ratio of medians B/A, with a CI from a bootstrap over whole blocks, and a rank test.
-
-    Samples come in blocks of ``block`` steps run back to back under the same conditions;
-    A's block ``k`` and B's block ``k`` ran next to each other. Resampling whole block
-    pairs keeps both facts: resampling single steps would treat correlated steps as
-    independent and give an interval too narrow for drifting timings.
-    """
-    from scipy import stats
-
-    x = np.asarray(a, dtype=np.float64)
-    y = np.asarray(b, dtype=np.float64)
-    if block < 1 or x.size != y.size or x.size % block:
-        block = 1
-    xs, ys = x.reshape(-1, block), y.reshape(-1, block)
-    ratio = float(np.median(y) / np.median(x))
-
-    def statistic(picked: np.ndarray, axis: int) -> np.ndarray:
-        index = picked.astype(np.intp)  # resampled block numbers
-        first = xs[index].reshape(*index.shape[:-1], -1)
-        second = ys[index].reshape(*index.shape[:-1], -1)
-        result: np.ndarray = np.median(second, axis=-1) / np.median(first, axis=-1)
-        return result
-
-    result = stats.bootstrap(
-        (np.arange(xs.shape[0], dtype=np.float64),), statistic, vectorized=True,
-        n_resamples=resamples, confidence_level=CONFIDENCE, method="percentile",
-        rng=np.random.default_rng(seed),
-    )  # fmt: skip
-    differences = np.median(ys, axis=1) - np.median(xs, axis=1)  # one pair per block
-    p_value = None
-    if np.count_nonzero(differences) >= 6:
-        p_value = float(stats.wilcoxon(differences).pvalue)
-    low, high = result.confidence_interval
-    return RatioStats(ratio=ratio, ci=(float(low), float(high)), p_value=p_value)
-
-
-def verdict(ratio: RatioStats, band: float) -> Verdict:
+def verdict(estimate: Estimate, band: float) -> Verdict:
     """Faster or slower only when the whole CI is beyond the noise band."""
-    low, high = ratio.ci
+    low, high = estimate.ci
     if low > 1 + band:
         return "slower"
     if high < 1 - band:
@@ -98,31 +56,39 @@ def verdict(ratio: RatioStats, band: float) -> Verdict:
     return "no-detectable-difference"
 
 
-def sentence(outcome: Verdict, ratio: RatioStats | None, band: float, unit: str = "ms/step") -> str:
-    """The verdict in words, with its interval (as throughput when the unit is samples/s)."""
-    if outcome == "outputs-differ" or ratio is None:
+def sentence(
+    outcome: Verdict, estimate: Estimate | None, band: float, unit: str = "ms/step"
+) -> str:
+    """The verdict in words: how many times faster or slower, and B's share of A's time.
+
+    "B is 66% faster" is read both as "takes 66% less time" and as "does 66% more work
+    per second"; the sentence says both figures instead: ``2.95x faster: it takes 33.9% of
+    A's time per step``, with the CI on the same figure.
+    """
+    if outcome == "outputs-differ":
         return "B's outputs differ from A's beyond tolerance: no speed verdict is given."
-    low, high = ratio.ci
-    if unit == "samples/s" and outcome != "no-detectable-difference":
-        gain = 1 / ratio.ratio - 1
-        bounds = sorted(abs(1 / r - 1) for r in (low, high))
-        word = "more" if gain > 0 else "fewer"
+    if outcome == "too-few-samples" or estimate is None:
+        return "No verdict: too few timed steps for a confidence interval."
+    low, high = estimate.ci
+    band_text = f"a difference is called beyond ±{100 * band:g}%"
+    if unit == "samples/s":
+        share, bounds, what = 1 / estimate.ratio, (1 / high, 1 / low), "of A's samples per second"
+        verb = "processes"
+    else:
+        share, bounds, what = estimate.ratio, (low, high), "of A's time per step"
+        verb = "takes"
+    interval = f"[95% CI {_share(bounds[0])}–{_share(bounds[1])}]"
+    if outcome == "no-detectable-difference":
         return (
-            f"B processes {100 * abs(gain):.1f}% {word} samples per second "
-            f"[95% CI {100 * bounds[0]:.1f}%–{100 * bounds[1]:.1f}%]"
+            f"No difference detectable: B {verb} {_share(bounds[0])}–{_share(bounds[1])} {what} "
+            f"(95% CI; {band_text})"
         )
     if outcome == "faster":
-        return (
-            f"B is {100 * (1 - ratio.ratio):.1f}% faster "
-            f"[95% CI {100 * (1 - high):.1f}%–{100 * (1 - low):.1f}%]"
-        )
-    if outcome == "slower":
-        return (
-            f"B is {100 * (ratio.ratio - 1):.1f}% slower "
-            f"[95% CI {100 * (low - 1):.1f}%–{100 * (high - 1):.1f}%]"
-        )
-    width = 100 * max(abs(1 - low), abs(high - 1))
-    return (
-        f"No difference detectable at this noise (CI within ±{width:.1f}%, "
-        f"noise band ±{100 * band:.0f}%)"
-    )
+        times = f"{1 / estimate.ratio:.3g}× faster"
+    else:
+        times = f"{estimate.ratio:.3g}× slower"
+    return f"B is {times}: it {verb} {_share(share)} {what} {interval}"
+
+
+def _share(value: float) -> str:
+    return f"{100 * value:.1f}%"

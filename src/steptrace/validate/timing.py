@@ -1,15 +1,22 @@
-"""Timing A and B outside the profiler, interleaved in randomized blocks.
+"""Timing A and B outside the profiler, interleaved in randomized blocks, within a budget.
 
 Each block runs A then B or B then A (a seeded coin), ``block_steps`` steps each, each
 step timed from one step boundary to the next: on CUDA the device is synchronized at
 step boundaries only, never between the operations inside a step. Warm-up steps are
-timed and kept apart (cold start). Blocks continue until the ratio's confidence interval
-is narrow enough, the time budget is spent, or ``max_blocks`` is reached.
+timed and kept apart (cold start).
+
+The budget is an upper bound on the timing: the step time, known from the correctness
+steps and then from the warm-up, sizes the blocks so that ``min_blocks`` fit, and no block
+starts that would end past the budget. When not even ``MIN_PAIRS`` blocks of one step fit,
+nothing is timed and the samples say so (``stopped == "too-few-samples"``). Blocks
+otherwise continue until the deciding estimator's CI is narrow enough, the budget is
+spent, or ``max_blocks`` have run.
 """
 
 from __future__ import annotations
 
 import itertools
+import math
 import time
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any, Literal
@@ -17,31 +24,35 @@ from typing import Any, Literal
 import msgspec
 import numpy as np
 
-from steptrace.validate.stats import ratio_stats
+from steptrace.validate.estimators import MIN_PAIRS, decide
 
 Step = Callable[[Any, Any], Any]
 Clock = Callable[[], float]
 Sync = Callable[[], None]
+Stop = Literal["precise", "budget", "max-blocks", "too-few-samples"]
+WARMUP_SHARE = 0.2  # warm-up steps beyond the first take at most this share of the budget
 
 
-class Samples(msgspec.Struct, frozen=True):
+class Samples(msgspec.Struct, frozen=True, kw_only=True):
     warmup_a: tuple[float, ...]
     warmup_b: tuple[float, ...]
     a: tuple[float, ...]  # steady-state ms per step
     b: tuple[float, ...]
     order: tuple[str, ...]  # which side went first in each block ("AB" or "BA")
     elapsed_s: float
+    block_steps: int = 0  # steps per side in each block, as sized for the budget
+    stopped: Stop = "max-blocks"  # why the blocks stopped
 
 
 class TimingPlan(msgspec.Struct, frozen=True, kw_only=True):
     """How A and B are timed, and in which unit the verdict speaks."""
 
     warmup: int = 3
-    block_steps: int = 5
+    block_steps: int = 5  # at most: fewer when the budget needs it
     min_blocks: int = 6
     max_blocks: int = 200
     precision: float = 0.01  # stop when the CI half-width is within this of the ratio
-    budget_s: float = 20.0
+    budget_s: float = 20.0  # the timing's upper bound (correctness steps come before it)
     seed: int = 0  # the blocks' order, the starting RNG state of both sides, the bootstrap
     band: float = 0.01  # a difference is only called beyond this noise band (±1%)
     loop_repeats: int = 3  # whole-loop runs per side, when a loop is given
@@ -66,38 +77,73 @@ class Instruments(msgspec.Struct, frozen=True):
     synchronize: Sync | None = None
 
 
+class Sides(msgspec.Struct, frozen=True):
+    """Both steps, each bound to its own state, and the batches each one reads."""
+
+    step_a: Callable[[Any], Any]
+    step_b: Callable[[Any], Any]
+    batches_a: Sequence[Any]
+    batches_b: Sequence[Any]
+
+
 def run_blocks(
-    step_a: Callable[[Any], Any],
-    step_b: Callable[[Any], Any],
-    batches: Sequence[Any],
+    sides: Sides,
     plan: TimingPlan,
     *,
     clock: Clock = time.perf_counter,
     synchronize: Sync = lambda: None,
+    step_s: float | None = None,
 ) -> Samples:
-    """Time both sides (each already bound to its own state) on the same batches."""
+    """Time both sides within ``plan.budget_s``; ``step_s``: a step's time, if known."""
     coin = np.random.default_rng(plan.seed)
-    feed_a, feed_b = itertools.cycle(batches), itertools.cycle(batches)
+    feed_a, feed_b = itertools.cycle(sides.batches_a), itertools.cycle(sides.batches_b)
     started = clock()
-    warmup_a = _timed(step_a, feed_a, plan.warmup, clock, synchronize)
-    warmup_b = _timed(step_b, feed_b, plan.warmup, clock, synchronize)
-    a: list[float] = []
-    b: list[float] = []
+    timed: dict[str, list[float]] = {"A": [], "B": [], "warm A": [], "warm B": []}
     order: list[str] = []
-    for block in range(plan.max_blocks):
+
+    def result(stopped: Stop, block: int = 0) -> Samples:
+        return Samples(
+            warmup_a=tuple(timed["warm A"]), warmup_b=tuple(timed["warm B"]),
+            a=tuple(timed["A"]), b=tuple(timed["B"]), order=tuple(order),
+            elapsed_s=clock() - started, block_steps=block, stopped=stopped,
+        )  # fmt: skip
+
+    if step_s is not None and not _fits(plan.budget_s, step_s, 1 + MIN_PAIRS):
+        return result("too-few-samples")
+    for i in range(max(plan.warmup, 1)):
+        spent = clock() - started
+        if i and step_s is not None and spent + 2 * step_s > WARMUP_SHARE * plan.budget_s:
+            break
+        timed["warm A"] += _timed(sides.step_a, feed_a, 1, clock, synchronize)
+        timed["warm B"] += _timed(sides.step_b, feed_b, 1, clock, synchronize)
+        step_s = max(timed["warm A"][-1], timed["warm B"][-1]) / 1000
+    assert step_s is not None  # at least one warm-up step ran
+    step_s = max(step_s, 1e-9)  # a clock too coarse reads 0: refused after the timing
+    left = plan.budget_s - (clock() - started)
+    least = max(plan.min_blocks, MIN_PAIRS)  # fewer blocks give no confidence interval
+    block = min(plan.block_steps, math.floor(left / (2 * step_s * least)))
+    if block < 1:
+        if not _fits(left, step_s, MIN_PAIRS):
+            return result("too-few-samples")
+        block = 1
+    for count in range(1, plan.max_blocks + 1):
+        if not _fits(plan.budget_s - (clock() - started), step_s, 1, block):
+            return result("budget", block)
         first_a = bool(coin.integers(2))
-        sides = [("A", step_a, feed_a, a), ("B", step_b, feed_b, b)]
-        for _, step, feed, into in sides if first_a else reversed(sides):
-            into += _timed(step, feed, plan.block_steps, clock, synchronize)
+        pairs = [("A", sides.step_a, feed_a), ("B", sides.step_b, feed_b)]
+        for name, step, feed in pairs if first_a else reversed(pairs):
+            timed[name] += _timed(step, feed, block, clock, synchronize)
         order.append("AB" if first_a else "BA")
-        elapsed = clock() - started
-        if elapsed >= plan.budget_s and block >= 1:  # the budget wins over min_blocks
-            break
-        if block + 1 >= plan.min_blocks and _enough(a, b, plan, elapsed, block):
-            break
-    return Samples(
-        tuple(warmup_a), tuple(warmup_b), tuple(a), tuple(b), tuple(order), clock() - started
-    )
+        step_s = max(float(np.median(timed["A"])), float(np.median(timed["B"]))) / 1000
+        due = count >= least and (count - least) % 3 == 0
+        if due and _precise(timed, block, plan):  # every third block from min_blocks on
+            return result("precise", block)
+    return result("max-blocks", block)
+
+
+def _fits(seconds: float, step_s: float, blocks: int, block: int = 1) -> bool:
+    """Do ``blocks`` blocks of ``block`` steps per side fit in ``seconds``?"""
+    return 2 * block * blocks * step_s <= seconds
 
 
 def _timed(
@@ -115,11 +161,10 @@ def _timed(
     return times
 
 
-def _enough(a: list[float], b: list[float], plan: TimingPlan, elapsed: float, block: int) -> bool:
-    if elapsed >= plan.budget_s:
-        return True
-    if block % 3 or min(np.median(a), np.median(b)) <= 0:  # every third block; a zero
-        return False  # median (a clock too coarse) is refused by the caller, not divided by
-    stats = ratio_stats(a, b, block=plan.block_steps, resamples=500, seed=plan.seed)
-    low, high = stats.ci
-    return (high - low) / 2 <= plan.precision * stats.ratio
+def _precise(timed: dict[str, list[float]], block: int, plan: TimingPlan) -> bool:
+    a, b = timed["A"], timed["B"]
+    if min(np.median(a), np.median(b)) <= 0:  # a clock too coarse: refused by the caller
+        return False
+    deciding, _, _ = decide(a, b, block, seed=plan.seed, resamples=500)
+    low, high = deciding.ci
+    return (high - low) / 2 <= plan.precision * deciding.ratio

@@ -1,0 +1,197 @@
+"""compare with B's own state, batches and loop; helpful refusals; strict JSON."""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from pathlib import Path
+from typing import Any
+
+import msgspec
+import pytest
+from click.testing import CliRunner
+
+torch = pytest.importorskip("torch", reason="compare needs torch (installed by make test)")
+pytest.importorskip("scipy")
+
+import steptrace  # noqa: E402
+from steptrace.cli import app  # noqa: E402
+from steptrace.errors import CaptureError  # noqa: E402
+from steptrace.validate import CheckPlan, Instruments, TimingPlan  # noqa: E402
+from steptrace.validate.correctness import compare_values  # noqa: E402
+from tests import compare_steps as steps  # noqa: E402
+
+QUICK = TimingPlan(warmup=1, block_steps=2, min_blocks=6, max_blocks=6, budget_s=3)
+
+
+def adam_state(foreach: bool, seed: int = 0) -> dict[str, Any]:
+    torch.manual_seed(seed)
+    model = torch.nn.Sequential(torch.nn.Linear(steps.FEATURES, 64), torch.nn.ReLU(),
+                                torch.nn.Linear(64, steps.CLASSES))  # fmt: skip
+    return {"model": model, "optimizer": torch.optim.Adam(model.parameters(), foreach=foreach)}
+
+
+def ab(**options: Any) -> steptrace.Comparison:
+    options.setdefault("make_state", lambda: adam_state(False))
+    options.setdefault("batches", steps.make_batches())
+    return steptrace.compare(steps.step, steps.step, plan=QUICK, **options)
+
+
+def test_two_real_states_are_compared_and_what_differs_is_said() -> None:
+    result = ab(make_state_b=lambda: adam_state(True))
+    assert result.correctness.ok and result.correctness.start_identical
+    assert any(d.name.startswith("param:") for d in result.correctness.differences)
+    assert "optimizer foreach: A False, B True" in result.by_design
+    assert "state: B's from make_state_b" in result.by_design
+    assert result.verdict in ("faster", "slower", "no-detectable-difference")
+
+
+def test_other_starting_weights_are_not_a_speed_verdict() -> None:
+    result = ab(make_state_b=lambda: adam_state(False, seed=1))
+    assert result.verdict == "outputs-differ" and not result.correctness.start_identical
+    assert "do not start from the same weights" in result.sentence
+
+
+def test_batches_b_with_the_same_values_agree_and_other_values_are_explained() -> None:
+    same = [(x.clone(), y.clone()) for x, y in steps.make_batches()]
+    agreed = ab(batches_b=same)
+    assert agreed.correctness.ok and "batches: B reads batches_b" in agreed.by_design
+    other = [(x * 1.5, y) for x, y in steps.make_batches()]
+    differ = ab(batches_b=other)
+    assert differ.verdict == "outputs-differ"
+    worst = max(
+        (d for d in differ.correctness.differences if not d.ok), key=lambda d: d.max_rel or 0
+    )
+    assert worst.name in differ.sentence and f"{worst.max_abs:.3g}" in differ.sentence
+    for hint in ("CheckPlan(steps=1)", "tolerances for the dtype", "accept_difference=True"):
+        assert hint in differ.sentence
+
+
+def test_the_whole_loop_per_side_and_its_loader_differences() -> None:
+    data = torch.utils.data.TensorDataset(
+        torch.randn(40, steps.FEATURES), torch.randint(0, steps.CLASSES, (40,))
+    )
+    result = ab(
+        loop_batches=lambda: torch.utils.data.DataLoader(data, batch_size=16),
+        loop_batches_b=lambda: torch.utils.data.DataLoader(data, batch_size=16, drop_last=True),
+        loop_repeats=1,
+    )
+    assert result.loop is not None and len(result.loop.b_ms) == 1
+    assert "loader drop_last: A False, B True" in result.by_design
+
+
+def test_relative_difference_against_zero_is_bounded() -> None:
+    difference = compare_values(
+        "x", torch.tensor([1e-3, 1.0]), torch.tensor([0.0, 1.0]), None, None
+    )
+    assert not difference.ok and difference.max_rel == pytest.approx(1.0)
+    assert difference.max_abs == pytest.approx(1e-3)
+    halves = compare_values("y", torch.tensor([2.0]), torch.tensor([4.0]), None, None)
+    assert halves.max_rel == pytest.approx(0.5)  # |2 - 4| / max(2, 4)
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        ({"make_state": lambda: None}, "A: make_state() returned None"),
+        ({"make_state": lambda: {"model": "resnet"}}, "A: make_state()['model'] is a str, not"),
+        ({"make_state": lambda: {"optimizer": 1}}, "must return a mapping with a 'model'"),
+        ({"make_state_b": lambda: None}, "B: make_state_b() returned None"),
+        ({"batches": None}, "A: batches is None"),
+        ({"batches": []}, "A: batches is empty"),
+        ({"batches_b": None, "make_state": lambda: 1 / 0}, "A: make_state() raised Zero"),
+    ],
+)
+def test_user_mistakes_are_one_line_errors(options: dict[str, Any], message: str) -> None:
+    with pytest.raises(CaptureError, match=re.escape(message)) as caught:
+        ab(**options)
+    assert "\n" not in str(caught.value)
+
+
+def test_a_step_that_raises_names_its_side_and_step() -> None:
+    calls = [0]
+
+    def third_fails(state: Any, batch: Any) -> Any:
+        calls[0] += 1
+        if calls[0] == 3:
+            raise ValueError("shapes (16, 32) and (16, 64)")
+        return steps.step(state, batch)
+
+    with pytest.raises(CaptureError, match=r"B's step raised at correctness step 3: ValueError"):
+        steptrace.compare(steps.step, third_fails, make_state=steps.make_state,
+                          batches=steps.make_batches(), plan=QUICK)  # fmt: skip
+
+
+def test_a_budget_too_small_for_a_verdict_says_how_much_is_needed() -> None:
+    now = [0.0]
+
+    def slow(state: Any, batch: Any) -> Any:
+        now[0] += 0.5  # a 0.5 s step on the injected clock
+        return steps.step(state, batch)
+
+    result = steptrace.compare(
+        slow, slow, make_state=steps.make_state, batches=steps.make_batches(),
+        plan=TimingPlan(budget_s=0.5), instruments=Instruments(clock=lambda: now[0]),
+    )  # fmt: skip
+    assert result.verdict == "too-few-samples" and result.ratio is None
+    assert result.samples is not None and result.samples.elapsed_s == 0
+    assert "allow at least 7.0 s" in result.sentence
+
+
+def test_json_is_strict_even_with_values_that_are_not_numbers(tmp_path: Path) -> None:
+    result = ab(check=CheckPlan(steps=1))
+    assert result.baseline is not None
+    odd = msgspec.structs.replace(
+        result, p_value=math.nan, baseline=msgspec.structs.replace(result.baseline, spread=math.inf)
+    )
+
+    def refuse(value: str) -> Any:
+        raise AssertionError(f"{value} in JSON")
+
+    written = json.loads(odd.write_json(tmp_path / "ab.json").read_text(), parse_constant=refuse)
+    assert written["p_value"] is None and written["baseline"]["spread"] is None
+    assert written["schema"] == "steptrace.compare/3" and written["estimate"]["estimator"]
+
+
+def test_the_command_line_refuses_an_unwritable_json_before_timing(tmp_path: Path) -> None:
+    runner = CliRunner()
+    base = ["compare", "tests.compare_steps:step", "tests.compare_steps:same_step",
+            "--state", "tests.compare_steps:make_state",
+            "--batches", "tests.compare_steps:make_batches"]  # fmt: skip
+    unwritable = runner.invoke(app, [*base, "--json", "/proc/steptrace-ab.json"])
+    assert unwritable.exit_code == 2 and "cannot be written" in unwritable.stderr
+    assert unwritable.stderr.count("\n") == 1 and "Correctness" not in unwritable.stdout
+
+
+def test_the_command_line_one_line_errors_for_bad_user_functions(tmp_path: Path) -> None:
+    module = tmp_path / "user_ab.py"
+    module.write_text(
+        "from tests.compare_steps import make_state, make_batches, step\n"
+        "def none():\n    return None\n"
+        "def not_a_module():\n    return {'model': 3}\n"
+    )
+    runner = CliRunner()
+    cases = {
+        "--batches": ("returned None", ["--state", "tests.compare_steps:make_state",
+                                        "--batches", f"{module}:none"]),
+        "--state": ("make_state() returned None", ["--state", f"{module}:none",
+                                                   "--batches", f"{module}:make_batches"]),
+        "model": ("not a torch.nn.Module", ["--state", f"{module}:not_a_module",
+                                            "--batches", f"{module}:make_batches"]),
+    }  # fmt: skip
+    for name, (message, args) in cases.items():
+        result = runner.invoke(app, ["compare", f"{module}:step", f"{module}:step", *args])
+        assert result.exit_code == 2, (name, result.stderr)
+        assert message in result.stderr and result.stderr.count("\n") == 1, result.stderr
+
+
+def test_the_command_line_takes_b_s_own_state() -> None:
+    runner = CliRunner()
+    result = runner.invoke(app, [
+        "compare", "tests.compare_steps:step", "tests.compare_steps:step",
+        "--state", "tests.compare_steps:make_state", "--state-b", "tests.compare_steps:make_state",
+        "--batches", "tests.compare_steps:make_batches", "--budget", "1", "--check-steps", "1",
+    ])  # fmt: skip
+    assert result.exit_code == 0, result.stderr
+    assert "Differs by design: state: B's from make_state_b" in result.stdout
