@@ -51,7 +51,12 @@ def record_gloo_run(
     seed: int = 0,
     timeout_s: float | None = None,
 ) -> tuple[Path, ...]:
-    """Record one gloo run into the new ``folder``; the traces, rank 0 first."""
+    """Record one gloo run into the new ``folder``; the traces, rank 0 first.
+
+    ``timeout_s`` bounds the whole run (default 60 s + 15 s a rank: starting a process
+    costs about 3.5 s of CPU, torch and the profiler's imports); the group's own timeout
+    (init and every collective) is at most 60 s.
+    """
     check_run(world_size, plant, mode)
     folder = Path(folder)
     try:
