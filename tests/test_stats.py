@@ -189,7 +189,7 @@ def test_the_budget_is_an_upper_bound(step_ms: float, budget_s: float) -> None:
         clock.spend(step_ms)
 
     plan = TimingPlan(warmup=3, block_steps=5, min_blocks=6, max_blocks=1000, budget_s=budget_s)
-    samples = run_blocks(sides(run, run), plan, clock=clock, step_s=step_ms / 1000)
+    samples = run_blocks(sides(run, run), plan, clock=clock, pair_s=2 * step_ms / 1000)
     assert samples.elapsed_s <= budget_s + 1e-9
     assert len(samples.order) >= 6  # each of these budgets fits six blocks of one step
     assert samples.stopped in ("budget", "precise")  # equal steps can be precise early
@@ -204,8 +204,8 @@ def test_a_budget_too_small_times_nothing_and_says_so() -> None:
         clock.spend(500.0)
 
     plan = TimingPlan(budget_s=0.5)
-    samples = run_blocks(sides(run, run), plan, clock=clock, step_s=0.5)
+    samples = run_blocks(sides(run, run), plan, clock=clock, pair_s=1.0)
     assert samples.stopped == "too-few-samples" and samples.elapsed_s == 0
     assert samples.a == () and samples.warmup_a == ()
-    unknown = run_blocks(sides(run, run), plan, clock=clock, step_s=None)  # one step each
+    unknown = run_blocks(sides(run, run), plan, clock=clock, pair_s=None)  # one step each
     assert unknown.stopped == "too-few-samples" and len(unknown.warmup_a) == 1

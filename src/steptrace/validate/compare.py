@@ -159,7 +159,7 @@ def compare(
         origin_a, origin_b, batches_b is not None, (loop_batches, loop_batches_b or loop_batches)
     )
     origins = (origin_a, origin_a if origin_b is None else origin_b)
-    correctness, step_s = check_both(
+    correctness, pair_s = check_both(
         (baseline, candidate), origins, feeds, check, seed=plan.seed, clock=instruments.clock,
         synchronize=sync,
     )  # fmt: skip
@@ -175,11 +175,11 @@ def compare(
     state_a, state_b = copies(origins[0], "A"), copies(origins[1], "B")
     step_a, step_b = guarded(baseline, "A", "while timed"), guarded(candidate, "B", "while timed")
     sides = Sides(lambda x: step_a(state_a, x), lambda x: step_b(state_b, x), *feeds)
-    samples = run_blocks(sides, plan, clock=instruments.clock, synchronize=sync, step_s=step_s)
+    samples = run_blocks(sides, plan, clock=instruments.clock, synchronize=sync, pair_s=pair_s)
     loops = (loop_batches, loop_batches_b or loop_batches)
     loop = _loop((baseline, candidate), origins, loops, plan, instruments.clock, sync)
     if len(samples.order) < MIN_PAIRS:
-        too_few = _too_few(plan, step_s, len(samples.order))
+        too_few = _too_few(plan, pair_s, len(samples.order))
         return msgspec.structs.replace(
             untimed, verdict="too-few-samples", sentence=too_few, samples=samples, loop=loop
         )
@@ -255,12 +255,14 @@ def _noise(a: SideStats, b: SideStats, measured: Interference) -> str | None:
     return f"the timings are {level}: the verdict is less reliable; close other work and repeat"
 
 
-def _too_few(plan: TimingPlan, step_s: float, blocks: int) -> str:
-    needed = 2 * (1 + MIN_PAIRS) * step_s
+def _too_few(plan: TimingPlan, pair_s: float, blocks: int) -> str:
+    needed = (1 + MIN_PAIRS) * pair_s
+    ran = f"only {blocks} block(s) ran" if blocks else "nothing was timed"
     return (
-        f"No verdict: the budget of {plan.budget_s:g} s fits {blocks} timed block(s) of steps "
-        f"of about {1000 * step_s:.0f} ms per side, and a confidence interval needs "
-        f"{MIN_PAIRS}; allow at least {needed:.1f} s (TimingPlan(budget_s=...), --budget)."
+        f"No verdict: a step of A and one of B take about {1000 * pair_s:.0f} ms together, "
+        f"and a budget of {plan.budget_s:g} s fits fewer than the {MIN_PAIRS} blocks (and the "
+        f"warm-up) a confidence interval needs ({ran}); allow at least {needed:.1f} s "
+        "(TimingPlan(budget_s=...), --budget)."
     )
 
 

@@ -5,10 +5,11 @@ step timed from one step boundary to the next: on CUDA the device is synchronize
 step boundaries only, never between the operations inside a step. Warm-up steps are
 timed and kept apart (cold start).
 
-The budget is an upper bound on the timing: the step time, known from the correctness
-steps and then from the warm-up, sizes the blocks so that ``min_blocks`` fit, and no block
-starts that would end past the budget. When not even ``MIN_PAIRS`` blocks of one step fit,
-nothing is timed and the samples say so (``stopped == "too-few-samples"``). Blocks
+The budget is an upper bound on the timing: the time of one A step plus one B step
+(``pair_s``), known from the correctness steps and then from the warm-up, sizes the blocks
+so that ``min_blocks`` fit, and no block starts that would end past the budget. When
+not even ``MIN_PAIRS`` blocks of one step fit, nothing is timed and the samples say so
+(``stopped == "too-few-samples"``). Blocks
 otherwise continue until the deciding estimator's CI is narrow enough, the budget is
 spent, or ``max_blocks`` have run.
 """
@@ -92,9 +93,9 @@ def run_blocks(
     *,
     clock: Clock = time.perf_counter,
     synchronize: Sync = lambda: None,
-    step_s: float | None = None,
+    pair_s: float | None = None,
 ) -> Samples:
-    """Time both sides within ``plan.budget_s``; ``step_s``: a step's time, if known."""
+    """Time both sides within ``plan.budget_s``; ``pair_s``: an A step plus a B step (s)."""
     coin = np.random.default_rng(plan.seed)
     feed_a, feed_b = itertools.cycle(sides.batches_a), itertools.cycle(sides.batches_b)
     started = clock()
@@ -108,42 +109,42 @@ def run_blocks(
             elapsed_s=clock() - started, block_steps=block, stopped=stopped,
         )  # fmt: skip
 
-    if step_s is not None and not _fits(plan.budget_s, step_s, 1 + MIN_PAIRS):
+    if pair_s is not None and not _fits(plan.budget_s, pair_s, 1 + MIN_PAIRS):
         return result("too-few-samples")
     for i in range(max(plan.warmup, 1)):
         spent = clock() - started
-        if i and step_s is not None and spent + 2 * step_s > WARMUP_SHARE * plan.budget_s:
+        if i and pair_s is not None and spent + pair_s > WARMUP_SHARE * plan.budget_s:
             break
         timed["warm A"] += _timed(sides.step_a, feed_a, 1, clock, synchronize)
         timed["warm B"] += _timed(sides.step_b, feed_b, 1, clock, synchronize)
-        step_s = max(timed["warm A"][-1], timed["warm B"][-1]) / 1000
-    assert step_s is not None  # at least one warm-up step ran
-    step_s = max(step_s, 1e-9)  # a clock too coarse reads 0: refused after the timing
+        pair_s = (timed["warm A"][-1] + timed["warm B"][-1]) / 1000
+    assert pair_s is not None  # at least one warm-up step ran
+    pair_s = max(pair_s, 1e-9)  # a clock too coarse reads 0: refused after the timing
     left = plan.budget_s - (clock() - started)
     least = max(plan.min_blocks, MIN_PAIRS)  # fewer blocks give no confidence interval
-    block = min(plan.block_steps, math.floor(left / (2 * step_s * least)))
+    block = min(plan.block_steps, math.floor(left / (pair_s * least)))
     if block < 1:
-        if not _fits(left, step_s, MIN_PAIRS):
+        if not _fits(left, pair_s, MIN_PAIRS):
             return result("too-few-samples")
         block = 1
     for count in range(1, plan.max_blocks + 1):
-        if not _fits(plan.budget_s - (clock() - started), step_s, 1, block):
+        if not _fits(plan.budget_s - (clock() - started), pair_s, 1, block):
             return result("budget", block)
         first_a = bool(coin.integers(2))
         pairs = [("A", sides.step_a, feed_a), ("B", sides.step_b, feed_b)]
         for name, step, feed in pairs if first_a else reversed(pairs):
             timed[name] += _timed(step, feed, block, clock, synchronize)
         order.append("AB" if first_a else "BA")
-        step_s = max(float(np.median(timed["A"])), float(np.median(timed["B"]))) / 1000
+        pair_s = (float(np.median(timed["A"])) + float(np.median(timed["B"]))) / 1000
         due = count >= least and (count - least) % 3 == 0
         if due and _precise(timed, block, plan):  # every third block from min_blocks on
             return result("precise", block)
     return result("max-blocks", block)
 
 
-def _fits(seconds: float, step_s: float, blocks: int, block: int = 1) -> bool:
+def _fits(seconds: float, pair_s: float, blocks: int, block: int = 1) -> bool:
     """Do ``blocks`` blocks of ``block`` steps per side fit in ``seconds``?"""
-    return 2 * block * blocks * step_s <= seconds
+    return block * blocks * pair_s <= seconds
 
 
 def _timed(
