@@ -195,3 +195,41 @@ def test_the_command_line_takes_b_s_own_state() -> None:
     ])  # fmt: skip
     assert result.exit_code == 0, result.stderr
     assert "Differs by design: state: B's from make_state_b" in result.stdout
+
+
+def interfered_clock(seed: int) -> tuple[Any, Any]:
+    """An injected clock and a way to make a step take ``ms`` on it, 40% of steps held
+    back by 5-20 ms (another process's time slices): interference only adds time."""
+    now = [0.0]
+    rng = __import__("numpy").random.default_rng(seed)
+
+    def spend(ms: float) -> None:
+        jitter = abs(rng.normal(0, 0.01))  # a clean step varies a little, upwards
+        now[0] += (ms * (1 + jitter) + (rng.random() < 0.4) * rng.uniform(5, 20)) / 1000
+
+    return (lambda: now[0]), spend
+
+
+@pytest.mark.parametrize(("factor", "expected"), [(1.0, "no-detectable-difference"),
+                                                  (1.05, "slower"), (1.15, "slower")])  # fmt: skip
+def test_under_interference_the_fastest_steps_decide(factor: float, expected: str) -> None:
+    clock, spend = interfered_clock(int(factor * 100))
+
+    def timed(ms: float) -> Any:
+        def run(state: Any, batch: Any) -> Any:
+            spend(ms)
+            return steps.step(state, batch)
+
+        return run
+
+    result = steptrace.compare(
+        timed(2.0), timed(2.0 * factor), make_state=steps.make_state,
+        batches=steps.make_batches(), plan=TimingPlan(budget_s=3, max_blocks=60),
+        instruments=Instruments(clock=clock),
+    )  # fmt: skip
+    assert result.interference is not None and result.interference.detected
+    assert result.estimate is not None and result.estimate.estimator == "block-minimum"
+    assert result.verdict == expected, result.sentence
+    assert result.estimate.ci[0] <= factor <= result.estimate.ci[1]
+    assert result.noise_warning is not None and "held back" in result.noise_warning
+    assert result.other_estimate is not None and result.other_estimate.estimator == "median"
