@@ -177,7 +177,7 @@ def _timing(result: ComparisonLike) -> list[Block]:
 
 
 ESTIMATORS = {
-    "median": "the ratio of medians (block bootstrap CI)",
+    "median": "the blocks' median steps (Hodges–Lehmann, signed-rank CI)",
     "block-minimum": "the blocks' fastest steps (Hodges–Lehmann, signed-rank CI)",
 }
 

@@ -185,7 +185,7 @@ def compare(
         )
     if min(min(samples.a), min(samples.b)) <= 0:
         raise CaptureError("the clock is too coarse for these steps: a step took 0 ms")
-    deciding, other, measured = decide(samples.a, samples.b, samples.block_steps, seed=plan.seed)
+    deciding, other, measured = decide(samples.a, samples.b, samples.block_steps)
     outcome = verdict(deciding, plan.band)
     a_stats, b_stats = summarize(samples.a), summarize(samples.b)
     return msgspec.structs.replace(

@@ -54,7 +54,7 @@ class TimingPlan(msgspec.Struct, frozen=True, kw_only=True):
     max_blocks: int = 200
     precision: float = 0.01  # stop when the CI half-width is within this of the ratio
     budget_s: float = 20.0  # the timing's upper bound (correctness steps come before it)
-    seed: int = 0  # the blocks' order, the starting RNG state of both sides, the bootstrap
+    seed: int = 0  # the blocks' order and the starting RNG state of both sides
     band: float = 0.01  # a difference is only called beyond this noise band (±1%)
     loop_repeats: int = 3  # whole-loop runs per side, when a loop is given
     unit: Literal["ms/step", "samples/s"] = "ms/step"
@@ -166,6 +166,6 @@ def _precise(timed: dict[str, list[float]], block: int, plan: TimingPlan) -> boo
     a, b = timed["A"], timed["B"]
     if min(np.median(a), np.median(b)) <= 0:  # a clock too coarse: refused by the caller
         return False
-    deciding, _, _ = decide(a, b, block, seed=plan.seed, resamples=500)
+    deciding, _, _ = decide(a, b, block)
     low, high = deciding.ci
     return (high - low) / 2 <= plan.precision * deciding.ratio
