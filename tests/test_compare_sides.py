@@ -233,3 +233,25 @@ def test_under_interference_the_fastest_steps_decide(factor: float, expected: st
     assert result.estimate.ci[0] <= factor <= result.estimate.ci[1]
     assert result.noise_warning is not None and "held back" in result.noise_warning
     assert result.other_estimate is not None and result.other_estimate.estimator == "median"
+
+
+def test_a_compiled_model_s_parameters_are_compared_under_their_own_names() -> None:
+    """torch.compile wraps the model as ``_orig_mod``: the same parameters under a prefix.
+    (A real torch.compile takes about 40 s here; its wrapper is reproduced.)"""
+
+    class Wrapped(torch.nn.Module):
+        def __init__(self, inner: torch.nn.Module) -> None:
+            super().__init__()
+            self._orig_mod = inner
+
+        def forward(self, x: Any) -> Any:
+            return self._orig_mod(x)
+
+    def wrapped_state() -> dict[str, Any]:
+        state = steps.make_state()
+        return state | {"model": Wrapped(state["model"])}
+
+    result = ab(make_state=steps.make_state, make_state_b=wrapped_state)
+    assert result.correctness.ok and result.correctness.start_identical
+    assert "model: A Sequential, B Wrapped" in result.by_design
+    assert not any("_orig_mod" in d.name for d in result.correctness.differences)
