@@ -179,7 +179,7 @@ def compare(
     loops = (loop_batches, loop_batches_b or loop_batches)
     loop = _loop((baseline, candidate), origins, loops, plan, instruments.clock, sync)
     if len(samples.order) < MIN_PAIRS:
-        too_few = _too_few(plan, pair_s, len(samples.order))
+        too_few = _too_few(plan, pair_s, samples)
         return msgspec.structs.replace(
             untimed, verdict="too-few-samples", sentence=too_few, samples=samples, loop=loop
         )
@@ -255,14 +255,18 @@ def _noise(a: SideStats, b: SideStats, measured: Interference) -> str | None:
     return f"the timings are {level}: the verdict is less reliable; close other work and repeat"
 
 
-def _too_few(plan: TimingPlan, pair_s: float, blocks: int) -> str:
+def _too_few(plan: TimingPlan, pair_s: float, samples: Samples) -> str:
     needed = (1 + MIN_PAIRS) * pair_s
+    blocks = len(samples.order)
+    warm_s = (sum(samples.warmup_a) + sum(samples.warmup_b)) / 1000
     ran = f"only {blocks} block(s) ran" if blocks else "nothing was timed"
+    if warm_s > plan.budget_s / 2:
+        ran += f"; the warm-up alone took {warm_s:.1f} s"
     return (
         f"No verdict: a step of A and one of B take about {1000 * pair_s:.0f} ms together, "
         f"and a budget of {plan.budget_s:g} s fits fewer than the {MIN_PAIRS} blocks (and the "
-        f"warm-up) a confidence interval needs ({ran}); allow at least {needed:.1f} s "
-        "(TimingPlan(budget_s=...), --budget)."
+        f"warm-up) a confidence interval needs ({ran}); allow at least "
+        f"{max(needed, warm_s + needed):.1f} s (TimingPlan(budget_s=...), --budget)."
     )
 
 

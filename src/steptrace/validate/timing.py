@@ -117,7 +117,8 @@ def run_blocks(
             break
         timed["warm A"] += _timed(sides.step_a, feed_a, 1, clock, synchronize)
         timed["warm B"] += _timed(sides.step_b, feed_b, 1, clock, synchronize)
-        pair_s = (timed["warm A"][-1] + timed["warm B"][-1]) / 1000
+        warm = (timed["warm A"][-1] + timed["warm B"][-1]) / 1000
+        pair_s = warm if pair_s is None else min(pair_s, warm)  # one slow step sizes nothing
     assert pair_s is not None  # at least one warm-up step ran
     pair_s = max(pair_s, 1e-9)  # a clock too coarse reads 0: refused after the timing
     left = plan.budget_s - (clock() - started)
