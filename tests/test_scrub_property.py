@@ -1,6 +1,13 @@
 """Property: generated secrets of every class, planted in random fields of a real trace,
-never survive scrub; the trace's numbers and its analysis's numbers stay the same; a
-second scrub changes nothing."""
+never survive scrub; the trace's numbers stay the same; a second scrub changes nothing; and
+the analysis's numbers stay the same unless a planted name is also a word of the trace.
+
+That last case is out of what scrub promises: a declared name is replaced everywhere, so a
+user (or a URL password) ``dataloader`` renames the trace's own ``DataLoader`` events and
+the analysis counts them differently (README: "replaced there too"). Hypothesis draws such
+words (it tries the string constants of the code under test), so the figures are compared
+only when every string of the original trace is still in the copy.
+"""
 
 from __future__ import annotations
 
@@ -8,17 +15,18 @@ import functools
 import json
 import re
 import tempfile
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
 import msgspec
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 import steptrace
 from steptrace.tools.scrub import scrub_document, scrub_file
 from tests.conftest import gpu_trace, read_json
-from tests.test_scrub_secrets import ANY_SECRET, PLACES, plant, survivors
+from tests.test_scrub_secrets import ANY_SECRET, PLACES, Secret, masked_strings, plant, survivors
 
 _STRING = re.compile(r'("(?:[^"\\]|\\.)*":)|"(?:[^"\\]|\\.)*"')  # a key, or a value
 
@@ -42,10 +50,33 @@ def small_doc() -> dict[str, Any]:
     return {**doc, "traceEvents": doc["traceEvents"][:400]}
 
 
+# Found by the test: a URL password that is a key of the trace ("labels"); the key's
+# placeholder ``<secret-N>`` read as a secret-named field, a second scrub replaced its value.
+LABELS = [
+    (Secret("user", "run by F000 (nightly)", (), ("f000",), {"username": "f000"}), "event name"),
+    (
+        Secret(
+            "secret",
+            "postgres://a0000000:labels@a00.aa00.internal:5432/db",
+            (":labels@", "a00.aa00.internal"),
+            ("a0000000",),
+        ),
+        "event name",
+    ),
+]
+
+
+@functools.cache
+def small_doc_strings() -> Counter[str]:
+    """The strings of the trace scrubbed with nothing planted, placeholders masked."""
+    return Counter(masked_strings(scrub_document(small_doc())[0]))
+
+
 @settings(max_examples=40, deadline=None)
 @given(
     planted=st.lists(st.tuples(ANY_SECRET, st.sampled_from(list(PLACES))), min_size=1, max_size=5)
 )
+@example(planted=LABELS)
 def test_planted_secrets_never_survive_and_numbers_stay(planted: list[Any]) -> None:
     doc = plant(small_doc(), planted)
     secrets = [secret for secret, _ in planted]
@@ -57,6 +88,8 @@ def test_planted_secrets_never_survive_and_numbers_stay(planted: list[Any]) -> N
     assert numbers(scrubbed) == numbers(doc)
     again, second = scrub_document(scrubbed)
     assert (again, second.total) == (scrubbed, 0)
+    if small_doc_strings() - Counter(masked_strings(scrubbed)):
+        return  # a planted name is a word of the trace ("batch"): replaced there too (README)
     with tempfile.TemporaryDirectory() as folder:
         source, target = Path(folder, "planted.json"), Path(folder, "scrubbed.json.gz")
         source.write_text(json.dumps(doc))

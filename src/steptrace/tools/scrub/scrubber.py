@@ -65,6 +65,14 @@ class Scrubber:
             scrubbed = self.placeholder(kind, text.strip())
         return scrubbed, tuple(self.kinds)
 
+    def preview(self, text: str) -> str:
+        """``text`` scrubbed as a plain string, giving out no placeholder and counting none."""
+        saved = dict(self.placeholders), self.numbers.copy(), self.code, self.kinds
+        try:
+            return self.scrub(text, VALUE)[0]
+        finally:
+            self.placeholders, self.numbers, self.code, self.kinds = saved
+
     def sub(self, text: str) -> str:
         return self.pattern.sub(self.replace, text)
 
