@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import functools
 import json
+import random
 import re
 import tempfile
 from collections import Counter
@@ -26,7 +27,15 @@ from hypothesis import strategies as st
 import steptrace
 from steptrace.tools.scrub import scrub_document, scrub_file
 from tests.conftest import gpu_trace, read_json
-from tests.test_scrub_secrets import ANY_SECRET, PLACES, Secret, masked_strings, plant, survivors
+from tests.test_scrub_secrets import (
+    ANY_SECRET,
+    PLACES,
+    TOKEN_SHAPES,
+    Secret,
+    masked_strings,
+    plant,
+    survivors,
+)
 
 _STRING = re.compile(r'("(?:[^"\\]|\\.)*":)|"(?:[^"\\]|\\.)*"')  # a key, or a value
 
@@ -95,3 +104,26 @@ def test_planted_secrets_never_survive_and_numbers_stay(planted: list[Any]) -> N
         source.write_text(json.dumps(doc))
         scrub_file(source, target)
         assert figures(target) == figures(source)
+
+
+def test_the_figures_are_left_out_only_when_a_planted_name_is_a_word_of_the_trace() -> None:
+    """``dataloader`` names the trace's own events: the copy lacks a string of the trace."""
+
+    def lacks(name: str) -> bool:
+        user = Secret("user", f"run by {name}", (), (name,), {"username": name})
+        scrubbed, _ = scrub_document(plant(small_doc(), [(user, "event name")]))
+        return bool(small_doc_strings() - Counter(masked_strings(scrubbed)))
+
+    assert lacks("dataloader")
+    assert not lacks("zq" + "vwxk")
+
+
+def test_a_placeholder_s_kind_word_is_no_survivor() -> None:
+    """A user named ``token`` is replaced; the ``<token-1>`` of a planted token is scrub's."""
+    user = Secret("user", "run by token", (), ("token",), {"username": "token"})
+    token = TOKEN_SHAPES["hugging-face"](random.Random(3))
+    planted = [(user, "event name"), (Secret("token", token, (token,)), "args value")]
+    scrubbed, _ = scrub_document(plant(small_doc(), planted))
+    assert "<token-1>" in json.dumps(scrubbed)
+    assert survivors(scrubbed, [secret for secret, _ in planted]) == []
+    assert survivors({"name": "run by token"}, [user]) == ["token"]
