@@ -80,3 +80,28 @@ def test_a_renamed_key_that_stays_a_version_keeps_its_value() -> None:
     }
     first = scrub_twice(doc)
     assert first["extra"] == {"<user-1>_driver_version": "10.0.0.1"}
+
+
+_BASE64 = "Ab1xY" * 9  # 45 characters mixing cases and digits
+_HEX = "ab12" * 9
+
+
+@pytest.mark.parametrize(
+    ("text", "scrubbed"),
+    [
+        (f"/home/alice/{_BASE64}", "/home/<user-1><base64-secret-1>"),
+        (f"~alice/{_BASE64}", "~<user-1><base64-secret-1>"),
+        (f"postgres://bob:pw@db.x.internal/{_BASE64}", "postgres://<user-2>:<secret-1>@<host-1>"),
+        (f"alice.{_HEX}", "<user-1>.<hex-secret-1>"),
+    ],
+)
+def test_what_a_placeholder_uncovers_is_scrubbed_by_the_first_scrub(
+    text: str, scrubbed: str
+) -> None:
+    """A run that touched a name (``alice/`` + base64) is a secret once the name is a
+    placeholder: the first scrub replaces it (it used to keep it, and a second scrub then
+    replaced it)."""
+    doc = {"traceEvents": [], "username": "alice", "note": text}
+    first = scrub_twice(doc)
+    assert first["note"].startswith(scrubbed)
+    assert _BASE64 not in first["note"] and _HEX not in first["note"]
