@@ -67,9 +67,11 @@ from steptrace.tools.scrub.result import Place, ScrubReport
 from steptrace.tools.scrub.scrubber import Scrubber
 from steptrace.tools.scrub.text import (
     FIELD_CODES,
+    ID,
     PEM,
     SECRET,
     VALUE,
+    VERSION,
     Strings,
     decode,
     encode,
@@ -84,6 +86,7 @@ _KEPT_KEYS = frozenset(key.encode() for key in FORMAT_KEYS)
 _KEY_LENGTH = 200  # a longer string is no field name worth reading
 Replaced = tuple[bytes, tuple[str, ...]]  # a string's new JSON contents, the kinds replaced
 _OPTION_LENGTH = 64  # a secret option alone in a string is shorter
+_KEEPING = (ID, VERSION)  # the codes of the fields whose value is kept where another is not
 
 
 def scrub_text(data: bytes) -> tuple[bytes, ScrubReport]:
@@ -106,6 +109,9 @@ def _collector_paused() -> Iterator[None]:
 def _scrub_text(data: bytes) -> tuple[bytes, ScrubReport]:
     found = strings(data, _field_code, _carry)
     scrubber = Scrubber(learn(found))
+    lost = _lost_fields(found, scrubber)
+    if lost:  # their values are scrubbed as if the keys were written as they will be
+        found = strings(data, lambda key: VALUE if key in lost else _field_code(key), _carry)
     parts = found.parts
     counts: Counter[str] = Counter()
     places: Counter[tuple[str, str | None]] = Counter()
@@ -117,6 +123,21 @@ def _scrub_text(data: bytes) -> tuple[bytes, ScrubReport]:
         places.update((kind, label) for kind in kinds)
     scrubbed = b'"'.join(parts) if counts else data
     return scrubbed, _report(counts, places)
+
+
+def _lost_fields(found: Strings, scrubber: Scrubber) -> frozenset[bytes]:
+    """The keys of ids and versions that scrubbing renames into a field of another kind.
+
+    Such a key keeps its value (a ``trace_id``'s hex, a version shaped like an address) only
+    while it is named so: once renamed (a user declared as ``trace_id``), a second scrub
+    would replace the value, so the first one does too.
+    """
+    keeping = [(key, code) for key, code in found.keyed.items() if code in _KEEPING]
+    return frozenset(
+        key
+        for key, code in keeping
+        if key not in _KEPT_KEYS and _field_code(encode(scrubber.preview(decode(key)))) != code
+    )
 
 
 def _replacements(found: Strings, scrubber: Scrubber) -> list[tuple[int, Replaced]]:

@@ -2,7 +2,10 @@
 
 ``field_kind(name)``: ``"user"``, ``"host"``, ``"secret"``, ``"id"``, ``"version"`` or
 ``None``, from the words of the name (``HF_TOKEN``, ``apiKey``,
-``x-api-key``, ``PGPASSWORD`` and ``--password`` are all split the same way).
+``x-api-key``, ``PGPASSWORD`` and ``--password`` are all split the same way). A
+placeholder in a name (a key scrub replaced: ``<secret-1>``) is no word of it: read as
+words it would make a secret field of a key that was none, and a second scrub would
+replace its value.
 """
 
 from __future__ import annotations
@@ -11,6 +14,7 @@ import re
 from functools import lru_cache
 from typing import Literal
 
+from steptrace.tools.scrub.patterns import PLACEHOLDER
 from steptrace.trace.decode import Document, Event, EventArgs
 from steptrace.trace.kinds import CATEGORY_KINDS, IGNORED_CATEGORIES
 
@@ -65,6 +69,8 @@ def field_kind(name: str) -> FieldKind | None:
     """The kind of value a field (or a command-line option) of this name holds."""
     if name in _ID_FIELDS:
         return "id"
+    if "<" in name:
+        name = PLACEHOLDER.sub(" ", name)
     words = [word.lower() for word in _WORDS.findall(name)]
     if not words:
         return None

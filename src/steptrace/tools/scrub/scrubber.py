@@ -23,6 +23,7 @@ _FOLDERS = re.compile(r"([\\/]+)")
 _FIELD_KINDS = {USER: "user", HOST: "host", SECRET: "secret"}
 _FOLDED = frozenset({"user", "host", "email"})  # kinds whose capitalisation says nothing
 _LOOK_BEHIND = 24
+_ROUNDS = 8  # each round replaces more with placeholders: two or three suffice
 _AUTH_SCHEME = re.compile(r"(?i:basic|bearer|token|digest)[ \t]+")
 _SECRET_RULES = frozenset({"token", "jwt", "hex", "base64", "pem", "known_secret"})
 _NOT_SECRETS = GENERIC | {"basic", "bearer", "token", "digest"}
@@ -58,12 +59,34 @@ class Scrubber:
         self.code, self.kinds = code, []
         if code == PEM and not PLACEHOLDER.fullmatch(text):
             return self.placeholder("pem", text), tuple(self.kinds)
-        scrubbed = self.sub(text)
+        scrubbed = self.settled(text)
         kind = _FIELD_KINDS.get(code)
         named = text.strip().lower() not in GENERIC
         if scrubbed == text and kind and named and not PLACEHOLDER.search(text):
             scrubbed = self.placeholder(kind, text.strip())
         return scrubbed, tuple(self.kinds)
+
+    def preview(self, text: str) -> str:
+        """``text`` scrubbed as a plain string, giving out no placeholder and counting none."""
+        saved = dict(self.placeholders), self.numbers.copy(), self.code, self.kinds
+        try:
+            return self.scrub(text, VALUE)[0]
+        finally:
+            self.placeholders, self.numbers, self.code, self.kinds = saved
+
+    def settled(self, text: str) -> str:
+        """``text`` scrubbed until scrubbing it again changes nothing.
+
+        A placeholder changes what its neighbours look like: the base64 run after
+        ``/home/alice/`` is no match (it touches a name), after ``/home/<user-1>/`` it is
+        one; a second scrub would see it so, the first one does too.
+        """
+        scrubbed = self.sub(text)
+        for _ in range(_ROUNDS):
+            if scrubbed == text:
+                break
+            text, scrubbed = scrubbed, self.sub(scrubbed)
+        return scrubbed
 
     def sub(self, text: str) -> str:
         return self.pattern.sub(self.replace, text)

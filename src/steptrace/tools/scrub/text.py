@@ -34,6 +34,7 @@ class Strings(NamedTuple):
     parts: list[bytes]  # ``split_strings``
     distinct: list[bytes]  # every string's contents once, in order of first appearance
     special: dict[int, int]  # string number -> code, for codes other than VALUE and KEY
+    keyed: dict[bytes, int]  # the contents that give a code as a key -> that code
 
 
 def split_strings(data: bytes) -> list[bytes]:
@@ -79,7 +80,7 @@ def strings(
                 _govern(parts, number, keyed[content], special)
         elif content in carried:
             _carry_on(parts, number, carried[content], special)
-    return Strings(parts, distinct, special)
+    return Strings(parts, distinct, special, keyed)
 
 
 def positions(values: list[bytes], wanted: Collection[bytes]) -> list[int]:
