@@ -176,6 +176,7 @@ class ColumnBuilder:
         keep = np.flatnonzero(rows >= 0)
         keep = keep[np.argsort(rows[keep], kind="stable")]
         kept = [args[i] for i in keep.tolist()]
+
         def text(field: str) -> tuple[str | None, ...]:
             return tuple(None if v is None else str(v) for v in map(attrgetter(field), kept))
 

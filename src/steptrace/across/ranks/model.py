@@ -48,6 +48,7 @@ class RankStep(msgspec.Struct, frozen=True, kw_only=True):
     exposed_comm_ms: float | None  # None: no collective recognised in this rank's trace
     comm_wait_ms: float | None  # summed wait at matched collectives in the step; None: none
     phases_ms: dict[str, float]  # each label's exclusive ms in the step, by name
+    unlabeled_ms: float | None  # step time on the step's thread outside every label
 
 
 class RankResult(msgspec.Struct, frozen=True, kw_only=True):
@@ -59,7 +60,9 @@ class RankResult(msgspec.Struct, frozen=True, kw_only=True):
     world_size: int | None  # from distributedInfo; None when absent
     backend: str | None
     gpu_observed: bool
-    clock_offset_us: float | None  # add to this rank's times to put them on the reference clock
+    # this rank's clock minus the reference rank's (subtract it from this rank's times to
+    # put them on the reference clock); None when not estimable
+    clock_offset_us: float | None
     collectives: int  # collective instances recognised in this trace
     steps: tuple[RankStep, ...]
     warnings: tuple[str, ...] = ()  # what loading and measuring this trace noticed
@@ -110,6 +113,7 @@ class CollectiveSummary(msgspec.Struct, frozen=True, kw_only=True):
     bytes_per_instance: int | None  # median message size (In msg nelems x dtype); None: unknown
     algbw_gbps: float | None  # bytes / transfer, median over matched instances; None: no sizes
     busbw_gbps: float | None  # algbw x 2(n-1)/n (all-reduce), x (n-1)/n (gather, scatter)
+    bytes_by_rank: dict[int, int]  # per rank: bytes over matched instances (empty: unknown)
 
 
 class Unmatched(msgspec.Struct, frozen=True, kw_only=True):
