@@ -186,8 +186,15 @@ def _text(plan: Plan, r: int, events: list[dict[str, Any]]) -> str:
     document: dict[str, Any] = {
         "schemaVersion": 1,
         "distributedInfo": {"backend": "nccl", "rank": r, "world_size": plan.ranks},
-        "deviceProperties": [{"id": 0, "name": "Synthetic GPU", "computeMajor": 9,
-                              "computeMinor": 0, "totalGlobalMem": 80 << 30}],  # fmt: skip
+        "deviceProperties": [
+            {
+                "id": 0,
+                "name": "Synthetic GPU",
+                "computeMajor": 9,
+                "computeMinor": 0,
+                "totalGlobalMem": 80 << 30,
+            }
+        ],  # fmt: skip
         "traceEvents": everything,
     }
     if base:

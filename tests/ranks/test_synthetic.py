@@ -55,7 +55,9 @@ def test_each_ranks_wait_is_within_1_us_of_the_truth(tmp_path: Path) -> None:
     per_step = STRAGGLER.collectives
     for rank in report.ranks:
         for k, step in enumerate(rank.steps):
-            planted_ns = sum(w[rank.rank] for w in truth.waits_ns[k * per_step : (k + 1) * per_step])
+            planted_ns = sum(
+                w[rank.rank] for w in truth.waits_ns[k * per_step : (k + 1) * per_step]
+            )
             assert step.comm_wait_ms is not None
             assert abs(step.comm_wait_ms * 1e6 - planted_ns) <= 1_000
 

@@ -8,8 +8,10 @@ the median over the matched blocking collectives it shares with the reference ra
 lowest rank that has any) of (its end - the reference's end), in integer nanoseconds,
 moved into the bounds causality sets when they are consistent (no rank ends a collective
 before every rank has started it: offset >= its start - the reference's end, and
-<= its end - the reference's start, over every collective); a rank's aligned time is its
-time minus its offset. The residual of a rank is the median
+<= its end - the reference's start, over every collective); an offset the data cannot tell
+from zero (zero within those bounds, the median within three deviations of zero) is zero:
+ranks on one host are not shifted by the noise of their collective ends. A rank's aligned
+time is its time minus its offset. The residual of a rank is the median
 absolute deviation of its remaining differences; the spread is the largest residual.
 Arrival order is trusted only when that spread is under the threshold: the
 ``ClockAlignment.reason`` says why or why not.
@@ -55,7 +57,7 @@ def align(
                 # no rank ends a collective before every rank has started it
                 bounds[r][0] = max(bounds[r][0], i.start_ns - ref.end_ns)
                 bounds[r][1] = min(bounds[r][1], i.end_ns - ref.start_ns)
-    offsets = {r: _bounded(median_ns(d), bounds[r]) for r, d in differences.items() if d}
+    offsets = {r: _estimate(d, bounds[r]) for r, d in differences.items() if d}
     residuals = {r: _mad(d, offsets[r]) for r, d in differences.items() if d and r != reference}
     spread_ns = max(residuals.values()) if residuals else None
     trusted, reason = _verdict(ranks, reference, offsets, spread_ns, residual_limit_us)
@@ -82,10 +84,18 @@ def align(
     return clocks, offsets
 
 
-def _bounded(offset: int, bounds: list[int]) -> int:
-    """The median, moved into what causality allows when the bounds are consistent."""
+def _estimate(differences: list[int], bounds: list[int]) -> int:
+    """The median of the end differences; zero when the data cannot tell it from zero (zero
+    within the causal bounds and the median within three deviations of it); else moved into
+    the bounds when they are consistent."""
+    offset = median_ns(differences)
     lo, hi = bounds
+    if lo <= 0 <= hi and abs(offset) <= _NOT_SIGNIFICANT * _mad(differences, offset):
+        return 0
     return min(max(offset, lo), hi) if lo <= hi else offset
+
+
+_NOT_SIGNIFICANT = 3  # deviations: an offset this close to zero is not told from it
 
 
 def _mad(differences: list[int], offset: int) -> int:

@@ -31,6 +31,7 @@ from steptrace.trace.kinds import Kind
 from steptrace.trace.table import EventTable, Trace
 
 _COLLECTIVE_OP = re.compile(r"^(c10d::|record_param_comms$|gloo:|nccl:)")
+_COLLECTIVE_LABEL = re.compile(r"^(gloo|nccl|rccl):")  # the library's labels, not the user's
 
 
 class RankData(msgspec.Struct, frozen=True, kw_only=True):
@@ -122,7 +123,11 @@ def rank_steps(
                 comm_ms=data.comm_ms[k],
                 exposed_comm_ms=data.exposed_ms[k],
                 comm_wait_ms=comm_wait,
-                phases_ms={p.name: p.exclusive_ms for p in step.phases},
+                phases_ms={
+                    p.name: p.exclusive_ms
+                    for p in step.phases
+                    if not _COLLECTIVE_LABEL.match(p.name)
+                },
                 unlabeled_ms=step.unlabeled_ms,
             )
         )

@@ -223,14 +223,28 @@ def _clock_skew(analysis: RanksAnalysis, limits: RankThresholds) -> list[Finding
     if clocks.trusted and not far:
         return []
     largest = max(offsets, key=lambda ro: abs(ro[1]), default=(clocks.reference_rank, 0.0))
+    if far:
+        observation = (
+            f"Rank clocks differ by up to {largest[1] / 1000:.3f} ms (rank {largest[0]} "
+            f"against rank {clocks.reference_rank}, from collective ends); {clocks.reason}."
+        )
+        hypothesis = (
+            "The hosts' clocks are not synchronized (or the traces were written with "
+            "different time bases): a timeline that puts the ranks side by side without "
+            "correction shows false arrival orders."
+        )
+    else:
+        observation = f"Arrival order across ranks cannot be told: {clocks.reason}."
+        hypothesis = (
+            "The ranks do not finish a collective together (CPU collectives on a loaded "
+            "machine finish when each process is scheduled), or their clocks drift during "
+            "the window: either way, who arrived first cannot be read from the timestamps."
+        )
     return [
         finding(
             "clock-skew",
             0.0,
-            observation=(
-                f"Rank clocks differ by up to {largest[1] / 1000:.3f} ms (rank {largest[0]} "
-                f"against rank {clocks.reference_rank}); {clocks.reason}."
-            ),
+            observation=observation,
             evidence=_evidence(
                 _where(_rank(analysis, largest[0])),
                 ("largest_offset_us", largest[1], "us"),
@@ -239,11 +253,7 @@ def _clock_skew(analysis: RanksAnalysis, limits: RankThresholds) -> list[Finding
                 ("trusted", "yes" if clocks.trusted else "no", "text"),
                 ("ranks_far", tuple(r for r, _ in far), "names"),
             ),
-            hypothesis=(
-                "The hosts' clocks are not synchronized (or the traces were written with "
-                "different time bases): a timeline that puts the ranks side by side without "
-                "correction shows false arrival orders."
-            ),
+            hypothesis=hypothesis,
             next_check=(
                 "Check the hosts' clock synchronization (chronyc tracking, or ntpq -p) and "
                 "re-record; meanwhile trust only duration-based figures (wait, transfer, "
