@@ -194,7 +194,7 @@ def _text(plan: Plan, r: int, events: list[dict[str, Any]]) -> str:
                 "computeMinor": 0,
                 "totalGlobalMem": 80 << 30,
             }
-        ],  # fmt: skip
+        ],
         "traceEvents": everything,
     }
     if base:

@@ -28,8 +28,8 @@ def recount(path: Path) -> int:
     c10d = [op for op in c10d if not any(_inside(r, op) for r in rpc)]
     c10d = [op for op in c10d if not any(_inside(op, o) for o in c10d if o is not op)]
     ops = rpc + c10d
-    launches = {e["args"]["correlation"]: e for e in events
-                if e.get("cat") == "cuda_runtime" and "correlation" in e.get("args", {})}  # fmt: skip
+    runtime = [e for e in events if e.get("cat") == "cuda_runtime"]
+    launches = {e["args"]["correlation"]: e for e in runtime if "correlation" in e.get("args", {})}
     alone = 0
     for k in (e for e in events if e.get("cat") == "kernel" and "nccl" in e["name"].lower()):
         launch = launches.get(k["args"].get("correlation"))

@@ -1,4 +1,4 @@
-"""The cross-rank analysis on synthetic jobs whose answers are planted (tests/ranks/synthetic.py)."""
+"""The cross-rank analysis on synthetic jobs whose answers are planted (ranks/synthetic.py)."""
 
 from __future__ import annotations
 
