@@ -3,9 +3,11 @@
 Contract: ``align(matched, origins) -> ClockAlignment``. A rank's absolute time is its
 ``baseTimeNanoseconds`` (when written) plus its ``ts`` (older traces write epoch
 microseconds in ``ts`` and no base); ranks on different hosts are only as aligned as their
-clocks. The ranks of one collective finish it nearly together, so each rank's offset is
-the median over the matched blocking collectives it shares with the reference rank (the
-lowest rank that has any) of (its end - the reference's end), in integer nanoseconds,
+clocks. The reference is the consensus clock: the rank whose offset from the lowest rank is
+the median of all ranks' (the lowest rank itself with two ranks), so that one shifted
+rank, even rank 0, is the one shown shifted. The ranks of one collective finish it nearly together, so each rank's offset is
+the median over the matched blocking collectives it shares with the reference rank of
+(its end - the reference's end), in integer nanoseconds,
 moved into the bounds causality sets when they are consistent (no rank ends a collective
 before every rank has started it: offset >= its start - the reference's end, and
 <= its end - the reference's start, over every collective); an offset the data cannot tell
@@ -46,17 +48,12 @@ def align(
     ranks = sorted(origins)
     having = sorted({r for m in blocking for r, _ in m.members})
     reference = having[0] if having else None
-    differences: dict[int, list[int]] = {r: [] for r in ranks}
-    bounds: dict[int, list[int]] = {r: [-(2**63), 2**63] for r in ranks}
-    for m in blocking:
-        on = dict(m.members)
-        if reference in on:
-            ref = on[reference]
-            for r, i in on.items():
-                differences[r].append(i.end_ns - ref.end_ns)
-                # no rank ends a collective before every rank has started it
-                bounds[r][0] = max(bounds[r][0], i.start_ns - ref.end_ns)
-                bounds[r][1] = min(bounds[r][1], i.end_ns - ref.start_ns)
+    differences, bounds = _differences(blocking, ranks, reference)
+    first = {r: median_ns(d) for r, d in differences.items() if d}
+    if len(first) > 2:  # the reference: the rank of the median offset, the consensus clock
+        middle = median_ns(list(first.values()))
+        reference = min(first, key=lambda r: (abs(first[r] - middle), r))
+        differences, bounds = _differences(blocking, ranks, reference)
     offsets = {r: _estimate(d, bounds[r]) for r, d in differences.items() if d}
     residuals = {r: _mad(d, offsets[r]) for r, d in differences.items() if d and r != reference}
     spread_ns = max(residuals.values()) if residuals else None
@@ -82,6 +79,24 @@ def align(
         ),
     )
     return clocks, offsets
+
+
+def _differences(
+    blocking: Sequence[Matched], ranks: Sequence[int], reference: int | None
+) -> tuple[dict[int, list[int]], dict[int, list[int]]]:
+    """Per rank: its end minus the reference's, per collective; and the causal bounds."""
+    differences: dict[int, list[int]] = {r: [] for r in ranks}
+    bounds: dict[int, list[int]] = {r: [-(2**63), 2**63] for r in ranks}
+    for m in blocking:
+        on = dict(m.members)
+        if reference in on:
+            ref = on[reference]
+            for r, i in on.items():
+                differences[r].append(i.end_ns - ref.end_ns)
+                # no rank ends a collective before every rank has started it
+                bounds[r][0] = max(bounds[r][0], i.start_ns - ref.end_ns)
+                bounds[r][1] = min(bounds[r][1], i.end_ns - ref.start_ns)
+    return differences, bounds
 
 
 def _estimate(differences: list[int], bounds: list[int]) -> int:
