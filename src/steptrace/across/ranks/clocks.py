@@ -5,9 +5,9 @@ Contract: ``align(matched, origins) -> ClockAlignment``. A rank's absolute time 
 microseconds in ``ts`` and no base); ranks on different hosts are only as aligned as their
 clocks. The reference is the consensus clock: the rank whose offset from the lowest rank is
 the median of all ranks' (the lowest rank itself with two ranks), so that one shifted
-rank, even rank 0, is the one shown shifted. The ranks of one collective finish it nearly together, so each rank's offset is
-the median over the matched blocking collectives it shares with the reference rank of
-(its end - the reference's end), in integer nanoseconds,
+rank, even rank 0, is the one shown shifted. The ranks of one collective finish it nearly
+together, so each rank's offset is the median over the matched blocking collectives it
+shares with the reference rank of (its end - the reference's end), in integer nanoseconds,
 moved into the bounds causality sets when they are consistent (no rank ends a collective
 before every rank has started it: offset >= its start - the reference's end, and
 <= its end - the reference's start, over every collective); an offset the data cannot tell
