@@ -21,6 +21,7 @@ are absolute integer nanoseconds of the rank's own clock (``clock_ns``: base + o
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 
@@ -81,6 +82,7 @@ class Instance(msgspec.Struct, frozen=True, kw_only=True):
     group_ranks: tuple[int, ...] | None  # the group's global ranks, when recorded
 
 
+@functools.lru_cache(maxsize=1024)
 def kind_of(name: str) -> str:
     """``allreduce``, ``_allgather_base``, ``AllReduce``, ``all_to_all`` -> a common name."""
     cleaned = name.lower().lstrip("_")
@@ -129,15 +131,13 @@ def _comm_kernels(events: EventTable, links: GpuLinks) -> NDArray[np.int64]:
 def _param_comms(events: EventTable) -> dict[int, int]:
     """record_param_comms rows with a collective name -> their index in ``events.comm``."""
     comm = events.comm
-    found = {}
-    for k, row in enumerate(comm.rows.tolist()):
-        name = comm.collective[k]
-        if events.kind[row] != Kind.CPU_OP or not name:
-            continue
-        if name.lower().replace("_", "") in _NOT_COLLECTIVES:
-            continue
-        found[row] = k
-    return found
+    is_op = (events.kind[comm.rows] == Kind.CPU_OP).tolist()
+    rows = zip(comm.rows.tolist(), is_op, comm.collective, strict=True)
+    return {
+        row: k
+        for k, (row, op, name) in enumerate(rows)
+        if op and name and name.lower().replace("_", "") not in _NOT_COLLECTIVES
+    }
 
 
 def _c10d_ops(events: EventTable, tree: CpuTree, rpc: set[int]) -> list[int]:
@@ -200,9 +200,10 @@ def _cpu_instance(
     if k is not None:
         kind = kind_of(comm.collective[k] or "unknown")
         group = comm.process_group[k] or DEFAULT_GROUP
-        seq = int(comm.seq[k]) if comm.seq[k] >= 0 else None
+        seq_k, size_k = int(comm.seq[k]), int(comm.group_size[k])
+        seq = seq_k if seq_k >= 0 else None
         nbytes = _bytes(int(comm.in_nelems[k]), comm.dtype[k])
-        size = int(comm.group_size[k]) if comm.group_size[k] > 0 else None
+        size = size_k if size_k > 0 else None
         ranks = _ranks(comm.group_ranks[k])
     else:
         match = _C10D.match(events.name_of(row))
@@ -282,6 +283,7 @@ def _shape_bytes(events: EventTable, row: int) -> int | None:
     return _bytes(count, str(types[0]))
 
 
+@functools.lru_cache(maxsize=256)
 def _ranks(text: str | None) -> tuple[int, ...] | None:
     if not text:
         return None

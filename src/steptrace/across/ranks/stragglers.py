@@ -20,8 +20,10 @@ Each rank is named once, in its phase of largest excess; most excess first.
 
 from __future__ import annotations
 
-import statistics
 from collections.abc import Mapping, Sequence
+
+import numpy as np
+from numpy.typing import NDArray
 
 from steptrace.across.ranks.model import RankStep, Straggler
 from steptrace.across.ranks.thresholds import RankThresholds
@@ -58,52 +60,51 @@ def find_stragglers(
     n_steps = min((len(s) for s in table.values()), default=0)
     if len(ranks) < 2 or n_steps == 0:
         return ()
-    walls = [statistics.median(table[r][k].wall_ms for r in ranks) for k in range(n_steps)]
-    floors = [max(limits.straggler_floor_ms, limits.straggler_step_share * w) for w in walls]
-    phases = sorted({p for r in ranks for s in table[r] for p in s.phases_ms} | {UNLABELED})
+    rows = [table[r][:n_steps] for r in ranks]
+    walls = np.median(np.array([[s.wall_ms for s in row] for row in rows]), axis=0)
+    floors = np.maximum(limits.straggler_floor_ms, limits.straggler_step_share * walls)
+    waits = np.array([[np.nan if s.comm_wait_ms is None else s.comm_wait_ms for s in row]
+                      for row in rows])  # fmt: skip
+    phases = sorted({p for row in rows for s in row for p in s.phases_ms} | {UNLABELED})
+    times = {p: np.array([[_phase_ms(s, p) for s in row] for row in rows]) for p in phases}
     found = []
-    for rank in ranks:
+    for k, rank in enumerate(ranks):
         best = None
         for phase in phases:
-            candidate = _straggler(rank, phase, table, ranks, floors, limits, arrivals)
-            if candidate is not None and (best is None or candidate.excess_ms > best.excess_ms):
-                best = candidate
+            candidate = _straggler(k, rank, times[phase], waits, floors, limits)
+            if candidate is not None and (best is None or candidate[1] > best[1]):
+                best = (phase, *candidate)
         if best is not None:
-            found.append(best)
+            phase, excess, late, own, others = best
+            times_last, of = arrivals.get(rank, (None, 0))
+            found.append(Straggler(
+                rank=rank, phase=phase, excess_ms=excess, steps_late=late, steps=n_steps,
+                others_wait_ms=others, own_wait_ms=own, times_last=times_last, of=of,
+            ))  # fmt: skip
     return tuple(sorted(found, key=lambda s: -s.excess_ms))
 
 
 def _straggler(
+    k: int,
     rank: int,
-    phase: str,
-    table: Mapping[int, list[RankStep]],
-    ranks: list[int],
-    floors: list[float],
+    times: NDArray[np.float64],
+    waits: NDArray[np.float64],
+    floors: NDArray[np.float64],
     limits: RankThresholds,
-    arrivals: Mapping[int, tuple[int | None, int]],
-) -> Straggler | None:
-    others = [r for r in ranks if r != rank]
-    excess = [
-        _phase_ms(table[rank][k], phase)
-        - statistics.median(_phase_ms(table[r][k], phase) for r in others)
-        for k in range(len(floors))
-    ]
-    late = sum(e > f for e, f in zip(excess, floors, strict=True))
-    median_excess = statistics.median(excess)
-    if median_excess <= statistics.median(floors):
+) -> tuple[float, int, float, float] | None:
+    """(excess, steps late, own wait, others' wait) of row ``k`` in one phase, or None."""
+    others = np.delete(np.arange(times.shape[0]), k)
+    excess = times[k] - np.median(times[others], axis=0)
+    late = int((excess > floors).sum())
+    median_excess = float(np.median(excess))
+    if median_excess <= float(np.median(floors)):
         return None
-    if late < limits.straggler_consistency * len(floors):
+    if late < limits.straggler_consistency * floors.size:
         return None
-    own = [table[rank][k].comm_wait_ms for k in range(len(floors))]
-    theirs = [[table[r][k].comm_wait_ms for r in others] for k in range(len(floors))]
-    if any(w is None for w in own) or any(w is None for ws in theirs for w in ws):
+    if np.isnan(waits[k]).any() or np.isnan(waits[others]).any():
         return None  # no matched collective to see the others wait: no claim
-    own_wait = statistics.median(w or 0.0 for w in own)
-    others_wait = statistics.median(statistics.median(w or 0.0 for w in ws) for ws in theirs)
+    own_wait = float(np.median(waits[k]))
+    others_wait = float(np.median(np.median(waits[others], axis=0)))
     if others_wait - own_wait < limits.straggler_corroboration * median_excess:
         return None
-    times_last, of = arrivals.get(rank, (None, 0))
-    return Straggler(
-        rank=rank, phase=phase, excess_ms=median_excess, steps_late=late, steps=len(floors),
-        others_wait_ms=others_wait, own_wait_ms=own_wait, times_last=times_last, of=of,
-    )  # fmt: skip
+    return median_excess, late, own_wait, others_wait
