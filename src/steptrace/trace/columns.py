@@ -181,7 +181,13 @@ class ColumnBuilder:
             return tuple(None if v is None else str(v) for v in map(attrgetter(field), kept))
 
         def ints(field: str) -> NDArray[np.int64]:
-            return np.array([as_int(v) for v in map(attrgetter(field), kept)], dtype=np.int64)
+            values = map(attrgetter(field), kept)  # mostly absent (None) or plain ints
+            read = [MISSING if v is None else v if type(v) is int else as_int(v) for v in values]
+            try:
+                return np.array(read, dtype=np.int64)
+            except OverflowError:  # an integer beyond int64 (hostile input): not a number here
+                read = [as_int(v) for v in read]
+            return np.array(read, dtype=np.int64)
 
         return CommArgs(
             rows=rows[keep], collective=text("collective"), process_group=text("process_group"),
