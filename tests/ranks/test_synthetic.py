@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import msgspec
 import pytest
 
 from steptrace.pipeline import analyze_ranks
@@ -110,3 +111,15 @@ def test_64_ranks(tmp_path: Path) -> None:
     assert [(s.rank, s.phase) for s in report.stragglers] == [(41, "forward")]
     assert report.unmatched == ()
     assert_offsets(report, truth)
+
+
+def test_the_report_writes_and_reads_back_as_documented(tmp_path: Path) -> None:
+    report, _ = run(Plan(ranks=3, steps=2, seed=2), tmp_path)
+    data = msgspec.json.decode(msgspec.json.encode(report))
+    assert list(data) == [
+        "schema", "world_size", "ranks", "clocks", "collectives", "unmatched", "stragglers",
+        "findings", "thresholds", "warnings",
+    ]  # fmt: skip
+    assert data["schema"] == "steptrace.ranks/1"
+    assert set(data["collectives"][0]["wait_ms"]) == {"0", "1", "2"}
+    assert msgspec.json.decode(msgspec.json.encode(report), type=RanksReport) == report
