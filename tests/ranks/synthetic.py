@@ -50,6 +50,7 @@ class Plan:
     noise_ns: int = 0  # per rank and step, added to every phase (scheduling noise)
     seed: int = 0
     drop: tuple[int, int] | None = None  # (rank, collective number from 1): left out there
+    heavy: tuple[int, int] | None = None  # (rank, factor): its messages that many times larger
 
 
 @dataclass
@@ -149,7 +150,8 @@ def _collective(
     ev = _cpu(r, offsets, "record_param_comms", issue, 25_000, "cpu_op")
     ev["args"] = {
         "Collective name": "allreduce", "Process Group Name": "0", "Seq": ids["seq"],
-        "In msg nelems": plan.nelems, "Out msg nelems": plan.nelems, "Group size": plan.ranks,
+        "In msg nelems": plan.nelems * (plan.heavy[1] if plan.heavy and plan.heavy[0] == r else 1),
+        "Out msg nelems": plan.nelems, "Group size": plan.ranks,
         "dtype": "Float", "Process Group Ranks": json.dumps(list(range(plan.ranks))),
     }  # fmt: skip
     events_of = [ev, _cpu(r, offsets, "cudaLaunchKernel", issue + 5_000, 10_000, "cuda_runtime")]

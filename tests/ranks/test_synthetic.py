@@ -123,3 +123,18 @@ def test_the_report_writes_and_reads_back_as_documented(tmp_path: Path) -> None:
     assert data["schema"] == "steptrace.ranks/1"
     assert set(data["collectives"][0]["wait_ms"]) == {"0", "1", "2"}
     assert msgspec.json.decode(msgspec.json.encode(report), type=RanksReport) == report
+
+
+def test_rank_findings_fire_where_planted_and_only_there(tmp_path: Path) -> None:
+    plain, _ = run(Plan(ranks=4, steps=3, seed=4), tmp_path / "plain")
+    assert plain.clocks.trusted
+    assert {f.rule for f in plain.findings} <= {"exposed-communication"}
+    heavy, _ = run(Plan(ranks=4, steps=3, heavy=(2, 3), transfer_ns=2_000_000, seed=4),
+                   tmp_path / "heavy")  # fmt: skip
+    (imbalance,) = [f for f in heavy.findings if f.rule == "collective-imbalance"]
+    assert imbalance.evidence.values()["rank"] == 2
+    assert imbalance.evidence.values()["ratio"] == pytest.approx(3.0)
+    shifted, _ = run(Plan(ranks=4, steps=3, max_offset_ns=50_000_000, seed=4), tmp_path / "s")
+    (skew,) = [f for f in shifted.findings if f.rule == "clock-skew"]
+    assert skew.evidence.values()["trusted"] == "yes"
+    assert not shifted.stragglers and not plain.stragglers

@@ -18,6 +18,9 @@ from steptrace.hypotheses.finding import Evidence, Figure, Finding, Unit, Value,
 from steptrace.units import pct
 
 
+RANK_RULES = ("straggler", "exposed-communication", "collective-imbalance", "clock-skew")
+
+
 def rank_findings(analysis: RanksAnalysis, limits: RankThresholds) -> tuple[Finding, ...]:
     found = [
         *(_straggler(analysis, s) for s in analysis.stragglers),
