@@ -105,8 +105,10 @@ def test_a_missing_instance_is_reported_with_its_reason(tmp_path: Path) -> None:
 
 
 def test_64_ranks(tmp_path: Path) -> None:
-    plan = Plan(ranks=64, steps=3, collectives=2, slow_rank=41, slow_phase="forward", delay_ns=3_000_000,
-                max_offset_ns=50_000_000, seed=5)  # fmt: skip
+    plan = Plan(
+        ranks=64, steps=3, collectives=2, slow_rank=41, slow_phase="forward",
+        delay_ns=3_000_000, max_offset_ns=50_000_000, seed=5,
+    )  # fmt: skip
     report, truth = run(plan, tmp_path)
     assert [(s.rank, s.phase) for s in report.stragglers] == [(41, "forward")]
     assert report.unmatched == ()
