@@ -51,6 +51,7 @@ class Plan:
     seed: int = 0
     drop: tuple[int, int] | None = None  # (rank, collective number from 1): left out there
     heavy: tuple[int, int] | None = None  # (rank, factor): its messages that many times larger
+    collective: str = "allreduce"  # or "alltoall" (SendRecv kernels): uneven sizes allowed
 
 
 @dataclass
@@ -149,7 +150,7 @@ def _collective(
     issue = arrive - 30_000
     ev = _cpu(r, offsets, "record_param_comms", issue, 25_000, "cpu_op")
     ev["args"] = {
-        "Collective name": "allreduce", "Process Group Name": "0", "Seq": ids["seq"],
+        "Collective name": plan.collective, "Process Group Name": "0", "Seq": ids["seq"],
         "In msg nelems": plan.nelems * (plan.heavy[1] if plan.heavy and plan.heavy[0] == r else 1),
         "Out msg nelems": plan.nelems, "Group size": plan.ranks,
         "dtype": "Float", "Process Group Ranks": json.dumps(list(range(plan.ranks))),
@@ -161,6 +162,8 @@ def _collective(
         if c % 2 == 0
         else "ncclKernel_AllReduce_RING_LL_Sum_float(ncclDevComm*, unsigned long, ncclWork*)"
     )
+    if plan.collective == "alltoall":
+        name = "ncclDevKernel_SendRecv(ncclDevKernelArgsStorage<4096ul>)"
     kernel = _kernel(r, offsets, name, arrive + jitter, end - arrive, COMM_STREAM, corr)
     return [*events_of, kernel]
 

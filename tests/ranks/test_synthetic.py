@@ -131,8 +131,8 @@ def test_rank_findings_fire_where_planted_and_only_there(tmp_path: Path) -> None
     plain, _ = run(Plan(ranks=4, steps=3, seed=4), tmp_path / "plain")
     assert plain.clocks.trusted
     assert {f.rule for f in plain.findings} <= {"exposed-communication"}
-    heavy, _ = run(Plan(ranks=4, steps=3, heavy=(2, 3), transfer_ns=2_000_000, seed=4),
-                   tmp_path / "heavy")  # fmt: skip
+    uneven = Plan(ranks=4, steps=3, heavy=(2, 3), transfer_ns=2_000_000, collective="alltoall")
+    heavy, _ = run(uneven, tmp_path / "heavy")
     (imbalance,) = [f for f in heavy.findings if f.rule == "collective-imbalance"]
     assert imbalance.evidence.values()["rank"] == 2
     assert imbalance.evidence.values()["ratio"] == pytest.approx(3.0)
