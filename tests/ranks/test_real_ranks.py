@@ -116,3 +116,8 @@ def test_the_cpu_ddp_pair_matches_every_gloo_collective() -> None:
     assert report.unmatched == ()
     assert sum(c.matched for c in report.collectives) == recount(paths[0]) == recount(paths[1])
     assert all(c.source == "gloo" and c.match_key == "order" for c in report.collectives)
+    (reduce,) = [c for c in report.collectives if c.kind == "all_reduce"]
+    # the gloo events record their input (with_shapes): 131584 floats twice, 267786 twice,
+    # two scalars (no size): the median of the four sized ones, rounded down, is 131584 floats
+    assert reduce.bytes_per_instance == 131584 * 4
+    assert reduce.algbw_gbps is not None and reduce.busbw_gbps == reduce.algbw_gbps  # 2(n-1)/n
