@@ -10,10 +10,10 @@ import pytest
 import steptrace
 
 PUBLIC = [
-    "Capture", "CaptureError", "CaptureResult", "Comparison", "Finding", "Report",
-    "Scenario", "Thresholds", "TraceAnalysis", "TraceError", "Window", "Workload",
-    "analyze", "analyze_trace", "capture", "compare", "load_trace", "profile_inference",
-    "profile_training",
+    "Capture", "CaptureError", "CaptureResult", "Comparison", "Finding", "RanksReport",
+    "Report", "Scenario", "Thresholds", "TraceAnalysis", "TraceError", "Window", "Workload",
+    "analyze", "analyze_ranks", "analyze_trace", "capture", "compare", "load_trace",
+    "profile_inference", "profile_training",
 ]  # fmt: skip
 
 

@@ -18,14 +18,14 @@ SRC = Path(__file__).resolve().parents[1] / "src"
 LAYERS: tuple[frozenset[str], ...] = (
     frozenset({"errors", "lazy", "units", "safe_text", "window", "scenario", "devices"}),
     frozenset({"trace"}),
-    frozenset({"analysis"}),
-    frozenset({"hypotheses", "across"}),
+    frozenset({"analysis", "across"}),  # across: several analyses at once, beside analysis
+    frozenset({"hypotheses"}),
     frozenset({"report", "capturing", "validate"}),
     frozenset({"pipeline"}),
     frozenset({"tools", "cli"}),
 )
 # Stages side by side that must not know each other.
-APART = (("capturing", "validate"), ("hypotheses", "across"), ("capturing", "report"))
+APART = (("capturing", "validate"), ("capturing", "report"))
 
 
 def modules() -> dict[str, Path]:

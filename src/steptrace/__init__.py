@@ -27,8 +27,8 @@ if TYPE_CHECKING:
         profile_training,
     )
     from steptrace.hypotheses import Finding, Thresholds
-    from steptrace.pipeline import analyze, analyze_trace
-    from steptrace.report.model import Report
+    from steptrace.pipeline import analyze, analyze_ranks, analyze_trace
+    from steptrace.report.model import RanksReport, Report
     from steptrace.scenario import Scenario
     from steptrace.trace.load import load_trace
     from steptrace.validate import Comparison, compare
@@ -36,9 +36,9 @@ if TYPE_CHECKING:
 
 _NEED_TORCH = ("steptrace.capturing", "steptrace.validate")
 _MODULE_OF = {
-    **dict.fromkeys(("analyze", "analyze_trace"), "steptrace.pipeline"),
+    **dict.fromkeys(("analyze", "analyze_ranks", "analyze_trace"), "steptrace.pipeline"),
     "TraceAnalysis": "steptrace.analysis.measure",
-    "Report": "steptrace.report.model",
+    **dict.fromkeys(("RanksReport", "Report"), "steptrace.report.model"),
     **dict.fromkeys(("Finding", "Thresholds"), "steptrace.hypotheses"),
     "Scenario": "steptrace.scenario",
     "Window": "steptrace.window",
@@ -63,6 +63,7 @@ __all__ = [
     "CaptureResult",
     "Comparison",
     "Finding",
+    "RanksReport",
     "Report",
     "Scenario",
     "Thresholds",
@@ -71,6 +72,7 @@ __all__ = [
     "Window",
     "Workload",
     "analyze",
+    "analyze_ranks",
     "analyze_trace",
     "capture",
     "compare",

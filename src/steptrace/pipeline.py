@@ -14,11 +14,13 @@ from __future__ import annotations
 import gzip
 import re
 import zlib
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, TypeVar
 
 import msgspec
 
+from steptrace.across.ranks.thresholds import RankThresholds
 from steptrace.analysis.copies import CopyPattern
 from steptrace.analysis.kernels import KernelStat
 from steptrace.analysis.measure import (
@@ -32,7 +34,7 @@ from steptrace.analysis.operators import OperatorStat
 from steptrace.errors import TraceError
 from steptrace.hypotheses import Case, find
 from steptrace.hypotheses.thresholds import Thresholds
-from steptrace.report.model import FINDINGS_SCHEMA, SCHEMA, Report
+from steptrace.report.model import FINDINGS_SCHEMA, SCHEMA, RanksReport, Report
 from steptrace.scenario import Scenario, decode_record, read_sidecar, sidecar_path
 from steptrace.trace.load import load_trace
 from steptrace.trace.source import GZIP_MAGIC, FileText, decompress, file_size, read_file
@@ -182,3 +184,27 @@ def _decode(path: Path, kind: type[_Saved]) -> _Saved:
     except (msgspec.DecodeError, msgspec.ValidationError) as exc:
         problem = " ".join(str(exc).split())
         raise TraceError(f"{path}: not a complete steptrace report ({problem})") from None
+
+
+def analyze_ranks(
+    paths: Sequence[str | Path],
+    *,
+    thresholds: RankThresholds | None = None,
+    progress: bool | None = None,
+) -> RanksReport:
+    """The rank traces of one job, analyzed together: each loaded and measured once, then
+    collectives matched, clocks aligned, wait split from transfer, stragglers found."""
+    from steptrace.across.ranks.analyze import analyze_ranks_data
+    from steptrace.across.ranks.discover import identify
+    from steptrace.across.ranks.matrix import rank_data
+    from steptrace.hypotheses.rules.ranks import rank_findings
+
+    limits = thresholds or RankThresholds()
+    infos, measured = [], []
+    for path in paths:
+        trace = load_trace(path, progress=progress)
+        infos.append(trace.info)
+        measured.append(rank_data(trace))
+        del trace  # only the measured figures are kept: one trace in memory at a time
+    analysis = analyze_ranks_data(measured, identify(infos), limits)
+    return RanksReport.of(analysis, rank_findings(analysis, limits), limits)

@@ -8,6 +8,16 @@ from __future__ import annotations
 
 import msgspec
 
+from steptrace.across.ranks.model import (
+    RANKS_SCHEMA,
+    ClockAlignment,
+    CollectiveSummary,
+    RankResult,
+    RanksAnalysis,
+    Straggler,
+    Unmatched,
+)
+from steptrace.across.ranks.thresholds import RankThresholds
 from steptrace.analysis.measure import TraceAnalysis, TraceSummary
 from steptrace.hypotheses.finding import Finding
 from steptrace.hypotheses.thresholds import Thresholds
@@ -59,4 +69,40 @@ class FindingsReport(msgspec.Struct, frozen=True, kw_only=True):
             findings=report.findings,
             thresholds=report.thresholds,
             warnings=report.warnings,
+        )
+
+
+class RanksReport(msgspec.Struct, frozen=True, kw_only=True):
+    """Several rank traces of one job: cross-rank figures, findings, warnings.
+
+    What ``steptrace.analyze_ranks`` returns and what its JSON writes (schema
+    ``steptrace.ranks/1``, see ``docs/json-schema.md``). The figures are those of
+    ``RanksAnalysis`` (``steptrace.across.ranks.model``), at the top level.
+    """
+
+    schema: str = RANKS_SCHEMA
+    world_size: int | None
+    ranks: tuple[RankResult, ...]
+    clocks: ClockAlignment
+    collectives: tuple[CollectiveSummary, ...]
+    unmatched: tuple[Unmatched, ...]
+    stragglers: tuple[Straggler, ...]
+    findings: tuple[Finding, ...]  # straggler, exposed-communication, collective-imbalance, ...
+    thresholds: RankThresholds
+    warnings: tuple[str, ...] = ()
+
+    @classmethod
+    def of(
+        cls, analysis: RanksAnalysis, findings: tuple[Finding, ...], thresholds: RankThresholds
+    ) -> RanksReport:
+        return cls(
+            world_size=analysis.world_size,
+            ranks=analysis.ranks,
+            clocks=analysis.clocks,
+            collectives=analysis.collectives,
+            unmatched=analysis.unmatched,
+            stragglers=analysis.stragglers,
+            findings=findings,
+            thresholds=thresholds,
+            warnings=analysis.warnings,
         )

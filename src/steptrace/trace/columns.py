@@ -27,7 +27,7 @@ from steptrace.trace.decode import (
     TolerantEvent,
 )
 from steptrace.trace.kinds import GPU_WORK, LAUNCHES, Kind, kind_of, legacy_operator_kind
-from steptrace.trace.table import MISSING, EventTable
+from steptrace.trace.table import MISSING, CommArgs, EventTable
 from steptrace.trace.timestamps import (
     LIMIT_NS,
     NOT_A_NUMBER,
@@ -46,6 +46,9 @@ _NO_ARGS = EventArgs()
 _CORRELATED = np.array([*GPU_WORK, *LAUNCHES, Kind.CUDA_SYNC], dtype=np.int8)
 _GPU_WORK = np.array([*GPU_WORK, Kind.CUDA_SYNC], dtype=np.int8)
 _COPIES = np.array([Kind.MEMCPY, Kind.MEMSET], dtype=np.int8)
+# Rows whose collective args are read: record_param_comms operators and NCCL/RCCL kernels.
+_COMM_NAME = re.compile(r"^record_param_comms$|nccl|rccl", re.IGNORECASE)
+_COMM_KINDS = np.array([Kind.CPU_OP, Kind.KERNEL], dtype=np.int8)
 
 
 class _Interner(dict[Any, int]):
@@ -70,6 +73,9 @@ class ColumnBuilder:
         self.fwdbwd_flows = 0
         self.events_seen = 0
         self._batches: list[dict[str, NDArray[np.generic]]] = []
+        self._comm_names: list[bool] = []  # per interned name: may carry collective args
+        self._comm: list[tuple[NDArray[np.int64], list[EventArgs]]] = []  # (rows, args)
+        self._rows = 0  # complete events taken so far
 
     def add(self, events: list[AnyEvent]) -> None:
         """Take one batch of decoded events."""
@@ -87,6 +93,7 @@ class ColumnBuilder:
                 self.thread_names[(_id(e.pid), _id(e.tid))] = str(e.args.name)
         if complete:
             self._batches.append(self._columns(complete))
+            self._rows += len(complete)
 
     def _columns(self, complete: list[Event]) -> dict[str, NDArray[np.generic]]:
         """Columns of one batch; ``map`` with ``attrgetter`` keeps the loops in C."""
@@ -99,10 +106,12 @@ class ColumnBuilder:
         kind = by_category[category].astype(np.int8)
         legacy = np.flatnonzero(kind == Kind.LEGACY_OPERATOR)
         kind[legacy] = [_legacy_kind(complete[i]) for i in legacy.tolist()]
+        name_id = _ids(self.names, map(attrgetter("name"), complete), n)
+        self._comm_args(complete, kind, name_id)
         return {
             **_times("start", nanoseconds(list(map(attrgetter("ts"), complete)))),
             **_times("dur", durations(list(map(attrgetter("dur"), complete)))),
-            "name_id": _ids(self.names, map(attrgetter("name"), complete), n),
+            "name_id": name_id,
             "category": category,
             "raw_thread": _ids(self.raw_threads, map(attrgetter("pid", "tid"), complete), n),
             "kind": kind,
@@ -140,7 +149,56 @@ class ColumnBuilder:
         for i, a in zip(ops.tolist(), op_args, strict=True):
             if a.input_dims:
                 columns["shape_id"][i] = shapes[bytes(a.input_dims), bytes(a.input_types)]
+        labels = np.flatnonzero(kind == Kind.USER_ANNOTATION)  # gloo:all_reduce records its input
+        for i, a in zip(labels.tolist(), _args_of(complete, labels), strict=True):
+            if a.input_dims:
+                columns["shape_id"][i] = shapes[bytes(a.input_dims), bytes(a.input_types)]
         return columns  # fmt: skip
+
+    def _comm_args(
+        self, complete: list[Event], kind: NDArray[np.int8], name_id: NDArray[np.int32]
+    ) -> None:
+        """Keep the args of the few rows that may be collectives (by name, then kind)."""
+        names = list(self.names)
+        self._comm_names += [bool(_COMM_NAME.search(n)) for n in names[len(self._comm_names) :]]
+        flagged = np.flatnonzero(np.array(self._comm_names, dtype=bool))
+        if not flagged.size:
+            return
+        hits = np.isin(name_id, flagged) & np.isin(kind, _COMM_KINDS)
+        rows = np.flatnonzero(hits)
+        if rows.size:
+            self._comm.append((rows + self._rows, _args_of(complete, rows)))
+
+    def _comm_table(self, order: NDArray[np.intp]) -> CommArgs:
+        """The collective args of the kept rows, indexed by their row in the sorted table."""
+        if not self._comm:
+            return CommArgs()
+        position = np.full(self._rows, -1, dtype=np.int64)
+        position[order] = np.arange(order.size)
+        rows = position[np.concatenate([r for r, _ in self._comm])]
+        args = [a for _, batch in self._comm for a in batch]
+        keep = np.flatnonzero(rows >= 0)
+        keep = keep[np.argsort(rows[keep], kind="stable")]
+        kept = [args[i] for i in keep.tolist()]
+
+        def text(field: str) -> tuple[str | None, ...]:
+            return tuple(None if v is None else str(v) for v in map(attrgetter(field), kept))
+
+        def ints(field: str) -> NDArray[np.int64]:
+            values = map(attrgetter(field), kept)  # mostly absent (None) or plain ints
+            read = [MISSING if v is None else v if type(v) is int else as_int(v) for v in values]
+            try:
+                return np.array(read, dtype=np.int64)
+            except OverflowError:  # an integer beyond int64 (hostile input): not a number here
+                read = [as_int(v) for v in read]
+            return np.array(read, dtype=np.int64)
+
+        return CommArgs(
+            rows=rows[keep], collective=text("collective"), process_group=text("process_group"),
+            group_ranks=text("group_ranks"), dtype=text("dtype"), seq=ints("seq"),
+            in_nelems=ints("in_nelems"), out_nelems=ints("out_nelems"),
+            group_size=ints("group_size"),
+        )  # fmt: skip
 
     def unknown_categories(self) -> dict[str, int]:
         """Categories no analysis knows, with how many complete events each has."""
@@ -192,6 +250,7 @@ class ColumnBuilder:
             records_grad=column["records_grad"].astype(bool),
             shapes=tuple(d.decode("utf-8", "replace") for d, _ in self.shapes),
             shape_types=tuple(t.decode("utf-8", "replace") for _, t in self.shapes),
+            comm=self._comm_table(order),
         )
         return table, unusable
 

@@ -46,6 +46,16 @@ class EventArgs(msgspec.Struct, gc=False):
     input_types: msgspec.Raw = msgspec.field(default=msgspec.Raw(), name="Input type")
     # autograd numbers the operators it records: present only while grad mode is on
     sequence: Scalar = msgspec.field(default=None, name="Sequence number")
+    # collectives (record_param_comms ops and NCCL kernels of newer Kineto): only those
+    # events carry these keys, so the other events decode as fast as before
+    collective: Scalar = msgspec.field(default=None, name="Collective name")
+    process_group: Scalar = msgspec.field(default=None, name="Process Group Name")
+    group_ranks: Scalar = msgspec.field(default=None, name="Process Group Ranks")
+    seq: Scalar = msgspec.field(default=None, name="Seq")
+    in_nelems: Scalar = msgspec.field(default=None, name="In msg nelems")
+    out_nelems: Scalar = msgspec.field(default=None, name="Out msg nelems")
+    group_size: Scalar = msgspec.field(default=None, name="Group size")
+    dtype: Scalar = None
 
 
 class Event(msgspec.Struct, tag_field="ph", tag="X", gc=False):

@@ -26,6 +26,21 @@ Bools = NDArray[np.bool_]
 MISSING = -1  # integer columns: the trace did not say
 
 
+class CommArgs(msgspec.Struct, frozen=True, eq=False):
+    """The collective ``args`` of the rows that carry them (``record_param_comms`` operators
+    and NCCL/RCCL kernels), sorted by row; ``None`` / ``MISSING`` where the trace did not say."""
+
+    rows: Ints = msgspec.field(default_factory=lambda: np.zeros(0, dtype=np.int64))
+    collective: tuple[str | None, ...] = ()  # "allreduce", "broadcast", ...
+    process_group: tuple[str | None, ...] = ()  # the group's name ("0", a hash)
+    group_ranks: tuple[str | None, ...] = ()  # "[0, 1]", as written
+    dtype: tuple[str | None, ...] = ()  # "Float", ...
+    seq: Ints = msgspec.field(default_factory=lambda: np.zeros(0, dtype=np.int64))
+    in_nelems: Ints = msgspec.field(default_factory=lambda: np.zeros(0, dtype=np.int64))
+    out_nelems: Ints = msgspec.field(default_factory=lambda: np.zeros(0, dtype=np.int64))
+    group_size: Ints = msgspec.field(default_factory=lambda: np.zeros(0, dtype=np.int64))
+
+
 class EventTable(msgspec.Struct, frozen=True, eq=False):
     """Complete events as parallel columns (row ``i`` is one event)."""
 
@@ -46,6 +61,7 @@ class EventTable(msgspec.Struct, frozen=True, eq=False):
     shapes: tuple[str, ...]  # recorded "Input Dims", as JSON text
     shape_types: tuple[str, ...]  # the matching "Input type", as JSON text ("" if absent)
     origin_ns: int = 0  # the first event's ``ts`` in integer nanoseconds: time zero
+    comm: CommArgs = msgspec.field(default_factory=CommArgs)  # collectives' args, sparse
 
     def __len__(self) -> int:
         return int(self.kind.shape[0])

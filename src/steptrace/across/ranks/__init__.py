@@ -1,0 +1,1 @@
+"""Several rank traces of one job: collectives matched, clocks aligned, stragglers."""

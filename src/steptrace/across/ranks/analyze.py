@@ -1,0 +1,95 @@
+"""The cross-rank analysis composed: matched collectives, clocks, waits, steps, stragglers.
+
+Contract: ``analyze_ranks_data(ranks, identified, thresholds) -> RanksAnalysis``, pure,
+over each rank measured once (``steptrace.across.ranks.matrix.rank_data``): collectives
+matched across ranks (``matching``), clock offsets from their ends (``clocks``), wait and
+transfer per collective (``waits``), the rank x step matrix (``matrix``) and the
+stragglers (``stragglers``). What could not be matched or trusted is in ``warnings`` and
+``unmatched``, never a silent 0.
+"""
+
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+from collections.abc import Sequence
+
+from steptrace.across.ranks.clocks import align
+from steptrace.across.ranks.discover import Identified
+from steptrace.across.ranks.matching import match
+from steptrace.across.ranks.matrix import RankData, rank_steps
+from steptrace.across.ranks.model import RankResult, RanksAnalysis, RankStep, Unmatched
+from steptrace.across.ranks.stragglers import find_stragglers
+from steptrace.across.ranks.thresholds import RankThresholds
+from steptrace.across.ranks.waits import summaries, timings, unmatched_total
+
+
+def analyze_ranks_data(
+    ranks: Sequence[RankData], identified: Identified, limits: RankThresholds
+) -> RanksAnalysis:
+    numbers = [i.rank for i in identified.ranks]
+    data = dict(zip(numbers, ranks, strict=True))
+    instances = {r: d.instances for r, d in data.items()}
+    matching = match(instances, identified.world_size)
+    origins = {r: (d.base_time_ns, d.clock_ns) for r, d in data.items()}
+    clocks, offsets = align(matching.matched, origins, limits.clock_residual_us)
+    timed = timings(matching.matched, offsets, clocks.trusted)
+    waits: dict[int, dict[int, int]] = defaultdict(lambda: defaultdict(int))
+    of: Counter[int] = Counter()
+    last: Counter[int] = Counter()
+    for t in timed:
+        for r, w in t.wait_ns.items():
+            waits[r][t.issued_ns[r]] += w  # two calls issued at one instant both count
+            of[r] += 1
+        if t.last_rank is not None:
+            last[t.last_rank] += 1
+    steps: dict[int, tuple[RankStep, ...]] = {
+        r: rank_steps(d, offsets.get(r, 0), clocks.origin_ns, waits.get(r, {}))
+        for r, d in data.items()
+    }
+    arrivals = {r: (last[r] if clocks.trusted else None, of[r]) for r in data}
+    sources = {i.rank: i.source for i in identified.ranks}
+    results = tuple(
+        RankResult(
+            rank=r,
+            path=d.path,
+            rank_from=sources[r],
+            world_size=d.analysis.trace.world_size,
+            backend=d.analysis.trace.backend,
+            gpu_observed=d.analysis.trace.gpu_observed,
+            clock_offset_us=offsets[r] / 1000 if r in offsets else None,
+            collectives=len(d.instances),
+            steps=steps[r],
+            warnings=d.analysis.trace.warnings,
+        )
+        for r, d in sorted(data.items())
+    )
+    return RanksAnalysis(
+        world_size=identified.world_size,
+        ranks=results,
+        clocks=clocks,
+        collectives=summaries(instances, matching.matched, timed, matching.queues),
+        unmatched=matching.unmatched,
+        stragglers=find_stragglers(steps, arrivals, limits),
+        warnings=(*identified.warnings, *_warnings(data, matching.unmatched, clocks.trusted)),
+    )
+
+
+def _warnings(
+    data: dict[int, RankData], unmatched: Sequence[Unmatched], trusted: bool
+) -> list[str]:
+    said = []
+    lost = unmatched_total(unmatched)
+    if lost:
+        said.append(
+            f"{lost} collective instances (counted per rank) could not be matched across "
+            "ranks: see unmatched for the reasons"
+        )
+    silent = [r for r, d in data.items() if not d.instances]
+    if silent and len(silent) < len(data):
+        said.append(
+            f"ranks {', '.join(map(str, silent))} show no collective while others do: "
+            "their communication is not observed (not 0)"
+        )
+    if len(data) > 1 and not trusted:
+        said.append("the ranks' clocks are not trusted: no arrival-order claim is made")
+    return said

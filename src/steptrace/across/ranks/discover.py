@@ -1,0 +1,124 @@
+"""Which rank each trace is, and whether the traces are one job.
+
+Contract: ``identify(infos) -> Identified``: one rank number per trace, from (first
+match) its ``distributedInfo.rank``, a rank number in its file name (``rank-3``, ``rank3``,
+``_rank_3``, ``worker3``), or the order the files were given (a warning says so). Ranks
+missing from the world size (8 said, 6 given) are warned about; a rank given twice,
+ranks of different world sizes or backends (different jobs), or a rank beyond the world
+size raise ``TraceError``: nothing sensible can be compared then.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+import msgspec
+
+from steptrace.across.ranks.model import RankSource
+from steptrace.errors import TraceError
+from steptrace.trace.table import TraceInfo
+
+_RANK_IN_NAME = re.compile(r"(?:rank|worker)[-_]?(\d{1,6})(?!\d)", re.IGNORECASE)
+
+
+class RankIdentity(msgspec.Struct, frozen=True):
+    rank: int
+    source: RankSource
+    index: int  # the trace's position in the list given
+
+
+class Identified(msgspec.Struct, frozen=True):
+    ranks: tuple[RankIdentity, ...]  # in the order given
+    world_size: int | None
+    backend: str | None
+    warnings: tuple[str, ...]
+
+
+def rank_in_name(name: str) -> int | None:
+    """The last ``rank<N>`` / ``worker<N>`` number in a file name, if any."""
+    found = _RANK_IN_NAME.findall(name)
+    return int(found[-1]) if found else None
+
+
+def identify(infos: Sequence[TraceInfo]) -> Identified:
+    """Rank numbers for the traces of one job (see the module's contract)."""
+    if not infos:
+        raise TraceError("no rank traces given")
+    warnings: list[str] = []
+    world, backend = _job(infos)
+    by_info = [i.distributed.rank if i.distributed else None for i in infos]
+    by_name = [rank_in_name(i.path.name) for i in infos]
+    ranks: list[RankIdentity] = []
+    if all(r is not None for r in by_info):
+        ranks = [
+            RankIdentity(r, "distributedInfo", k) for k, r in enumerate(by_info) if r is not None
+        ]
+    elif all(r is not None or n is not None for r, n in zip(by_info, by_name, strict=True)):
+        for k, (r, n) in enumerate(zip(by_info, by_name, strict=True)):
+            ranks.append(RankIdentity(r, "distributedInfo", k) if r is not None else
+                         RankIdentity(n if n is not None else -1, "file name", k))  # fmt: skip
+        if any(r is None for r in by_info):
+            warnings.append(
+                "some traces have no distributedInfo: their rank was read from the file name"
+            )
+    else:
+        ranks = [RankIdentity(k, "file order", k) for k in range(len(infos))]
+        warnings.append(
+            "the traces do not all say their rank (no distributedInfo, no rank number in "
+            "the file name): ranks were numbered in the order given, 0 to "
+            f"{len(infos) - 1}"
+        )
+    _check_duplicates(ranks, infos)
+    warnings += _missing(ranks, world, infos)
+    return Identified(tuple(ranks), world, backend, tuple(warnings))
+
+
+def _job(infos: Sequence[TraceInfo]) -> tuple[int | None, str | None]:
+    worlds = {i.distributed.world_size for i in infos if i.distributed and i.distributed.world_size}
+    backends = {i.distributed.backend for i in infos if i.distributed and i.distributed.backend}
+    if len(worlds) > 1:
+        raise TraceError(
+            f"the traces are not one job: world sizes {sorted(worlds)} differ "
+            "(give the traces of one run)"
+        )
+    if len(backends) > 1:
+        raise TraceError(
+            f"the traces are not one job: backends {sorted(backends)} differ "
+            "(give the traces of one run)"
+        )
+    return (next(iter(worlds)) if worlds else None), (next(iter(backends)) if backends else None)
+
+
+def _check_duplicates(ranks: list[RankIdentity], infos: Sequence[TraceInfo]) -> None:
+    seen: dict[int, int] = {}
+    for identity in ranks:
+        if identity.rank in seen:
+            first, second = infos[seen[identity.rank]].path, infos[identity.index].path
+            raise TraceError(
+                f"rank {identity.rank} is given twice ({first} and {second}, by "
+                f"{identity.source}): give one trace per rank"
+            )
+        seen[identity.rank] = identity.index
+
+
+def _missing(ranks: list[RankIdentity], world: int | None, infos: Sequence[TraceInfo]) -> list[str]:
+    if world is None:
+        return []
+    numbers = sorted(r.rank for r in ranks)
+    beyond = [r for r in numbers if r >= world]
+    if beyond:
+        raise TraceError(
+            f"rank {beyond[0]} is beyond the world size {world} the traces give "
+            f"({infos[0].path.name}): not one job"
+        )
+    absent = sorted(set(range(world)) - set(numbers))
+    if not absent:
+        return []
+    shown = ", ".join(map(str, absent[:10])) + (
+        f" and {len(absent) - 10} more" if len(absent) > 10 else ""
+    )
+    return [
+        f"world size {world}, {len(numbers)} rank traces given: ranks {shown} are missing; "
+        "collectives of groups that include them cannot be matched"
+    ]

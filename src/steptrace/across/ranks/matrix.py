@@ -1,0 +1,134 @@
+"""One rank's trace reduced to what the cross-rank analysis needs, then its step rows.
+
+Contract: ``rank_data(trace) -> RankData`` measures the trace once
+(``steptrace.analysis.measure``), finds its collectives and, per step, its communication
+time and the part of it not overlapped by compute; the trace can then be let go.
+``rank_steps(data, offset_ns, origin_ns, waits)`` gives the rank's row of the rank x step
+matrix: wall, GPU busy and idle (``None``: not observed), communication, exposed
+communication, collective wait, and each label's exclusive ms.
+
+Exposed communication: on a GPU, communication kernels minus the union of compute kernels
+on the same device (``GpuStep.communication``: busy - overlap); on a CPU-only trace, the
+collectives' own time (gloo events) minus the time the step's thread spent in operators
+other than collectives: the part of it the rank could not hide behind its own work.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+
+import msgspec
+import numpy as np
+
+from steptrace.across.ranks.collectives import Instance, collective_instances
+from steptrace.across.ranks.model import RankStep
+from steptrace.analysis.links import cpu_tree, gpu_links
+from steptrace.analysis.measure import TraceAnalysis, measure
+from steptrace.analysis.steps import StepWindow, find_steps
+from steptrace.trace import intervals as iv
+from steptrace.trace.kinds import Kind
+from steptrace.trace.table import EventTable, Trace
+
+_COLLECTIVE_OP = re.compile(r"^(c10d::|record_param_comms$|gloo:|nccl:)")
+_COLLECTIVE_LABEL = re.compile(r"^(gloo|nccl|rccl):")  # the library's labels, not the user's
+
+
+class RankData(msgspec.Struct, frozen=True, kw_only=True):
+    """One rank, measured: all that is kept of its trace."""
+
+    path: str
+    analysis: TraceAnalysis
+    windows: tuple[StepWindow, ...]
+    instances: tuple[Instance, ...]
+    base_time_ns: int | None
+    clock_ns: int  # absolute ns (own clock) of the trace's origin: base + first ts
+    comm_ms: tuple[float | None, ...]  # per step
+    exposed_ms: tuple[float | None, ...]  # per step
+
+
+def rank_data(trace: Trace) -> RankData:
+    events = trace.events
+    base = trace.info.base_time_ns
+    clock = (base if base is not None and base >= 0 else 0) + events.origin_ns
+    tree = cpu_tree(events)
+    links = gpu_links(events, tree)
+    instances = collective_instances(events, tree, links, clock)
+    analysis = measure(trace)
+    windows = find_steps(events).windows
+    comm, exposed = _exposure(events, analysis, windows, instances, clock)
+    return RankData(
+        path=str(trace.info.path), analysis=analysis, windows=windows,
+        instances=instances, base_time_ns=base if base is not None and base >= 0 else None,
+        clock_ns=clock, comm_ms=comm, exposed_ms=exposed,
+    )  # fmt: skip
+
+
+def _exposure(
+    events: EventTable,
+    analysis: TraceAnalysis,
+    windows: tuple[StepWindow, ...],
+    instances: tuple[Instance, ...],
+    clock_ns: int,
+) -> tuple[tuple[float | None, ...], tuple[float | None, ...]]:
+    gpu_comm = any(s.gpu is not None and s.gpu.communication.count for s in analysis.steps)
+    if gpu_comm:
+        comm = tuple(s.gpu.communication.busy_ms if s.gpu else None for s in analysis.steps)
+        exposed = tuple(
+            s.gpu.communication.busy_ms - s.gpu.communication.overlap_with_compute_ms
+            if s.gpu
+            else None
+            for s in analysis.steps
+        )
+        return comm, exposed
+    cpu = [i for i in instances if i.blocking]
+    if not cpu:
+        return tuple(None for _ in windows), tuple(None for _ in windows)
+    starts = np.array([(i.start_ns - clock_ns) / 1000 for i in cpu])
+    ends = np.array([(i.end_ns - clock_ns) / 1000 for i in cpu])
+    collectives = iv.union(starts, ends)
+    compute_ids = [k for k, n in enumerate(events.names) if not _COLLECTIVE_OP.match(n)]
+    is_compute = (events.kind == Kind.CPU_OP) & np.isin(events.name_id, compute_ids)
+    comm_ms: list[float | None] = []
+    exposed_ms: list[float | None] = []
+    for w in windows:
+        mine = iv.clip(collectives, w.start_us, w.end_us)
+        rows = is_compute & (events.thread_id == w.thread) if w.thread >= 0 else is_compute
+        busy = iv.union(events.start_us[rows], events.end_us[rows])
+        comm_ms.append(iv.total(mine) / 1000)
+        exposed_ms.append(iv.total(iv.difference(mine, busy)) / 1000)
+    return tuple(comm_ms), tuple(exposed_ms)
+
+
+def rank_steps(
+    data: RankData, offset_ns: int, origin_ns: int, waits: Mapping[int, int]
+) -> tuple[RankStep, ...]:
+    """The rank's steps on the aligned clock; ``waits``: issued ns (own clock) -> wait ns."""
+    issued = np.array(sorted(waits), dtype=np.int64)
+    wait = np.array([waits[t] for t in issued.tolist()], dtype=np.int64)
+    rows = []
+    for k, (step, w) in enumerate(zip(data.analysis.steps, data.windows, strict=True)):
+        lo = data.clock_ns + round(w.start_us * 1000)
+        hi = data.clock_ns + round(w.end_us * 1000)
+        inside = (issued >= lo) & (issued < hi)
+        comm_wait = int(wait[inside].sum()) / 1e6 if issued.size else None
+        rows.append(
+            RankStep(
+                name=step.name,
+                number=step.number,
+                start_us=(lo - offset_ns - origin_ns) / 1000,
+                wall_ms=step.wall_ms,
+                gpu_busy_ms=step.gpu.busy_ms if step.gpu else None,
+                idle_ms=step.gpu.idle_ms if step.gpu else None,
+                comm_ms=data.comm_ms[k],
+                exposed_comm_ms=data.exposed_ms[k],
+                comm_wait_ms=comm_wait,
+                phases_ms={
+                    p.name: p.exclusive_ms
+                    for p in step.phases
+                    if not _COLLECTIVE_LABEL.match(p.name)
+                },
+                unlabeled_ms=step.unlabeled_ms,
+            )
+        )
+    return tuple(rows)

@@ -1,0 +1,64 @@
+"""Every threshold of the cross-rank analysis and its findings, named, with its reason.
+
+A balanced run on a busy machine (8 processes on 2 cores) shows real scheduling noise:
+a rank is called a straggler only when its excess is consistent across steps, above a
+floor in absolute and relative terms, and corroborated by the others' waiting.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import msgspec
+
+
+class RankThresholds(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    # straggler: the rank's excess in a phase over the other ranks' median, per step, must
+    # pass this floor (ms) ...
+    straggler_floor_ms: float = 1.0
+    # ... and this share of the median step wall time (noise scales with the step),
+    straggler_step_share: float = 0.05
+    # ... in at least this share of the steps compared,
+    straggler_consistency: float = 0.75
+    # ... and the others must wait at collectives at least this share of the excess
+    # (a late rank makes the others wait for it; noise does not).
+    straggler_corroboration: float = 0.5
+    # clock-skew: arrival order is not trusted when the residual spread of collective end
+    # differences after alignment exceeds this many µs (an arrival gap smaller than the
+    # clocks' own disagreement cannot be told).
+    clock_residual_us: float = 200.0
+    # clock-skew: offsets this large (ms) are reported even when they are consistent
+    # (different hosts' clocks, or traces recorded at different times).
+    clock_offset_ms: float = 5.0
+    # exposed-communication: communication not overlapped by compute takes at least this
+    # share of the step (the single-trace comm-overlap rule's 10%).
+    exposed_comm_share: float = 0.10
+    # collective-imbalance: one rank's message sizes, or its transfer time, differ from the
+    # group's median by at least this ratio.
+    imbalance_ratio: float = 1.5
+    # ... and the instances involved take at least this share of the step.
+    imbalance_step_share: float = 0.05
+
+    def to_dict(self) -> dict[str, Any]:
+        data: dict[str, Any] = msgspec.to_builtins(self)
+        return data
+
+    def replace(self, assignments: list[str]) -> RankThresholds:
+        """``["straggler_floor_ms=2", ...]`` -> a copy with those values (validated)."""
+        changes: dict[str, Any] = {}
+        for assignment in assignments:
+            name, sep, value = assignment.partition("=")
+            if not sep:
+                raise ValueError(f"threshold {assignment!r}: expected NAME=VALUE")
+            changes[name.strip()] = value.strip()
+        try:
+            chosen = msgspec.convert(self.to_dict() | changes, RankThresholds, strict=False)
+        except msgspec.ValidationError as exc:
+            raise ValueError(f"thresholds: {exc}") from None
+        for name, number in chosen.to_dict().items():
+            if not math.isfinite(number) or number < 0:
+                raise ValueError(
+                    f"threshold {name}={number}: must be a finite, non-negative number"
+                )
+        return chosen

@@ -1,0 +1,273 @@
+"""Rules over several ranks of one job: ``straggler``, ``exposed-communication``,
+``collective-imbalance``, ``clock-skew`` (docs/findings.md).
+
+Contract: ``rank_findings(analysis, thresholds) -> tuple[Finding, ...]`` over a
+``RanksAnalysis``, most severe first; the same ``Finding`` as a single trace's rules, with
+the severity a share of the median step wall time (0 for ``clock-skew``, which explains
+no time but limits what can be claimed).
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Sequence
+
+from steptrace.across.ranks.model import RankResult, RanksAnalysis, Straggler
+from steptrace.across.ranks.thresholds import RankThresholds
+from steptrace.hypotheses.finding import Evidence, Figure, Finding, Unit, Value, Where, finding
+from steptrace.units import pct
+
+RANK_RULES = ("straggler", "exposed-communication", "collective-imbalance", "clock-skew")
+
+
+def rank_findings(analysis: RanksAnalysis, limits: RankThresholds) -> tuple[Finding, ...]:
+    found = [
+        *(_straggler(analysis, s) for s in analysis.stragglers),
+        *_exposed(analysis, limits),
+        *_imbalance(analysis, limits),
+        *_clock_skew(analysis, limits),
+    ]
+    return tuple(sorted(found, key=lambda f: -f.severity))
+
+
+def _median_wall(analysis: RanksAnalysis) -> float:
+    walls = [s.wall_ms for r in analysis.ranks for s in r.steps]
+    return statistics.median(walls) if walls else 0.0
+
+
+def _where(rank: RankResult | None) -> Where:
+    if rank is None or not rank.steps:
+        return Where(steps=(), time_us=(0.0, 0.0), thread=None, streams=None)
+    first, last = rank.steps[0], rank.steps[-1]
+    end = last.start_us + last.wall_ms * 1000
+    return Where(tuple(s.name for s in rank.steps), (first.start_us, end), None, None)
+
+
+def _evidence(where: Where, *figures: tuple[str, Value, Unit]) -> Evidence:
+    return Evidence(tuple(Figure(n, v, u) for n, v, u in figures), where)
+
+
+def _rank(analysis: RanksAnalysis, number: int) -> RankResult | None:
+    return next((r for r in analysis.ranks if r.rank == number), None)
+
+
+def _straggler(analysis: RanksAnalysis, s: Straggler) -> Finding:
+    wall = _median_wall(analysis)
+    arrived = (
+        f"it arrived last at {s.times_last} of the {s.of} matched collectives it took part in"
+        if s.times_last is not None
+        else "arrival order is not claimed (the clocks are not trusted)"
+    )
+    return finding(
+        "straggler",
+        s.excess_ms / wall if wall > 0 else 0.0,
+        observation=(
+            f"Rank {s.rank} spends {s.excess_ms:.3f} ms more per step in {s.phase} than the "
+            f"median of the other ranks ({s.steps_late} of {s.steps} steps); {arrived}; the "
+            f"others wait {s.others_wait_ms:.3f} ms per step in collectives, rank {s.rank} "
+            f"{s.own_wait_ms:.3f} ms."
+        ),
+        evidence=_evidence(
+            _where(_rank(analysis, s.rank)),
+            ("rank", s.rank, "count"),
+            ("phase", s.phase, "text"),
+            ("excess_ms", s.excess_ms, "ms"),
+            ("steps_late", s.steps_late, "count"),
+            ("steps", s.steps, "count"),
+            ("times_last", s.times_last, "count"),
+            ("of", s.of, "count"),
+            ("others_wait_ms", s.others_wait_ms, "ms"),
+            ("own_wait_ms", s.own_wait_ms, "ms"),
+        ),
+        hypothesis=(
+            f"{s.phase} is slower on rank {s.rank} (its data shard, its storage or host, a "
+            "noisy neighbour), and every other rank waits for it at the next collective: "
+            f"the job runs at rank {s.rank}'s pace."
+        ),
+        next_check=(
+            f"Re-run with rank {s.rank}'s {s.phase} replaced by a prepared batch (the same "
+            "tensor every step, steptrace.validate.prepared_batch_check): if the others' "
+            f"wait vanishes, {s.phase} on that rank is the cause; then `steptrace compare` "
+            f"{s.phase} on rank {s.rank} against another rank's, outside the profiler."
+        ),
+        caveats=(
+            "Only durations are compared, so clock offsets do not change this finding.",
+            "One profiled window: a rank slow in these steps may not be slow in every step.",
+        ),
+    )
+
+
+def _exposed(analysis: RanksAnalysis, limits: RankThresholds) -> list[Finding]:
+    shares: dict[int, float] = {}
+    for rank in analysis.ranks:
+        values = [
+            s.exposed_comm_ms / s.wall_ms
+            for s in rank.steps
+            if s.exposed_comm_ms is not None and s.wall_ms > 0
+        ]
+        if values:
+            shares[rank.rank] = statistics.median(values)
+    if not shares:
+        return []
+    share = statistics.median(shares.values())
+    if share < limits.exposed_comm_share:
+        return []
+    worst = max(shares, key=lambda r: shares[r])
+    waits = [s.comm_wait_ms for r in analysis.ranks for s in r.steps if s.comm_wait_ms is not None]
+    exposed = [s.exposed_comm_ms for r in analysis.ranks for s in r.steps if s.exposed_comm_ms]
+    wait = statistics.median(waits) if waits else None
+    exposed_ms = statistics.median(exposed) if exposed else 0.0
+    waiting = (
+        f"; of each step's collective time, {wait:.3f} ms (median) is waiting for other ranks"
+        if wait is not None
+        else ""
+    )
+    return [
+        finding(
+            "exposed-communication",
+            share,
+            observation=(
+                f"Communication overlaps no compute for {pct(share)} of the step (median over "
+                f"ranks; {exposed_ms:.3f} ms per step; rank {worst} the most at "
+                f"{pct(shares[worst])}){waiting}."
+            ),
+            evidence=_evidence(
+                _where(_rank(analysis, worst)),
+                ("share_of_step", share, "share"),
+                ("exposed_comm_ms", exposed_ms, "ms"),
+                ("worst_rank", worst, "count"),
+                ("worst_rank_share", shares[worst], "share"),
+                ("comm_wait_ms", wait, "ms"),
+            ),
+            hypothesis=(
+                "Gradients are communicated after the compute that could hide them (buckets "
+                "filled late, a synchronization at the end of backward), or the ranks wait "
+                "for each other: waiting time shows as exposed communication too."
+            ),
+            next_check=(
+                "Split it first: if the wait is most of it, look for a straggler; else "
+                "`steptrace compare` the step with DDP's bucket_cap_mb changed (or "
+                "gradient_as_bucket_view=True) against the current one, outside the profiler."
+            ),
+            caveats=(
+                "On a CPU-only trace, exposed means not covered by the step's thread's "
+                "own operators (docs/json-schema.md).",
+            ),
+        )
+    ]
+
+
+def _imbalance(analysis: RanksAnalysis, limits: RankThresholds) -> list[Finding]:
+    found = []
+    wall = _median_wall(analysis)
+    steps = max((len(r.steps) for r in analysis.ranks), default=0)
+    for c in analysis.collectives:
+        sizes = c.bytes_by_rank
+        if len(sizes) < 2:
+            continue
+        middle = statistics.median(sizes.values())
+        heaviest = max(sizes, key=lambda r: sizes[r])
+        ratio = sizes[heaviest] / middle if middle > 0 else 0.0
+        if ratio < limits.imbalance_ratio:
+            continue
+        share = (c.transfer_ms / steps) / wall if steps and wall > 0 else 0.0
+        if share < limits.imbalance_step_share:
+            continue
+        found.append(_imbalance_finding(analysis, c.kind, c.process_group, heaviest, ratio,
+                                        share, sizes))  # fmt: skip
+    return found
+
+
+def _imbalance_finding(
+    analysis: RanksAnalysis,
+    kind: str,
+    group: str,
+    heaviest: int,
+    ratio: float,
+    share: float,
+    sizes: dict[int, int],
+) -> Finding:
+    return finding(
+        "collective-imbalance",
+        share,
+        observation=(
+            f"In {kind} of process group {group}, rank {heaviest} moves {ratio:.2f}x the "
+            "median rank's bytes; these collectives take "
+            f"{pct(share)} of the step in transfer."
+        ),
+        evidence=_evidence(
+            _where(_rank(analysis, heaviest)),
+            ("kind", kind, "text"),
+            ("process_group", group, "text"),
+            ("rank", heaviest, "count"),
+            ("ratio", ratio, "ratio"),
+            ("bytes", sizes[heaviest], "bytes"),
+            ("share_of_step", share, "share"),
+        ),
+        hypothesis=(
+            f"Work is unevenly split (an embedding table or an all-to-all split that sends "
+            f"more to or from rank {heaviest}): the collective lasts as long as its "
+            "heaviest rank."
+        ),
+        next_check=(
+            "Re-run with the split evened out (sharding plan, input_split_sizes) and "
+            "`steptrace compare` the step against the current one."
+        ),
+    )
+
+
+def _clock_skew(analysis: RanksAnalysis, limits: RankThresholds) -> list[Finding]:
+    clocks = analysis.clocks
+    if len(analysis.ranks) < 2 or clocks.reference_rank is None:
+        return []
+    offsets = [(c.rank, c.offset_us) for c in clocks.ranks if c.offset_us is not None]
+    far = [(r, o) for r, o in offsets if abs(o) >= limits.clock_offset_ms * 1000]
+    if clocks.trusted and not far:
+        return []
+    largest = max(offsets, key=lambda ro: abs(ro[1]), default=(clocks.reference_rank, 0.0))
+    if far:
+        observation = (
+            f"Rank clocks differ by up to {largest[1] / 1000:.3f} ms (rank {largest[0]} "
+            f"against rank {clocks.reference_rank}, from collective ends); {clocks.reason}."
+        )
+        hypothesis = (
+            "The hosts' clocks are not synchronized (or the traces were written with "
+            "different time bases): a timeline that puts the ranks side by side without "
+            "correction shows false arrival orders."
+        )
+    else:
+        observation = f"Arrival order across ranks cannot be told: {clocks.reason}."
+        hypothesis = (
+            "The ranks do not finish a collective together (CPU collectives on a loaded "
+            "machine finish when each process is scheduled), or their clocks drift during "
+            "the window: either way, who arrived first cannot be read from the timestamps."
+        )
+    return [
+        finding(
+            "clock-skew",
+            0.0,
+            observation=observation,
+            evidence=_evidence(
+                _where(_rank(analysis, largest[0])),
+                ("largest_offset_us", largest[1], "us"),
+                ("rank", largest[0], "count"),
+                ("residual_spread_us", clocks.residual_spread_us, "us"),
+                ("trusted", "yes" if clocks.trusted else "no", "text"),
+                ("ranks_far", tuple(r for r, _ in far), "names"),
+            ),
+            hypothesis=hypothesis,
+            next_check=(
+                "Check the hosts' clock synchronization (chronyc tracking, or ntpq -p) and "
+                "re-record; meanwhile trust only duration-based figures (wait, transfer, "
+                "stragglers), which need no clock."
+            ),
+            caveats=_skew_caveats(offsets),
+        )
+    ]
+
+
+def _skew_caveats(offsets: Sequence[tuple[int, float]]) -> tuple[str, ...]:
+    return (
+        "Offsets are estimated from collective ends, assumed simultaneous; they were applied "
+        f"to every cross-rank time ({len(offsets)} ranks).",
+    )

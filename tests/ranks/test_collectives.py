@@ -1,0 +1,74 @@
+"""Collective instances of one trace, in each vocabulary Kineto has written."""
+
+from __future__ import annotations
+
+from steptrace.across.ranks.collectives import Instance, collective_instances
+from steptrace.analysis.links import cpu_tree, gpu_links
+from steptrace.trace.load import load_trace
+from tests.conftest import WriteTrace
+from tests.tracegen import cpu, document, kernel, label, launch, step
+
+
+def instances(
+    write_trace: WriteTrace, events: list[dict[str, object]], gpu: bool = True
+) -> tuple[Instance, ...]:
+    trace = load_trace(write_trace(document(events, gpu_devices=gpu)), progress=False)
+    tree = cpu_tree(trace.events)
+    return collective_instances(trace.events, tree, gpu_links(trace.events, tree), 0)
+
+
+RPC = {
+    "Collective name": "allreduce", "Process Group Name": "7", "Seq": 4, "In msg nelems": 1000,
+    "dtype": "BFloat16", "Group size": 2, "Process Group Ranks": "[0, 1]",
+}  # fmt: skip
+
+
+def test_record_param_comms_with_its_kernel(write_trace: WriteTrace) -> None:
+    (found,) = instances(write_trace, [
+        step(1, 0, 1000),
+        cpu("c10d::allreduce_", 10, 100),
+        cpu("record_param_comms", 20, 80, **RPC),
+        launch(30, 10, correlation=5),
+        kernel("ncclDevKernel_AllReduce_Sum_bf16_RING_LL(ncclDevKernelArgsStorage<4096ul>)",
+               50, 400, stream=20, correlation=5),
+        cpu("record_param_comms", 500, 5, **{"Collective name": "wait"}),
+    ])  # fmt: skip
+    assert (found.kind, found.process_group, found.seq, found.source) == (
+        "all_reduce",
+        "7",
+        4,
+        "record_param_comms",
+    )
+    assert (found.start_ns, found.end_ns, found.issued_ns) == (50_000, 450_000, 20_000)
+    assert (found.nbytes, found.group_size, found.group_ranks) == (2000, 2, (0, 1))
+    assert found.blocking
+
+
+def test_c10d_operator_and_a_kernel_alone_in_either_vocabulary(write_trace: WriteTrace) -> None:
+    found = instances(write_trace, [
+        step(1, 0, 1000),
+        cpu("c10d::broadcast_", 10, 100),
+        launch(30, 10, correlation=5),
+        kernel("ncclKernel_Broadcast_RING_LL_Sum_int8_t(ncclDevComm*, unsigned long, ncclWork*)",
+               50, 100, stream=20, correlation=5),
+        kernel("ncclDevKernel_SendRecv(ncclDevKernelArgsStorage<4096ul>)", 300, 50, stream=21),
+        kernel("NCCLDEVKERNEL_ALLGATHER_RING_LL", 400, 50, stream=21),
+    ])  # fmt: skip
+    assert [(i.kind, i.source, i.lane) for i in found] == [
+        ("broadcast", "c10d", "stream 20"),
+        ("send_recv", "nccl_kernel", "stream 21"),
+        ("all_gather", "nccl_kernel", "stream 21"),
+    ]
+
+
+def test_gloo_events_stand_for_their_cpu_operators(write_trace: WriteTrace) -> None:
+    found = instances(write_trace, [
+        step(1, 0, 1000),
+        cpu("c10d::allreduce_", 10, 20),
+        label("gloo:all_reduce", 15, 300, tid=7),
+        label("gloo:barrier", 400, 30, tid=8),
+    ], gpu=False)  # fmt: skip
+    assert [(i.kind, i.source, i.start_ns, i.end_ns, i.blocking) for i in found] == [
+        ("all_reduce", "gloo", 15_000, 315_000, True),  # ts 0 is the step's start
+        ("barrier", "gloo", 400_000, 430_000, True),
+    ]

@@ -1,0 +1,61 @@
+"""Real gloo rank sets recorded with torch 2.13 on this machine, each with its ``truth.json``.
+
+They are read from ``STEPTRACE_RANK_FIXTURES`` (default: the recording colleague's worktree,
+``/work/wt-ranks-rec/tests/fixtures/ranks``); without them these tests skip. A planted
+straggler must rank first with its planted phase; a balanced set must give no straggler; a
+set whose rank clock was shifted must have that offset recovered within 1 ms, and no
+straggler.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from steptrace.pipeline import analyze_ranks
+from steptrace.report.model import RanksReport
+
+FIXTURES = Path(
+    os.environ.get("STEPTRACE_RANK_FIXTURES", "/work/wt-ranks-rec/tests/fixtures/ranks")
+)
+
+
+def _sets() -> list[Any]:
+    found = sorted(p.parent for p in FIXTURES.glob("*/truth.json")) if FIXTURES.is_dir() else []
+    if not found:
+        return [pytest.param(None, marks=pytest.mark.skip(reason=f"no rank sets in {FIXTURES}"))]
+    return [pytest.param(p, id=p.name) for p in found]
+
+
+def _analyze(folder: Path) -> tuple[RanksReport, dict[str, Any]]:
+    truth = json.loads((folder / "truth.json").read_text(encoding="utf-8"))
+    paths = sorted(folder.glob("rank-*.json*"))
+    paths = [p for p in paths if not p.name.endswith(".scenario.json")]
+    assert len(paths) == truth["world_size"]
+    return analyze_ranks(paths, progress=False), truth
+
+
+@pytest.mark.parametrize("folder", _sets())
+def test_the_recorded_set_gives_its_planted_answer(folder: Path) -> None:
+    report, truth = _analyze(folder)
+    assert [r.rank for r in report.ranks] == list(range(truth["world_size"]))
+    assert report.unmatched == ()
+    assert all(c.matched == c.count > 0 for c in report.collectives)
+    plant, shifted = truth.get("plant"), truth.get("shifted")
+    rules = [f.rule for f in report.findings]
+    if plant:
+        first = report.stragglers[0]
+        assert (first.rank, first.phase) == (plant["rank"], plant["phase"])
+        assert first.excess_ms == pytest.approx(plant["extra_ms"], rel=0.25)
+        assert rules.count("straggler") == len(report.stragglers)
+    else:
+        assert report.stragglers == ()
+        assert "straggler" not in rules
+    if shifted:
+        (clock,) = [c for c in report.clocks.ranks if c.rank == shifted["rank"]]
+        assert clock.offset_us is not None
+        assert abs(clock.offset_us / 1000 - shifted["by_ms"]) <= 1.0
