@@ -77,13 +77,31 @@ def low_ms(fn: Callable[[], Any], runs: int = 400) -> float:
     return statistics.quantiles(times, n=10)[0]
 
 
-def calibrate(share: float) -> int:
-    """How many small products cost ``share`` of a step: both measured by low quantiles
-    (what interference left alone), the products 50 at a time (their cost is linear)."""
+def calibrate(share: float) -> tuple[int, float]:
+    """How many small products make a step ``share`` slower, and the ratio they make.
+
+    Measured in the step itself, interleaved with the plain step, by low quantiles (what
+    interference left alone); refined three times (their cost is linear in their number).
+    """
     state = make_state()
     base = low_ms(lambda: step(state, BATCHES[0]), runs=1000)
-    one = low_ms(lambda: extra_work(50), runs=400) / 50
-    return max(1, round(share * base / one))
+    repeats = max(1, round(share * base / (low_ms(lambda: extra_work(50), runs=400) / 50)))
+
+    def ratio(k: int) -> float:
+        plain, more = [], []
+        for _ in range(400):
+            start = time.perf_counter()
+            step(state, BATCHES[0])
+            middle = time.perf_counter()
+            step(state, BATCHES[0])
+            extra_work(k)
+            plain.append(middle - start)
+            more.append(time.perf_counter() - middle)
+        return statistics.quantiles(more, n=10)[0] / statistics.quantiles(plain, n=10)[0]
+
+    for _ in range(3):
+        repeats = max(1, round(repeats * share / max(ratio(repeats) - 1, share / 10)))
+    return repeats, ratio(repeats)
 
 
 def candidate(repeats: int) -> Step:
@@ -198,9 +216,11 @@ def main() -> None:
                         help="busy: spinning processes (default: load 2.5x the cores)")  # fmt: skip
     args = parser.parse_args()
     torch.set_num_threads(1)  # two cores: one for the workload, one for everything else
-    repeats = {kind: calibrate(factor - 1) for kind, factor in KINDS.items() if factor > 1}
-    print(f"extra work, calibrated quiet: {repeats} products of 32x32 (designed +5%, +15%)")
-    steps = {"A/A": step, **{kind: candidate(k) for kind, k in repeats.items()}}
+    made = {kind: calibrate(factor - 1) for kind, factor in KINDS.items() if factor > 1}
+    print("extra work, calibrated quiet: " + "; ".join(
+        f"{kind}: {k} products of 32x32, measured B/A {r:.3f}" for kind, (k, r) in made.items()
+    ))  # fmt: skip
+    steps = {"A/A": step, **{kind: candidate(k) for kind, (k, _) in made.items()}}
     failures = []
     for mode in args.modes.split(","):
         load = spinning(args.spinners) if mode == "busy" else _nothing()
