@@ -229,6 +229,7 @@ def test_under_interference_the_fastest_steps_decide(factor: float, expected: st
     )  # fmt: skip
     assert result.interference is not None and result.interference.detected
     assert result.estimate is not None and result.estimate.estimator == "block-minimum"
+    assert result.estimate.confidence == 0.99 and "99% CI" in result.sentence
     assert result.verdict == expected, result.sentence
     assert result.estimate.ci[0] <= factor <= result.estimate.ci[1]
     assert result.noise_warning is not None and "held back" in result.noise_warning

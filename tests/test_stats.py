@@ -50,8 +50,10 @@ def test_the_signed_rank_bound_against_every_subset() -> None:
         sums = [sum(r for r, s in zip(range(1, n + 1), signs, strict=True) if s)
                 for signs in itertools.product((0, 1), repeat=n)]  # fmt: skip
         below = [sum(t < k for t in sums) / len(sums) for k in range(max(sums) + 2)]
-        k = max([k for k, p in enumerate(below) if p <= 0.025], default=0)
-        assert _signed_rank_rank(n) == max(k, 1), n
+        for confidence in (0.95, 0.99):
+            tail = (1 - confidence) / 2
+            k = max([k for k, p in enumerate(below) if p <= tail], default=0)
+            assert _signed_rank_rank(n, confidence) == max(k, 1), (n, confidence)
     assert _signed_rank_rank(10) == 9  # Hollander & Wolfe: T <= 8 rejects at 5%, n = 10
 
 

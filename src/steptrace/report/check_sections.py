@@ -185,7 +185,8 @@ ESTIMATORS = {
 def _estimate_text(estimate: Any) -> str:
     low, high = estimate.ci
     name = ESTIMATORS.get(estimate.estimator, estimate.estimator)
-    return f"B/A = {estimate.ratio:.4f} [95% CI {low:.4f}, {high:.4f}] from {name}"
+    level = f"{100 * estimate.confidence:g}%"
+    return f"B/A = {estimate.ratio:.4f} [{level} CI {low:.4f}, {high:.4f}] from {name}"
 
 
 def _interference_text(measured: Any) -> str:

@@ -18,7 +18,9 @@ conditions. Two estimators differ in what a block contributes:
 
 ``interference`` measures how much time the machine added: the share of steps slower
 than 1.5× the fastest step of their block. Above ``INTERFERED`` on either side, the
-block-minimum estimator decides; otherwise the median does.
+block-minimum estimator decides, at 99% confidence (blocks side by side share their
+conditions less well on a loaded machine: calibrated, a 95% interval called one A/A in
+ten); otherwise the median does, at 95%.
 """
 
 from __future__ import annotations
@@ -32,19 +34,21 @@ from numpy.typing import ArrayLike, NDArray
 
 EstimatorName = Literal["median", "block-minimum"]
 CONFIDENCE = 0.95
+CONFIDENCE_INTERFERED = 0.99
 SLOWED = 1.5  # a step this much slower than its block's fastest was held back
 INTERFERED = 0.10  # share of such steps beyond which the block minima decide
 MIN_PAIRS = 6  # the fewest block pairs whose signed-rank CI reaches 95%
 
 
 class Estimate(msgspec.Struct, frozen=True):
-    """One estimator's ratio B/A (below 1: B takes less time) and its 95% CI."""
+    """One estimator's ratio B/A (below 1: B takes less time) and its CI."""
 
     estimator: EstimatorName
     ratio: float
     ci: tuple[float, float]
     p_value: float | None  # Wilcoxon signed-rank on the paired block values
     pairs: int  # block pairs it used
+    confidence: float = CONFIDENCE  # of ``ci``
 
 
 class Interference(msgspec.Struct, frozen=True):
@@ -78,32 +82,40 @@ def interference(a: ArrayLike, b: ArrayLike, block: int) -> Interference:
     return Interference(shares[0], shares[1], max(shares) > INTERFERED)
 
 
-def median_estimate(a: ArrayLike, b: ArrayLike, block: int) -> Estimate:
+def median_estimate(
+    a: ArrayLike, b: ArrayLike, block: int, confidence: float = CONFIDENCE
+) -> Estimate:
     """Hodges–Lehmann ratio of the block pairs' median steps, with the signed-rank CI."""
     xs, ys = _paired(a, b, block)
-    return _hodges_lehmann("median", np.log(np.median(ys, axis=1) / np.median(xs, axis=1)))
+    logs = np.log(np.median(ys, axis=1) / np.median(xs, axis=1))
+    return _hodges_lehmann("median", logs, confidence)
 
 
-def shift_estimate(a: ArrayLike, b: ArrayLike, block: int) -> Estimate:
+def shift_estimate(
+    a: ArrayLike, b: ArrayLike, block: int, confidence: float = CONFIDENCE
+) -> Estimate:
     """Hodges–Lehmann ratio of the block pairs' fastest steps, with the signed-rank CI."""
     xs, ys = _paired(a, b, block)
-    return _hodges_lehmann("block-minimum", np.log(ys.min(axis=1) / xs.min(axis=1)))
+    logs = np.log(ys.min(axis=1) / xs.min(axis=1))
+    return _hodges_lehmann("block-minimum", logs, confidence)
 
 
-def _hodges_lehmann(name: EstimatorName, logs: NDArray[np.float64]) -> Estimate:
+def _hodges_lehmann(name: EstimatorName, logs: NDArray[np.float64], confidence: float) -> Estimate:
     n = logs.size
     walsh = np.sort((logs[:, None] + logs[None, :])[np.triu_indices(n)] / 2)
-    k = _signed_rank_rank(n)  # CI = [w_(k), w_(N+1-k)], 1-based
+    k = _signed_rank_rank(n, confidence)  # CI = [w_(k), w_(N+1-k)], 1-based
     low, high = float(np.exp(walsh[k - 1])), float(np.exp(walsh[walsh.size - k]))
-    return Estimate(name, float(np.exp(np.median(walsh))), (low, high), _p_value(logs), n)
+    ratio = float(np.exp(np.median(walsh)))
+    return Estimate(name, ratio, (low, high), _p_value(logs), n, confidence)
 
 
 def decide(a: ArrayLike, b: ArrayLike, block: int) -> tuple[Estimate, Estimate, Interference]:
     """(the estimate that decides, the other one, the interference measured)."""
     measured = interference(a, b, block)
-    median = median_estimate(a, b, block)
-    shift = shift_estimate(a, b, block)
-    return (shift, median, measured) if measured.detected else (median, shift, measured)
+    if measured.detected:
+        shift = shift_estimate(a, b, block, CONFIDENCE_INTERFERED)
+        return shift, median_estimate(a, b, block), measured
+    return median_estimate(a, b, block), shift_estimate(a, b, block), measured
 
 
 def _paired(a: ArrayLike, b: ArrayLike, block: int) -> tuple[NDArray[np.float64], ...]:
@@ -124,12 +136,13 @@ def _p_value(paired: NDArray[np.float64]) -> float | None:
 
 
 @cache
-def _signed_rank_rank(n: int) -> int:
-    """The rank ``k`` of the Walsh average that bounds a two-sided 95% CI (at least 1).
+def _signed_rank_rank(n: int, confidence: float = CONFIDENCE) -> int:
+    """The rank ``k`` of the Walsh average that bounds a two-sided CI (at least 1).
 
     The exact null distribution of the signed-rank statistic T for ``n`` pairs: ``k`` is
-    the largest integer with P(T < k) <= 2.5%. Fewer than 6 pairs cannot reach 95%:
-    then ``k`` is 1 and the CI is the whole range of the Walsh averages.
+    the largest integer with P(T < k) <= (1 - confidence) / 2. Fewer than 6 pairs cannot
+    reach 95% (8 for 99%): then ``k`` is 1 and the CI is the whole range of the Walsh
+    averages.
     """
     top = n * (n + 1) // 2
     counts = np.zeros(top + 1, dtype=np.float64)
@@ -138,6 +151,6 @@ def _signed_rank_rank(n: int) -> int:
         counts[rank:] = (counts[rank:] + counts[:-rank]) / 2
         counts[:rank] /= 2
     below = np.cumsum(counts)  # below[t] = P(T <= t)
-    alpha = (1 - CONFIDENCE) / 2
+    alpha = (1 - confidence) / 2
     k = int(np.searchsorted(below, alpha, side="right"))  # P(T <= k-1) <= alpha
     return max(k, 1)

@@ -77,11 +77,12 @@ def sentence(
     else:
         share, bounds, what = estimate.ratio, (low, high), "of A's time per step"
         verb = "takes"
-    interval = f"[95% CI {_share(bounds[0])}–{_share(bounds[1])}]"
+    level = f"{100 * estimate.confidence:g}% CI"
+    interval = f"[{level} {_share(bounds[0])}–{_share(bounds[1])}]"
     if outcome == "no-detectable-difference":
         return (
             f"No difference detectable: B {verb} {_share(bounds[0])}–{_share(bounds[1])} {what} "
-            f"(95% CI; {band_text})"
+            f"({level}; {band_text})"
         )
     if outcome == "faster":
         times = f"{1 / estimate.ratio:.3g}× faster"
