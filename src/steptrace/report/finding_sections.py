@@ -3,6 +3,9 @@ look, hypothesis, next controlled check and caveats."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
+from typing import Any
+
 from steptrace import units
 from steptrace.hypotheses.finding import Figure, Finding
 from steptrace.report.cells import number
@@ -16,9 +19,15 @@ FINDINGS_TITLE = (
 
 
 def findings(report: Report) -> Section:
+    return findings_section(report.findings, report.thresholds.to_dict())
+
+
+def findings_section(found: Sequence[Finding], thresholds: Mapping[str, Any]) -> Section:
+    """The findings table (one trace's, or a job's cross-rank ones), or the thresholds that
+    none passed."""
     heading = "Findings"
-    if not report.findings:
-        limits = ", ".join(f"{k}={v}" for k, v in report.thresholds.to_dict().items())
+    if not found:
+        limits = ", ".join(f"{k}={v}" for k, v in thresholds.items())
         return Section(
             "findings",
             heading,
@@ -32,7 +41,7 @@ def findings(report: Report) -> Section:
             Column("next controlled check", "text"),
             Column("caveats", "text"),
         ),
-        tuple(_finding_row(f) for f in report.findings),
+        tuple(_finding_row(f) for f in found),
     )
     return Section("findings", heading, (Paragraph(FINDINGS_TITLE), table))
 
