@@ -77,24 +77,37 @@ def app() -> None:
 @report_options
 @click.option(
     "--threshold", multiple=True, metavar="NAME=VALUE",
-    help="Override a finding threshold (repeatable).",
+    help="Override a finding threshold (repeatable; with several ranks: a rank threshold).",
 )  # fmt: skip
+@switch("--per-rank", "Several traces: one report per trace, not one report of the job.")
 def analyze(
     traces: tuple[Path, ...],
     output_format: str,
     top: int,
     findings_only: bool,
     threshold: tuple[str, ...],
+    per_rank: bool,
 ) -> None:
     """Measure traces on the timeline and turn what they show into testable hypotheses.
 
-    TRACES are trace files (.json, .json.gz) or folders of rank traces.
+    TRACES are trace files (.json, .json.gz) or folders of them. Several traces are taken
+    as the ranks of one job: one report across the ranks (stragglers, clocks, collectives),
+    unless --per-rank. In a folder, files that are not traces are skipped.
     """
-    from steptrace.cli.inputs import trace_files
+    from steptrace.cli.inputs import trace_inputs
     from steptrace.trace.source import ReadAhead
 
     try:
-        texts = ReadAhead(trace_files(list(traces)))  # reading starts now, beside the imports
+        files, skipped = trace_inputs(list(traces))
+    except TraceError as error:
+        _fail(str(error))
+    for path, why in skipped:
+        _warn(f"{path}: skipped, {why}")
+    if len(files) > 1 and not per_rank:
+        _analyze_ranks(files, output_format, findings_only, list(threshold))
+        return
+    try:
+        texts = ReadAhead(files)  # reading starts now, beside the imports
         from steptrace.pipeline import analyze as analyze_file
 
         limits = _thresholds(list(threshold))
@@ -107,6 +120,47 @@ def analyze(
     reports.sort(key=lambda r: (r.analysis.trace.rank is None, r.analysis.trace.rank or 0,
                                 r.analysis.trace.path))  # fmt: skip
     _report(reports, output_format, findings_only=findings_only)
+
+
+def _analyze_ranks(
+    files: list[Path], output_format: str, findings_only: bool, assignments: list[str]
+) -> None:
+    """One report of the job's rank traces (the ranks code is imported only here)."""
+    from steptrace.pipeline import analyze_ranks
+    from steptrace.report.ranks_sections import ranks_document
+
+    limits = _rank_thresholds(assignments)
+    try:
+        report = analyze_ranks(files, thresholds=limits)
+    except TraceError as error:
+        _fail(str(error))
+    if output_format != "text":  # the text report shows them in its body
+        for warning in report.warnings:
+            _warn(warning)
+    _write([ranks_document(report, findings_only=findings_only)], output_format)
+
+
+def _rank_thresholds(assignments: list[str]) -> Any:
+    import math
+
+    import msgspec
+
+    from steptrace.across.ranks.thresholds import RankThresholds
+
+    changes: dict[str, str] = {}
+    for assignment in assignments:
+        name, sep, value = assignment.partition("=")
+        if not sep:
+            _fail(f"--threshold {assignment!r}: expected NAME=VALUE")
+        changes[name.strip()] = value.strip()
+    try:
+        chosen = msgspec.convert(RankThresholds().to_dict() | changes, RankThresholds, strict=False)
+    except msgspec.ValidationError as error:
+        _fail(f"--threshold: {error} (rank thresholds: {', '.join(RankThresholds().to_dict())})")
+    for name, value in chosen.to_dict().items():
+        if not math.isfinite(value) or value < 0:
+            _fail(f"--threshold {name}={value}: must be a finite, non-negative number")
+    return chosen
 
 
 def _thresholds(assignments: list[str]) -> Any:

@@ -25,9 +25,13 @@ SOURCE_WORDS = {
 }
 
 
-def ranks_document(report: RanksReport, title: str | None = None) -> Document:
-    """The job's document: its title, the data JSON writes (the report), sections on demand."""
-    return Document(title or job_title(report), report, functools.partial(sections, report))
+def ranks_document(
+    report: RanksReport, title: str | None = None, *, findings_only: bool = False
+) -> Document:
+    """The job's document: its title, the data JSON writes (the whole report, also with
+    ``findings_only``, which keeps the job and the findings sections), sections on demand."""
+    build = functools.partial(findings_sections if findings_only else sections, report)
+    return Document(title or job_title(report), report, build)
 
 
 def job_title(report: RanksReport) -> str:
@@ -53,6 +57,13 @@ def sections(report: RanksReport) -> tuple[Section, ...]:
     )
 
 
+def findings_sections(report: RanksReport) -> tuple[Section, ...]:
+    """The job and the findings only."""
+    from steptrace.report.finding_sections import findings_section
+
+    return (job(report), findings_section(report.findings, report.thresholds.to_dict()))
+
+
 def job(report: RanksReport) -> Section:
     """Who the ranks are, how each number was known, what is missing, what was noticed."""
     numbers = [r.rank for r in report.ranks]
@@ -72,8 +83,7 @@ def job(report: RanksReport) -> Section:
         lines.append(
             f"rank numbers from {SOURCE_WORDS[source]}: ranks {rank_fold.rank_list(ranks)}"
         )
-    blocks: list[Block] = [Paragraph(line) for line in lines]
-    blocks.append(_rank_table(report))
+    blocks: list[Block] = [Paragraph("\n".join(lines)), _rank_table(report)]
     blocks += [Paragraph(f"warning: {w}", "warning") for w in _warnings(report)]
     return Section("job", "The job: ranks and where their numbers came from", tuple(blocks))
 
@@ -167,7 +177,7 @@ def clocks(report: RanksReport) -> Section:
         "offset: the rank's clock minus the reference's (subtracted from its times); "
         "not observed: no matched collective to estimate it from"
     )
-    blocks: list[Block] = [Paragraph(line) for line in lines]
+    blocks: list[Block] = [Paragraph("\n".join(lines))]
     blocks += [Table(columns, tuple(rows), caption=caption or note)]
     return Section("clocks", "Clocks: offsets to the reference rank", tuple(blocks))
 
