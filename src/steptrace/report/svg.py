@@ -1,15 +1,16 @@
 """Tiny inline-SVG charts for the HTML report: bars, stacked bars, strip plots, heatmaps.
 
 Presentation only: they scale the numbers they are given to pixels, nothing else. Every
-text is escaped; no script, no external resource.
+text is escaped (control characters made visible); no script, no external resource.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from html import escape
+from html import escape as _escape
 
+from steptrace.safe_text import visible
 from steptrace.units import short
 
 PALETTE = (
@@ -97,6 +98,11 @@ def strips(groups: Sequence[tuple[str, Sequence[float]]], unit: str) -> str:
     parts.append(_text(pad, bottom, f"{low:.3f} {unit}", "start"))
     parts.append(_text(width - 30, bottom, f"{high:.3f} {unit}", "end"))
     return _svg(width, bottom + 10, parts)
+
+
+def escape(text: str) -> str:
+    """HTML-escaped with control characters made visible: a name from a trace stays text."""
+    return _escape(visible(text))
 
 
 def _rect(x: float, y: float, w: float, h: float, color: str, tip: str) -> str:
