@@ -85,6 +85,7 @@ def test_tables_fold_beyond_16_ranks_and_name_the_deviating_rank(ranks: int) -> 
     report = widened(ranks, slow_rank=slow, extra_ms=40.0)
     sections = ranks_document(report).sections
     heat, figures, labels = _tables(sections, "matrix")
+    assert [r[:2] for r in labels.rows] == [r[:2] for r in figures.rows]
     steps = len(report.ranks[0].steps)
     rank_cells = [row[0] for row in figures.rows]
     if ranks <= rank_fold.FOLD_ABOVE:

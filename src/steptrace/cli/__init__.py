@@ -133,7 +133,8 @@ def _analyze_ranks(
     try:
         report = analyze_ranks(files, thresholds=limits)
     except TraceError as error:
-        _fail(str(error))
+        hint = "; --per-rank gives one report per trace" if "not one job" in str(error) else ""
+        _fail(f"{error}{hint}")
     if output_format != "text":  # the text report shows them in its body
         for warning in report.warnings:
             _warn(warning)
