@@ -26,7 +26,7 @@ def collectives(report: RanksReport) -> Section:
             "collectives", heading, (Paragraph("No collective recognised on any rank."),)
         )
     columns = (
-        Column("kind", "name"), Column("process group", "name"), Column("group size", "count"),
+        Column("kind", "text"), Column("process group", "name"), Column("group size", "count"),
         Column("read from", "text"), Column("matched by", "text"), Column("count", "count"),
         Column("matched", "count"), Column("transfer ms", "ms"),
         Column("wait ms, median rank", "ms"), Column("wait ms, most", "ms"),
@@ -75,7 +75,7 @@ def unmatched(report: RanksReport) -> Section:
             (Paragraph("Every collective instance was matched across ranks."),),
         )
     columns = (
-        Column("kind", "name"), Column("process group", "name"), Column("reason", "text"),
+        Column("kind", "text"), Column("process group", "name"), Column("reason", "text"),
         Column("instances", "count"), Column("ranks that recorded them", "text"),
         Column("first", "name"),
     )  # fmt: skip

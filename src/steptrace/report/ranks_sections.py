@@ -11,6 +11,7 @@ never folded. ``None`` is shown as *not observed* (or a dash), never 0.
 from __future__ import annotations
 
 import functools
+import re
 from collections import defaultdict
 
 from steptrace.across.ranks.model import RankResult
@@ -18,6 +19,7 @@ from steptrace.report import rank_fold
 from steptrace.report.document import Block, Cell, Column, Document, Paragraph, Section, Table
 from steptrace.report.model import RanksReport
 
+_NUMBER = re.compile(r"\d+(?:[.,]\d+)*")
 SOURCE_WORDS = {
     "distributedInfo": "the trace's distributedInfo",
     "file name": "the rank number in the file name",
@@ -126,15 +128,22 @@ def _rank_row(result: RankResult) -> tuple[Cell, ...]:
 
 
 def _warnings(report: RanksReport) -> list[str]:
-    """The job's warnings, then each rank's, the same words said once for all its ranks."""
-    by_text: dict[str, list[int]] = defaultdict(list)
+    """The job's warnings, then each rank's; warnings that differ only in their numbers
+    are said once for all their ranks, with the first rank's numbers."""
+    groups: dict[str, list[tuple[int, str]]] = defaultdict(list)
     for result in report.ranks:
         for warning in result.warnings:
-            by_text[warning].append(result.rank)
+            groups[_NUMBER.sub("#", warning)].append((result.rank, warning))
     said = list(report.warnings)
-    for text, ranks in by_text.items():
-        who = f"rank {ranks[0]}" if len(ranks) == 1 else f"ranks {rank_fold.rank_list(ranks)}"
-        said.append(f"{who}: {text}")
+    for said_by in groups.values():
+        ranks = [r for r, _ in said_by]
+        first_rank, text = said_by[0]
+        if len(ranks) == 1:
+            said.append(f"rank {first_rank}: {text}")
+            continue
+        same = all(w == text for _, w in said_by)
+        numbers = "" if same else f" (rank {first_rank}'s figures; the JSON has each rank's)"
+        said.append(f"ranks {rank_fold.rank_list(ranks)} ({len(ranks)}): {text}{numbers}")
     return said
 
 
@@ -169,8 +178,8 @@ def clocks(report: RanksReport) -> Section:
     if rank_fold.folds(sorted(per_rank)):
         for name in rank_fold.STATS:
             rows.append(
-                (name, rank_fold.stat((v[0] for v in per_rank.values()), name), None,
-                 rank_fold.stat((v[1] for v in per_rank.values()), name), "")
+                (name, rank_fold.stat((v[0] for v in per_rank.values()), name), "—",
+                 rank_fold.stat((v[1] for v in per_rank.values()), name), "—")
             )  # fmt: skip
         caption = rank_fold.folded_caption(len(per_rank), len(shown))
     note = (

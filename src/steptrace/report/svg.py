@@ -136,7 +136,7 @@ def _svg(width: float, height: float, parts: list[str]) -> str:
     )
 
 
-GRID_WIDTH = 720  # the heatmap's width in pixels, whatever the number of columns
+GRID_WIDTH = 960  # the heatmap's width in pixels, whatever the number of columns
 GRID_LABEL = 74  # room for the row labels on the left
 _LOW, _HIGH, _NEGATIVE = (247, 251, 255), (8, 48, 107), (178, 24, 43)
 NOT_OBSERVED_FILL = "#e0e0e0"
