@@ -28,11 +28,12 @@ pytestmark = pytest.mark.slow
 OVERLAPS = """() => {
   const found = [];
   for (const svg of document.querySelectorAll('svg')) {
-    const boxes = [...svg.querySelectorAll('text')].map(t => [t.textContent, t.getBoundingClientRect()]);
+    const boxes = [...svg.querySelectorAll('text')]
+      .map(t => [t.textContent, t.getBoundingClientRect()]);
     for (let i = 0; i < boxes.length; i++) for (let j = i + 1; j < boxes.length; j++) {
       const [a, p] = boxes[i], [b, q] = boxes[j];
-      if (p.left < q.right - 1 && q.left < p.right - 1 && p.top < q.bottom - 1 && q.top < p.bottom - 1)
-        found.push(a + ' / ' + b);
+      if (p.left < q.right - 1 && q.left < p.right - 1
+          && p.top < q.bottom - 1 && q.top < p.bottom - 1) found.push(a + ' / ' + b);
     }
   }
   return found;
