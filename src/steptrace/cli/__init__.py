@@ -364,8 +364,15 @@ def scrub(trace: Path, output: Path | None, check: bool) -> None:
     "--device", default="auto", show_default=True, help="auto (CUDA when present), cpu or cuda."
 )
 @switch("--quick", "Shorter A/B checks (for tests).")
-def demo(out: Path, device: str, quick: bool) -> None:
-    """The whole method on a small CNN: question, capture, findings, A/B checks, reports."""
+@click.option(
+    "--ranks/--no-ranks", default=True, show_default=True,
+    help="Also record 4 gloo ranks with a planted straggler and analyze them together.",
+)  # fmt: skip
+def demo(out: Path, device: str, quick: bool, ranks: bool) -> None:
+    """The whole method on a small CNN: question, capture, findings, A/B checks, reports.
+
+    Then a multi-rank job (--no-ranks leaves it out): ranks.json, ranks.md, ranks.html, and
+    report.html shows it after the trace's report."""
     try:
         from steptrace.tools.demo import run_demo
     except ImportError as error:
@@ -377,10 +384,11 @@ def demo(out: Path, device: str, quick: bool) -> None:
     if out.exists() and not out.is_dir():
         _fail(f"{out} is a file: --out takes a folder")
     try:
-        folder = run_demo(out, device=device, quick=quick, say=say)
+        folder = run_demo(out, device=device, quick=quick, say=say, ranks=ranks)
     except (CaptureError, OSError) as error:
         _fail(str(error))
-    print(f"Reports in {folder}/: report.html, report.md, report.json, comparisons.json, "
+    extra = "ranks.html, ranks.md, ranks.json, ranks/ (the rank traces), " if ranks else ""
+    print(f"Reports in {folder}/: report.html, report.md, report.json, comparisons.json, {extra}"
           "trace.json (open it in ui.perfetto.dev)")  # fmt: skip
 
 
