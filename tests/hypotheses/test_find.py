@@ -11,6 +11,7 @@ import pytest
 
 from steptrace.hypotheses import RULES, Case, Thresholds, find
 from steptrace.hypotheses.finding import Evidence, Where, finding
+from steptrace.hypotheses.rules.ranks import RANK_RULES
 from steptrace.scenario import Scenario
 from tests.analyses import analysis, cpu, gpu_step, operator, reading, steps
 
@@ -27,9 +28,11 @@ def busy_cpu_trace() -> Case:
 
 
 def test_rules_are_listed_in_the_documented_order() -> None:
-    documented = re.findall(r"^\| `([a-z-]+)` \|", DOCS.read_text(encoding="utf-8"), re.M)
+    single, _, ranks = DOCS.read_text(encoding="utf-8").partition("## Rules over several ranks")
+    documented = re.findall(r"^\| `([a-z-]+)` \|", single, re.M)
     assert [rule_id for rule_id, _ in RULES] == documented
     assert len(RULES) == 13
+    assert re.findall(r"^\| `([a-z-]+)` \|", ranks, re.M) == list(RANK_RULES)
 
 
 def test_each_rule_reports_under_its_own_id() -> None:

@@ -50,6 +50,8 @@ class Plan:
     noise_ns: int = 0  # per rank and step, added to every phase (scheduling noise)
     seed: int = 0
     drop: tuple[int, int] | None = None  # (rank, collective number from 1): left out there
+    heavy: tuple[int, int] | None = None  # (rank, factor): its messages that many times larger
+    collective: str = "allreduce"  # or "alltoall" (SendRecv kernels): uneven sizes allowed
 
 
 @dataclass
@@ -148,8 +150,9 @@ def _collective(
     issue = arrive - 30_000
     ev = _cpu(r, offsets, "record_param_comms", issue, 25_000, "cpu_op")
     ev["args"] = {
-        "Collective name": "allreduce", "Process Group Name": "0", "Seq": ids["seq"],
-        "In msg nelems": plan.nelems, "Out msg nelems": plan.nelems, "Group size": plan.ranks,
+        "Collective name": plan.collective, "Process Group Name": "0", "Seq": ids["seq"],
+        "In msg nelems": plan.nelems * (plan.heavy[1] if plan.heavy and plan.heavy[0] == r else 1),
+        "Out msg nelems": plan.nelems, "Group size": plan.ranks,
         "dtype": "Float", "Process Group Ranks": json.dumps(list(range(plan.ranks))),
     }  # fmt: skip
     events_of = [ev, _cpu(r, offsets, "cudaLaunchKernel", issue + 5_000, 10_000, "cuda_runtime")]
@@ -159,6 +162,8 @@ def _collective(
         if c % 2 == 0
         else "ncclKernel_AllReduce_RING_LL_Sum_float(ncclDevComm*, unsigned long, ncclWork*)"
     )
+    if plan.collective == "alltoall":
+        name = "ncclDevKernel_SendRecv(ncclDevKernelArgsStorage<4096ul>)"
     kernel = _kernel(r, offsets, name, arrive + jitter, end - arrive, COMM_STREAM, corr)
     return [*events_of, kernel]
 

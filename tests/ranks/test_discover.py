@@ -70,3 +70,13 @@ def test_missing_ranks_are_warned_about() -> None:
 def test_what_cannot_be_one_job_is_a_one_line_error(infos: list[TraceInfo], message: str) -> None:
     with pytest.raises(TraceError, match=message.replace("[", r"\[").replace("]", r"\]")):
         identify(infos)
+
+
+def test_rank_thresholds_are_overridden_by_name_and_validated() -> None:
+    from steptrace.across.ranks.thresholds import RankThresholds
+
+    changed = RankThresholds().replace(["straggler_floor_ms=2.5", "clock_residual_us = 50"])
+    assert (changed.straggler_floor_ms, changed.clock_residual_us) == (2.5, 50.0)
+    for bad in (["nope=1"], ["straggler_floor_ms"], ["straggler_floor_ms=-1"], ["x=nan"]):
+        with pytest.raises(ValueError):
+            RankThresholds().replace(bad)

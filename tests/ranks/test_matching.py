@@ -7,10 +7,11 @@ from steptrace.across.ranks.matching import match
 
 
 def inst(kind: str = "all_reduce", seq: int | None = None, t: int = 0, group: str = "0",
-         source: str = "record_param_comms", size: int | None = None) -> Instance:  # fmt: skip
+         source: str = "record_param_comms", size: int | None = None,
+         nbytes: int | None = None) -> Instance:  # fmt: skip
     return Instance(
         kind=kind, process_group=group, seq=seq, lane="", source=source,  # type: ignore[arg-type]
-        issued_ns=t, start_ns=t, end_ns=t + 10, blocking=True, nbytes=None, group_size=size,
+        issued_ns=t, start_ns=t, end_ns=t + 10, blocking=True, nbytes=nbytes, group_size=size,
         group_ranks=None,
     )  # fmt: skip
 
@@ -66,3 +67,17 @@ def test_gloo_events_queue_apart_from_named_groups() -> None:
         ("0", "seq 1"),
         ("default", "#0"),
     ]
+
+
+def test_a_pairing_by_order_that_lost_its_place_shows_in_the_sizes() -> None:
+    rank0 = [inst(nbytes=4), inst(nbytes=8), inst(nbytes=16)]
+    rank1 = [inst(nbytes=4), inst(nbytes=16)]  # the second call is missing on rank 1
+    found = match({0: rank0, 1: rank1}, 2)
+    assert [m.key for m in found.matched] == ["#0"]
+    assert {(u.reason, u.instances, u.first_key) for u in found.unmatched} == {
+        ("different sizes at the same position", 2, "#1"),
+        ("counts differ per rank (rank 0: 3, rank 1: 2): calls past the shortest are unpaired",
+         1, "#2"),
+    }  # fmt: skip
+    uneven = match({0: [inst("all_to_all", nbytes=4)], 1: [inst("all_to_all", nbytes=9)]}, 2)
+    assert len(uneven.matched) == 1  # an all-to-all may send different sizes

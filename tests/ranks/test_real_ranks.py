@@ -3,13 +3,16 @@
 The expected instances are recounted from the raw JSON in plain Python: a collective call is
 a ``record_param_comms`` operator naming a collective (not ``wait``), else a ``c10d::``
 operator (with no such ``record_param_comms`` inside it), else an NCCL kernel whose launch
-call lies inside none of those operators.
+call lies inside none of those operators; a ``gloo:*`` event is one, and then an operator
+counts only if it launched a kernel.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
 from typing import Any
+
+import pytest
 
 from steptrace.pipeline import analyze_ranks
 from tests.conftest import gpu_trace, read_json
@@ -30,12 +33,18 @@ def recount(path: Path) -> int:
     ops = rpc + c10d
     runtime = [e for e in events if e.get("cat") == "cuda_runtime"]
     launches = {e["args"]["correlation"]: e for e in runtime if "correlation" in e.get("args", {})}
-    alone = 0
+    alone, launching = 0, set()
     for k in (e for e in events if e.get("cat") == "kernel" and "nccl" in e["name"].lower()):
         launch = launches.get(k["args"].get("correlation"))
-        if launch is None or not any(_inside(launch, op) for op in ops):
-            alone += 1
-    return len(ops) + alone
+        owners = [i for i, op in enumerate(ops) if launch is not None and _inside(launch, op)]
+        launching.update(owners)
+        alone += not owners
+    gloo = [
+        e for e in events if e.get("cat") == "user_annotation" and e["name"].startswith("gloo:")
+    ]
+    if gloo:  # the gloo events stand for the calls; only operators that launched kernels count
+        ops = [op for i, op in enumerate(ops) if i in launching]
+    return len(ops) + alone + len(gloo)
 
 
 def _inside(inner: dict[str, Any], outer: dict[str, Any]) -> bool:
@@ -75,3 +84,40 @@ def test_the_sampled_128_rank_pair_reports_every_collective_unmatched() -> None:
     assert report.clocks.trusted is False
     assert report.stragglers == ()
     assert all(r.collectives == recount(p) for r, p in zip(report.ranks, paths, strict=True))
+
+
+@pytest.mark.parametrize(
+    ("name", "world"),
+    [
+        pytest.param("v100_ddp2_rank1", 2, marks=pytest.mark.slow),  # 54 MB: 8 s with the recount
+        ("cpu_only_gloo_rank34", 300),
+    ],
+)
+def test_one_rank_of_a_larger_job(name: str, world: int) -> None:
+    path = gpu_trace(name)
+    report = analyze_ranks([path], progress=False)
+    assert report.world_size == world
+    assert sum(u.instances for u in report.unmatched) == recount(path) > 0
+    reason = f"group larger than the ranks given ({world} ranks in the group, 1 given)"
+    assert {u.reason for u in report.unmatched} == {reason}
+
+
+def test_a_one_rank_job_matches_every_collective_with_itself() -> None:
+    path = gpu_trace("v100_1rank_train_nsres")
+    report = analyze_ranks([path], progress=False)
+    assert report.unmatched == ()
+    assert sum(c.matched for c in report.collectives) == recount(path) > 0
+    assert report.stragglers == ()
+
+
+def test_the_cpu_ddp_pair_matches_every_gloo_collective() -> None:
+    paths = [gpu_trace("ddp_rank0_trace_shapes"), gpu_trace("ddp_rank1_trace_shapes")]
+    report = analyze_ranks(paths, progress=False)
+    assert report.unmatched == ()
+    assert sum(c.matched for c in report.collectives) == recount(paths[0]) == recount(paths[1])
+    assert all(c.source == "gloo" and c.match_key == "order" for c in report.collectives)
+    (reduce,) = [c for c in report.collectives if c.kind == "all_reduce"]
+    # the gloo events record their input (with_shapes): 131584 floats twice, 267786 twice,
+    # two scalars (no size): the median of the four sized ones, rounded down, is 131584 floats
+    assert reduce.bytes_per_instance == 131584 * 4
+    assert reduce.algbw_gbps is not None and reduce.busbw_gbps == reduce.algbw_gbps  # 2(n-1)/n

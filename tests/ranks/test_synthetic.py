@@ -105,8 +105,10 @@ def test_a_missing_instance_is_reported_with_its_reason(tmp_path: Path) -> None:
 
 
 def test_64_ranks(tmp_path: Path) -> None:
-    plan = Plan(ranks=64, steps=3, slow_rank=41, slow_phase="forward", delay_ns=3_000_000,
-                max_offset_ns=50_000_000, seed=5)  # fmt: skip
+    plan = Plan(
+        ranks=64, steps=3, collectives=2, slow_rank=41, slow_phase="forward",
+        delay_ns=3_000_000, max_offset_ns=50_000_000, seed=5,
+    )  # fmt: skip
     report, truth = run(plan, tmp_path)
     assert [(s.rank, s.phase) for s in report.stragglers] == [(41, "forward")]
     assert report.unmatched == ()
@@ -123,3 +125,18 @@ def test_the_report_writes_and_reads_back_as_documented(tmp_path: Path) -> None:
     assert data["schema"] == "steptrace.ranks/1"
     assert set(data["collectives"][0]["wait_ms"]) == {"0", "1", "2"}
     assert msgspec.json.decode(msgspec.json.encode(report), type=RanksReport) == report
+
+
+def test_rank_findings_fire_where_planted_and_only_there(tmp_path: Path) -> None:
+    plain, _ = run(Plan(ranks=4, steps=3, seed=4), tmp_path / "plain")
+    assert plain.clocks.trusted
+    assert {f.rule for f in plain.findings} <= {"exposed-communication"}
+    uneven = Plan(ranks=4, steps=3, heavy=(2, 3), transfer_ns=2_000_000, collective="alltoall")
+    heavy, _ = run(uneven, tmp_path / "heavy")
+    (imbalance,) = [f for f in heavy.findings if f.rule == "collective-imbalance"]
+    assert imbalance.evidence.values()["rank"] == 2
+    assert imbalance.evidence.values()["ratio"] == pytest.approx(3.0)
+    shifted, _ = run(Plan(ranks=4, steps=3, max_offset_ns=50_000_000, seed=4), tmp_path / "s")
+    (skew,) = [f for f in shifted.findings if f.rule == "clock-skew"]
+    assert skew.evidence.values()["trusted"] == "yes"
+    assert not shifted.stragglers and not plain.stragglers

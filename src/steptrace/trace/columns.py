@@ -149,6 +149,10 @@ class ColumnBuilder:
         for i, a in zip(ops.tolist(), op_args, strict=True):
             if a.input_dims:
                 columns["shape_id"][i] = shapes[bytes(a.input_dims), bytes(a.input_types)]
+        labels = np.flatnonzero(kind == Kind.USER_ANNOTATION)  # gloo:all_reduce records its input
+        for i, a in zip(labels.tolist(), _args_of(complete, labels), strict=True):
+            if a.input_dims:
+                columns["shape_id"][i] = shapes[bytes(a.input_dims), bytes(a.input_types)]
         return columns  # fmt: skip
 
     def _comm_args(

@@ -33,12 +33,12 @@ def analyze_ranks_data(
     origins = {r: (d.base_time_ns, d.clock_ns) for r, d in data.items()}
     clocks, offsets = align(matching.matched, origins, limits.clock_residual_us)
     timed = timings(matching.matched, offsets, clocks.trusted)
-    waits: dict[int, dict[int, int]] = defaultdict(dict)
+    waits: dict[int, dict[int, int]] = defaultdict(lambda: defaultdict(int))
     of: Counter[int] = Counter()
     last: Counter[int] = Counter()
     for t in timed:
         for r, w in t.wait_ns.items():
-            waits[r][t.issued_ns[r]] = w
+            waits[r][t.issued_ns[r]] += w  # two calls issued at one instant both count
             of[r] += 1
         if t.last_rank is not None:
             last[t.last_rank] += 1

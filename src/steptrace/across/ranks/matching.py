@@ -6,14 +6,16 @@ or a stream); within a queue they pair by ``Seq`` when every instance has one, e
 their order (the order a process group numbers its calls in). A call is matched when
 every member of its group recorded it, with one kind. Every other instance is reported
 (``Unmatched``, counted once per rank that recorded it) with its reason: the group is
-larger than the ranks given, it is missing on some ranks, the ranks' counts differ, or
-different kinds sit at the same position. Nothing is dropped silently.
+larger than the ranks given, it is missing on some ranks, the ranks' counts differ,
+different kinds sit at the same position, or different sizes of a collective whose message
+has one size on every rank (all-reduce, broadcast, all-gather, reduce-scatter, reduce): a
+pairing by order that lost its place. Nothing is dropped silently.
 """
 
 from __future__ import annotations
 
 from collections import Counter, defaultdict
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 
 import msgspec
 
@@ -140,10 +142,23 @@ def _match_queue(
         elif len(kinds) > 1:
             for rank, instance in on.items():
                 lost.add(instance, rank, "different kinds at the same position", key)
+        elif _sizes_differ(kinds, on.values()):
+            for rank, instance in on.items():
+                lost.add(instance, rank, "different sizes at the same position", key)
         else:
             members_found = tuple(sorted(on.items()))
             matched.append(Matched(kinds.pop(), queue[0], key, members_found))
     return matched
+
+
+# Collectives whose message has one size on every rank: a difference means the pairing is wrong.
+_SAME_SIZE = frozenset({"all_reduce", "broadcast", "all_gather", "reduce_scatter", "reduce"})
+
+
+def _sizes_differ(kinds: set[str], found: Iterable[Instance]) -> bool:
+    sizes = [i.nbytes for i in found]
+    known = {n for n in sizes if n is not None}
+    return bool(kinds & _SAME_SIZE) and None not in sizes and len(known) > 1
 
 
 def _key(instance: Instance, position: int, how: MatchKey) -> str:

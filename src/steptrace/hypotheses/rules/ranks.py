@@ -17,6 +17,8 @@ from steptrace.across.ranks.thresholds import RankThresholds
 from steptrace.hypotheses.finding import Evidence, Figure, Finding, Unit, Value, Where, finding
 from steptrace.units import pct
 
+RANK_RULES = ("straggler", "exposed-communication", "collective-imbalance", "clock-skew")
+
 
 def rank_findings(analysis: RanksAnalysis, limits: RankThresholds) -> tuple[Finding, ...]:
     found = [
