@@ -110,3 +110,18 @@ def test_rank_thresholds_are_checked() -> None:
     assert bad.exit_code == 2 and bad.stderr.count("\n") == 1
     high = run(*files, "--format", "json", "--threshold", "straggler_floor_ms=1000")
     assert high.exit_code == 0 and json.loads(high.stdout)["stragglers"] == []
+
+
+def test_one_trace_imports_no_ranks_code() -> None:
+    import subprocess
+    import sys
+
+    code = (
+        "import sys; from click.testing import CliRunner; from steptrace.cli import app;"
+        f"r = CliRunner().invoke(app, ['analyze', {str(rank_paths(SET)[0])!r}, '-f', 'json']);"
+        "assert r.exit_code == 0, r.stderr;"
+        "names = ('steptrace.report.ranks_sections', 'steptrace.report.rank_matrix_sections',"
+        " 'steptrace.report.collective_sections', 'steptrace.across.ranks.analyze');"
+        "loaded = [m for m in names if m in sys.modules]; assert not loaded, loaded"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True)

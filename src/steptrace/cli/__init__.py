@@ -126,42 +126,19 @@ def _analyze_ranks(
     files: list[Path], output_format: str, findings_only: bool, assignments: list[str]
 ) -> None:
     """One report of the job's rank traces (the ranks code is imported only here)."""
-    from steptrace.pipeline import analyze_ranks
-    from steptrace.report.ranks_sections import ranks_document
+    from steptrace.cli.ranks import job_document, rank_thresholds
 
-    limits = _rank_thresholds(assignments)
     try:
-        report = analyze_ranks(files, thresholds=limits)
+        document, warnings = job_document(files, rank_thresholds(assignments), findings_only)
+    except ValueError as error:
+        _fail(f"--threshold: {error}")
     except TraceError as error:
         hint = "; --per-rank gives one report per trace" if "not one job" in str(error) else ""
         _fail(f"{error}{hint}")
     if output_format != "text":  # the text report shows them in its body
-        for warning in report.warnings:
+        for warning in warnings:
             _warn(warning)
-    _write([ranks_document(report, findings_only=findings_only)], output_format)
-
-
-def _rank_thresholds(assignments: list[str]) -> Any:
-    import math
-
-    import msgspec
-
-    from steptrace.across.ranks.thresholds import RankThresholds
-
-    changes: dict[str, str] = {}
-    for assignment in assignments:
-        name, sep, value = assignment.partition("=")
-        if not sep:
-            _fail(f"--threshold {assignment!r}: expected NAME=VALUE")
-        changes[name.strip()] = value.strip()
-    try:
-        chosen = msgspec.convert(RankThresholds().to_dict() | changes, RankThresholds, strict=False)
-    except msgspec.ValidationError as error:
-        _fail(f"--threshold: {error} (rank thresholds: {', '.join(RankThresholds().to_dict())})")
-    for name, value in chosen.to_dict().items():
-        if not math.isfinite(value) or value < 0:
-            _fail(f"--threshold {name}={value}: must be a finite, non-negative number")
-    return chosen
+    _write([document], output_format)
 
 
 def _thresholds(assignments: list[str]) -> Any:
