@@ -114,6 +114,9 @@ def test_a_heatmap_bins_ranks_beyond_128_and_keeps_the_worst() -> None:
     quiet = [s.phases_ms["read_batch"] for s in report.ranks[0].steps]
     assert heat.values[75] == pytest.approx(tuple(q + 40.0 for q in quiet))
     assert heat.values[0] == pytest.approx(tuple(quiet))
+    assert heat.marked == (75,)  # the straggler's bin is always labelled, in bold
+    html = render(report, "html")
+    assert re.search(r'<text font-weight="bold" [^>]*>300–303</text>', html)
 
 
 def test_phase_comparison_is_each_rank_against_the_others_median() -> None:

@@ -96,6 +96,7 @@ class Heatmap(msgspec.Struct, frozen=True, tag="heatmap"):
     table: Table
     diverging: bool = False
     caption: str = ""
+    marked: tuple[int, ...] = ()  # rows whose label is always drawn (the stragglers')
 
 
 Chart = Bars | Stacked | Strips | Heatmap

@@ -79,12 +79,23 @@ def _heatmap_figure(report: RanksReport) -> tuple[str, Callable[[RankStep], floa
 
 
 def grid_block(
-    grid: Grid, columns: Sequence[str], unit: str, named: Sequence[int], *, diverging: bool = False
+    grid: Grid,
+    columns: Sequence[str],
+    unit: str,
+    named: Sequence[int],
+    *,
+    diverging: bool = False,
+    marked: Sequence[int] = (),
 ) -> Heatmap:
-    """A heatmap of ``grid`` (binned beyond BIN_ABOVE ranks) and its table (folded)."""
+    """A heatmap of ``grid`` (binned beyond BIN_ABOVE ranks; the rows holding the
+    ``marked`` ranks always labelled) and its table (folded)."""
     ranks = sorted(grid)
-    labels, rows = [], []
+    labels: list[str] = []
+    rows: list[tuple[float | None, ...]] = []
+    marks: list[int] = []
     for label, chunk in rank_fold.bins(ranks):
+        if set(chunk) & set(marked):
+            marks.append(len(labels))
         labels.append(label)
         rows.append(tuple(rank_fold.farthest(grid[r].get(c) for r in chunk) for c in columns))
     table_rows: list[tuple[Cell, ...]] = [
@@ -107,7 +118,9 @@ def grid_block(
         "farthest from 0" if binned else ""  # fmt: skip
     return Heatmap(
         tuple(labels), tuple(columns), tuple(rows), unit, table, diverging,
-        caption=f"{unit} per rank{drawn}; grey: not observed",
+        caption=f"{unit} per rank{drawn}; grey: not observed"
+        + ("; in bold: the stragglers' rows" if marks else ""),
+        marked=tuple(marks),
     )  # fmt: skip
 
 
@@ -133,7 +146,8 @@ def matrix(report: RanksReport) -> Section:
         ranks, _deviation(report, phases), [s.rank for s in report.stragglers]
     )
     title, figure = _heatmap_figure(report)
-    heat = grid_block(_steps_grid(report, figure), steps, title, named)
+    slow = [s.rank for s in report.stragglers]
+    heat = grid_block(_steps_grid(report, figure), steps, title, named, marked=slow)
     figures = _long_table(report, named, steps, [(t, f) for t, f in FIGURES])
     labels = _long_table(report, named, steps, [(f"{p} ms", of_phase(p)) for p in phases])
     return Section("matrix", heading, (heat, figures, labels))
@@ -189,7 +203,10 @@ def phases(report: RanksReport) -> Section:
     named = rank_fold.named_ranks(
         sorted(medians), _deviation(report, names), [s.rank for s in report.stragglers]
     )
-    heat = grid_block(differences, names, "ms above the others' median", named, diverging=True)
+    heat = grid_block(
+        differences, names, "ms above the others' median", named, diverging=True,
+        marked=[s.rank for s in report.stragglers],
+    )  # fmt: skip
     return Section("phases", heading, (Table(columns, tuple(rows)), heat))
 
 

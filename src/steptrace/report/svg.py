@@ -149,9 +149,11 @@ def heatmap(
     unit: str,
     *,
     diverging: bool = False,
+    marked: Sequence[int] = (),
 ) -> str:
     """A grid, one row per rank (or bin), one column per step or phase; labels only where
-    they fit (every k-th), cells shrink with the rows (2 to 18 px high)."""
+    they fit (every k-th, and the ``marked`` rows always, in bold), cells shrink with the
+    rows (2 to 18 px high)."""
     cell_h = min(18.0, max(2.0, 560 / max(len(rows), 1)))
     cell_w = (GRID_WIDTH - GRID_LABEL - 12) / max(len(columns), 1)
     top, every_row = 30, math.ceil(12 / cell_h)
@@ -166,10 +168,16 @@ def heatmap(
             parts.append(
                 _text(x, top - 8, short(name, room), "middle" if every_col == 1 else "start")
             )
+    labelled = set(marked) | {
+        r for r in range(0, len(rows), every_row) if all(abs(r - m) >= every_row for m in marked)
+    }
     for r, (name, row) in enumerate(zip(rows, values, strict=True)):
         y = top + r * cell_h
-        if r % every_row == 0:
-            parts.append(_text(GRID_LABEL - 6, y + min(cell_h, 12) - 2, short(name, 11), "end"))
+        if r in labelled:
+            middle = y + cell_h / 2 + 3.5  # the label's baseline: centred on its row
+            label = _text(GRID_LABEL - 6, middle, short(name, 11), "end")
+            parts.append(label.replace("<text ", '<text font-weight="bold" ') if r in marked
+                         else label)  # fmt: skip
         for c, value in enumerate(row):
             color = _cell_color(value, scale, diverging)
             shown = "not observed" if value is None else f"{value:.3f} {unit}"
