@@ -3,11 +3,8 @@ document from its rank traces. Imported only when several traces are given."""
 
 from __future__ import annotations
 
-import math
 from pathlib import Path
 from typing import TYPE_CHECKING
-
-import msgspec
 
 from steptrace.across.ranks.thresholds import RankThresholds
 
@@ -16,22 +13,13 @@ if TYPE_CHECKING:
 
 
 def rank_thresholds(assignments: list[str]) -> RankThresholds:
-    """``["straggler_floor_ms=2", ...]`` -> the rank thresholds; ``ValueError`` if wrong."""
-    changes: dict[str, str] = {}
-    for assignment in assignments:
-        name, sep, value = assignment.partition("=")
-        if not sep:
-            raise ValueError(f"{assignment!r}: expected NAME=VALUE")
-        changes[name.strip()] = value.strip()
-    defaults = RankThresholds().to_dict()
+    """``["straggler_floor_ms=2", ...]`` -> the rank thresholds; ``ValueError`` if wrong
+    (naming the rank thresholds when a name is unknown)."""
     try:
-        chosen = msgspec.convert(defaults | changes, RankThresholds, strict=False)
-    except msgspec.ValidationError as error:
-        raise ValueError(f"{error} (rank thresholds: {', '.join(defaults)})") from None
-    for name, value in chosen.to_dict().items():
-        if not math.isfinite(value) or value < 0:
-            raise ValueError(f"{name}={value}: must be a finite, non-negative number")
-    return chosen
+        return RankThresholds().replace(assignments)
+    except ValueError as error:
+        names = ", ".join(RankThresholds().to_dict())
+        raise ValueError(f"{error} (rank thresholds: {names})") from None
 
 
 def job_document(
