@@ -14,6 +14,10 @@ from steptrace.report.model import Report
 
 TRACE_CLOCK = "from the trace start"
 RANKS_CLOCK = "on the aligned clock, from the clocks' origin"
+RANKS_TITLE = (
+    "Possible readings of these rank traces, not verdicts. No duration or speed-up is "
+    "promised; each ends with the controlled check that can confirm or refute it."
+)
 FINDINGS_TITLE = (
     "Possible readings of this trace, not verdicts. No duration or speed-up is promised; "
     "each ends with the controlled check that can confirm or refute it."
@@ -25,17 +29,18 @@ def findings(report: Report) -> Section:
 
 
 def findings_section(
-    found: Sequence[Finding], thresholds: Mapping[str, Any], clock: str = TRACE_CLOCK
+    found: Sequence[Finding], thresholds: Mapping[str, Any], *, ranks: bool = False
 ) -> Section:
     """The findings table (one trace's, or a job's cross-rank ones), or the thresholds that
-    none passed; ``clock`` says what the times of "look at" count from."""
+    none passed; ``ranks``: a job's findings (their times are on the aligned clock)."""
+    title, clock = (RANKS_TITLE, RANKS_CLOCK) if ranks else (FINDINGS_TITLE, TRACE_CLOCK)
     heading = "Findings"
     if not found:
         limits = ", ".join(f"{k}={v}" for k, v in thresholds.items())
         return Section(
             "findings",
             heading,
-            (Paragraph(FINDINGS_TITLE), Paragraph(f"No finding above thresholds ({limits}).")),
+            (Paragraph(title), Paragraph(f"No finding above thresholds ({limits}).")),
         )
     table = Table(
         (
@@ -47,7 +52,7 @@ def findings_section(
         ),
         tuple(_finding_row(f, clock) for f in found),
     )
-    return Section("findings", heading, (Paragraph(FINDINGS_TITLE), table))
+    return Section("findings", heading, (Paragraph(title), table))
 
 
 def _finding_row(found: Finding, clock: str) -> tuple[str, ...]:

@@ -44,7 +44,7 @@ def job_title(report: RanksReport) -> str:
 def sections(report: RanksReport) -> tuple[Section, ...]:
     """The sections in reading order (imported here: JSON needs none)."""
     from steptrace.report.collective_sections import collectives, unmatched
-    from steptrace.report.finding_sections import RANKS_CLOCK, findings_section
+    from steptrace.report.finding_sections import findings_section
     from steptrace.report.rank_matrix_sections import matrix, phases
 
     return (
@@ -55,17 +55,17 @@ def sections(report: RanksReport) -> tuple[Section, ...]:
         phases(report),
         collectives(report),
         unmatched(report),
-        findings_section(report.findings, report.thresholds.to_dict(), RANKS_CLOCK),
+        findings_section(report.findings, report.thresholds.to_dict(), ranks=True),
     )
 
 
 def findings_sections(report: RanksReport) -> tuple[Section, ...]:
     """The job and the findings only."""
-    from steptrace.report.finding_sections import RANKS_CLOCK, findings_section
+    from steptrace.report.finding_sections import findings_section
 
     return (
         job(report),
-        findings_section(report.findings, report.thresholds.to_dict(), RANKS_CLOCK),
+        findings_section(report.findings, report.thresholds.to_dict(), ranks=True),
     )
 
 
