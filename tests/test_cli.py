@@ -79,12 +79,12 @@ def test_markdown_report_has_tables() -> None:
     assert "## Kernels by total time (top 2 of" in out
 
 
-def test_folder_of_rank_traces_gives_one_result_per_rank(tmp_path: Path) -> None:
+def test_folder_of_rank_traces_per_rank_gives_one_result_per_rank(tmp_path: Path) -> None:
     for rank in (1, 0):
         source = gpu_trace(f"sampled_128rank_rank{rank}")
         shutil.copy(source, tmp_path / f"rank-{rank}.json.gz")
     (tmp_path / "README.txt").write_text("ignored: not a trace name")
-    out = json.loads(analyze(str(tmp_path), "--format", "json", "--top", "1"))
+    out = json.loads(analyze(str(tmp_path), "--per-rank", "--format", "json", "--top", "1"))
     assert [r["analysis"]["trace"]["rank"] for r in out] == [0, 1]
     assert [r["analysis"]["trace"]["world_size"] for r in out] == [128, 128]
 
@@ -150,7 +150,9 @@ def test_diff_command_formats_and_errors(tmp_path: Path) -> None:
 def test_html_format_puts_every_trace_on_one_page(tmp_path: Path) -> None:
     one = runner.invoke(app, ["analyze", str(cpu_only()), "--format", "html"])
     assert one.exit_code == 0 and one.stdout.startswith("<!doctype html>")
-    two = runner.invoke(app, ["analyze", str(cpu_only()), str(nccl()), "--format", "html"])
+    two = runner.invoke(
+        app, ["analyze", str(cpu_only()), str(nccl()), "--per-rank", "--format", "html"]
+    )
     assert two.exit_code == 0 and two.stdout.count("<h1>") == 2
     assert two.stdout.count("<!doctype html>") == 1
 

@@ -16,10 +16,12 @@ pytestmark = pytest.mark.slow  # end to end
 
 
 def test_demo_runs_the_method_and_writes_every_report(tmp_path: Path) -> None:
-    result = CliRunner().invoke(app, ["demo", "--out", str(tmp_path), "--quick", "--device", "cpu"])
+    args = ["demo", "--out", str(tmp_path), "--quick", "--device", "cpu", "--no-ranks"]
+    result = CliRunner().invoke(app, args)
     assert result.exit_code == 0, result.stderr
     (folder,) = tmp_path.iterdir()
     names = {p.name for p in folder.iterdir()}
+    assert "ranks.json" not in names
     assert {"trace.json", "trace.scenario.json", "report.json", "report.md", "report.html",
             "comparisons.json"} <= names  # fmt: skip
     assert "Question:" in result.stderr and "Findings:" in result.stderr
@@ -58,3 +60,24 @@ def test_demo_refusals_leave_nothing(tmp_path: Path) -> None:
     a_file.write_text("x")
     assert runner.invoke(app, ["demo", "--out", str(a_file)]).exit_code == 2
     assert sorted(p.name for p in tmp_path.iterdir()) == ["file"]
+
+
+def test_demo_ranks_part_finds_the_planted_straggler(tmp_path: Path) -> None:
+    args = ["demo", "--out", str(tmp_path), "--quick", "--device", "cpu", "--ranks"]
+    result = CliRunner().invoke(app, args)
+    assert result.exit_code == 0, result.stderr
+    (folder,) = tmp_path.iterdir()
+    names = {p.name for p in folder.iterdir()}
+    assert {"ranks.json", "ranks.md", "ranks.html", "ranks", "report.html"} <= names
+    job = json.loads((folder / "ranks.json").read_text())
+    assert job["schema"] == "steptrace.ranks/1"
+    assert [r["path"] for r in job["ranks"]] == [f"ranks/rank-{k}.json.gz" for k in range(4)]
+    assert all((folder / r["path"]).is_file() for r in job["ranks"])
+    first = job["stragglers"][0]
+    assert (first["rank"], first["phase"]) == (2, "read_batch")  # DEMO_PLANT
+    line = [x for x in result.stderr.splitlines() if "Ranks: rank 2 is the straggler" in x]
+    assert len(line) == 1 and "in read_batch" in line[0]
+    page = (folder / "report.html").read_text()
+    assert page.count("<h1>") == 2 and "Rank x step matrix" in page  # the job after the trace
+    assert "## Rank x step matrix" in (folder / "ranks.md").read_text()
+    assert "ranks.html" in result.stdout

@@ -77,24 +77,37 @@ def app() -> None:
 @report_options
 @click.option(
     "--threshold", multiple=True, metavar="NAME=VALUE",
-    help="Override a finding threshold (repeatable).",
+    help="Override a finding threshold (repeatable; with several ranks: a rank threshold).",
 )  # fmt: skip
+@switch("--per-rank", "Several traces: one report per trace, not one report of the job.")
 def analyze(
     traces: tuple[Path, ...],
     output_format: str,
     top: int,
     findings_only: bool,
     threshold: tuple[str, ...],
+    per_rank: bool,
 ) -> None:
     """Measure traces on the timeline and turn what they show into testable hypotheses.
 
-    TRACES are trace files (.json, .json.gz) or folders of rank traces.
+    TRACES are trace files (.json, .json.gz) or folders of them. Several traces are taken
+    as the ranks of one job: one report across the ranks (stragglers, clocks, collectives),
+    unless --per-rank. In a folder, files that are not traces are skipped.
     """
-    from steptrace.cli.inputs import trace_files
+    from steptrace.cli.inputs import trace_inputs
     from steptrace.trace.source import ReadAhead
 
     try:
-        texts = ReadAhead(trace_files(list(traces)))  # reading starts now, beside the imports
+        files, skipped = trace_inputs(list(traces))
+    except TraceError as error:
+        _fail(str(error))
+    for path, why in skipped:
+        _warn(f"{path}: skipped, {why}")
+    if len(files) > 1 and not per_rank:
+        _analyze_ranks(files, output_format, findings_only, list(threshold))
+        return
+    try:
+        texts = ReadAhead(files)  # reading starts now, beside the imports
         from steptrace.pipeline import analyze as analyze_file
 
         limits = _thresholds(list(threshold))
@@ -107,6 +120,25 @@ def analyze(
     reports.sort(key=lambda r: (r.analysis.trace.rank is None, r.analysis.trace.rank or 0,
                                 r.analysis.trace.path))  # fmt: skip
     _report(reports, output_format, findings_only=findings_only)
+
+
+def _analyze_ranks(
+    files: list[Path], output_format: str, findings_only: bool, assignments: list[str]
+) -> None:
+    """One report of the job's rank traces (the ranks code is imported only here)."""
+    from steptrace.cli.ranks import job_document, rank_thresholds
+
+    try:
+        document, warnings = job_document(files, rank_thresholds(assignments), findings_only)
+    except ValueError as error:
+        _fail(f"--threshold: {error}")
+    except TraceError as error:
+        hint = "; --per-rank gives one report per trace" if "not one job" in str(error) else ""
+        _fail(f"{error}{hint}")
+    if output_format != "text":  # the text report shows them in its body
+        for warning in warnings:
+            _warn(warning)
+    _write([document], output_format)
 
 
 def _thresholds(assignments: list[str]) -> Any:
@@ -292,8 +324,15 @@ def scrub(trace: Path, output: Path | None, check: bool) -> None:
     "--device", default="auto", show_default=True, help="auto (CUDA when present), cpu or cuda."
 )
 @switch("--quick", "Shorter A/B checks (for tests).")
-def demo(out: Path, device: str, quick: bool) -> None:
-    """The whole method on a small CNN: question, capture, findings, A/B checks, reports."""
+@click.option(
+    "--ranks/--no-ranks", default=True, show_default=True,
+    help="Also record 4 gloo ranks with a planted straggler and analyze them together.",
+)  # fmt: skip
+def demo(out: Path, device: str, quick: bool, ranks: bool) -> None:
+    """The whole method on a small CNN: question, capture, findings, A/B checks, reports.
+
+    Then a multi-rank job (--no-ranks leaves it out): ranks.json, ranks.md, ranks.html, and
+    report.html shows it after the trace's report."""
     try:
         from steptrace.tools.demo import run_demo
     except ImportError as error:
@@ -305,10 +344,11 @@ def demo(out: Path, device: str, quick: bool) -> None:
     if out.exists() and not out.is_dir():
         _fail(f"{out} is a file: --out takes a folder")
     try:
-        folder = run_demo(out, device=device, quick=quick, say=say)
+        folder = run_demo(out, device=device, quick=quick, say=say, ranks=ranks)
     except (CaptureError, OSError) as error:
         _fail(str(error))
-    print(f"Reports in {folder}/: report.html, report.md, report.json, comparisons.json, "
+    extra = "ranks.html, ranks.md, ranks.json, ranks/ (the rank traces), " if ranks else ""
+    print(f"Reports in {folder}/: report.html, report.md, report.json, comparisons.json, {extra}"
           "trace.json (open it in ui.perfetto.dev)")  # fmt: skip
 
 

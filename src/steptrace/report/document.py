@@ -2,10 +2,11 @@
 
 A ``Document`` is a title and ``Section``s in reading order; a section is a heading and
 blocks: ``Paragraph``s, ``Table``s (typed columns, raw cell values) and charts (``Bars``,
-``Stacked``, ``Strips``). Formats that cannot draw leave the charts out: a chart draws
-numbers of the report (its tables, or finer ones the JSON holds), never a figure of its
-own, and its caption is drawn with it. Builders compute everything here; renderers only
-format and escape.
+``Stacked``, ``Strips``, ``Heatmap``). Formats that cannot draw leave the charts out: a
+chart draws numbers of the report (its tables, or finer ones the JSON holds), never a
+figure of its own, and its caption is drawn with it. A ``Heatmap`` carries its numbers as
+a ``Table`` too, which the formats that cannot draw show in its place. Builders compute
+everything here; renderers only format and escape.
 """
 
 from __future__ import annotations
@@ -80,7 +81,25 @@ class Strips(msgspec.Struct, frozen=True, tag="strips"):
     caption: str = ""
 
 
-Chart = Bars | Stacked | Strips
+class Heatmap(msgspec.Struct, frozen=True, tag="heatmap"):
+    """A grid of cells, one row per rank (or bin of ranks), one column per step or phase.
+
+    ``values[r][c]`` is the cell's number (``None``: not observed, drawn apart); with
+    ``diverging`` the values are signed around 0 (below and above the others). ``table``
+    holds the same numbers for formats that cannot draw (folded beyond ~16 ranks).
+    """
+
+    rows: tuple[str, ...]
+    columns: tuple[str, ...]
+    values: tuple[tuple[float | None, ...], ...]
+    unit: str
+    table: Table
+    diverging: bool = False
+    caption: str = ""
+    marked: tuple[int, ...] = ()  # rows whose label is always drawn (the stragglers')
+
+
+Chart = Bars | Stacked | Strips | Heatmap
 Block = Paragraph | Table | Chart
 
 

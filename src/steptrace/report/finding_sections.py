@@ -3,12 +3,21 @@ look, hypothesis, next controlled check and caveats."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
+from typing import Any
+
 from steptrace import units
 from steptrace.hypotheses.finding import Figure, Finding
 from steptrace.report.cells import number
 from steptrace.report.document import Column, Paragraph, Section, Table
 from steptrace.report.model import Report
 
+TRACE_CLOCK = "from the trace start"
+RANKS_CLOCK = "on the aligned clock, from the clocks' origin"
+RANKS_TITLE = (
+    "Possible readings of these rank traces, not verdicts. No duration or speed-up is "
+    "promised; each ends with the controlled check that can confirm or refute it."
+)
 FINDINGS_TITLE = (
     "Possible readings of this trace, not verdicts. No duration or speed-up is promised; "
     "each ends with the controlled check that can confirm or refute it."
@@ -16,13 +25,22 @@ FINDINGS_TITLE = (
 
 
 def findings(report: Report) -> Section:
+    return findings_section(report.findings, report.thresholds.to_dict())
+
+
+def findings_section(
+    found: Sequence[Finding], thresholds: Mapping[str, Any], *, ranks: bool = False
+) -> Section:
+    """The findings table (one trace's, or a job's cross-rank ones), or the thresholds that
+    none passed; ``ranks``: a job's findings (their times are on the aligned clock)."""
+    title, clock = (RANKS_TITLE, RANKS_CLOCK) if ranks else (FINDINGS_TITLE, TRACE_CLOCK)
     heading = "Findings"
-    if not report.findings:
-        limits = ", ".join(f"{k}={v}" for k, v in report.thresholds.to_dict().items())
+    if not found:
+        limits = ", ".join(f"{k}={v}" for k, v in thresholds.items())
         return Section(
             "findings",
             heading,
-            (Paragraph(FINDINGS_TITLE), Paragraph(f"No finding above thresholds ({limits}).")),
+            (Paragraph(title), Paragraph(f"No finding above thresholds ({limits}).")),
         )
     table = Table(
         (
@@ -32,28 +50,28 @@ def findings(report: Report) -> Section:
             Column("next controlled check", "text"),
             Column("caveats", "text"),
         ),
-        tuple(_finding_row(f) for f in report.findings),
+        tuple(_finding_row(f, clock) for f in found),
     )
-    return Section("findings", heading, (Paragraph(FINDINGS_TITLE), table))
+    return Section("findings", heading, (Paragraph(title), table))
 
 
-def _finding_row(found: Finding) -> tuple[str, ...]:
+def _finding_row(found: Finding, clock: str) -> tuple[str, ...]:
     return (
         f"{found.level} · {100 * found.severity:.0f}% of step\n{found.rule}",
-        f"{found.observation}\n{evidence_line(found)}",
+        f"{found.observation}\n{evidence_line(found, clock)}",
         found.hypothesis,
         found.next_check,
         " ".join(found.caveats),
     )
 
 
-def evidence_line(found: Finding) -> str:
+def evidence_line(found: Finding, clock: str = TRACE_CLOCK) -> str:
     """The evidence in one line; where to look comes last."""
     parts = [f"{f.name}={figure_text(f)}" for f in found.evidence.figures if _shown(f)]
     place = found.evidence.where
     names = place.steps
     span = f"{names[0]}–{names[-1]}" if len(names) > 1 else (names[0] if names else "")
-    look = f"look at {span} ({place.time_us[0]:.0f}–{place.time_us[1]:.0f} µs from the trace start"
+    look = f"look at {span} ({place.time_us[0]:.0f}–{place.time_us[1]:.0f} µs {clock}"
     if place.thread:
         look += f", {place.thread}"
     if place.streams:

@@ -1,15 +1,16 @@
-"""Tiny inline-SVG charts for the HTML report: bars, stacked bars, strip plots.
+"""Tiny inline-SVG charts for the HTML report: bars, stacked bars, strip plots, heatmaps.
 
 Presentation only: they scale the numbers they are given to pixels, nothing else. Every
-text is escaped; no script, no external resource.
+text is escaped (control characters made visible); no script, no external resource.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from html import escape
+from html import escape as _escape
 
+from steptrace.safe_text import visible
 from steptrace.units import short
 
 PALETTE = (
@@ -99,6 +100,11 @@ def strips(groups: Sequence[tuple[str, Sequence[float]]], unit: str) -> str:
     return _svg(width, bottom + 10, parts)
 
 
+def escape(text: str) -> str:
+    """HTML-escaped with control characters made visible: a name from a trace stays text."""
+    return _escape(visible(text))
+
+
 def _rect(x: float, y: float, w: float, h: float, color: str, tip: str) -> str:
     return (
         f'<rect x="{x:.1f}" y="{y:.1f}" width="{w:.1f}" height="{h:.1f}" fill="{color}">'
@@ -128,3 +134,87 @@ def _svg(width: float, height: float, parts: list[str]) -> str:
         f'<svg xmlns="http://www.w3.org/2000/svg" width="{width:.0f}" height="{height:.0f}" '
         f'viewBox="0 0 {width:.0f} {height:.0f}" role="img">{"".join(parts)}</svg>'
     )
+
+
+GRID_WIDTH = 960  # the heatmap's width in pixels, whatever the number of columns
+GRID_LABEL = 74  # room for the row labels on the left
+_LOW, _HIGH, _NEGATIVE = (247, 251, 255), (8, 48, 107), (178, 24, 43)
+NOT_OBSERVED_FILL = "#e0e0e0"
+
+
+def heatmap(
+    rows: Sequence[str],
+    columns: Sequence[str],
+    values: Sequence[Sequence[float | None]],
+    unit: str,
+    *,
+    diverging: bool = False,
+    marked: Sequence[int] = (),
+) -> str:
+    """A grid, one row per rank (or bin), one column per step or phase; labels only where
+    they fit (every k-th, and the ``marked`` rows always, in bold), cells shrink with the
+    rows (2 to 18 px high)."""
+    cell_h = min(18.0, max(2.0, 560 / max(len(rows), 1)))
+    cell_w = (GRID_WIDTH - GRID_LABEL - 12) / max(len(columns), 1)
+    top, every_row = 30, math.ceil(12 / cell_h)
+    every_col = math.ceil(64 / cell_w)
+    numbers = [v for row in values for v in row if v is not None and math.isfinite(v)]
+    scale = max((abs(v) for v in numbers), default=0.0) or 1.0
+    parts = []
+    for c, name in enumerate(columns):
+        if c % every_col == 0:
+            room = max(3, int(cell_w * every_col / 6.5))
+            x = GRID_LABEL + c * cell_w + (cell_w / 2 if every_col == 1 else 0)
+            parts.append(
+                _text(x, top - 8, short(name, room), "middle" if every_col == 1 else "start")
+            )
+    labelled = set(marked) | {
+        r for r in range(0, len(rows), every_row) if all(abs(r - m) >= every_row for m in marked)
+    }
+    for r, (name, row) in enumerate(zip(rows, values, strict=True)):
+        y = top + r * cell_h
+        if r in labelled:
+            middle = y + cell_h / 2 + 3.5  # the label's baseline: centred on its row
+            label = _text(GRID_LABEL - 6, middle, short(name, 11), "end")
+            parts.append(label.replace("<text ", '<text font-weight="bold" ') if r in marked
+                         else label)  # fmt: skip
+        for c, value in enumerate(row):
+            color = _cell_color(value, scale, diverging)
+            shown = "not observed" if value is None else f"{value:.3f} {unit}"
+            tip = f"{name}, {columns[c]}: {shown}"
+            parts.append(_rect(GRID_LABEL + c * cell_w, y, cell_w, cell_h, color, tip))
+    bottom = top + cell_h * len(rows) + 14
+    parts += _legend(bottom, scale, unit, diverging, len(numbers) < sum(len(r) for r in values))
+    return _svg(GRID_WIDTH, bottom + 24, parts)
+
+
+def _cell_color(value: float | None, scale: float, diverging: bool) -> str:
+    if value is None or not math.isfinite(value):
+        return NOT_OBSERVED_FILL
+    share = min(1.0, abs(value) / scale)
+    far = _NEGATIVE if diverging and value > 0 else _HIGH
+    return _mix(_LOW, far, share)
+
+
+def _mix(low: tuple[int, int, int], high: tuple[int, int, int], share: float) -> str:
+    return "#" + "".join(
+        f"{round(a + (b - a) * share):02x}" for a, b in zip(low, high, strict=True)
+    )
+
+
+def _legend(y: float, scale: float, unit: str, diverging: bool, unobserved: bool) -> list[str]:
+    """Five swatches from the lowest to the highest colour, with their values."""
+    stops = [-1.0, -0.5, 0.0, 0.5, 1.0] if diverging else [0.0, 0.25, 0.5, 0.75, 1.0]
+    parts, x = [], float(GRID_LABEL)
+    for stop in stops:
+        value = stop * scale
+        parts.append(_rect(x, y, 12, 12, _cell_color(value, scale, diverging), f"{value:.3g}"))
+        label = f"{value:+.3g}" if diverging else f"{value:.3g}"
+        parts.append(_text(x + 16, y + 10, label, "start"))
+        x += 80
+    parts.append(_text(x + 4, y + 10, unit, "start"))
+    if unobserved:
+        x += 70
+        parts.append(_rect(x, y, 12, 12, NOT_OBSERVED_FILL, "not observed"))
+        parts.append(_text(x + 16, y + 10, "not observed", "start"))
+    return parts

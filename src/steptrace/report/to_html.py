@@ -15,6 +15,7 @@ from steptrace.report.document import (
     Block,
     Chart,
     Document,
+    Heatmap,
     Paragraph,
     Section,
     Stacked,
@@ -31,6 +32,7 @@ table{border-collapse:collapse;width:100%;font-size:.85rem;margin:.5rem 0}
 th,td{border:1px solid #ddd;padding:.3rem .5rem;text-align:right;vertical-align:top}
 td.text,th.text{text-align:left}caption{caption-side:bottom;text-align:left;font-size:.8rem;
 color:#555;padding-top:.2rem}code{font-size:.85em;word-break:break-all}svg{max-width:100%;height:auto}
+summary{font-size:.85rem;color:#555;cursor:pointer}
 """
 
 
@@ -86,9 +88,11 @@ def _block(block: Block) -> str:
         return f"<p{kind}>{_lines(block.text)}</p>"
     if isinstance(block, Table):
         return _table(block)
-    return _chart(block) + (
-        f"<p><small>{escape(block.caption)}</small></p>" if block.caption else ""
-    )
+    caption = f"<p><small>{escape(block.caption)}</small></p>" if block.caption else ""
+    if isinstance(block, Heatmap):  # its numbers under it, folded away (no script needed)
+        numbers = f"<details><summary>the numbers</summary>{_table(block.table)}</details>"
+        return _chart(block) + caption + numbers
+    return _chart(block) + caption
 
 
 def _chart(block: Chart) -> str:
@@ -97,6 +101,11 @@ def _chart(block: Chart) -> str:
     if isinstance(block, Stacked):
         series = [(s.name, s.values) for s in block.series]
         return svg.stacked(block.rows, series, block.totals, block.unit)
+    if isinstance(block, Heatmap):
+        return svg.heatmap(
+            block.rows, block.columns, block.values, block.unit,
+            diverging=block.diverging, marked=block.marked,
+        )  # fmt: skip
     return svg.strips([(s.name, s.values) for s in block.groups], block.unit)
 
 

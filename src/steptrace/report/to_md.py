@@ -1,4 +1,5 @@
-"""Markdown: headings, paragraphs and GitHub tables; charts are left to the tables.
+"""Markdown: headings, paragraphs and GitHub tables; charts are left to the tables (a
+heatmap is shown as the table it carries).
 
 Everything read from a trace is escaped: names go in code spans fenced longer than any
 backtick inside them, other text has Markdown's and HTML's special characters escaped and
@@ -12,7 +13,7 @@ import re
 from collections.abc import Sequence
 
 from steptrace.report.cells import cell_text, visible
-from steptrace.report.document import Column, Document, Paragraph, Section, Table
+from steptrace.report.document import Column, Document, Heatmap, Paragraph, Section, Table
 
 _SPECIAL = re.compile(r"([\\`*_\[\]<>|~#&!])")
 _BACKTICKS = re.compile(r"`+")
@@ -40,6 +41,8 @@ def _section(section: Section) -> str:
             out.append(_paragraph(block))
         elif isinstance(block, Table):
             out.append(_table(block))
+        elif isinstance(block, Heatmap):
+            out.append(_table(block.table))
     return "\n".join(out)
 
 

@@ -16,7 +16,7 @@ from rich.table import Table as RichTable
 from rich.text import Text
 
 from steptrace.report.cells import cell_text, visible
-from steptrace.report.document import Document, Paragraph, Section, Table
+from steptrace.report.document import Document, Heatmap, Paragraph, Section, Table
 
 WIDTH = 160  # when the output is not a terminal (a pipe, a file, a golden render)
 _STYLE = {"plain": "", "question": "bold", "warning": "yellow"}
@@ -50,6 +50,8 @@ def _section(console: Console, section: Section) -> None:
             console.print(Text(plain(block.text), style=_STYLE[block.tone]))
         elif isinstance(block, Table):
             console.print(_table(block))
+        elif isinstance(block, Heatmap):  # its numbers, as the table it carries
+            console.print(_table(block.table))
     console.print()
 
 

@@ -6,6 +6,11 @@ from a Python list at every step. The demo states its question, captures a label
 window, analyzes it, shows the findings, runs the controlled checks of the findings it
 can (outside the profiler, as A/B comparisons), and writes the trace, the JSON report,
 the Markdown and the HTML report into a new folder.
+
+With ``ranks``, a second part records four gloo ranks of a DDP job in which rank 2 reads
+its batch 20 ms slower (``capturing.distributed.record_demo_ranks``, into ``ranks/``),
+analyzes them together and writes ``ranks.json``, ``ranks.md`` and ``ranks.html`` beside
+the others; ``report.html`` then shows the job's report after the trace's.
 """
 
 from __future__ import annotations
@@ -21,13 +26,16 @@ import torch
 from torch import nn
 from torch.utils.data import DataLoader, Dataset
 
+from steptrace.safe_text import visible
 from steptrace.scenario import Scenario
 
 if TYPE_CHECKING:
-    from steptrace.report.model import Report
+    from steptrace.report.document import Document
+    from steptrace.report.model import RanksReport, Report
 
 BATCH, CLASSES, SIZE = 32, 10, 32
 TRACE, SIDECAR = "trace.json", "trace.scenario.json"  # in the demo's folder
+RANKS = "ranks"  # the folder of the rank traces, in the demo's folder
 
 
 class SlowImages(Dataset[tuple[torch.Tensor, int]]):
@@ -107,8 +115,11 @@ def loader(batches: int) -> DataLoader[tuple[torch.Tensor, int]]:
 Say = Callable[[str], None]
 
 
-def run_demo(root: Path, *, device: str = "auto", quick: bool = False, say: Say = print) -> Path:
-    """Run the demo into a new folder under ``root``; return the folder.
+def run_demo(
+    root: Path, *, device: str = "auto", quick: bool = False, say: Say = print, ranks: bool = False
+) -> Path:
+    """Run the demo into a new folder under ``root``; return the folder. ``ranks``: also the
+    multi-rank part (four gloo ranks with a planted straggler).
 
     The folder is built under a ``.partial`` name and renamed only when every report is
     written: a failed or interrupted demo leaves nothing behind.
@@ -126,7 +137,7 @@ def run_demo(root: Path, *, device: str = "auto", quick: bool = False, say: Say 
             # turn ms steps into stalls of tens of ms: one thread keeps timings sane.
             torch.set_num_threads(1)
             say("CPU with 2 cores or fewer: the demo runs torch on 1 thread (stable timings)")
-        _run(partial, target, quick, say)
+        _run(partial, target, quick, say, ranks)
         folder = partial.with_name(partial.name.removesuffix(".partial"))
         partial.rename(folder)
         return folder
@@ -137,7 +148,7 @@ def run_demo(root: Path, *, device: str = "auto", quick: bool = False, say: Say 
         torch.set_num_threads(threads)
 
 
-def _run(folder: Path, target: torch.device, quick: bool, say: Say) -> None:
+def _run(folder: Path, target: torch.device, quick: bool, say: Say, ranks: bool) -> None:
     from steptrace.capturing.training import profile_training
     from steptrace.pipeline import analyze
     from steptrace.window import Window
@@ -156,7 +167,52 @@ def _run(folder: Path, target: torch.device, quick: bool, say: Say) -> None:
     rules = [f.rule for f in report.findings]
     say("Findings: " + (", ".join(rules) or "none above thresholds"))
     comparisons = _checks(rules, target, quick, say)
-    _write(folder, report, comparisons)
+    job = _ranks_part(folder, say) if ranks else None
+    _write(folder, report, comparisons, job)
+
+
+def _ranks_part(folder: Path, say: Say) -> Document:
+    """Four gloo ranks, rank 2 reading slowly: recorded, analyzed together, written."""
+    from steptrace.capturing.distributed import DEMO_PLANT, record_demo_ranks
+    from steptrace.pipeline import analyze_ranks
+    from steptrace.report.ranks_sections import ranks_document
+
+    plant = DEMO_PLANT
+    say(f"Recording 4 gloo ranks (DDP), rank {plant.rank}'s {plant.phase} {plant.extra_ms:.0f} ms "
+        "slower ...")  # fmt: skip
+    paths = record_demo_ranks(folder / RANKS)
+    say("Analyzing the 4 ranks together ...")
+    report = _ranks_in_folder(analyze_ranks(paths, progress=False), folder)
+    say(straggler_line(report))
+    document = ranks_document(report)
+    from steptrace.report.registry import renderer
+
+    for name in ("json", "md", "html"):
+        (folder / f"ranks.{name}").write_text(renderer(name).render([document]), encoding="utf-8")
+    return document
+
+
+def straggler_line(report: RanksReport) -> str:
+    if not report.stragglers:
+        return "Ranks: no straggler above thresholds"
+    first = report.stragglers[0]
+    return (
+        f"Ranks: rank {first.rank} is the straggler, in {visible(first.phase)}: "
+        f"{first.excess_ms:.1f} ms "
+        f"more per step than the others' median ({first.steps_late} of {first.steps} steps); "
+        f"the others wait {first.others_wait_ms:.1f} ms per step"
+    )
+
+
+def _ranks_in_folder(report: RanksReport, folder: Path) -> RanksReport:
+    """The ranks' traces named relative to the demo's folder (renamed at the end)."""
+    import msgspec
+
+    ranks = tuple(
+        msgspec.structs.replace(r, path=Path(r.path).relative_to(folder).as_posix())
+        for r in report.ranks
+    )
+    return msgspec.structs.replace(report, ranks=ranks)
 
 
 def _checks(rules: list[str], device: torch.device, quick: bool, say: Say) -> list[tuple[str, Any]]:
@@ -211,8 +267,11 @@ def _named_in_folder(report: Report, folder: Path) -> Report:
     return report
 
 
-def _write(folder: Path, report: Report, comparisons: list[tuple[str, Any]]) -> None:
-    """The trace's reports in every file format, each showing the same sections."""
+def _write(
+    folder: Path, report: Report, comparisons: list[tuple[str, Any]], job: Document | None
+) -> None:
+    """The trace's reports in every file format, each showing the same sections; the HTML
+    page shows the job's report after it when the ranks part ran."""
     import msgspec
 
     from steptrace.report.registry import renderer
@@ -220,8 +279,10 @@ def _write(folder: Path, report: Report, comparisons: list[tuple[str, Any]]) -> 
 
     view = View(comparisons=tuple(comparisons), trace_name=TRACE)
     document = report_document(report.top(15), view)
-    for name, file in (("json", "report.json"), ("md", "report.md"), ("html", "report.html")):
+    for name, file in (("json", "report.json"), ("md", "report.md")):
         (folder / file).write_text(renderer(name).render([document]), encoding="utf-8")
+    page = [document] if job is None else [document, job]
+    (folder / "report.html").write_text(renderer("html").render(page), encoding="utf-8")
     payload = [{"title": t, **msgspec.to_builtins(c)} for t, c in comparisons]
     (folder / "comparisons.json").write_text(
         msgspec.json.format(msgspec.json.encode(payload).decode(), indent=2), encoding="utf-8"

@@ -1,0 +1,105 @@
+"""The multi-rank HTML report in a real headless Chromium at 8, 64 and 512 synthetic ranks.
+
+Each page must load without a console error or a request, show its heatmaps, stay within
+the window's width (no horizontal scrolling), and draw no two labels of a chart over each
+other. Screenshots are written to ``STEPTRACE_SCREENSHOTS`` when it is set (to look at).
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from steptrace.pipeline import analyze_ranks
+from steptrace.report.model import RanksReport
+from steptrace.report.ranks_sections import ranks_document
+from steptrace.report.registry import renderer
+from tests.ranks.synthetic import Plan, write_job
+from tests.test_html import CHROMIUM
+
+pytestmark = pytest.mark.slow
+
+# Overlapping text boxes of one SVG, as the browser laid them out (a 1 px tolerance).
+OVERLAPS = """() => {
+  const found = [];
+  for (const svg of document.querySelectorAll('svg')) {
+    const boxes = [...svg.querySelectorAll('text')]
+      .map(t => [t.textContent, t.getBoundingClientRect()]);
+    for (let i = 0; i < boxes.length; i++) for (let j = i + 1; j < boxes.length; j++) {
+      const [a, p] = boxes[i], [b, q] = boxes[j];
+      if (p.left < q.right - 1 && q.left < p.right - 1
+          && p.top < q.bottom - 1 && q.top < p.bottom - 1) found.push(a + ' / ' + b);
+    }
+  }
+  return found;
+}"""
+
+
+@functools.cache
+def synthetic(ranks: int) -> RanksReport:
+    """A job with rank 5 slower by 6 ms in read_batch, and scheduling noise."""
+    plan = Plan(ranks=ranks, steps=3, collectives=1, slow_rank=5, delay_ns=6_000_000,
+                noise_ns=300_000, seed=ranks)  # fmt: skip
+    with tempfile.TemporaryDirectory() as folder:
+        paths, _ = write_job(plan, Path(folder))
+        return analyze_ranks(paths, progress=False)
+
+
+def _browse(html: str, folder: Path, shot: str) -> dict[str, Any]:
+    playwright = pytest.importorskip("playwright.sync_api")
+    page_file = folder / "ranks.html"
+    page_file.write_text(html, encoding="utf-8")
+    problems: list[str] = []
+    with playwright.sync_playwright() as driver:
+        browser = driver.chromium.launch(
+            executable_path=CHROMIUM,
+            args=["--no-sandbox", "--disable-gpu", "--disable-background-networking",
+                  "--disable-component-update", "--disable-sync", "--no-first-run"],
+        )  # fmt: skip
+        page = browser.new_page(viewport={"width": 1200, "height": 900})
+        page.on("console", lambda m: problems.append(m.text) if m.type == "error" else None)
+        page.on("pageerror", lambda e: problems.append(str(e)))
+        page.on(
+            "request",
+            lambda r: problems.append(f"request {r.url}") if "file:" not in r.url else None,
+        )
+        page.goto(page_file.as_uri())
+        out = {
+            "problems": problems,
+            "svgs": page.locator("svg").count(),
+            "cells": page.locator("svg rect").count(),
+            "scroll": page.evaluate("document.documentElement.scrollWidth"),
+            "width": page.evaluate("document.documentElement.clientWidth"),
+            "overlaps": page.evaluate(OVERLAPS),
+            "svg_widths": page.evaluate(
+                "[...document.querySelectorAll('svg')].map(s => s.getBoundingClientRect().right)"
+            ),
+        }
+        where = os.environ.get("STEPTRACE_SCREENSHOTS")
+        if where:
+            page.screenshot(path=str(Path(where) / shot), full_page=True)
+        browser.close()
+    return out
+
+
+@pytest.mark.parametrize("ranks", [8, 64, 512])
+def test_the_ranks_page_renders_cleanly(ranks: int, tmp_path: Path) -> None:
+    if CHROMIUM is None:
+        if os.environ.get("CI"):
+            pytest.fail("Chromium is missing: .ci/run installs it (apt-get install chromium)")
+        pytest.skip("Chromium is not installed here (.ci/run installs it in CI)")
+    report = synthetic(ranks)
+    assert len(report.ranks) == ranks and report.stragglers[0].rank == 5
+    html = renderer("html").render([ranks_document(report)])
+    seen = _browse(html, tmp_path, f"ranks-{ranks}.png")
+    assert seen["problems"] == []
+    assert seen["svgs"] == 2  # the rank x step heatmap and the phases one
+    assert seen["cells"] >= min(ranks, 128) * 3  # every rank (or bin) drawn for each step
+    assert seen["scroll"] <= seen["width"]  # no horizontal scrolling
+    assert all(right <= seen["width"] for right in seen["svg_widths"])
+    assert seen["overlaps"] == []
