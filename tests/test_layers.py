@@ -16,7 +16,9 @@ SRC = Path(__file__).resolve().parents[1] / "src"
 # Lower layers first: a module may import its own layer or any layer below it, never above.
 # The base modules are plain data and helpers every stage may use.
 LAYERS: tuple[frozenset[str], ...] = (
-    frozenset({"errors", "lazy", "units", "safe_text", "window", "scenario", "devices"}),
+    frozenset(
+        {"errors", "lazy", "units", "safe_text", "window", "scenario", "devices", "assignments"}
+    ),
     frozenset({"trace"}),
     frozenset({"analysis", "across"}),  # across: several analyses at once, beside analysis
     frozenset({"hypotheses"}),

@@ -6,10 +6,11 @@ steptrace analyze trace.json --threshold input_share=0.2
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
 import msgspec
+
+from steptrace.assignments import assigned
 
 
 class Thresholds(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
@@ -63,14 +64,4 @@ class Thresholds(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_field
 
     def replace(self, assignments: list[str]) -> Thresholds:
         """``["input_share=0.2", ...]`` -> a copy with those values (validated)."""
-        changes: dict[str, Any] = {}
-        for assignment in assignments:
-            name, sep, value = assignment.partition("=")
-            if not sep:
-                raise ValueError(f"threshold {assignment!r}: expected NAME=VALUE")
-            changes[name.strip()] = value.strip()
-        chosen = msgspec.convert(self.to_dict() | changes, Thresholds, strict=False)
-        for name, value in chosen.to_dict().items():
-            if not math.isfinite(value) or value < 0:
-                raise ValueError(f"threshold {name}={value}: must be a finite, non-negative number")
-        return chosen
+        return assigned(self, assignments)

@@ -7,10 +7,11 @@ floor in absolute and relative terms, and corroborated by the others' waiting.
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
 import msgspec
+
+from steptrace.assignments import assigned
 
 
 class RankThresholds(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
@@ -46,19 +47,4 @@ class RankThresholds(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_f
 
     def replace(self, assignments: list[str]) -> RankThresholds:
         """``["straggler_floor_ms=2", ...]`` -> a copy with those values (validated)."""
-        changes: dict[str, Any] = {}
-        for assignment in assignments:
-            name, sep, value = assignment.partition("=")
-            if not sep:
-                raise ValueError(f"threshold {assignment!r}: expected NAME=VALUE")
-            changes[name.strip()] = value.strip()
-        try:
-            chosen = msgspec.convert(self.to_dict() | changes, RankThresholds, strict=False)
-        except msgspec.ValidationError as exc:
-            raise ValueError(f"thresholds: {exc}") from None
-        for name, number in chosen.to_dict().items():
-            if not math.isfinite(number) or number < 0:
-                raise ValueError(
-                    f"threshold {name}={number}: must be a finite, non-negative number"
-                )
-        return chosen
+        return assigned(self, assignments)
