@@ -155,9 +155,8 @@ def compare(
         checked_batches(batches, "A", "batches"),
         checked_batches(batches if batches_b is None else batches_b, "B", "batches_b"),
     )
-    designed = by_design(
-        origin_a, origin_b, batches_b is not None, (loop_batches, loop_batches_b or loop_batches)
-    )
+    loops = (loop_batches, loop_batches_b or loop_batches)
+    designed = by_design(origin_a, origin_b, batches_b is not None, loops)
     origins = (origin_a, origin_a if origin_b is None else origin_b)
     correctness, pair_s = check_both(
         (baseline, candidate), origins, feeds, check, seed=plan.seed, clock=instruments.clock,
@@ -176,7 +175,6 @@ def compare(
     step_a, step_b = guarded(baseline, "A", "while timed"), guarded(candidate, "B", "while timed")
     sides = Sides(lambda x: step_a(state_a, x), lambda x: step_b(state_b, x), *feeds)
     samples = run_blocks(sides, plan, clock=instruments.clock, synchronize=sync, pair_s=pair_s)
-    loops = (loop_batches, loop_batches_b or loop_batches)
     loop = _loop((baseline, candidate), origins, loops, plan, instruments.clock, sync)
     if len(samples.order) < MIN_PAIRS:
         too_few = _too_few(plan, pair_s, samples)
