@@ -1,7 +1,7 @@
 """Real gloo rank sets recorded with torch 2.13 on this machine, each with its ``truth.json``.
 
-They are read from ``STEPTRACE_RANK_FIXTURES`` (default: the recording colleague's worktree,
-``/work/wt-ranks-rec/tests/fixtures/ranks``); without them these tests skip. A planted
+They are read from ``STEPTRACE_RANK_FIXTURES`` (default: the committed sets in
+``tests/fixtures/ranks``; other sets recorded the same way can be pointed to). A planted
 straggler must rank first with its planted phase; a balanced set must give no straggler; a
 set whose rank clock was shifted must have that offset recovered within 1 ms, and no
 straggler.
@@ -19,15 +19,13 @@ import pytest
 from steptrace.pipeline import analyze_ranks
 from steptrace.report.model import RanksReport
 
-FIXTURES = Path(
-    os.environ.get("STEPTRACE_RANK_FIXTURES", "/work/wt-ranks-rec/tests/fixtures/ranks")
-)
+COMMITTED = Path(__file__).resolve().parents[1] / "fixtures" / "ranks"
+FIXTURES = Path(os.environ.get("STEPTRACE_RANK_FIXTURES", str(COMMITTED)))
 
 
 def _sets() -> list[Any]:
     found = sorted(p.parent for p in FIXTURES.glob("*/truth.json")) if FIXTURES.is_dir() else []
-    if not found:
-        return [pytest.param(None, marks=pytest.mark.skip(reason=f"no rank sets in {FIXTURES}"))]
+    assert found, f"no rank sets (a folder with truth.json) in {FIXTURES}"
     return [pytest.param(p, id=p.name) for p in found]
 
 
