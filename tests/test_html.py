@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import io
-import os
-import shutil
 from html.parser import HTMLParser
 from pathlib import Path
 
@@ -13,14 +11,12 @@ import pytest
 import steptrace
 from steptrace.report.registry import renderer
 from steptrace.report.trace_sections import report_document
+from tests.browser import loaded
 from tests.conftest import report_of
 
 
 def render_html(report: steptrace.Report) -> str:
     return renderer("html").render([report_document(report)])
-
-
-CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 
 
 class Page(HTMLParser):
@@ -79,32 +75,12 @@ def test_names_are_escaped(write_trace) -> None:  # type: ignore[no-untyped-def]
 
 @pytest.mark.slow
 def test_the_report_loads_in_headless_chromium(tmp_path: Path) -> None:
-    if CHROMIUM is None:
-        if os.environ.get("CI"):
-            pytest.fail("Chromium is missing: .ci/run installs it (apt-get install chromium)")
-        pytest.skip("Chromium is not installed here (.ci/run installs it in CI)")
-    playwright = pytest.importorskip("playwright.sync_api")
     image = pytest.importorskip("PIL.Image")
     report = tmp_path / "report.html"
     report.write_text(render_html(report_of("resnet50_train").top(10)))
-    problems: list[str] = []
-    with playwright.sync_playwright() as driver:
-        browser = driver.chromium.launch(
-            executable_path=CHROMIUM,
-            args=["--no-sandbox", "--disable-gpu", "--disable-background-networking",
-                  "--disable-component-update", "--disable-sync", "--no-first-run"],
-        )  # fmt: skip
-        page = browser.new_page(viewport={"width": 1200, "height": 900})
-        page.on("console", lambda m: problems.append(m.text) if m.type == "error" else None)
-        page.on("pageerror", lambda e: problems.append(str(e)))
-        page.on(
-            "request",
-            lambda r: problems.append(f"request {r.url}") if "file:" not in r.url else None,
-        )
-        page.goto(report.as_uri())
+    with loaded(report) as (page, problems):
         shot = page.screenshot(full_page=True)
         svg_count = page.locator("svg").count()
-        browser.close()
     assert problems == []  # no console error, no network request
     assert svg_count == 3
     pixels = image.open(io.BytesIO(shot)).convert("L")

@@ -19,8 +19,8 @@ from steptrace.pipeline import analyze_ranks
 from steptrace.report.model import RanksReport
 from steptrace.report.ranks_sections import ranks_document
 from steptrace.report.registry import renderer
+from tests.browser import loaded, need_chromium
 from tests.ranks.synthetic import Plan, write_job
-from tests.test_html import CHROMIUM
 
 pytestmark = pytest.mark.slow
 
@@ -51,24 +51,9 @@ def synthetic(ranks: int) -> RanksReport:
 
 
 def _browse(html: str, folder: Path, shot: str) -> dict[str, Any]:
-    playwright = pytest.importorskip("playwright.sync_api")
     page_file = folder / "ranks.html"
     page_file.write_text(html, encoding="utf-8")
-    problems: list[str] = []
-    with playwright.sync_playwright() as driver:
-        browser = driver.chromium.launch(
-            executable_path=CHROMIUM,
-            args=["--no-sandbox", "--disable-gpu", "--disable-background-networking",
-                  "--disable-component-update", "--disable-sync", "--no-first-run"],
-        )  # fmt: skip
-        page = browser.new_page(viewport={"width": 1200, "height": 900})
-        page.on("console", lambda m: problems.append(m.text) if m.type == "error" else None)
-        page.on("pageerror", lambda e: problems.append(str(e)))
-        page.on(
-            "request",
-            lambda r: problems.append(f"request {r.url}") if "file:" not in r.url else None,
-        )
-        page.goto(page_file.as_uri())
+    with loaded(page_file) as (page, problems):
         out = {
             "problems": problems,
             "svgs": page.locator("svg").count(),
@@ -83,16 +68,12 @@ def _browse(html: str, folder: Path, shot: str) -> dict[str, Any]:
         where = os.environ.get("STEPTRACE_SCREENSHOTS")
         if where:
             page.screenshot(path=str(Path(where) / shot), full_page=True)
-        browser.close()
     return out
 
 
 @pytest.mark.parametrize("ranks", [8, 64, 512])
 def test_the_ranks_page_renders_cleanly(ranks: int, tmp_path: Path) -> None:
-    if CHROMIUM is None:
-        if os.environ.get("CI"):
-            pytest.fail("Chromium is missing: .ci/run installs it (apt-get install chromium)")
-        pytest.skip("Chromium is not installed here (.ci/run installs it in CI)")
+    need_chromium()  # before building 512 ranks
     report = synthetic(ranks)
     assert len(report.ranks) == ranks and report.stragglers[0].rank == 5
     html = renderer("html").render([ranks_document(report)])
