@@ -8,9 +8,12 @@ STAMP := $(VENV)/.steptrace-installed
 .PHONY: demo test test-gpu lint typecheck unit bench clean
 
 $(STAMP): pyproject.toml
+	@echo "steptrace: setting up $(VENV) once: $(TORCH_SPEC), numpy, msgspec, click, rich and the"
+	@echo "steptrace: dev tools (ruff, mypy, pytest, playwright); this takes a minute or two"
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
-	$(BIN)/python -m pip install -q -e '.[dev]' '$(TORCH_SPEC)'
+	$(BIN)/python -m pip install --progress-bar off -e '.[dev]' '$(TORCH_SPEC)'
+	@echo "steptrace: $(VENV) is ready"
 	touch $(STAMP)
 
 demo: $(STAMP)

@@ -12,7 +12,8 @@ import steptrace
 PUBLIC = [
     "Capture", "CaptureError", "CaptureResult", "Comparison", "Finding", "RanksReport",
     "Report", "Scenario", "Thresholds", "TraceAnalysis", "TraceError", "Window", "Workload",
-    "analyze", "analyze_ranks", "analyze_trace", "capture", "compare", "load_trace",
+    "analyze", "analyze_ranks", "analyze_trace", "capture", "compare", "investigate",
+    "load_trace",
     "profile_inference", "profile_training",
 ]  # fmt: skip
 

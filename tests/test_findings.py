@@ -444,7 +444,7 @@ def test_json_findings_and_findings_only(write_trace: WriteTrace) -> None:
         runner.invoke(app, ["analyze", str(path), "--format", "json", "--findings-only"]).stdout
     )
     assert set(only) == {
-        "schema", "trace", "scenario", "capture", "findings", "thresholds", "warnings"
+        "schema", "trace", "scenario", "capture", "findings", "thresholds", "warnings", "checks"
     }  # fmt: skip
     assert only["schema"] == "steptrace.findings/2" and only["findings"] == full["findings"]
     text = runner.invoke(app, ["analyze", str(path), "--findings-only"]).stdout

@@ -24,6 +24,7 @@ LAYERS: tuple[frozenset[str], ...] = (
     frozenset({"hypotheses"}),
     frozenset({"report", "capturing", "validate"}),
     frozenset({"pipeline"}),
+    frozenset({"investigation"}),  # the closed loop: capture, analyze, check
     frozenset({"tools", "cli"}),
 )
 # Stages side by side that must not know each other.

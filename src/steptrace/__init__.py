@@ -27,6 +27,7 @@ if TYPE_CHECKING:
         profile_training,
     )
     from steptrace.hypotheses import Finding, Thresholds
+    from steptrace.investigation import investigate
     from steptrace.pipeline import analyze, analyze_ranks, analyze_trace
     from steptrace.report.model import RanksReport, Report
     from steptrace.scenario import Scenario
@@ -34,7 +35,7 @@ if TYPE_CHECKING:
     from steptrace.validate import Comparison, compare
     from steptrace.window import Window
 
-_NEED_TORCH = ("steptrace.capturing", "steptrace.validate")
+_NEED_TORCH = ("steptrace.capturing", "steptrace.validate", "steptrace.investigation")
 _MODULE_OF = {
     **dict.fromkeys(("analyze", "analyze_ranks", "analyze_trace"), "steptrace.pipeline"),
     "TraceAnalysis": "steptrace.analysis.measure",
@@ -55,6 +56,7 @@ _MODULE_OF = {
         "steptrace.capturing",
     ),
     **dict.fromkeys(("Comparison", "compare"), "steptrace.validate"),
+    "investigate": "steptrace.investigation",
 }
 
 __all__ = [
@@ -76,6 +78,7 @@ __all__ = [
     "analyze_trace",
     "capture",
     "compare",
+    "investigate",
     "load_trace",
     "profile_inference",
     "profile_training",

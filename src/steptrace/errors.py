@@ -16,3 +16,13 @@ class CaptureError(Exception):
 
 class CaptureWarning(UserWarning):
     """Something the capture observed that makes its trace less trustworthy."""
+
+
+class NotTestable(Exception):  # noqa: N818 (a check's result, not an error)
+    """A controlled check that cannot run here: ``reason`` says why, ``instead`` what to
+    run by hand instead."""
+
+    def __init__(self, reason: str, instead: str = "") -> None:
+        super().__init__(reason)
+        self.reason = reason
+        self.instead = instead

@@ -195,6 +195,34 @@ def profile(
     _report(reports, output_format, findings_only=findings_only)
 
 
+@app.command(short_help="The method end to end: capture, findings, each one's check run.")
+@click.argument("target")
+@click.option("--out", type=FILE, help="New trace file (never overwritten). Default: dated.")
+@count("--checks", 3, 0, "Findings whose check runs, most severe first.")
+@click.option(
+    "--budget", type=click.FloatRange(min=1), default=60.0, show_default=True,
+    help="Seconds for all the checks together (an upper bound; the capture comes first).",
+)  # fmt: skip
+@report_options
+def investigate(target: str, out: Path | None, checks: int, budget: float, output_format: str,
+                top: int, findings_only: bool) -> None:  # fmt: skip
+    """Capture a workload, analyze it, and run each finding's controlled check outside the
+    profiler: each hypothesis supported, not supported, outputs differ, or not testable here.
+
+    TARGET is MODULE:FUNCTION or FILE.py:FUNCTION returning a steptrace.Workload.
+    """
+    from steptrace.cli.investigating import run
+
+    path = out or Path(f"steptrace-{time.strftime('%Y%m%d-%H%M%S')}.json")
+    try:
+        report = run(target, path, checks=checks, budget_s=budget, say=_say)
+    except ImportError as error:
+        _fail(f"investigate needs torch ({error})")
+    except (CaptureError, TraceError) as error:
+        _fail(str(error))
+    _report([report.top(top)], output_format, findings_only=findings_only)
+
+
 @app.command(short_help="A/B outside the profiler: correctness first, then timing.")
 @click.argument("baseline")
 @click.argument("candidate")
@@ -338,9 +366,7 @@ def demo(out: Path, device: str, quick: bool, ranks: bool) -> None:
     except ImportError as error:
         _fail(f"the demo needs torch ({error})")
 
-    def say(line: str) -> None:
-        print(f"[{time.strftime('%H:%M:%S')}] {line}", file=sys.stderr, flush=True)
-
+    say = _say
     if out.exists() and not out.is_dir():
         _fail(f"{out} is a file: --out takes a folder")
     try:
@@ -348,8 +374,8 @@ def demo(out: Path, device: str, quick: bool, ranks: bool) -> None:
     except (CaptureError, OSError) as error:
         _fail(str(error))
     extra = "ranks.html, ranks.md, ranks.json, ranks/ (the rank traces), " if ranks else ""
-    print(f"Reports in {folder}/: report.html, report.md, report.json, comparisons.json, {extra}"
-          "trace.json (open it in ui.perfetto.dev)")  # fmt: skip
+    print(f"Reports in {folder}/: report.html, report.md, report.json (every check's samples), "
+          f"{extra}trace.json (open it in ui.perfetto.dev)")  # fmt: skip
 
 
 def _report(reports: list[Report], output_format: str, *, findings_only: bool = False) -> None:
@@ -367,6 +393,11 @@ def _write(documents: list[Document], output_format: str) -> None:
     from steptrace.report.registry import renderer
 
     sys.stdout.write(renderer(output_format, terminal=sys.stdout.isatty()).render(documents))
+
+
+def _say(line: str) -> None:
+    """A line of progress on stderr, timed."""
+    print(f"[{time.strftime('%H:%M:%S')}] {visible(line)}", file=sys.stderr, flush=True)
 
 
 def _fail(message: str, code: int = 2) -> NoReturn:

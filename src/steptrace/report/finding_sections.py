@@ -25,14 +25,20 @@ FINDINGS_TITLE = (
 
 
 def findings(report: Report) -> Section:
-    return findings_section(report.findings, report.thresholds.to_dict())
+    checked = {c.rule: c.outcome.replace("-", " ") for c in report.checks}
+    return findings_section(report.findings, report.thresholds.to_dict(), checked=checked)
 
 
 def findings_section(
-    found: Sequence[Finding], thresholds: Mapping[str, Any], *, ranks: bool = False
+    found: Sequence[Finding],
+    thresholds: Mapping[str, Any],
+    *,
+    ranks: bool = False,
+    checked: Mapping[str, str] | None = None,
 ) -> Section:
     """The findings table (one trace's, or a job's cross-rank ones), or the thresholds that
-    none passed; ``ranks``: a job's findings (their times are on the aligned clock)."""
+    none passed; ``ranks``: a job's findings (their times are on the aligned clock);
+    ``checked``: each rule's check outcome, when ``investigate`` ran them."""
     title, clock = (RANKS_TITLE, RANKS_CLOCK) if ranks else (FINDINGS_TITLE, TRACE_CLOCK)
     heading = "Findings"
     if not found:
@@ -50,17 +56,18 @@ def findings_section(
             Column("next controlled check", "text"),
             Column("caveats", "text"),
         ),
-        tuple(_finding_row(f, clock) for f in found),
+        tuple(_finding_row(f, clock, (checked or {}).get(f.rule)) for f in found),
     )
     return Section("findings", heading, (Paragraph(title), table))
 
 
-def _finding_row(found: Finding, clock: str) -> tuple[str, ...]:
+def _finding_row(found: Finding, clock: str, outcome: str | None) -> tuple[str, ...]:
+    check = found.next_check + (f"\nChecked: {outcome} (see Checks)" if outcome else "")
     return (
         f"{found.level} · {100 * found.severity:.0f}% of step\n{found.rule}",
         f"{found.observation}\n{evidence_line(found, clock)}",
         found.hypothesis,
-        found.next_check,
+        check,
         " ".join(found.caveats),
     )
 

@@ -22,6 +22,7 @@ from steptrace.analysis.measure import TraceAnalysis, TraceSummary
 from steptrace.hypotheses.finding import Finding
 from steptrace.hypotheses.thresholds import Thresholds
 from steptrace.scenario import CaptureFacts, Scenario
+from steptrace.validate.results import CheckResult
 
 SCHEMA = "steptrace.report/2"
 FINDINGS_SCHEMA = "steptrace.findings/2"  # what ``--findings-only --format json`` writes
@@ -43,6 +44,7 @@ class Report(msgspec.Struct, frozen=True, kw_only=True):
     findings: tuple[Finding, ...]
     thresholds: Thresholds  # the thresholds the findings used
     warnings: tuple[str, ...] = ()
+    checks: tuple[CheckResult, ...] = ()  # each finding's check, run by ``investigate``
 
     def top(self, n: int) -> Report:
         """The same report listing only the first ``n`` operators and kernels."""
@@ -59,6 +61,7 @@ class FindingsReport(msgspec.Struct, frozen=True, kw_only=True):
     findings: tuple[Finding, ...]
     thresholds: Thresholds
     warnings: tuple[str, ...] = ()
+    checks: tuple[CheckResult, ...] = ()
 
     @classmethod
     def of(cls, report: Report) -> FindingsReport:
@@ -69,6 +72,7 @@ class FindingsReport(msgspec.Struct, frozen=True, kw_only=True):
             findings=report.findings,
             thresholds=report.thresholds,
             warnings=report.warnings,
+            checks=report.checks,
         )
 
 

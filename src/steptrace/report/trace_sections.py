@@ -12,7 +12,7 @@ import functools
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from steptrace.report.document import Document, Section
+from steptrace.report.document import Document, Paragraph, Section
 from steptrace.report.model import FindingsReport, Report
 
 if TYPE_CHECKING:
@@ -26,6 +26,7 @@ class View:
     findings_only: bool = False
     comparisons: tuple[tuple[str, ComparisonLike], ...] = ()  # A/B checks, titled
     trace_name: str | None = None  # the trace as the reader will find it (default: its path)
+    notes: tuple[str, ...] = ()  # about this run, from whoever made it (the demo: its plants)
 
 
 def report_document(report: Report, view: View | None = None) -> Document:
@@ -41,14 +42,26 @@ def title(report: Report) -> str:
     return f"{trace.path}{rank}"
 
 
+def about(notes: tuple[str, ...]) -> tuple[Section, ...]:
+    """What whoever made this report says about the run (the demo: its planted problems)."""
+    if not notes:
+        return ()
+    return (Section("about", "About this run", tuple(Paragraph(n) for n in notes)),)
+
+
 def sections(report: Report, view: View) -> tuple[Section, ...]:
     """The sections of one report, in reading order (imported here: JSON needs none)."""
     from steptrace.report.check_sections import comparison_section
     from steptrace.report.context_sections import notes, question, timeline, warnings
     from steptrace.report.figure_sections import copies, gpu, kernels, labels, operators, steps
     from steptrace.report.finding_sections import findings
+    from steptrace.report.outcome_sections import checks as outcomes
 
-    checks = tuple(comparison_section(name, c) for name, c in view.comparisons)
+    checks = (
+        *outcomes(report),
+        *(comparison_section(n, c) for n, c in view.comparisons),
+        *about(view.notes),
+    )
     if view.findings_only:
         return (question(report), findings(report), *checks, *warnings(report))
     return (

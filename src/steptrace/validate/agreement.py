@@ -20,13 +20,12 @@ import torch
 
 from steptrace.errors import CaptureError
 from steptrace.validate.correctness import (
-    Correctness,
-    Difference,
     compare_values,
     flatten,
     same_start,
     snapshot,
 )
+from steptrace.validate.results import Correctness, Difference
 from steptrace.validate.sides import copies
 from steptrace.validate.timing import CheckPlan, Clock, Step, Sync
 

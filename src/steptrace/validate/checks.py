@@ -18,7 +18,8 @@ import torch
 
 from steptrace.devices import pin, to_device
 from steptrace.errors import CaptureError
-from steptrace.validate.compare import Comparison, compare
+from steptrace.validate.ab import compare
+from steptrace.validate.results import Comparison
 
 StepOnBatch = Callable[[Mapping[str, Any], Any], Any]
 

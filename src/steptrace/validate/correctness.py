@@ -20,9 +20,10 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-import msgspec
 import numpy as np
 import torch
+
+from steptrace.validate.results import Correctness, Difference
 
 # dtype -> (rtol, atol), torch.testing.assert_close's defaults
 TOLERANCES: dict[torch.dtype, tuple[float, float]] = {
@@ -32,23 +33,6 @@ TOLERANCES: dict[torch.dtype, tuple[float, float]] = {
     torch.bfloat16: (1.6e-2, 1e-5),
 }
 COMPILED = "_orig_mod."  # torch.compile's wrapper: the same parameter under another name
-
-
-class Difference(msgspec.Struct, frozen=True):
-    name: str  # output[0], loss, grad:layer.weight, param:layer.weight, ...
-    ok: bool
-    max_abs: float | None
-    max_rel: float | None
-    rtol: float | None
-    atol: float | None
-    note: str | None = None  # a shape, dtype or type mismatch
-
-
-class Correctness(msgspec.Struct, frozen=True):
-    ok: bool
-    steps: int  # how many steps each side ran from the same state before comparing
-    differences: tuple[Difference, ...]
-    start_identical: bool  # the two starting states were equal, bit for bit
 
 
 def flatten(value: Any, prefix: str) -> Iterator[tuple[str, Any]]:

@@ -17,10 +17,8 @@
 
 from __future__ import annotations
 
-import csv
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 import msgspec
 import numpy as np
@@ -28,10 +26,11 @@ import torch
 
 from steptrace.errors import CaptureError
 from steptrace.validate.agreement import check_both, guarded
-from steptrace.validate.correctness import Correctness, explain, flatten
-from steptrace.validate.estimators import MIN_PAIRS, Estimate, Interference, decide
+from steptrace.validate.correctness import explain, flatten
+from steptrace.validate.estimators import MIN_PAIRS, Interference, decide
+from steptrace.validate.results import Comparison, LoopCheck
 from steptrace.validate.sides import by_design, checked_batches, checked_state, copies
-from steptrace.validate.stats import SideStats, Verdict, sentence, summarize, verdict
+from steptrace.validate.stats import SideStats, sentence, summarize, verdict
 from steptrace.validate.timing import (
     CheckPlan,
     Clock,
@@ -43,83 +42,6 @@ from steptrace.validate.timing import (
     TimingPlan,
     run_blocks,
 )
-
-Unit = Literal["ms/step", "samples/s"]  # as TimingPlan.unit
-
-
-class LoopCheck(msgspec.Struct, frozen=True):
-    """The whole loop (data included) timed per side, a few times: a local gain may vanish."""
-
-    a_ms: tuple[float, ...]
-    b_ms: tuple[float, ...]
-    a_median_ms: float
-    b_median_ms: float
-    ratio: float  # median B / median A
-
-
-class Comparison(msgspec.Struct, frozen=True, kw_only=True):
-    """An A/B outside the profiler: correctness first, then timing, then the verdict.
-
-    ``verdict`` is ``faster``, ``slower``, ``no-detectable-difference``, ``outputs-differ``
-    (then no timing ran) or ``too-few-samples`` (the budget fits too few steps);
-    ``sentence`` says it in words with its interval. ``samples`` holds every raw step
-    time; ``ratio`` and ``ci`` are B/A from ``estimate`` (the estimator that decided),
-    ``other_estimate`` is the other one, ``interference`` what the machine added.
-    """
-
-    schema: str = "steptrace.compare/3"  # /3: estimators, interference, by design
-    verdict: Verdict
-    sentence: str
-    ratio: float | None  # B / A of the step time (below 1: B is faster)
-    ci: tuple[float, float] | None
-    p_value: float | None
-    estimate: Estimate | None  # the one that decided
-    other_estimate: Estimate | None
-    interference: Interference | None
-    band: float
-    unit: Unit
-    batch_size: int | None
-    baseline: SideStats | None
-    candidate: SideStats | None
-    correctness: Correctness
-    accepted_difference: bool
-    by_design: tuple[str, ...]  # what differed between the sides because it was asked for
-    noise_warning: str | None
-    samples: Samples | None  # every raw value, ms per step
-    loop: LoopCheck | None
-    device: str
-
-    def throughput(self, side: Literal["baseline", "candidate"]) -> float | None:
-        """Samples per second from the median step time (needs ``batch_size``)."""
-        stats = self.baseline if side == "baseline" else self.candidate
-        if stats is None or not self.batch_size:
-            return None
-        return self.batch_size / (stats.median / 1000)
-
-    def write_json(self, path: str | Path) -> Path:
-        """Write every figure and raw value to a new file (never overwrites); strict JSON
-        (a value that is not a number, such as an infinite spread, is written as null)."""
-        target = Path(path)
-        with target.open("xb") as handle:
-            handle.write(msgspec.json.format(msgspec.json.encode(self), indent=2) + b"\n")
-        return target
-
-    def write_csv(self, path: str | Path) -> Path:
-        """Raw values, one row per timed step: side, phase, index, ms (never overwrites)."""
-        target = Path(path)
-        with target.open("x", encoding="utf-8", newline="") as handle:
-            writer = csv.writer(handle)
-            writer.writerow(["side", "phase", "index", "ms"])
-            if self.samples is not None:
-                for side, phase, values in (
-                    ("A", "warmup", self.samples.warmup_a), ("B", "warmup", self.samples.warmup_b),
-                    ("A", "steady", self.samples.a), ("B", "steady", self.samples.b),
-                ):  # fmt: skip
-                    writer.writerows((side, phase, i, v) for i, v in enumerate(values))
-            if self.loop is not None:
-                writer.writerows(("A", "loop", i, v) for i, v in enumerate(self.loop.a_ms))
-                writer.writerows(("B", "loop", i, v) for i, v in enumerate(self.loop.b_ms))
-        return target
 
 
 def compare(

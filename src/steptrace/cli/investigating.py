@@ -1,0 +1,27 @@
+"""``steptrace investigate TARGET``: the workload loaded, investigated, its warnings said."""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from steptrace.report.model import Report
+
+
+def run(
+    target: str, out: Path, *, checks: int, budget_s: float, say: Callable[[str], None]
+) -> Report:
+    """The report of ``target``'s workload with its checks; progress and warnings to ``say``."""
+    from steptrace.cli.targets import load_workload
+    from steptrace.investigation import investigate
+
+    workload = load_workload(target)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        report = investigate(workload, out=out, checks=checks, budget_s=budget_s, say=say)
+    for warning in caught:
+        say(f"warning: {warning.message}")
+    return report

@@ -1,0 +1,35 @@
+"""A check's A/B, read as an answer to its finding's hypothesis.
+
+B is always the change the hypothesis points to (a prepared batch, inference mode, the
+step without the profiler...), so:
+
+- ``faster`` (the whole CI beyond the noise band): **supported**, with the ratio and CI;
+- ``slower`` or ``no-detectable-difference``: **not supported** at the noise measured;
+- ``outputs-differ``: the change is not equivalent, by how much; no speed figure;
+- ``too-few-samples``: **not testable** within the budget (the budget it would need).
+
+A check that accepted a difference by design (other data, another precision) says so.
+"""
+
+from __future__ import annotations
+
+from steptrace.validate.results import Comparison, Outcome
+
+NOT_SUPPORTED = "Not supported at this noise"
+
+
+def outcome_of(comparison: Comparison) -> tuple[Outcome, str]:
+    """The outcome and its sentence."""
+    said = comparison.sentence
+    if comparison.accepted_difference and not comparison.correctness.ok:
+        said += " (outputs differ by design, accepted)"
+    verdict = comparison.verdict
+    if verdict == "faster":
+        return "supported", f"Supported: {said}"
+    if verdict == "slower":
+        return "not-supported", f"Not supported: the change makes the step slower. {said}"
+    if verdict == "no-detectable-difference":
+        return "not-supported", f"{NOT_SUPPORTED}: {said}"
+    if verdict == "outputs-differ":
+        return "outputs-differ", f"Outputs differ: the change is not equivalent. {said}"
+    return "not-testable", f"Not testable within this budget: {said}"

@@ -1,0 +1,181 @@
+"""``investigate``: the method end to end, each finding's check run for the user.
+
+1. The question is the workload's scenario. 2. A labelled window is captured with minimal
+options (and the same steps timed without the profiler). 3. It is analyzed. 4. For each
+finding, most severe first, up to ``checks`` of them within ``budget_s`` seconds, its
+check (``registry.CHECKS``) runs outside the profiler from the same state, correctness
+first. 5. The report comes back with ``checks``: each hypothesis supported, not
+supported, outputs differ, or not testable here (and what to run instead). A check never
+changes the user's objects (``compare`` deep-copies them), and nothing is called
+confirmed from the trace alone.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import msgspec
+import torch
+
+from steptrace.capturing.workload import Workload, run_workload
+from steptrace.devices import resolve
+from steptrace.errors import CaptureError, NotTestable
+from steptrace.hypotheses.finding import Finding
+from steptrace.hypotheses.thresholds import Thresholds
+from steptrace.investigation.outcome import outcome_of
+from steptrace.investigation.registry import CHECKS, Check, Context, Measured
+from steptrace.investigation.subject import Subject, subject_of
+from steptrace.pipeline import analyze
+from steptrace.report.model import Report
+from steptrace.scenario import Scenario
+from steptrace.validate.results import CheckResult, Outcome
+from steptrace.validate.timing import CheckPlan, TimingPlan
+from steptrace.window import Window
+
+Say = Callable[[str], None]
+Clock = Callable[[], float]
+WINDOW = Window(active=3, measure_overhead=True)  # minimal options: no shapes, no stack
+MIN_CHECK_S = 2.0  # a check given less than this is not started: say the budget is spent
+CHECK_STEPS = 3  # correctness steps per side before any timing (CheckPlan's default)
+
+
+def investigate(
+    workload: Workload,
+    scenario: Scenario | None = None,
+    *,
+    out: str | Path,
+    checks: int = 3,
+    budget_s: float = 60.0,
+    window: Window | None = None,
+    thresholds: Thresholds | None = None,
+    say: Say = lambda _: None,
+    clock: Clock = time.perf_counter,
+) -> Report:
+    """Capture, analyze, and run the checks of up to ``checks`` findings in ``budget_s``
+    seconds (an upper bound on the checks; the capture comes before). ``scenario``
+    replaces the workload's own."""
+    if scenario is not None:
+        workload = dataclasses.replace(workload, scenario=scenario)
+    scenario = workload.scenario
+    say(f"Question: {scenario.question}")
+    plan = window or WINDOW
+    say(f"Capturing a labelled window (wait {plan.wait}, warm-up {plan.warmup}, "
+        f"active {plan.active}) ...")  # fmt: skip
+    captured = run_workload(workload, out=out, window=plan)
+    say("Analyzing the trace ...")
+    report = analyze(captured.trace, thresholds=thresholds)
+    say("Findings: " + (", ".join(f.rule for f in report.findings) or "none above thresholds"))
+    subject = subject_of(workload, resolve(scenario.device))
+    results = run_checks(report, subject, checks=checks, budget_s=budget_s, say=say, clock=clock)
+    return msgspec.structs.replace(report, checks=results)
+
+
+def run_checks(
+    report: Report,
+    subject: Subject,
+    *,
+    checks: int,
+    budget_s: float,
+    say: Say = lambda _: None,
+    clock: Clock = time.perf_counter,
+) -> tuple[CheckResult, ...]:
+    """Every finding's check result, in the findings' order; at most ``checks`` run."""
+    start = clock()
+    runnable = [f for f in report.findings if _reason_not_run(f, subject) is None]
+    results: list[CheckResult] = []
+    ran = 0
+    for finding in report.findings:
+        spec = CHECKS[finding.rule]
+        reason = _reason_not_run(finding, subject)
+        if reason is None and ran >= checks:
+            reason = f"not run: {checks} checks were asked for (--checks) and ran first"
+        left = budget_s - (clock() - start)
+        share = left / max(1, min(checks - ran, len(runnable) - ran))
+        if reason is None and share < MIN_CHECK_S:
+            reason = f"not run: the budget ({budget_s:g} s) is spent; allow more with --budget"
+        if reason is not None:
+            results.append(_not_run(finding, spec, reason))
+            continue
+        ran += 1
+        say(f"Checking {finding.rule}: {spec.change} ({share:.0f} s at most) ...")
+        result = _run_one(finding, spec, _context(report, subject, finding, share), share, clock)
+        say(f"  {finding.rule}: {result.sentence}")
+        results.append(result)
+    return tuple(results)
+
+
+def _reason_not_run(finding: Finding, subject: Subject) -> str | None:
+    spec = CHECKS[finding.rule]
+    if spec.run is None:
+        return f"cannot be automated: {spec.manual}"
+    if subject.kind not in spec.kinds:
+        return f"not testable here: this check is for {' or '.join(spec.kinds)} workloads"
+    if spec.needs_gpu and subject.device.type != "cuda":
+        return (
+            f"not testable here: the check needs a CUDA GPU and this workload runs on "
+            f"{subject.device} (torch sees {'a' if torch.cuda.is_available() else 'no'} GPU)"
+        )
+    return None
+
+
+def _context(report: Report, subject: Subject, finding: Finding, share_s: float) -> Context:
+    """The check's plan: the timing gets what correctness and warm-up leave of its share."""
+    step_s = _step_s(report)
+    plan = TimingPlan()
+    overhead_s = 2 * (CHECK_STEPS + plan.warmup) * step_s
+    timing_s = max(share_s - overhead_s, 0.5 * share_s)
+    options = {"plan": TimingPlan(budget_s=timing_s), "check": CheckPlan(steps=CHECK_STEPS)}
+    return Context(subject, finding, report.analysis, report.thresholds, options, share_s)
+
+
+def _step_s(report: Report) -> float:
+    """The step time without the profiler when it was measured, else the trace's median."""
+    facts = report.capture
+    if facts is not None and facts.unprofiled_step_ms:
+        ordered = sorted(facts.unprofiled_step_ms)
+        return ordered[len(ordered) // 2] / 1000
+    return report.analysis.summary.wall_ms.median / 1000
+
+
+def _run_one(
+    finding: Finding, spec: Check, context: Context, share_s: float, clock: Clock
+) -> CheckResult:
+    assert spec.run is not None
+    began = clock()
+    try:
+        made = spec.run(context)
+    except NotTestable as exc:
+        return _not_run(finding, spec, f"not testable here: {exc.reason}", exc.instead or None,
+                        share_s, clock() - began)  # fmt: skip
+    except CaptureError as exc:  # the user's step raised or could not be copied
+        return _not_run(finding, spec, f"not testable here: {exc}", None, share_s, clock() - began)
+    elapsed = clock() - began
+    if isinstance(made, Measured):
+        return CheckResult(
+            rule=finding.rule, check=spec.name, change=spec.change, outcome=made.outcome,
+            sentence=made.sentence, measured=made.figures, budget_s=share_s, elapsed_s=elapsed,
+        )  # fmt: skip
+    outcome, sentence = outcome_of(made)
+    return CheckResult(
+        rule=finding.rule, check=spec.name, change=spec.change, outcome=outcome,
+        sentence=sentence, comparison=made, budget_s=share_s, elapsed_s=elapsed,
+    )  # fmt: skip
+
+
+def _not_run(
+    finding: Finding,
+    spec: Check,
+    reason: str,
+    instead: str | None = None,
+    budget_s: float | None = None,
+    elapsed_s: float | None = None,
+) -> CheckResult:
+    outcome: Outcome = "not-testable"
+    return CheckResult(
+        rule=finding.rule, check=spec.name, change=spec.change, outcome=outcome,
+        sentence=reason[0].upper() + reason[1:] + ".", instead=instead or finding.next_check,
+        budget_s=budget_s, elapsed_s=elapsed_s,
+    )  # fmt: skip

@@ -1,0 +1,86 @@
+"""What a check runs on: the user's workload as ``compare`` takes it.
+
+A ``Workload`` (``steptrace profile``'s) becomes a ``Subject``: a step ``step(state, batch)``,
+``make_state()`` returning the user's own objects (``compare`` deep-copies them: they are
+never changed), a few batches read once from the loader and kept, and the loader itself
+for the checks that read it. Training: the steps ``profile_training`` runs (transfer,
+forward, loss, backward, optimizer step) returning the loss; inference: ``request(model,
+input)`` on a model from ``load_model()`` (called once here).
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+
+from steptrace.capturing.training import training_step
+from steptrace.capturing.workload import Workload
+from steptrace.devices import to_device
+from steptrace.errors import CaptureError
+
+BATCHES = 4  # batches kept for the checks: enough for correctness steps and a cycle
+
+Step = Callable[[Mapping[str, Any], Any], Any]
+
+
+@dataclass(frozen=True)
+class Subject:
+    """The workload as the checks see it."""
+
+    kind: str  # "training" or "inference"
+    device: torch.device
+    step: Step
+    make_state: Callable[[], Mapping[str, Any]]
+    batches: Sequence[Any]  # read once, on the device
+    loader: Iterable[Any] | None  # training: the user's loader, re-iterated by input checks
+
+
+def subject_of(workload: Workload, device: torch.device) -> Subject:
+    """The workload's step, state and batches, or a one-line error saying what is missing."""
+    if workload.scenario.kind == "training":
+        return _training(workload, device)
+    return _inference(workload, device)
+
+
+def _training(workload: Workload, device: torch.device) -> Subject:
+    model, optimizer, loss_fn, loader = (
+        workload.model, workload.optimizer, workload.loss_fn, workload.loader,
+    )  # fmt: skip
+    if model is None or optimizer is None or loss_fn is None or loader is None:
+        raise CaptureError("a training workload needs model, optimizer, loss_fn and loader")
+    batches = [to_device(b, device) for b in itertools.islice(iter(loader), BATCHES)]
+    if not batches:
+        raise CaptureError(
+            "the loader gave no batch after the capture: give a loader that can be iterated "
+            "again (a DataLoader or a list), not a one-shot iterator"
+        )
+
+    def step(state: Mapping[str, Any], batch: Any) -> torch.Tensor:
+        return training_step(state["model"], state["optimizer"], loss_fn, batch, device)
+
+    return Subject(
+        "training", device, step, lambda: {"model": model, "optimizer": optimizer}, batches,
+        loader,
+    )  # fmt: skip
+
+
+def _inference(workload: Workload, device: torch.device) -> Subject:
+    load_model, request, inputs = workload.load_model, workload.request, workload.inputs
+    if load_model is None or request is None or inputs is None:
+        raise CaptureError("an inference workload needs load_model, request and inputs")
+    try:
+        model = load_model()
+    except Exception as exc:  # the user's code: one line
+        raise CaptureError(f"load_model() failed: {exc!r}") from None
+    batches = [to_device(x, device) for x in list(inputs)[:BATCHES]]
+    if not batches:
+        raise CaptureError("the inference workload has no inputs")
+
+    def step(state: Mapping[str, Any], batch: Any) -> Any:
+        return request(state["model"], batch)
+
+    return Subject("inference", device, step, lambda: {"model": model}, batches, None)
