@@ -19,7 +19,8 @@ from typing import Any
 import torch
 
 from steptrace import devices
-from steptrace.capturing import flops
+from steptrace.capturing import batches, flops
+from steptrace.capturing.batches import SplitBatch, call_model, split_batch
 from steptrace.capturing.result import CaptureResult
 from steptrace.capturing.session import Capture
 from steptrace.capturing.state import SavedState
@@ -42,14 +43,15 @@ def training_step(
     batch: Any,
     device: torch.device,
     phase: Phase = _no_label,
+    split: SplitBatch = split_batch,
 ) -> torch.Tensor:
-    """One labelled step on a batch ``(inputs, target)`` already read."""
+    """One labelled step on a batch already read, split into ``(inputs, target)``."""
     with phase("transfer"):
-        inputs, target = devices.to_device(batch, device)
+        inputs, target = split(devices.to_device(batch, device))
     with phase("train"):
         optimizer.zero_grad(set_to_none=True)
         with phase("forward"):
-            loss = loss_fn(model(inputs), target)
+            loss = loss_fn(call_model(model, inputs), target)
         with phase("backward"):
             loss.backward()
         with phase("optimizer_step"):
@@ -67,10 +69,14 @@ def profile_training(
     out: str | Path,
     window: Window | None = None,
     restore_state: bool = True,
+    split_batch: SplitBatch | None = None,
     clock: Callable[[], float] = time.perf_counter,
     **legacy: Any,
 ) -> CaptureResult:
     """Capture a labelled training window and return where it is and what was measured.
+
+    Each batch is split into ``(inputs, target)`` by ``split_batch`` (default: a pair, or a
+    mapping whose ``labels`` is the target; see ``steptrace.capturing.batches``).
 
     ``window`` sets the schedule, the profiler options, ``measure_overhead`` and
     ``count_flops`` (``Window()`` by default); the keyword arguments of earlier versions
@@ -84,11 +90,13 @@ def profile_training(
     device = capture.device
     saved = SavedState(model, optimizer)
 
+    split = split_batch or batches.split_batch
+
     def step(batch: Any, phase: Phase = _no_label) -> torch.Tensor:
-        return training_step(model, optimizer, loss_fn, batch, device, phase)
+        return training_step(model, optimizer, loss_fn, batch, device, phase, split)
 
     try:
-        extra = _run(capture, saved, model, loader, step, clock)
+        extra = _run(capture, saved, model, loader, step, clock, split)
     finally:
         if restore_state:  # also when the loop fails: the user's weights come back
             saved.restore()
@@ -104,6 +112,7 @@ def _run(
     loader: Iterable[Any],
     step: Callable[..., torch.Tensor],
     clock: Callable[[], float],
+    split: SplitBatch,
 ) -> dict[str, Any]:
     """FLOPs, cold start, the profiled window and the unprofiled steps, in that order."""
     device, scenario, plan = capture.device, capture.scenario, capture.window
@@ -113,7 +122,7 @@ def _run(
         saved.restore()
     model.train(scenario.mode == "train")
     iterator = _Batches(loader, plan.needed_steps)  # made before the window: start-up unmeasured
-    extra["observed"] = _observe(model, iterator.first, scenario)
+    extra["observed"] = _observe(model, split(iterator.first), scenario)
     extra["cold_start_ms"] = _timed_steps(iterator, plan.cold_steps, step, device, clock)
     with capture:
         for _ in range(capture.total_steps):
@@ -165,10 +174,10 @@ class _Batches(Iterator[Any]):
             ) from None
 
 
-def _observe(model: torch.nn.Module, batch: Any, scenario: Scenario) -> ObservedRun:
+def _observe(model: torch.nn.Module, split: tuple[Any, Any], scenario: Scenario) -> ObservedRun:
     """What the run really is, to set beside what the scenario declares."""
-    inputs = batch[0] if isinstance(batch, tuple | list) else batch
-    shape = tuple(inputs.shape) if isinstance(inputs, torch.Tensor) else None
+    inputs = batches.first_tensor(split[0])
+    shape = tuple(inputs.shape) if inputs is not None else None
     parameter = next(model.parameters(), None)
     return ObservedRun(
         batch_size=shape[0] if shape else None,

@@ -19,6 +19,7 @@ from typing import Any
 
 import torch
 
+from steptrace.capturing.batches import SplitBatch
 from steptrace.capturing.inference import profile_inference
 from steptrace.capturing.result import CaptureResult
 from steptrace.capturing.training import LossFn, profile_training
@@ -39,6 +40,7 @@ class Workload:
     load_model: Callable[[], torch.nn.Module] | None = None
     request: Callable[[Any, Any], Any] | None = None
     inputs: Sequence[Any] | None = None
+    split_batch: SplitBatch | None = None  # training: batch -> (inputs, target); see batches
 
 
 def run_workload(workload: Workload, *, out: str | Path, window: Window) -> CaptureResult:
@@ -51,8 +53,9 @@ def run_workload(workload: Workload, *, out: str | Path, window: Window) -> Capt
         if model is None or optimizer is None or loss_fn is None or loader is None:
             raise CaptureError("a training workload needs model, optimizer, loss_fn and loader")
         return profile_training(
-            model, optimizer, loss_fn, loader, scenario=scenario, out=out, window=window
-        )
+            model, optimizer, loss_fn, loader, scenario=scenario, out=out, window=window,
+            split_batch=workload.split_batch,
+        )  # fmt: skip
     load_model, request, inputs = workload.load_model, workload.request, workload.inputs
     if load_model is None or request is None or inputs is None:
         raise CaptureError("an inference workload needs load_model, request and inputs")

@@ -17,6 +17,7 @@ from typing import Any
 
 import torch
 
+from steptrace.capturing.batches import split_batch
 from steptrace.capturing.training import training_step
 from steptrace.capturing.workload import Workload
 from steptrace.devices import to_device
@@ -59,8 +60,11 @@ def _training(workload: Workload, device: torch.device) -> Subject:
             "again (a DataLoader or a list), not a one-shot iterator"
         )
 
+    split = workload.split_batch or split_batch
+
     def step(state: Mapping[str, Any], batch: Any) -> torch.Tensor:
-        return training_step(state["model"], state["optimizer"], loss_fn, batch, device)
+        return training_step(state["model"], state["optimizer"], loss_fn, batch, device,
+                             split=split)  # fmt: skip
 
     return Subject(
         "training", device, step, lambda: {"model": model, "optimizer": optimizer}, batches,
