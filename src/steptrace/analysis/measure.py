@@ -10,6 +10,7 @@ from __future__ import annotations
 import msgspec
 import numpy as np
 
+from steptrace.analysis.categories import CategorySummary, summarize
 from steptrace.analysis.copies import CopyPattern, copy_patterns
 from steptrace.analysis.cpu import CpuStep, cpu_per_step
 from steptrace.analysis.gpu import GpuStep, gpu_per_step
@@ -92,6 +93,8 @@ class StepSummary(msgspec.Struct, frozen=True):
     gpu_idle_ms: Spread | None
     first_step: FirstStep | None
     phases: tuple[PhaseSummary, ...]
+    # GPU busy time by kind of work (GEMM, ...), per step; None: GPU not observed
+    gpu_categories: tuple[CategorySummary, ...] | None = None
 
 
 class TraceAnalysis(msgspec.Struct, frozen=True):
@@ -221,6 +224,7 @@ def _summary(every: tuple[StepResult, ...]) -> StepSummary:
         gpu_idle_ms=Spread.of([g.idle_ms for g in observed]) if observed else None,
         first_step=_first_step(steps),
         phases=_phase_summaries(steps),
+        gpu_categories=summarize([g.categories for g in observed]) if observed else None,
     )
 
 
