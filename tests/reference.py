@@ -12,6 +12,7 @@ import heapq
 import json
 import re
 from collections import defaultdict
+from collections.abc import Callable
 from dataclasses import dataclass
 from decimal import ROUND_HALF_UP, Decimal, InvalidOperation
 from itertools import pairwise
@@ -136,13 +137,17 @@ def kernel_table(evs: list[Ev]) -> dict[str, list[int]]:
     return dict(table)
 
 
-def operator_times(evs: list[Ev]) -> dict[str, tuple[int, int, int]]:
+def operator_times(
+    evs: list[Ev], counted: Callable[[Ev], bool] | None = None
+) -> dict[str, tuple[int, int, int]]:
     """Operator name -> (calls, self ns, inclusive ns), swept thread by thread.
 
     Self time is the time an operator is the innermost open one (the one opened last, by
     start, longer first, then file order); an operator's parent is the innermost one open
-    when it starts; inclusive time skips calls with an ancestor of the same name.
+    when it starts; inclusive time skips calls with an ancestor of the same name. With
+    ``counted``, only the calls it accepts are summed (the nesting still sees every call).
     """
+    accept = counted or (lambda _: True)
     by_thread: dict[tuple[str, str], list[Ev]] = defaultdict(list)
     for e in evs:
         if is_cpu_op(e):
@@ -153,6 +158,8 @@ def operator_times(evs: list[Ev]) -> dict[str, tuple[int, int, int]]:
     for ops in by_thread.values():
         parent = _parents(ops)
         for k, e in enumerate(ops):
+            if not accept(e):
+                continue
             calls[e.name] += 1
             ancestor = parent[k]
             while ancestor >= 0 and ops[ancestor].name != e.name:
@@ -160,7 +167,8 @@ def operator_times(evs: list[Ev]) -> dict[str, tuple[int, int, int]]:
             if ancestor < 0:
                 inclusive[e.name] += e.dur
         for a, b, k in _pieces(ops):
-            own[ops[k].name] += b - a
+            if accept(ops[k]):
+                own[ops[k].name] += b - a
     return {n: (calls[n], own[n], inclusive[n]) for n in calls}
 
 

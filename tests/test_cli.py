@@ -68,7 +68,7 @@ def test_text_report_says_gpu_was_not_observed() -> None:
 
 def test_text_report_shows_steps_labels_and_kernels() -> None:
     out = analyze(str(nccl()), "--top", "4")
-    for expected in ("ProfilerStep#4", "nccl:all_reduce", "Kernels by total time (top 4 of"):
+    for expected in ("ProfilerStep#4", "nccl:all_reduce", "Kernels, ordered by total time in the whole trace (top 4 of"):
         assert expected in out
 
 
@@ -76,7 +76,24 @@ def test_markdown_report_has_tables() -> None:
     out = analyze(str(nccl()), "--format", "md", "--top", "2")
     assert out.startswith(f"# {nccl()}".replace("_", "\\_"))
     assert "| step | wall ms |" in out
-    assert "## Kernels by total time (top 2 of" in out
+    assert "## Kernels, ordered by total time in the whole trace (top 2 of" in out
+
+
+def test_operator_tables_are_per_step_unless_totals_are_asked_for() -> None:
+    data = json.loads(analyze(str(nccl()), "--format", "json"))["analysis"]
+    steps = data["summary"]["count"]
+    op = data["operators"][0]
+    kernel = data["kernels"][0]
+    per_step = analyze(str(nccl()), "--format", "md", "--top", "1")
+    totals = analyze(str(nccl()), "--format", "md", "--top", "1", "--totals")
+    assert "| operator | calls per step | self ms per step |" in per_step
+    assert f"mean over the {steps} steps" in per_step
+    assert "| operator | calls (whole trace) | self ms (whole trace) |" in totals
+    assert "| kernel | calls (whole trace) | ms (whole trace) |" in totals
+    assert f"| {op['calls']:,} |" in totals
+    assert op["calls_per_step"] != op["calls"]  # three steps: the two tables differ
+    calls = f"{kernel['calls_per_step']:,.2f}".rstrip("0").rstrip(".")
+    assert f"| {calls} |" in per_step
 
 
 def test_folder_of_rank_traces_per_rank_gives_one_result_per_rank(tmp_path: Path) -> None:
@@ -122,8 +139,8 @@ def test_every_flag_can_be_turned_off_explicitly() -> None:
     on = runner.invoke(app, ["analyze", str(cpu_only()), "--findings-only"])
     off = runner.invoke(app, ["analyze", str(cpu_only()), "--no-findings-only"])
     assert on.exit_code == off.exit_code == 0
-    assert "Findings" in on.stdout and "CPU operators by self time" not in on.stdout
-    assert "Findings" in off.stdout and "CPU operators by self time" in off.stdout
+    assert "Findings" in on.stdout and "CPU operators, ordered by self time" not in on.stdout
+    assert "Findings" in off.stdout and "CPU operators, ordered by self time" in off.stdout
 
 
 def test_diff_command_formats_and_errors(tmp_path: Path) -> None:

@@ -53,7 +53,7 @@ def test_structure_of_a_gpu_report() -> None:
         "Question", "What this trace can tell", "Steps", "Labels per step", "GPU per step",
     ]  # fmt: skip
     assert "Findings" in page.headings and "Open the trace on the timeline" in page.headings
-    assert page.tags.count("svg") == 3  # steps, labels, GPU
+    assert page.tags.count("svg") == 4  # steps, labels, GPU, GPU by kind of work
     assert "script" not in page.tags and page.links == []  # self-contained: nothing to fetch
     html = render_html(report)
     assert html.count("<tr>") >= len(report.findings) + len(report.analysis.kernels)

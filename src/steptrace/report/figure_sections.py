@@ -183,53 +183,87 @@ def _gpu_row(step: StepResult) -> tuple[Cell, ...]:
 
 
 # -- operators, kernels, copies ---------------------------------------------------------------
-def operators(report: Report) -> Section:
+def _scope(report: Report, totals: bool) -> tuple[str, str]:
+    """The columns' suffix and the caption's sentence saying what the figures sum."""
+    count = report.analysis.summary.count
+    if totals:
+        return "(whole trace)", (
+            "Totals over the whole trace, every call inside the steps or not "
+            "(without --totals: per step)."
+        )
+    steps = f"{count} step" + ("s" if count != 1 else "")
+    return "per step", (
+        f"Per step: the mean over the {steps} (the calls that started in a step, summed, "
+        f"divided by {count}); --totals gives totals over the whole trace."
+    )
+
+
+def operators(report: Report, totals: bool = False) -> Section:
     analysis = report.analysis
     listed = f"top {len(analysis.operators)} of {analysis.operators_total}"
+    suffix, scope = _scope(report, totals)
     table = Table(
         (
             Column("operator", "name"),
-            Column("calls", "count"),
-            Column("self ms", "ms"),
-            Column("inclusive ms", "ms"),
-            Column("GPU ms launched", "ms"),
+            Column(f"calls {suffix}", "count"),
+            Column(f"self ms {suffix}", "ms"),
+            Column(f"inclusive ms {suffix}", "ms"),
+            Column(f"GPU ms launched {suffix}", "ms"),
             Column("input shapes", "text"),
         ),
         tuple(
             (
                 units.short(o.name, NAME_WIDTH),
-                o.calls,
-                o.self_ms,
-                o.inclusive_ms,
-                o.gpu_ms,
+                o.calls if totals else o.calls_per_step,
+                o.self_ms if totals else o.self_ms_per_step,
+                o.inclusive_ms if totals else o.inclusive_ms_per_step,
+                o.gpu_ms if totals else o.gpu_ms_per_step,
                 units.short(o.input_shapes or "not recorded", NAME_WIDTH),
             )
             for o in analysis.operators
         ),
-        caption="Self time excludes nested operators; inclusive time counts a recursive call once.",
+        caption=(
+            f"{scope} Self time excludes nested operators; inclusive time counts a "
+            "recursive call once."
+        ),
     )
-    return Section("operators", f"CPU operators by self time ({listed})", (table,))
+    shown = "totals" if totals else "per step"
+    heading = f"CPU operators, ordered by self time in the whole trace ({listed}): {shown}"
+    return Section("operators", heading, (table,))
 
 
-def kernels(report: Report) -> Section:
+def kernels(report: Report, totals: bool = False) -> Section:
     analysis = report.analysis
-    heading = f"Kernels by total time (top {len(analysis.kernels)} of {analysis.kernels_total})"
     if not analysis.trace.gpu_observed:
         return Section("kernels", "Kernels", (Paragraph(f"Kernels: {NOT_OBSERVED}."),))
+    listed = f"top {len(analysis.kernels)} of {analysis.kernels_total}"
+    suffix, scope = _scope(report, totals)
+    shown = "totals" if totals else "per step"
+    heading = f"Kernels, ordered by total time in the whole trace ({listed}): {shown}"
     table = Table(
         (
             Column("kernel", "name"),
-            Column("calls", "count"),
-            Column("total ms", "ms"),
-            Column("mean µs", "us"),
+            Column(f"calls {suffix}", "count"),
+            Column(f"ms {suffix}", "ms"),
+            Column("mean µs per call", "us"),
             Column("min µs", "us"),
             Column("max µs", "us"),
         ),
         tuple(
-            (units.short(k.name, KERNEL_WIDTH), k.calls, k.total_ms, k.mean_us, k.min_us, k.max_us)
+            (
+                units.short(k.name, KERNEL_WIDTH),
+                k.calls if totals else k.calls_per_step,
+                k.total_ms if totals else k.total_ms_per_step,
+                k.mean_us,
+                k.min_us,
+                k.max_us,
+            )
             for k in analysis.kernels
         ),
-        caption="Each row is exact over every call of the kernel.",
+        caption=(
+            f"{scope.replace('started', 'were launched')} Mean, min and max are per call, "
+            "exact over every call of the kernel in the trace."
+        ),
     )
     return Section("kernels", heading, (table,))
 

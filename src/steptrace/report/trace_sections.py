@@ -26,6 +26,7 @@ class View:
     findings_only: bool = False
     comparisons: tuple[tuple[str, ComparisonLike], ...] = ()  # A/B checks, titled
     trace_name: str | None = None  # the trace as the reader will find it (default: its path)
+    totals: bool = False  # operator and kernel tables: totals over the trace, not per step
 
 
 def report_document(report: Report, view: View | None = None) -> Document:
@@ -59,8 +60,8 @@ def sections(report: Report, view: View) -> tuple[Section, ...]:
         labels(report),
         gpu(report),
         categories(report),
-        operators(report),
-        kernels(report),
+        operators(report, view.totals),
+        kernels(report, view.totals),
         copies(report),
         findings(report),
         *checks,
