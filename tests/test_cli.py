@@ -34,7 +34,8 @@ def test_json_has_the_documented_names() -> None:
     out = json.loads(analyze(str(nccl()), "--format", "json", "--top", "3"))
     assert out["schema"] == "steptrace.report/2"
     assert set(out) == {
-        "schema", "scenario", "capture", "analysis", "findings", "thresholds", "warnings"
+        "schema", "scenario", "capture", "analysis", "throughput", "findings", "thresholds",
+        "warnings",
     }  # fmt: skip
     analysis = out["analysis"]
     assert analysis["trace"]["gpu_observed"] is True

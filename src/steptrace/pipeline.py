@@ -35,7 +35,7 @@ from steptrace.errors import TraceError
 from steptrace.hypotheses import Case, find
 from steptrace.hypotheses.thresholds import Thresholds
 from steptrace.report.model import FINDINGS_SCHEMA, SCHEMA, RanksReport, Report
-from steptrace.scenario import Scenario, decode_record, read_sidecar, sidecar_path
+from steptrace.scenario import Scenario, decode_record, read_sidecar, sidecar_path, throughput
 from steptrace.trace.load import load_trace
 from steptrace.trace.source import GZIP_MAGIC, FileText, decompress, file_size, read_file
 from steptrace.trace.table import Trace
@@ -86,6 +86,7 @@ def _report(
         scenario=scenario,
         capture=capture,
         analysis=analysis,
+        throughput=throughput(scenario, analysis.summary.wall_ms.median),
         findings=find(Case(analysis, scenario, capture), limits),
         thresholds=limits,
         warnings=tuple(unreadable + warnings),

@@ -63,11 +63,26 @@ def steps(report: Report) -> Section:
             + ("; partial steps are listed, not counted" if any_partial else "")
         ),
     )
+    rate = Paragraph(throughput_line(report))
     return Section(
         "steps",
         "Steps (wall time on the timeline; GPU busy = union of kernels, copies and sets)",
-        (chart, table),
+        (chart, table, rate),
     )
+
+
+def throughput_line(report: Report) -> str:
+    """Samples/s (and tokens/s) next to ms/step, or why they are not known."""
+    rate = report.throughput
+    if rate is None:
+        return "Throughput: not known (the scenario states no batch size)."
+    line = (
+        f"Throughput: {rate.samples_per_s:,.1f} samples/s at the median "
+        f"{units.ms(rate.ms_per_step)} ms/step (batch {rate.batch_size}"
+    )
+    if rate.tokens_per_s is None:
+        return line + "; no sequence length stated, so no tokens/s)."
+    return line + f" × {rate.sequence_length} tokens): {rate.tokens_per_s:,.0f} tokens/s."
 
 
 def labels(report: Report) -> Section:

@@ -21,7 +21,7 @@ from steptrace.across.ranks.thresholds import RankThresholds
 from steptrace.analysis.measure import TraceAnalysis, TraceSummary
 from steptrace.hypotheses.finding import Finding
 from steptrace.hypotheses.thresholds import Thresholds
-from steptrace.scenario import CaptureFacts, Scenario
+from steptrace.scenario import CaptureFacts, Scenario, Throughput
 
 SCHEMA = "steptrace.report/2"
 FINDINGS_SCHEMA = "steptrace.findings/2"  # what ``--findings-only --format json`` writes
@@ -40,6 +40,8 @@ class Report(msgspec.Struct, frozen=True, kw_only=True):
     scenario: Scenario | None  # the question and the step; None: none was recorded
     capture: CaptureFacts | None  # what the capture measured outside the profiler
     analysis: TraceAnalysis
+    # samples/s (tokens/s) at the median step: None without a batch size in the scenario
+    throughput: Throughput | None = None
     findings: tuple[Finding, ...]
     thresholds: Thresholds  # the thresholds the findings used
     warnings: tuple[str, ...] = ()
