@@ -34,6 +34,7 @@ from steptrace.analysis.operators import OperatorStat
 from steptrace.errors import TraceError
 from steptrace.hypotheses import Case, find
 from steptrace.hypotheses.thresholds import Thresholds
+from steptrace.hypotheses.variation import step_variation
 from steptrace.report.model import FINDINGS_SCHEMA, SCHEMA, RanksReport, Report
 from steptrace.scenario import Scenario, decode_record, read_sidecar, sidecar_path, throughput
 from steptrace.trace.load import load_trace
@@ -82,6 +83,7 @@ def _report(
     capture = record.capture if record else None
     analysis = measure(trace, partial_step=capture.partial_step if capture else None)
     limits = thresholds or Thresholds()
+    varied = step_variation(analysis, limits)
     return Report(
         scenario=scenario,
         capture=capture,
@@ -89,7 +91,7 @@ def _report(
         throughput=throughput(scenario, analysis.summary.wall_ms.median),
         findings=find(Case(analysis, scenario, capture), limits),
         thresholds=limits,
-        warnings=tuple(unreadable + warnings),
+        warnings=tuple(unreadable + warnings + ([varied] if varied else [])),
     )
 
 

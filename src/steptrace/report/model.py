@@ -33,7 +33,8 @@ class Report(msgspec.Struct, frozen=True, kw_only=True):
     ``analysis`` holds every figure (``None`` in a GPU figure: not observed) and what
     loading the trace skipped (``analysis.trace.warnings``); ``findings`` are hypotheses
     with their next controlled check, most severe first; ``warnings`` are about the
-    report's other inputs (an unreadable scenario).
+    report's other inputs (an unreadable scenario) and its certainty (steps that differ by
+    more than ``thresholds.step_spread``: more steps are needed).
     """
 
     schema: str = SCHEMA
