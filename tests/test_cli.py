@@ -185,3 +185,22 @@ def test_scrub_command(tmp_path: Path) -> None:
     assert "anupamb" not in read_json(out)["traceName"]
     again = runner.invoke(app, ["scrub", str(source), "-o", str(out)])
     assert again.exit_code == 2 and "exists already" in again.stderr
+
+
+def test_version_prints_the_package_version() -> None:
+    from importlib.metadata import version
+
+    result = runner.invoke(app, ["--version"])
+    assert result.exit_code == 0
+    assert result.stdout == f"steptrace {version('steptrace')}\n"
+
+
+def test_an_unknown_threshold_lists_the_valid_names() -> None:
+    from steptrace.hypotheses.thresholds import Thresholds
+
+    result = runner.invoke(app, ["analyze", str(nccl()), "--threshold", "nonsense=1"])
+    assert result.exit_code == 2
+    (line,) = result.stderr.splitlines()
+    assert "unknown threshold 'nonsense'" in line
+    assert all(name in line for name in Thresholds().to_dict())
+    assert "Object contains" not in line and "field" not in line

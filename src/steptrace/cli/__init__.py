@@ -68,6 +68,9 @@ class _Commands(click.Group):
     context_settings={"help_option_names": ["-h", "--help"]},
     no_args_is_help=True,
 )
+@click.version_option(
+    package_name="steptrace", prog_name="steptrace", message="%(prog)s %(version)s"
+)
 def app() -> None:
     """steptrace: question-first analysis of PyTorch profiler traces, on the timeline."""
 
