@@ -82,7 +82,7 @@ def test_the_report_loads_in_headless_chromium(tmp_path: Path) -> None:
         shot = page.screenshot(full_page=True)
         svg_count = page.locator("svg").count()
     assert problems == []  # no console error, no network request
-    assert svg_count == 3
+    assert svg_count == 4  # steps, labels, GPU, GPU by kind of work
     pixels = image.open(io.BytesIO(shot)).convert("L")
     low, high = pixels.getextrema()
     assert high - low > 100  # not blank: text and bars on a light background

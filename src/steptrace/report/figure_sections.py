@@ -98,7 +98,10 @@ def labels(report: Report) -> Section:
         (*_label_series(analysis.steps, [p.name for p in phases]),),
         tuple(s.wall_ms for s in analysis.steps),
         "ms",
-        caption="Each bar is one step; grey is time on other threads or not attributed.",
+        caption=(
+            "Each bar is one step; dark grey is the step's thread outside every label, "
+            "light grey the rest of the step (labels on other threads, or not attributed)."
+        ),
     )
     table = Table(
         (
@@ -138,7 +141,8 @@ def _label_series(steps: Sequence[StepResult], names: list[str]) -> list[Series]
         )
         for name in names
     ]
-    series.append(Series("outside labels", tuple(s.unlabeled_ms or 0.0 for s in steps)))
+    outside = tuple(s.unlabeled_ms or 0.0 for s in steps)
+    series.append(Series("outside labels", outside, muted=True))
     return series
 
 
