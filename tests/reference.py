@@ -234,11 +234,14 @@ def median(values: list[int]) -> float:
     return ordered[mid] if len(ordered) % 2 else (ordered[mid - 1] + ordered[mid]) / 2
 
 
-def launched_gpu_ns(evs: list[Ev]) -> dict[str, tuple[int, int]]:
+def launched_gpu_ns(
+    evs: list[Ev], counted: Callable[[Ev], bool] | None = None
+) -> dict[str, tuple[int, int]]:
     """Operator name -> (count, summed ns) of the GPU work it launched.
 
     A GPU activity's launch is the runtime or driver call with its ``correlation``; the
-    operator is the innermost one open around that call on the call's thread.
+    operator is the innermost one open around that call on the call's thread. With
+    ``counted``, only the work of the operator calls it accepts.
     """
     calls = {}
     for e in evs:
@@ -258,6 +261,8 @@ def launched_gpu_ns(evs: list[Ev]) -> dict[str, tuple[int, int]]:
         around = [o for o in ops_by_thread[call.thread] if o.start <= call.start < o.end]
         if around:
             inner = around[-1]  # the innermost: on equal spans, the later in the file
+            if counted is not None and not counted(inner):
+                continue
             out[inner.name][0] += 1
             out[inner.name][1] += g.dur
     return {name: (c, d) for name, (c, d) in out.items()}

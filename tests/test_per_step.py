@@ -34,6 +34,17 @@ def test_operator_figures_per_step_are_step_means(analyzed: Case) -> None:
         assert op.inclusive_ms_per_step == pytest.approx(inclusive / n / 1e6, abs=NS), op.name
 
 
+def test_gpu_work_launched_per_step_is_the_step_mean(analyzed: Case) -> None:
+    windows = _windows(analyzed)
+    if not reference.gpu_events(analyzed.evs):
+        assert all(o.gpu_ms_per_step is None for o in analyzed.result.operators)
+        return
+    expected = reference.launched_gpu_ns(analyzed.evs, lambda e: _inside(windows, e.start))
+    for op in analyzed.result.operators:
+        _, total = expected.get(op.name, (0, 0))
+        assert op.gpu_ms_per_step == pytest.approx(total / len(windows) / 1e6, abs=NS), op.name
+
+
 def test_kernel_figures_per_step_are_means_of_what_each_step_launched(analyzed: Case) -> None:
     windows = _windows(analyzed)
     n = len(windows)
