@@ -12,6 +12,7 @@ import heapq
 import json
 import re
 from collections import defaultdict
+from collections.abc import Callable
 from dataclasses import dataclass
 from decimal import ROUND_HALF_UP, Decimal, InvalidOperation
 from itertools import pairwise
@@ -136,13 +137,17 @@ def kernel_table(evs: list[Ev]) -> dict[str, list[int]]:
     return dict(table)
 
 
-def operator_times(evs: list[Ev]) -> dict[str, tuple[int, int, int]]:
+def operator_times(
+    evs: list[Ev], counted: Callable[[Ev], bool] | None = None
+) -> dict[str, tuple[int, int, int]]:
     """Operator name -> (calls, self ns, inclusive ns), swept thread by thread.
 
     Self time is the time an operator is the innermost open one (the one opened last, by
     start, longer first, then file order); an operator's parent is the innermost one open
-    when it starts; inclusive time skips calls with an ancestor of the same name.
+    when it starts; inclusive time skips calls with an ancestor of the same name. With
+    ``counted``, only the calls it accepts are summed (the nesting still sees every call).
     """
+    accept = counted or (lambda _: True)
     by_thread: dict[tuple[str, str], list[Ev]] = defaultdict(list)
     for e in evs:
         if is_cpu_op(e):
@@ -153,6 +158,8 @@ def operator_times(evs: list[Ev]) -> dict[str, tuple[int, int, int]]:
     for ops in by_thread.values():
         parent = _parents(ops)
         for k, e in enumerate(ops):
+            if not accept(e):
+                continue
             calls[e.name] += 1
             ancestor = parent[k]
             while ancestor >= 0 and ops[ancestor].name != e.name:
@@ -160,7 +167,8 @@ def operator_times(evs: list[Ev]) -> dict[str, tuple[int, int, int]]:
             if ancestor < 0:
                 inclusive[e.name] += e.dur
         for a, b, k in _pieces(ops):
-            own[ops[k].name] += b - a
+            if accept(ops[k]):
+                own[ops[k].name] += b - a
     return {n: (calls[n], own[n], inclusive[n]) for n in calls}
 
 
@@ -226,11 +234,14 @@ def median(values: list[int]) -> float:
     return ordered[mid] if len(ordered) % 2 else (ordered[mid - 1] + ordered[mid]) / 2
 
 
-def launched_gpu_ns(evs: list[Ev]) -> dict[str, tuple[int, int]]:
+def launched_gpu_ns(
+    evs: list[Ev], counted: Callable[[Ev], bool] | None = None
+) -> dict[str, tuple[int, int]]:
     """Operator name -> (count, summed ns) of the GPU work it launched.
 
     A GPU activity's launch is the runtime or driver call with its ``correlation``; the
-    operator is the innermost one open around that call on the call's thread.
+    operator is the innermost one open around that call on the call's thread. With
+    ``counted``, only the work of the operator calls it accepts.
     """
     calls = {}
     for e in evs:
@@ -250,6 +261,8 @@ def launched_gpu_ns(evs: list[Ev]) -> dict[str, tuple[int, int]]:
         around = [o for o in ops_by_thread[call.thread] if o.start <= call.start < o.end]
         if around:
             inner = around[-1]  # the innermost: on equal spans, the later in the file
+            if counted is not None and not counted(inner):
+                continue
             out[inner.name][0] += 1
             out[inner.name][1] += g.dur
     return {name: (c, d) for name, (c, d) in out.items()}

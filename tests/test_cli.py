@@ -34,8 +34,8 @@ def test_json_has_the_documented_names() -> None:
     out = json.loads(analyze(str(nccl()), "--format", "json", "--top", "3"))
     assert out["schema"] == "steptrace.report/2"
     assert set(out) == {
-        "schema", "scenario", "capture", "analysis", "findings", "thresholds", "warnings",
-        "checks",
+        "schema", "scenario", "capture", "analysis", "throughput", "findings", "thresholds",
+        "warnings", "checks",
     }  # fmt: skip
     analysis = out["analysis"]
     assert analysis["trace"]["gpu_observed"] is True
@@ -69,7 +69,8 @@ def test_text_report_says_gpu_was_not_observed() -> None:
 
 def test_text_report_shows_steps_labels_and_kernels() -> None:
     out = analyze(str(nccl()), "--top", "4")
-    for expected in ("ProfilerStep#4", "nccl:all_reduce", "Kernels by total time (top 4 of"):
+    kernels = "Kernels, ordered by total time in the whole trace (top 4 of"
+    for expected in ("ProfilerStep#4", "nccl:all_reduce", kernels):
         assert expected in out
 
 
@@ -77,7 +78,24 @@ def test_markdown_report_has_tables() -> None:
     out = analyze(str(nccl()), "--format", "md", "--top", "2")
     assert out.startswith(f"# {nccl()}".replace("_", "\\_"))
     assert "| step | wall ms |" in out
-    assert "## Kernels by total time (top 2 of" in out
+    assert "## Kernels, ordered by total time in the whole trace (top 2 of" in out
+
+
+def test_operator_tables_are_per_step_unless_totals_are_asked_for() -> None:
+    data = json.loads(analyze(str(nccl()), "--format", "json"))["analysis"]
+    steps = data["summary"]["count"]
+    op = data["operators"][0]
+    kernel = data["kernels"][0]
+    per_step = analyze(str(nccl()), "--format", "md", "--top", "1")
+    totals = analyze(str(nccl()), "--format", "md", "--top", "1", "--totals")
+    assert "| operator | calls per step | self ms per step |" in per_step
+    assert f"mean over the {steps} steps" in per_step
+    assert "| operator | calls (whole trace) | self ms (whole trace) |" in totals
+    assert "| kernel | calls (whole trace) | ms (whole trace) |" in totals
+    assert f"| {op['calls']:,} |" in totals
+    assert op["calls_per_step"] != op["calls"]  # three steps: the two tables differ
+    calls = f"{kernel['calls_per_step']:,.2f}".rstrip("0").rstrip(".")
+    assert f"| {calls} |" in per_step
 
 
 def test_folder_of_rank_traces_per_rank_gives_one_result_per_rank(tmp_path: Path) -> None:
@@ -123,8 +141,8 @@ def test_every_flag_can_be_turned_off_explicitly() -> None:
     on = runner.invoke(app, ["analyze", str(cpu_only()), "--findings-only"])
     off = runner.invoke(app, ["analyze", str(cpu_only()), "--no-findings-only"])
     assert on.exit_code == off.exit_code == 0
-    assert "Findings" in on.stdout and "CPU operators by self time" not in on.stdout
-    assert "Findings" in off.stdout and "CPU operators by self time" in off.stdout
+    assert "Findings" in on.stdout and "CPU operators, ordered by self time" not in on.stdout
+    assert "Findings" in off.stdout and "CPU operators, ordered by self time" in off.stdout
 
 
 def test_diff_command_formats_and_errors(tmp_path: Path) -> None:
@@ -167,3 +185,22 @@ def test_scrub_command(tmp_path: Path) -> None:
     assert "anupamb" not in read_json(out)["traceName"]
     again = runner.invoke(app, ["scrub", str(source), "-o", str(out)])
     assert again.exit_code == 2 and "exists already" in again.stderr
+
+
+def test_version_prints_the_package_version() -> None:
+    from importlib.metadata import version
+
+    result = runner.invoke(app, ["--version"])
+    assert result.exit_code == 0
+    assert result.stdout == f"steptrace {version('steptrace')}\n"
+
+
+def test_an_unknown_threshold_lists_the_valid_names() -> None:
+    from steptrace.hypotheses.thresholds import Thresholds
+
+    result = runner.invoke(app, ["analyze", str(nccl()), "--threshold", "nonsense=1"])
+    assert result.exit_code == 2
+    (line,) = result.stderr.splitlines()
+    assert "unknown threshold 'nonsense'" in line
+    assert all(name in line for name in Thresholds().to_dict())
+    assert "Object contains" not in line and "field" not in line

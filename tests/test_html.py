@@ -53,7 +53,7 @@ def test_structure_of_a_gpu_report() -> None:
         "Question", "What this trace can tell", "Steps", "Labels per step", "GPU per step",
     ]  # fmt: skip
     assert "Findings" in page.headings and "Open the trace on the timeline" in page.headings
-    assert page.tags.count("svg") == 3  # steps, labels, GPU
+    assert page.tags.count("svg") == 4  # steps, labels, GPU, GPU by kind of work
     assert "script" not in page.tags and page.links == []  # self-contained: nothing to fetch
     html = render_html(report)
     assert html.count("<tr>") >= len(report.findings) + len(report.analysis.kernels)
@@ -82,7 +82,7 @@ def test_the_report_loads_in_headless_chromium(tmp_path: Path) -> None:
         shot = page.screenshot(full_page=True)
         svg_count = page.locator("svg").count()
     assert problems == []  # no console error, no network request
-    assert svg_count == 3
+    assert svg_count == 4  # steps, labels, GPU, GPU by kind of work
     pixels = image.open(io.BytesIO(shot)).convert("L")
     low, high = pixels.getextrema()
     assert high - low > 100  # not blank: text and bars on a light background

@@ -104,5 +104,6 @@ def test_cells_in_every_unit() -> None:
     assert (cell_text(0.1234, "share"), cell_text(-0.25, "delta_ms")) == ("12.3%", "-0.250")
     assert (cell_text(1536, "bytes"), cell_text(2.5, "ratio")) == ("1.5 KB", "2.50×")
     assert (cell_text(12000, "count"), cell_text(2.5, "count")) == ("12,000", "2.5")
+    assert cell_text(1234.567, "count") == "1,234.57"  # a mean count: never 1.23e+03
     assert cell_text(7.37e90, "number") == "7.37e+90"  # never ninety digits
     assert cell_text(Spread(1.0, 0.5, 2.0), "ms") == "1.000 [0.500–2.000]"

@@ -34,8 +34,9 @@ from steptrace.analysis.operators import OperatorStat
 from steptrace.errors import TraceError
 from steptrace.hypotheses import Case, find
 from steptrace.hypotheses.thresholds import Thresholds
+from steptrace.hypotheses.variation import step_variation
 from steptrace.report.model import FINDINGS_SCHEMA, SCHEMA, RanksReport, Report
-from steptrace.scenario import Scenario, decode_record, read_sidecar, sidecar_path
+from steptrace.scenario import Scenario, decode_record, read_sidecar, sidecar_path, throughput
 from steptrace.trace.load import load_trace
 from steptrace.trace.source import GZIP_MAGIC, FileText, decompress, file_size, read_file
 from steptrace.trace.table import Trace
@@ -82,13 +83,15 @@ def _report(
     capture = record.capture if record else None
     analysis = measure(trace, partial_step=capture.partial_step if capture else None)
     limits = thresholds or Thresholds()
+    varied = step_variation(analysis, limits)
     return Report(
         scenario=scenario,
         capture=capture,
         analysis=analysis,
+        throughput=throughput(scenario, analysis.summary.wall_ms.median),
         findings=find(Case(analysis, scenario, capture), limits),
         thresholds=limits,
-        warnings=tuple(unreadable + warnings),
+        warnings=tuple(unreadable + warnings + ([varied] if varied else [])),
     )
 
 

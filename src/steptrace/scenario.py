@@ -49,6 +49,7 @@ class Scenario(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=
     step: tuple[StepPart, ...] | None = None  # None: the kind's usual step (see ``parts``)
     model_load_in_step: bool = False  # inference: is loading the model part of a request?
     batch_size: int | None = None
+    sequence_length: int | None = None  # tokens per sample, for tokens/s (None: not a sequence)
     input_shapes: tuple[tuple[int, ...], ...] = ()
     dtype: str = "float32"  # or "bfloat16", "float16", "autocast-bfloat16", ...
     model_mode: Literal["train", "eval"] | None = None  # None: train for training, eval else
@@ -65,6 +66,8 @@ class Scenario(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=
             raise ValueError("an inference step cannot contain backward or optimizer_step")
         if self.batch_size is not None and self.batch_size < 1:
             raise ValueError("batch_size must be at least 1")
+        if self.sequence_length is not None and self.sequence_length < 1:
+            raise ValueError("sequence_length must be at least 1")
 
     @property
     def parts(self) -> tuple[StepPart, ...]:
@@ -91,6 +94,31 @@ class Scenario(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=
     def from_dict(cls, data: object) -> Scenario:
         """Validate plain data (from a sidecar or a trace) into a ``Scenario``."""
         return msgspec.convert(data, cls, strict=False)
+
+
+class Throughput(msgspec.Struct, frozen=True, kw_only=True):
+    """Samples (and tokens) per second at the median step time, from the scenario's batch."""
+
+    ms_per_step: float  # the median wall time of the steps it is computed from
+    batch_size: int
+    samples_per_s: float
+    sequence_length: int | None = None
+    tokens_per_s: float | None = None  # None: the scenario gives no sequence length
+
+
+def throughput(scenario: Scenario | None, ms_per_step: float) -> Throughput | None:
+    """Throughput at ``ms_per_step``; None without a batch size or with a step of 0 ms."""
+    if scenario is None or scenario.batch_size is None or ms_per_step <= 0:
+        return None
+    samples = scenario.batch_size / (ms_per_step / 1000)
+    length = scenario.sequence_length
+    return Throughput(
+        ms_per_step=ms_per_step,
+        batch_size=scenario.batch_size,
+        samples_per_s=samples,
+        sequence_length=length,
+        tokens_per_s=samples * length if length is not None else None,
+    )
 
 
 class ObservedRun(msgspec.Struct, frozen=True, kw_only=True):

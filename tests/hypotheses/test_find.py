@@ -103,9 +103,21 @@ def test_replace_returns_a_validated_copy() -> None:
     }
 
 
-def test_replace_refuses_unknown_names() -> None:
-    with pytest.raises(ValueError, match="unknown field `input_shares`"):
+def test_replace_refuses_unknown_names_and_lists_the_valid_ones() -> None:
+    with pytest.raises(ValueError, match="unknown threshold 'input_shares'") as error:
         Thresholds().replace(["input_shares=0.2"])
+    assert f"the thresholds are: {', '.join(Thresholds().to_dict())}" in str(error.value)
+    assert "field" not in str(error.value) and "Object" not in str(error.value)
+
+
+@pytest.mark.parametrize(
+    ("assignment", "message"),
+    [("input_share=abc", "input_share='abc': must be a number"),
+     ("small_kernel_count=1.5", "small_kernel_count='1.5': must be a whole number")],
+)  # fmt: skip
+def test_replace_says_what_kind_a_value_must_be(assignment: str, message: str) -> None:
+    with pytest.raises(ValueError, match=message):
+        Thresholds().replace([assignment])
 
 
 @pytest.mark.parametrize(
@@ -120,8 +132,8 @@ def test_replace_refuses_negative_and_non_finite_values(assignment: str) -> None
 
 @pytest.mark.parametrize(
     ("assignment", "message"),
-    [("input_share", "expected NAME=VALUE"), ("input_share=abc", "Expected `float`"),
-     ("small_kernel_count=2.5", "Expected `int`")],
+    [("input_share", "expected NAME=VALUE"), ("input_share=abc", "must be a number"),
+     ("small_kernel_count=2.5", "must be a whole number")],
 )  # fmt: skip
 def test_replace_refuses_malformed_assignments(assignment: str, message: str) -> None:
     with pytest.raises(ValueError, match=message):

@@ -27,6 +27,7 @@ import msgspec
 import numpy as np
 from numpy.typing import NDArray
 
+from steptrace.analysis.categories import CategoryTime, category_per_step
 from steptrace.analysis.idle import after_sync_us, waiting_on_host_us
 from steptrace.analysis.stats import Spread
 from steptrace.analysis.steps import StepWindow, step_of
@@ -107,6 +108,7 @@ class GpuStep(msgspec.Struct, frozen=True):
     idle_waiting_on_host_ms: float | None  # gaps the next launch arrived too late to fill
     idle_after_sync_ms: float  # idle from the end of a blocking call to the next GPU work
     streams: tuple[int, ...]  # streams with GPU work starting in the step
+    categories: tuple[CategoryTime, ...] = ()  # busy time by kind of work, overlap once
 
 
 def gpu_per_step(
@@ -125,6 +127,7 @@ def gpu_per_step(
     sync_step = step_of(steps, events.start_us[syncs])
     launched_in = step_of(steps, timeline.issued_us)  # the step whose CPU side launched it
     communication = _communication(events, timeline, launched_in, lo, hi)
+    categories = category_per_step(events, timeline, lo, hi)
     results = []
     for k, step in enumerate(steps):
         inside = launched_in == k
@@ -146,6 +149,7 @@ def gpu_per_step(
                 streams=tuple(int(x) for x in np.unique(events.stream[timeline.rows[inside]])),
                 idle_after_sync_ms=after_sync_us(timeline, sync_ends, step.start_us, step.end_us)
                 / 1000,
+                categories=categories[k],
             )
         )
     return tuple(results)

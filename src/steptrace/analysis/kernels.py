@@ -1,15 +1,18 @@
 """Per kernel name over the whole trace: calls, total, mean, min, max.
 
-Contract: ``kernel_stats(events) -> tuple[KernelStat, ...]``, sorted by total time. Every
-figure is computed from all the kernel events of that name, so each row is exact however
-many rows a report shows. ``total_ms`` is the sum of the kernel's own durations (GPU time
-spent in it, across streams), not a share of wall time.
+Contract: ``kernel_stats(events, in_step, steps) -> tuple[KernelStat, ...]``, sorted by
+total time. Every figure is computed from all the kernel events of that name, so each row
+is exact however many rows a report shows. ``total_ms`` is the sum of the kernel's own
+durations (GPU time spent in it, across streams), not a share of wall time. The
+``*_per_step`` figures are means over the ``steps`` (complete) steps of the kernels each
+step launched (``in_step``, per event row: as ``GpuStep.kernels``), total in them / steps.
 """
 
 from __future__ import annotations
 
 import msgspec
 import numpy as np
+from numpy.typing import NDArray
 
 from steptrace.trace.kinds import Kind
 from steptrace.trace.table import EventTable
@@ -22,10 +25,14 @@ class KernelStat(msgspec.Struct, frozen=True):
     mean_us: float
     min_us: float
     max_us: float
+    calls_per_step: float = 0.0  # mean over the steps of the calls each launched
+    total_ms_per_step: float = 0.0
 
 
-def kernel_stats(events: EventTable) -> tuple[KernelStat, ...]:
-    """Every kernel name, by total time (largest first)."""
+def kernel_stats(
+    events: EventTable, in_step: NDArray[np.bool_] | None = None, steps: int = 0
+) -> tuple[KernelStat, ...]:
+    """Every kernel name, by total time (largest first); per-step means over ``steps``."""
     rows = np.flatnonzero(events.kind == Kind.KERNEL)
     if rows.size == 0:
         return ()
@@ -37,6 +44,10 @@ def kernel_stats(events: EventTable) -> tuple[KernelStat, ...]:
     total = np.add.reduceat(duration, first)
     lowest = np.minimum.reduceat(duration, first)
     highest = np.maximum.reduceat(duration, first)
+    counted = in_step[order] if in_step is not None and steps else np.zeros(order.size, bool)
+    per = 1.0 / steps if steps else 0.0
+    step_calls = np.add.reduceat(counted.astype(np.float64), first) * per
+    step_total = np.add.reduceat(np.where(counted, duration, 0.0), first) * per
     stats = [
         KernelStat(
             name=events.names[int(name[f])],
@@ -45,7 +56,11 @@ def kernel_stats(events: EventTable) -> tuple[KernelStat, ...]:
             mean_us=float(t) / int(c),
             min_us=float(lo),
             max_us=float(hi),
+            calls_per_step=float(sc),
+            total_ms_per_step=float(st) / 1000,
         )
-        for f, c, t, lo, hi in zip(first, calls, total, lowest, highest, strict=True)
+        for f, c, t, lo, hi, sc, st in zip(
+            first, calls, total, lowest, highest, step_calls, step_total, strict=True
+        )
     ]
     return tuple(sorted(stats, key=lambda s: (-s.total_ms, s.name)))

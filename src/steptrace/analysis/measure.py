@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import msgspec
 import numpy as np
+from numpy.typing import NDArray
 
+from steptrace.analysis.categories import CategorySummary, summarize
 from steptrace.analysis.copies import CopyPattern, copy_patterns
 from steptrace.analysis.cpu import CpuStep, cpu_per_step
 from steptrace.analysis.gpu import GpuStep, gpu_per_step
@@ -19,9 +21,15 @@ from steptrace.analysis.operators import OperatorStat, operator_stats
 from steptrace.analysis.outside import GpuOutsideSteps, gpu_outside_steps, outside_warnings
 from steptrace.analysis.phases import Phase, Reading, phases_per_step
 from steptrace.analysis.stats import Spread
-from steptrace.analysis.steps import find_steps, marker_warnings, overlap_warnings
-from steptrace.analysis.timeline import gpu_timeline
-from steptrace.trace.table import Device, Trace
+from steptrace.analysis.steps import (
+    StepWindow,
+    find_steps,
+    marker_warnings,
+    overlap_warnings,
+    step_of,
+)
+from steptrace.analysis.timeline import GpuTimeline, gpu_timeline
+from steptrace.trace.table import Device, EventTable, Trace
 
 # The first step is shown apart when its wall time is this far (relative) from the others'.
 FIRST_STEP_TOLERANCE = 0.10
@@ -92,6 +100,8 @@ class StepSummary(msgspec.Struct, frozen=True):
     gpu_idle_ms: Spread | None
     first_step: FirstStep | None
     phases: tuple[PhaseSummary, ...]
+    # GPU busy time by kind of work (GEMM, ...), per step; None: GPU not observed
+    gpu_categories: tuple[CategorySummary, ...] | None = None
 
 
 class TraceAnalysis(msgspec.Struct, frozen=True):
@@ -149,8 +159,10 @@ def measure(trace: Trace, *, partial_step: int | None = None) -> TraceAnalysis:
         )
         for w, p, c, g in zip(steps.windows, phases, cpu, gpu, strict=True)
     )
-    operators = operator_stats(events, tree, links if timeline else None)
-    kernels = kernel_stats(events)
+    counted = tuple(w for w, r in zip(steps.windows, results, strict=True) if not r.partial)
+    counted = counted or steps.windows  # as the summary: all of them when every one is partial
+    operators = operator_stats(events, tree, links if timeline else None, counted)
+    kernels = kernel_stats(events, _launched_in(events, timeline, counted), len(counted))
     info = trace.info
     dist = info.distributed
     outside = gpu_outside_steps(events, steps.windows, timeline)
@@ -190,6 +202,17 @@ def measure(trace: Trace, *, partial_step: int | None = None) -> TraceAnalysis:
     )
 
 
+def _launched_in(
+    events: EventTable, timeline: GpuTimeline | None, windows: tuple[StepWindow, ...]
+) -> NDArray[np.bool_] | None:
+    """Per event row: GPU work launched in one of ``windows`` (as ``GpuStep`` counts it)."""
+    if timeline is None:
+        return None
+    launched = np.zeros(len(events), dtype=bool)
+    launched[timeline.rows] = step_of(windows, timeline.issued_us) >= 0
+    return launched
+
+
 def _thread_label(trace: Trace, thread: int) -> str | None:
     if thread < 0:
         return None
@@ -221,6 +244,7 @@ def _summary(every: tuple[StepResult, ...]) -> StepSummary:
         gpu_idle_ms=Spread.of([g.idle_ms for g in observed]) if observed else None,
         first_step=_first_step(steps),
         phases=_phase_summaries(steps),
+        gpu_categories=summarize([g.categories for g in observed]) if observed else None,
     )
 
 

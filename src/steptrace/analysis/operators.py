@@ -1,11 +1,16 @@
 """CPU operators over the whole trace: self and inclusive time, calls, shapes, kernels.
 
-Contract: ``operator_stats(events, tree, links) -> tuple[OperatorStat, ...]``, sorted by
-self time. Self time excludes nested operators (runtime calls such as
+Contract: ``operator_stats(events, tree, links, steps) -> tuple[OperatorStat, ...]``, sorted
+by self time over the whole trace. Self time excludes nested operators (runtime calls such as
 ``cudaLaunchKernel`` stay in the operator that made them, as in torch's own table);
 inclusive time does not count a recursive call twice. Each kernel is attributed to the
 innermost operator around the runtime call that launched it (via ``correlation``), and so
 are copies and sets.
+
+The whole-trace figures (``calls``, ``self_ms``, ...) count every call, inside the steps or
+not. The ``*_per_step`` figures are means over the given steps (the complete ones): the
+calls that started inside a step, summed, divided by the number of steps, so that they
+add up, operator by operator, to a per-step total (a median per operator would not).
 """
 
 from __future__ import annotations
@@ -15,6 +20,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from steptrace.analysis.links import CpuTree, GpuLinks
+from steptrace.analysis.steps import StepWindow, step_of
 from steptrace.trace.nesting import has_same_name_ancestor, self_time
 from steptrace.trace.table import EventTable
 
@@ -30,12 +36,21 @@ class OperatorStat(msgspec.Struct, frozen=True):
     gpu_launches: int | None  # how many GPU activities it launched; None: GPU not observed
     input_shapes: str | None  # most frequent recorded input shapes; None when not recorded
     input_types: str | None  # the input types recorded with those shapes
+    # means over the steps of the calls starting in each (total in the steps / steps)
+    calls_per_step: float = 0.0
+    self_ms_per_step: float = 0.0
+    inclusive_ms_per_step: float = 0.0
+    gpu_ms_per_step: float | None = None  # None: GPU not observed
 
 
 def operator_stats(
-    events: EventTable, tree: CpuTree, links: GpuLinks | None
+    events: EventTable,
+    tree: CpuTree,
+    links: GpuLinks | None,
+    steps: tuple[StepWindow, ...] = (),
 ) -> tuple[OperatorStat, ...]:
-    """Every CPU operator name, by self time (largest first); GPU figures need ``links``."""
+    """Every CPU operator name, by self time (largest first); GPU figures need ``links``;
+    the per-step means are over ``steps`` (0 without steps)."""
     ops = tree.ops
     if ops.size == 0:
         return ()
@@ -49,6 +64,13 @@ def operator_stats(
     inclusive_us = np.bincount(name[outermost], weights=(end - start)[outermost], minlength=n)
     gpu_us, gpu_count = _launched_gpu_work(events, links) if links else (None, None)
     shapes = _typical_shapes(events, ops)
+    in_step = step_of(steps, start) >= 0
+    per = 1.0 / max(len(steps), 1) if steps else 0.0
+    step_calls = np.bincount(name[in_step], minlength=n) * per
+    step_self = np.bincount(name[in_step], weights=own[in_step], minlength=n) * per
+    counted = outermost & in_step
+    step_inclusive = np.bincount(name[counted], weights=(end - start)[counted], minlength=n) * per
+    step_gpu = _gpu_in_steps(events, links, ops, in_step) * per if links else None
     stats = [
         OperatorStat(
             name=events.names[i],
@@ -59,6 +81,10 @@ def operator_stats(
             gpu_launches=None if gpu_count is None else int(gpu_count[i]),
             input_shapes=events.shapes[shapes[i]] if i in shapes else None,
             input_types=(events.shape_types[shapes[i]] or None) if i in shapes else None,
+            calls_per_step=float(step_calls[i]),
+            self_ms_per_step=float(step_self[i]) / 1000,
+            inclusive_ms_per_step=float(step_inclusive[i]) / 1000,
+            gpu_ms_per_step=None if step_gpu is None else float(step_gpu[i]) / 1000,
         )
         for i in np.flatnonzero(calls).tolist()
     ]
@@ -74,6 +100,21 @@ def _launched_gpu_work(
     names = events.name_id[links.owner[known]]
     total = np.bincount(names, weights=events.dur_us[links.rows[known]], minlength=n)
     return total.astype(np.float64), np.bincount(names, minlength=n).astype(np.int64)
+
+
+def _gpu_in_steps(
+    events: EventTable, links: GpuLinks, ops: NDArray[np.int64], in_step: NDArray[np.bool_]
+) -> NDArray[np.float64]:
+    """Per operator name: summed duration of the GPU work launched by its calls in a step."""
+    started_in_step = np.zeros(len(events), dtype=bool)
+    started_in_step[ops[in_step]] = True
+    known = links.owner >= 0
+    owner = links.owner[known]
+    chosen = started_in_step[owner]
+    names = events.name_id[owner[chosen]]
+    weights = events.dur_us[links.rows[known][chosen]]
+    total = np.bincount(names, weights=weights, minlength=len(events.names)).astype(np.float64)
+    return total
 
 
 def _typical_shapes(events: EventTable, ops: NDArray[np.int64]) -> dict[int, int]:

@@ -26,6 +26,7 @@ from torch.profiler import profile, record_function, schedule
 
 from steptrace import devices
 from steptrace.capturing import files
+from steptrace.capturing.quiet import without_usdt_lines
 from steptrace.capturing.result import CaptureResult
 from steptrace.errors import CaptureError, CaptureWarning
 from steptrace.scenario import (
@@ -109,7 +110,8 @@ class Capture(AbstractContextManager["Capture"]):
             with_stack=window.with_stack,
             with_flops=window.with_flops,
         )
-        self._profiler.__enter__()
+        with without_usdt_lines():  # kineto's "USDT: ... profiler_start" (see capturing.quiet)
+            self._profiler.__enter__()
         self._label_window()
         self._mark()
 
@@ -145,7 +147,12 @@ class Capture(AbstractContextManager["Capture"]):
         if was_active:
             self.step_ms.append((now - self._last) * 1000)
         self.steps_done += 1
-        self._profiler.step()
+        profiler = self._profiler
+        if profiler.current_action != profiler.schedule(profiler.step_num + 1):
+            with without_usdt_lines():  # recording starts or stops in this call
+                profiler.step()
+        else:
+            profiler.step()
         self._label_window()
         self._last = self._clock()
 
@@ -166,7 +173,8 @@ class Capture(AbstractContextManager["Capture"]):
             self._profiler.add_metadata_json(
                 TRACE_METADATA_KEY, json.dumps(record_payload(self.scenario, self._ended(cut)))
             )
-        self._profiler.__exit__(kind, error, trace)
+        with without_usdt_lines():
+            self._profiler.__exit__(kind, error, trace)
         if error is not None:
             self._release()
             return

@@ -70,7 +70,6 @@ def profile_training(
     window: Window | None = None,
     restore_state: bool = True,
     split_batch: SplitBatch | None = None,
-    clock: Callable[[], float] = time.perf_counter,
     **legacy: Any,
 ) -> CaptureResult:
     """Capture a labelled training window and return where it is and what was measured.
@@ -86,6 +85,7 @@ def profile_training(
         raise CaptureError(f"profile_training needs a training scenario, not {scenario.kind!r}")
     plan = window_of(window, legacy)
     _check_length(loader, plan)
+    clock = time.perf_counter
     capture = Capture(scenario, out=out, window=plan, sync_steps=plan.measure_overhead, clock=clock)
     device = capture.device
     saved = SavedState(model, optimizer)

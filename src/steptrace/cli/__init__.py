@@ -68,6 +68,9 @@ class _Commands(click.Group):
     context_settings={"help_option_names": ["-h", "--help"]},
     no_args_is_help=True,
 )
+@click.version_option(
+    package_name="steptrace", prog_name="steptrace", message="%(prog)s %(version)s"
+)
 def app() -> None:
     """steptrace: question-first analysis of PyTorch profiler traces, on the timeline."""
 
@@ -85,6 +88,7 @@ def analyze(
     output_format: str,
     top: int,
     findings_only: bool,
+    totals: bool,
     threshold: tuple[str, ...],
     per_rank: bool,
 ) -> None:
@@ -119,7 +123,7 @@ def analyze(
         _fail(str(error))
     reports.sort(key=lambda r: (r.analysis.trace.rank is None, r.analysis.trace.rank or 0,
                                 r.analysis.trace.path))  # fmt: skip
-    _report(reports, output_format, findings_only=findings_only)
+    _report(reports, output_format, findings_only=findings_only, totals=totals)
 
 
 def _analyze_ranks(
@@ -164,6 +168,7 @@ def profile(
     output_format: str,
     top: int,
     findings_only: bool,
+    totals: bool,
 ) -> None:
     """Capture a labelled window of a workload with torch.profiler, then analyze it.
 
@@ -192,7 +197,7 @@ def profile(
         f"steptrace: trace {', '.join(captured.facts.traces)}; scenario {captured.facts.sidecar}",
         file=sys.stderr,
     )
-    _report(reports, output_format, findings_only=findings_only)
+    _report(reports, output_format, findings_only=findings_only, totals=totals)
 
 
 @app.command(short_help="The method end to end: capture, findings, each one's check run.")
@@ -378,14 +383,16 @@ def demo(out: Path, device: str, quick: bool, ranks: bool) -> None:
           f"{extra}trace.json (open it in ui.perfetto.dev)")  # fmt: skip
 
 
-def _report(reports: list[Report], output_format: str, *, findings_only: bool = False) -> None:
+def _report(
+    reports: list[Report], output_format: str, *, findings_only: bool = False, totals: bool = False
+) -> None:
     from steptrace.report.trace_sections import View, report_document
 
     for report in reports:
         path = report.analysis.trace.path
         for warning in report.analysis.trace.warnings + report.warnings:
             _warn(f"{path}: {warning}")
-    view = View(findings_only=findings_only)
+    view = View(findings_only=findings_only, totals=totals)
     _write([report_document(r, view) for r in reports], output_format)
 
 

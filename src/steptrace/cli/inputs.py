@@ -1,9 +1,14 @@
 """Command-line trace arguments -> the list of trace files they name.
 
-A file named on the command line is taken as given (loading it says what is wrong). In a
-folder, steptrace's own scenario sidecars are left out, and so are JSON files that are
-not traces: a saved steptrace report (its ``schema`` first), or a file whose whole text
-holds no ``traceEvents`` (``truth.json``, notes). Those are returned as skipped, with why.
+steptrace's own files are never analyzed as traces, whether named or found in a folder:
+scenario sidecars (``*.scenario.json``) and what steptrace writes (``report.json``,
+``ranks.json``, ``comparisons.json``, any JSON whose top-level object, or first list item,
+carries a ``steptrace.*`` schema). Named on the command line they are returned as skipped,
+with why (the command line notes each on stderr); in a folder sidecars are left out
+silently, as they always were. In a folder, JSON files that are not traces are skipped too
+(a file whose whole text holds no ``traceEvents``: ``truth.json``, notes); any other file
+named on the command line is taken as given (loading it says what is wrong). Arguments
+that leave no trace at all are one ``TraceError``.
 """
 
 from __future__ import annotations
@@ -18,8 +23,13 @@ from steptrace.errors import TraceError
 
 TRACE_SUFFIXES = (".json", ".json.gz")
 SIDECAR_SUFFIX = ".scenario.json"  # steptrace's own scenario files, beside their traces
+OUTPUT_NAMES = frozenset({"report.json", "ranks.json", "comparisons.json"})  # the demo's
 _PEEK_BYTES = 64 * 1024
-_REPORT = re.compile(rb'\A\s*(\[\s*)?\{\s*"schema"\s*:\s*"steptrace\.')
+# steptrace's JSON opens with its schema (a comparison's after its title); a trace may hold
+# a steptrace schema too, but nested in its metadata, never as its first key.
+_REPORT = re.compile(
+    rb'\A\s*(\[\s*)?\{\s*("title"\s*:\s*"(?:[^"\\]|\\.)*"\s*,\s*)?"schema"\s*:\s*"steptrace\.'
+)
 
 
 def is_trace_name(path: Path) -> bool:
@@ -35,7 +45,8 @@ def trace_inputs(arguments: Iterable[Path]) -> tuple[list[Path], list[tuple[Path
     """The trace files the arguments name, and the folder files skipped with the reason."""
     files: list[Path] = []
     skipped: list[tuple[Path, str]] = []
-    for argument in arguments:
+    given = list(arguments)
+    for argument in given:
         if argument.is_dir():
             found = sorted(p for p in argument.iterdir() if p.is_file() and is_trace_name(p))
             for path in found:
@@ -47,10 +58,31 @@ def trace_inputs(arguments: Iterable[Path]) -> tuple[list[Path], list[tuple[Path
             if not found or all(p in dict(skipped) for p in found):
                 raise TraceError(f"{argument}: folder holds no trace (*.json, *.json.gz)")
         elif argument.exists():
-            files.append(argument)
+            why = own_file(argument)
+            if why:
+                skipped.append((argument, why))
+            else:
+                files.append(argument)
         else:
             raise TraceError(f"{argument}: no such file or folder")
+    if not files:
+        named = ", ".join(str(p) for p, _ in skipped[:3]) + (", ..." if len(skipped) > 3 else "")
+        raise TraceError(f"{named}: steptrace's own files, no trace among them")
     return files, skipped
+
+
+def own_file(path: Path) -> str | None:
+    """Why a file named on the command line is one of steptrace's own, not a trace."""
+    if path.name.endswith(SIDECAR_SUFFIX):
+        return "a steptrace scenario sidecar (read with its trace)"
+    if not path.is_file():  # a pipe or a device: never read here (loading refuses it)
+        return None
+    head, _ = _head(path)
+    if _REPORT.match(head):
+        return "a file steptrace wrote (a report, not a trace)"
+    if path.name in OUTPUT_NAMES and b'"traceEvents"' not in head:
+        return f"a file steptrace writes ({path.name}), not a trace"
+    return None
 
 
 def not_a_trace(path: Path) -> str | None:
@@ -58,6 +90,8 @@ def not_a_trace(path: Path) -> str | None:
     head, whole = _head(path)
     if _REPORT.match(head):
         return "a saved steptrace report, not a trace"
+    if path.name in OUTPUT_NAMES and b'"traceEvents"' not in head:
+        return f"a file steptrace writes ({path.name}), not a trace"
     if whole and b'"traceEvents"' not in head:
         return "not a trace (no traceEvents)"
     return None

@@ -30,7 +30,8 @@ def format_option(command: _Command) -> _Command:
 
 
 def report_options(command: _Command) -> _Command:
-    """``--format``, ``--top`` and ``--findings-only``, shared by analyze and profile."""
+    """``--format``, ``--top``, ``--findings-only`` and ``--totals``, shared by analyze and
+    profile."""
     for option in reversed(
         (
             format_option,
@@ -39,6 +40,10 @@ def report_options(command: _Command) -> _Command:
                 help="Operators and kernels to list.",
             ),
             switch("--findings-only", "Only the question and the findings table."),
+            switch(
+                "--totals",
+                "Operator and kernel tables: totals over the whole trace (default: per step).",
+            ),
         )
     ):  # fmt: skip
         command = option(command)

@@ -57,6 +57,10 @@ class Thresholds(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_field
     short_operator_us: float = 10.0
     short_operator_count: int = 200
     overhead_ratio: float = 1.2
+    # step variation (a warning, not a finding): the slowest complete step takes more than
+    # this many times the fastest. Half again is more than timer noise and warm-up jitter
+    # on a quiet machine; a real run showed 3x: then a median of a few steps describes none.
+    step_spread: float = 1.5
 
     def to_dict(self) -> dict[str, Any]:
         data: dict[str, Any] = msgspec.to_builtins(self)

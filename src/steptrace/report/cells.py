@@ -5,6 +5,8 @@
 
 from __future__ import annotations
 
+import math
+
 from steptrace import units
 from steptrace.analysis.stats import Spread
 from steptrace.report.document import Cell, Unit
@@ -42,6 +44,8 @@ def number(value: float, unit: Unit | str) -> str:
     whole = float(value).is_integer() and abs(value) < 1e15
     if unit == "count" and whole:
         return f"{int(value):,}"
+    if unit == "count" and math.isfinite(value):  # a mean count (calls per step)
+        return f"{value:,.2f}".rstrip("0").rstrip(".")
     return f"{value:.3g}"  # a number without a unit: three significant digits
 
 

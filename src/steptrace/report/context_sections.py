@@ -53,7 +53,9 @@ def scenario_lines(scenario: Scenario) -> list[str]:
     return [
         f"Question: {scenario.question}",
         f"Step ({scenario.kind}): {step}",
-        f"Batch {scenario.batch_size or 'not stated'} · shapes {shapes} · {scenario.dtype} · "
+        f"Batch {scenario.batch_size or 'not stated'}"
+        + (f" · sequence {scenario.sequence_length}" if scenario.sequence_length else "")
+        + f" · shapes {shapes} · {scenario.dtype} · "
         f"{scenario.mode} mode · compile {scenario.compile} · {scenario.device} · "
         f"data {scenario.data_origin} · unit {scenario.unit}",
         f"Simplified: {scenario.simplifications or 'nothing stated'}",

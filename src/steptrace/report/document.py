@@ -51,6 +51,7 @@ class Table(msgspec.Struct, frozen=True, tag="table"):
 class Series(msgspec.Struct, frozen=True):
     name: str
     values: tuple[float, ...]
+    muted: bool = False  # drawn grey, not in a colour: the rest of something (outside labels)
 
 
 class Bars(msgspec.Struct, frozen=True, tag="bars"):

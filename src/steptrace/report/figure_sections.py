@@ -63,11 +63,26 @@ def steps(report: Report) -> Section:
             + ("; partial steps are listed, not counted" if any_partial else "")
         ),
     )
+    rate = Paragraph(throughput_line(report))
     return Section(
         "steps",
         "Steps (wall time on the timeline; GPU busy = union of kernels, copies and sets)",
-        (chart, table),
+        (chart, table, rate),
     )
+
+
+def throughput_line(report: Report) -> str:
+    """Samples/s (and tokens/s) next to ms/step, or why they are not known."""
+    rate = report.throughput
+    if rate is None:
+        return "Throughput: not known (the scenario states no batch size)."
+    line = (
+        f"Throughput: {rate.samples_per_s:,.1f} samples/s at the median "
+        f"{units.ms(rate.ms_per_step)} ms/step (batch {rate.batch_size}"
+    )
+    if rate.tokens_per_s is None:
+        return line + "; no sequence length stated, so no tokens/s)."
+    return line + f" × {rate.sequence_length} tokens): {rate.tokens_per_s:,.0f} tokens/s."
 
 
 def labels(report: Report) -> Section:
@@ -83,7 +98,10 @@ def labels(report: Report) -> Section:
         (*_label_series(analysis.steps, [p.name for p in phases]),),
         tuple(s.wall_ms for s in analysis.steps),
         "ms",
-        caption="Each bar is one step; grey is time on other threads or not attributed.",
+        caption=(
+            "Each bar is one step; dark grey is the step's thread outside every label, "
+            "light grey the rest of the step (labels on other threads, or not attributed)."
+        ),
     )
     table = Table(
         (
@@ -123,7 +141,8 @@ def _label_series(steps: Sequence[StepResult], names: list[str]) -> list[Series]
         )
         for name in names
     ]
-    series.append(Series("outside labels", tuple(s.unlabeled_ms or 0.0 for s in steps)))
+    outside = tuple(s.unlabeled_ms or 0.0 for s in steps)
+    series.append(Series("outside labels", outside, muted=True))
     return series
 
 
@@ -183,53 +202,87 @@ def _gpu_row(step: StepResult) -> tuple[Cell, ...]:
 
 
 # -- operators, kernels, copies ---------------------------------------------------------------
-def operators(report: Report) -> Section:
+def _scope(report: Report, totals: bool) -> tuple[str, str]:
+    """The columns' suffix and the caption's sentence saying what the figures sum."""
+    count = report.analysis.summary.count
+    if totals:
+        return "(whole trace)", (
+            "Totals over the whole trace, every call inside the steps or not "
+            "(without --totals: per step)."
+        )
+    steps = f"{count} step" + ("s" if count != 1 else "")
+    return "per step", (
+        f"Per step: the mean over the {steps} (the calls that started in a step, summed, "
+        f"divided by {count}); --totals gives totals over the whole trace."
+    )
+
+
+def operators(report: Report, totals: bool = False) -> Section:
     analysis = report.analysis
     listed = f"top {len(analysis.operators)} of {analysis.operators_total}"
+    suffix, scope = _scope(report, totals)
     table = Table(
         (
             Column("operator", "name"),
-            Column("calls", "count"),
-            Column("self ms", "ms"),
-            Column("inclusive ms", "ms"),
-            Column("GPU ms launched", "ms"),
+            Column(f"calls {suffix}", "count"),
+            Column(f"self ms {suffix}", "ms"),
+            Column(f"inclusive ms {suffix}", "ms"),
+            Column(f"GPU ms launched {suffix}", "ms"),
             Column("input shapes", "text"),
         ),
         tuple(
             (
                 units.short(o.name, NAME_WIDTH),
-                o.calls,
-                o.self_ms,
-                o.inclusive_ms,
-                o.gpu_ms,
+                o.calls if totals else o.calls_per_step,
+                o.self_ms if totals else o.self_ms_per_step,
+                o.inclusive_ms if totals else o.inclusive_ms_per_step,
+                o.gpu_ms if totals else o.gpu_ms_per_step,
                 units.short(o.input_shapes or "not recorded", NAME_WIDTH),
             )
             for o in analysis.operators
         ),
-        caption="Self time excludes nested operators; inclusive time counts a recursive call once.",
+        caption=(
+            f"{scope} Self time excludes nested operators; inclusive time counts a "
+            "recursive call once."
+        ),
     )
-    return Section("operators", f"CPU operators by self time ({listed})", (table,))
+    shown = "totals" if totals else "per step"
+    heading = f"CPU operators, ordered by self time in the whole trace ({listed}): {shown}"
+    return Section("operators", heading, (table,))
 
 
-def kernels(report: Report) -> Section:
+def kernels(report: Report, totals: bool = False) -> Section:
     analysis = report.analysis
-    heading = f"Kernels by total time (top {len(analysis.kernels)} of {analysis.kernels_total})"
     if not analysis.trace.gpu_observed:
         return Section("kernels", "Kernels", (Paragraph(f"Kernels: {NOT_OBSERVED}."),))
+    listed = f"top {len(analysis.kernels)} of {analysis.kernels_total}"
+    suffix, scope = _scope(report, totals)
+    shown = "totals" if totals else "per step"
+    heading = f"Kernels, ordered by total time in the whole trace ({listed}): {shown}"
     table = Table(
         (
             Column("kernel", "name"),
-            Column("calls", "count"),
-            Column("total ms", "ms"),
-            Column("mean µs", "us"),
+            Column(f"calls {suffix}", "count"),
+            Column(f"ms {suffix}", "ms"),
+            Column("mean µs per call", "us"),
             Column("min µs", "us"),
             Column("max µs", "us"),
         ),
         tuple(
-            (units.short(k.name, KERNEL_WIDTH), k.calls, k.total_ms, k.mean_us, k.min_us, k.max_us)
+            (
+                units.short(k.name, KERNEL_WIDTH),
+                k.calls if totals else k.calls_per_step,
+                k.total_ms if totals else k.total_ms_per_step,
+                k.mean_us,
+                k.min_us,
+                k.max_us,
+            )
             for k in analysis.kernels
         ),
-        caption="Each row is exact over every call of the kernel.",
+        caption=(
+            f"{scope.replace('started', 'were launched')} Mean, min and max are per call, "
+            "exact over every call of the kernel in the trace."
+        ),
     )
     return Section("kernels", heading, (table,))
 

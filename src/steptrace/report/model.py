@@ -21,7 +21,7 @@ from steptrace.across.ranks.thresholds import RankThresholds
 from steptrace.analysis.measure import TraceAnalysis, TraceSummary
 from steptrace.hypotheses.finding import Finding
 from steptrace.hypotheses.thresholds import Thresholds
-from steptrace.scenario import CaptureFacts, Scenario
+from steptrace.scenario import CaptureFacts, Scenario, Throughput
 from steptrace.validate.results import CheckResult
 
 SCHEMA = "steptrace.report/2"
@@ -34,13 +34,16 @@ class Report(msgspec.Struct, frozen=True, kw_only=True):
     ``analysis`` holds every figure (``None`` in a GPU figure: not observed) and what
     loading the trace skipped (``analysis.trace.warnings``); ``findings`` are hypotheses
     with their next controlled check, most severe first; ``warnings`` are about the
-    report's other inputs (an unreadable scenario).
+    report's other inputs (an unreadable scenario) and its certainty (steps that differ by
+    more than ``thresholds.step_spread``: more steps are needed).
     """
 
     schema: str = SCHEMA
     scenario: Scenario | None  # the question and the step; None: none was recorded
     capture: CaptureFacts | None  # what the capture measured outside the profiler
     analysis: TraceAnalysis
+    # samples/s (tokens/s) at the median step: None without a batch size in the scenario
+    throughput: Throughput | None = None
     findings: tuple[Finding, ...]
     thresholds: Thresholds  # the thresholds the findings used
     warnings: tuple[str, ...] = ()

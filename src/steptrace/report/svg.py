@@ -25,22 +25,42 @@ def _finite(values: Sequence[float]) -> list[float]:
     return [v if math.isfinite(v) and v >= 0 else 0.0 for v in values]
 
 
+CHAR_PX = 6.0  # the width of a character of the 10-11 px labels, generously (no font metrics)
+LABEL_TILT = 90  # degrees: step labels that do not fit under their bar are drawn upright
+TEXT_GREY = "#9a9a9a"  # a series drawn grey (``muted``): darker than the total behind it
+
+
 def bars(
     labels: Sequence[str], values: Sequence[float], unit: str, highlight: int | None = None
 ) -> str:
-    """Vertical bars, one per label; ``highlight`` marks one bar (the first step)."""
+    """Vertical bars, one per label; ``highlight`` marks one bar (the first step). Labels
+    that do not fit under their bar are turned upright, and thinned (every k-th, the
+    highlighted one always) when even upright ones would touch."""
     values = _finite(values)
-    width, height, pad = max(320, 60 * len(values)), 220, 40
-    top = max(values, default=0) or 1.0
+    names = [short(label, 18) for label in labels]
+    widest = max((len(n) for n in names), default=0) * CHAR_PX
+    width, pad = max(320, 60 * len(values)), 40
     step = (width - pad) / max(len(values), 1)
-    parts = [_axis(width, height, pad, top, unit)]
+    tilted = widest > step * 0.9
+    drop = widest * math.sin(math.radians(LABEL_TILT)) + 8 if tilted else 0.0
+    height = 220 + drop
+    every = math.ceil(14 / step) if tilted else 1  # upright labels need ~14 px apart
+    base = 220 - pad  # the bars' baseline, as without labels below
+    top = max(values, default=0) or 1.0
+    parts = [_axis(width, base + pad, pad, top, unit)]
     for i, (label, value) in enumerate(zip(labels, values, strict=True)):
-        h = (height - 2 * pad) * value / top
+        h = (base - pad) * value / top
         x = pad + i * step + step * 0.15
         color = PALETTE[1] if i == highlight else PALETTE[0]
         tip = f"{label}: {value:.3f} {unit}"
-        parts.append(_rect(x, height - pad - h, step * 0.7, h, color, tip))
-        parts.append(_text(x + step * 0.35, height - pad + 14, short(label, 14), "middle"))
+        parts.append(_rect(x, base - h, step * 0.7, h, color, tip))
+        if i % every and i != highlight:
+            continue
+        middle = x + step * 0.35
+        if tilted:
+            parts.append(_tilted(middle, base + 12, names[i]))
+        else:
+            parts.append(_text(middle, base + 14, names[i], "middle"))
     return _svg(width, height, parts)
 
 
@@ -49,31 +69,78 @@ def stacked(
     series: Sequence[tuple[str, Sequence[float]]],
     totals: Sequence[float],
     unit: str,
+    muted: Sequence[str] = (),
 ) -> str:
-    """Horizontal stacked bars: one row per step, one colour per series, over the total."""
+    """Horizontal stacked bars: one row per step, one colour per series (grey for the
+    ``muted`` ones), over the total; a time axis under them and a legend that wraps."""
     totals = _finite(totals)
     series = [(name, _finite(values)) for name, values in series]
     width, row_h, pad = 720, 26, 130
-    height = 40 + row_h * len(rows) + 20 * ((len(series) + 3) // 4)
-    scale = (width - pad - 20) / (max(totals, default=0) or 1.0)
+    scale_top = _nice(max(totals, default=0) or 1.0)
+    scale = (width - pad - 20) / scale_top
+    colors = _series_colors([name for name, _ in series], muted)
     parts = []
     for r, (row, total) in enumerate(zip(rows, totals, strict=True)):
         y = 20 + r * row_h
         parts.append(_text(pad - 6, y + 15, short(row, 18), "end", 11))
         parts.append(_rect(pad, y, total * scale, row_h - 6, MUTED, f"{row}: {total:.3f} {unit}"))
         x = float(pad)
-        for s, (name, values) in enumerate(series):
+        for (name, values), color in zip(series, colors, strict=True):
             w = values[r] * scale
             if w > 0:
-                tip = f"{name}: {values[r]:.3f} {unit}"
-                parts.append(_rect(x, y, w, row_h - 6, PALETTE[s % len(PALETTE)], tip))
+                parts.append(_rect(x, y, w, row_h - 6, color, f"{name}: {values[r]:.3f} {unit}"))
                 x += w
-    legend_y = 30 + row_h * len(rows)
-    for s, (name, _) in enumerate(series):
-        lx, ly = pad + (s % 4) * 150, legend_y + (s // 4) * 18
-        parts.append(_rect(lx, ly, 10, 10, PALETTE[s % len(PALETTE)], name))
-        parts.append(_text(lx + 14, ly + 9, short(name, 22), "start"))
-    return _svg(width, height, parts)
+    axis_y = 20 + row_h * len(rows)
+    parts += _time_axis(pad, axis_y, scale, scale_top, unit)
+    legend, legend_h = _legend_items([n for n, _ in series], colors, pad, axis_y + 36, width)
+    parts += legend
+    return _svg(width, axis_y + 36 + legend_h, parts)
+
+
+def _series_colors(names: Sequence[str], muted: Sequence[str]) -> list[str]:
+    colors, k = [], 0
+    for name in names:
+        if name in muted:
+            colors.append(TEXT_GREY)
+        else:
+            colors.append(PALETTE[k % len(PALETTE)])
+            k += 1
+    return colors
+
+
+def _nice(top: float) -> float:
+    """The smallest 1, 2 or 5 × 10^k at or above ``top``: the axis' end."""
+    power = 10.0 ** math.floor(math.log10(top))
+    return float(next(m * power for m in (1, 2, 5, 10) if m * power >= top * (1 - 1e-12)))
+
+
+def _time_axis(x0: float, y: float, scale: float, top: float, unit: str) -> list[str]:
+    """A line with five ticks from 0 to ``top`` and the unit after them."""
+    parts = [f'<line x1="{x0}" y1="{y}" x2="{x0 + top * scale:.1f}" y2="{y}" stroke="#888"/>']
+    for k in range(5):
+        value = top * k / 4
+        x = x0 + value * scale
+        parts.append(f'<line x1="{x:.1f}" y1="{y}" x2="{x:.1f}" y2="{y + 4}" stroke="#888"/>')
+        parts.append(_text(x, y + 15, f"{value:g}", "middle"))
+    parts.append(_text(x0 - 6, y + 15, unit, "end"))
+    return parts
+
+
+def _legend_items(
+    names: Sequence[str], colors: Sequence[str], x0: float, y0: float, width: float
+) -> tuple[list[str], float]:
+    """Swatches with their whole names (up to 80 characters), flowed into rows that fit."""
+    parts: list[str] = []
+    x, y = x0, y0
+    for name, color in zip(names, colors, strict=True):
+        shown = short(name, 80)
+        item = 14 + len(shown) * CHAR_PX + 16
+        if x > x0 and x + item > width:
+            x, y = x0, y + 18
+        parts.append(_rect(x, y, 10, 10, color, name))
+        parts.append(_text(x + 14, y + 9, shown, "start"))
+        x += item
+    return parts, (y - y0 + 18 if names else 0)
 
 
 def strips(groups: Sequence[tuple[str, Sequence[float]]], unit: str) -> str:
@@ -119,7 +186,15 @@ def _text(x: float, y: float, text: str, anchor: str, size: int = 10) -> str:
     )
 
 
-def _axis(width: int, height: int, pad: int, top: float, unit: str) -> str:
+def _tilted(x: float, y: float, text: str, size: int = 10) -> str:
+    """A label ending under ``x``, rising at ``LABEL_TILT`` degrees (upright: read upwards)."""
+    return (
+        f'<text x="{x:.1f}" y="{y:.1f}" font-size="{size}" text-anchor="end" '
+        f'transform="rotate(-{LABEL_TILT} {x:.1f} {y:.1f})">{escape(text)}</text>'
+    )
+
+
+def _axis(width: float, height: float, pad: float, top: float, unit: str) -> str:
     return (
         f'<line x1="{pad}" y1="{height - pad}" x2="{width}" y2="{height - pad}" stroke="#888"/>'
         f'<line x1="{pad}" y1="{pad}" x2="{pad}" y2="{height - pad}" stroke="#888"/>'

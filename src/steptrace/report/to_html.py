@@ -25,7 +25,8 @@ from steptrace.report.document import (
 STYLE = """
 body{font-family:system-ui,-apple-system,'Segoe UI',sans-serif;margin:2rem auto;max-width:1100px;
 color:#222;line-height:1.45;padding:0 1rem}
-h1{font-size:1.5rem}h2{font-size:1.15rem;margin-top:2rem;border-bottom:1px solid #ddd}
+h1{font-size:1.5rem}h1,p{overflow-wrap:anywhere}
+h2{font-size:1.15rem;margin-top:2rem;border-bottom:1px solid #ddd}
 .question{background:#f3f6fb;border-left:4px solid #4e79a7;padding:.3rem 1rem}
 .warning{background:#fff8e6;border-left:4px solid #f28e2b;padding:.4rem 1rem;margin:.3rem 0}
 table{border-collapse:collapse;width:100%;font-size:.85rem;margin:.5rem 0}
@@ -100,7 +101,8 @@ def _chart(block: Chart) -> str:
         return svg.bars(block.labels, block.values, block.unit, highlight=block.highlight)
     if isinstance(block, Stacked):
         series = [(s.name, s.values) for s in block.series]
-        return svg.stacked(block.rows, series, block.totals, block.unit)
+        muted = [s.name for s in block.series if s.muted]
+        return svg.stacked(block.rows, series, block.totals, block.unit, muted)
     if isinstance(block, Heatmap):
         return svg.heatmap(
             block.rows, block.columns, block.values, block.unit,

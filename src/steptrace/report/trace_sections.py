@@ -1,9 +1,9 @@
 """One trace's report as sections, built once for every format.
 
 Reading order: the question, notes on what the trace can and cannot say, step times, the
-labels of each step, the GPU, CPU operators, kernels, copies, the findings, any A/B
-checks run on them, warnings, and how to open the trace on a timeline. ``findings_only``
-keeps the question, the findings and the warnings.
+labels of each step, the GPU, its time by kind of work, CPU operators, kernels, copies, the
+findings, any A/B checks run on them, warnings, and how to open the trace on a timeline.
+``findings_only`` keeps the question, the findings and the warnings.
 """
 
 from __future__ import annotations
@@ -27,6 +27,7 @@ class View:
     comparisons: tuple[tuple[str, ComparisonLike], ...] = ()  # A/B checks, titled
     trace_name: str | None = None  # the trace as the reader will find it (default: its path)
     notes: tuple[str, ...] = ()  # about this run, from whoever made it (the demo: its plants)
+    totals: bool = False  # operator and kernel tables: totals over the trace, not per step
 
 
 def report_document(report: Report, view: View | None = None) -> Document:
@@ -51,6 +52,7 @@ def about(notes: tuple[str, ...]) -> tuple[Section, ...]:
 
 def sections(report: Report, view: View) -> tuple[Section, ...]:
     """The sections of one report, in reading order (imported here: JSON needs none)."""
+    from steptrace.report.category_sections import categories
     from steptrace.report.check_sections import comparison_section
     from steptrace.report.context_sections import notes, question, timeline, warnings
     from steptrace.report.figure_sections import copies, gpu, kernels, labels, operators, steps
@@ -70,8 +72,9 @@ def sections(report: Report, view: View) -> tuple[Section, ...]:
         steps(report),
         labels(report),
         gpu(report),
-        operators(report),
-        kernels(report),
+        categories(report),
+        operators(report, view.totals),
+        kernels(report, view.totals),
         copies(report),
         findings(report),
         *checks,

@@ -1,0 +1,166 @@
+"""GPU time per step by kind of work: GEMM, convolution, attention, ... (HTA's and
+TraceLens' kernel breakdown), without counting concurrent work twice.
+
+Contract: ``category_per_step(events, timeline, lo, hi) -> list[tuple[CategoryTime, ...]]``,
+one tuple per step window ``[lo[k], hi[k]]``, every category listed in ``CATEGORIES`` order;
+``summarize(per_step)`` over the steps: median [min–max] ms per step, and the share of the
+steps' busy time taken together (medians of parts need not add up; these shares do).
+
+A kernel's category comes from its name (``category_of``, first match in this order):
+``communication`` (NCCL, RCCL, gloo), ``attention`` (flash, fmha, ``attention``),
+``convolution`` (``conv``, cuDNN's ``scudnn``, ``dgrad``/``wgrad``/``fprop``, winograd),
+``GEMM`` (``gemm``, CUTLASS, cuBLAS, ``nvjet``, hipBLASLt's ``Cijk``, ``matmul``), ``reduction``
+(``reduce``, ``norm``, ``softmax``, ``sum``, ``mean``, ``pool``, Triton's ``triton_red`` and
+``triton_per``), ``elementwise`` (``elementwise``, ``vectorized``, ``unrolled``, Triton's
+``triton_poi``, ``fill``, ``multi_tensor_apply``, dropout, layout transforms), else ``other``
+(sorts, embeddings, ...). Names are a heuristic: the patterns are in ``_PATTERNS``. Copies and
+sets are ``copy`` by their kind, whatever their name.
+
+Overlap is attributed once: busy time is the union of all GPU work on the timeline (as
+``GpuStep.busy_ms``), and each instant of it goes to one category, the first in priority
+order among those running then: the compute categories (GEMM, convolution, attention,
+reduction, elementwise, other) before communication, and communication before copies, as
+TensorBoard's profiler plugin did. A copy running under a GEMM is therefore GEMM time, and
+communication only counts where no compute ran (its *exposed* part). The categories of a
+step add up to its GPU busy time, exactly: no share is ever above 100% in sum. The time is
+on the timeline, clipped to the step, whichever step launched the work.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+
+import msgspec
+import numpy as np
+from numpy.typing import NDArray
+
+from steptrace.analysis.stats import Spread
+from steptrace.analysis.timeline import GpuTimeline
+from steptrace.trace import intervals as iv
+from steptrace.trace.kinds import Kind
+from steptrace.trace.table import EventTable
+
+# Report order; PRIORITY (below) decides which category gets time where several overlap.
+CATEGORIES = (
+    "GEMM",
+    "convolution",
+    "attention",
+    "elementwise",
+    "reduction",
+    "communication",
+    "copy",
+    "other",
+)
+PRIORITY = (
+    "GEMM",
+    "convolution",
+    "attention",
+    "reduction",
+    "elementwise",
+    "other",
+    "communication",
+    "copy",
+)
+# Kernel names -> category: the first pattern that matches (copies and sets are ``copy``).
+_PATTERNS = (
+    ("communication", re.compile(r"nccl|rccl|gloo", re.I)),
+    ("attention", re.compile(r"flash|fmha|attention|attn|sdpa", re.I)),
+    (
+        "convolution",
+        re.compile(r"conv|dgrad|wgrad|fprop|winograd|implicit_?gemm|scudnn|hcudnn", re.I),
+    ),
+    ("GEMM", re.compile(r"gemm|cutlass|cublas|nvjet|^Cijk|matmul|xmma|hmma|wgmma|_mm_", re.I)),
+    (
+        "reduction",
+        re.compile(
+            r"reduc|norm|softmax|welford|argmax|argmin|topk|cumsum|scan|nll_loss|"
+            r"cross_entropy|\bsum|sum_|mean|pool|bn_fw|bn_bw|triton_red|triton_per",
+            re.I,
+        ),
+    ),
+    (
+        "elementwise",
+        re.compile(
+            r"elementwise|vectorized|unrolled|triton_poi|pointwise|fill|CatArray|"
+            r"multi_tensor_apply|dropout|ToNhwc|ToNchw",
+            re.I,
+        ),
+    ),
+)
+
+
+class CategoryTime(msgspec.Struct, frozen=True):
+    """One category's GPU busy time in one step (overlap attributed once)."""
+
+    category: str
+    busy_ms: float
+    share_of_busy: float | None  # busy_ms / the step's GPU busy time; None: GPU idle all step
+
+
+class CategorySummary(msgspec.Struct, frozen=True):
+    """One category over the steps."""
+
+    category: str
+    busy_ms: Spread  # per step: median [min to max]
+    share_of_busy: float | None  # of the steps' GPU busy time together; None: never busy
+
+
+@functools.cache  # a trace has many calls and far fewer kernel names
+def category_of(name: str) -> str:
+    """The category of a kernel name (``other`` when no pattern matches)."""
+    for category, pattern in _PATTERNS:
+        if pattern.search(name):
+            return category
+    return "other"
+
+
+def category_per_step(
+    events: EventTable,
+    timeline: GpuTimeline,
+    lo: NDArray[np.float64],
+    hi: NDArray[np.float64],
+) -> list[tuple[CategoryTime, ...]]:
+    """Per step window, every category's busy time and share of the step's busy time."""
+    rows = timeline.rows
+    of_row = _row_categories(events, rows)
+    taken = iv.empty()
+    ms: dict[str, NDArray[np.float64]] = {}
+    for category in PRIORITY:
+        chosen = rows[of_row == category]
+        own = iv.union(events.start_us[chosen], events.end_us[chosen])
+        ms[category] = iv.covered(iv.difference(own, taken), lo, hi) / 1000.0
+        taken = iv.union(np.concatenate((taken[0], own[0])), np.concatenate((taken[1], own[1])))
+    total = sum(ms.values(), np.zeros(lo.shape))
+    return [
+        tuple(
+            CategoryTime(c, float(ms[c][k]), float(ms[c][k] / total[k]) if total[k] > 0 else None)
+            for c in CATEGORIES
+        )
+        for k in range(lo.size)
+    ]
+
+
+def summarize(per_step: list[tuple[CategoryTime, ...]]) -> tuple[CategorySummary, ...]:
+    """Over steps: each category's busy ms (median [min–max]) and its share of the steps'
+    GPU busy time taken together (which, unlike medians of shares, adds up to 100%)."""
+    if not per_step:
+        return ()
+    total = sum(t.busy_ms for step in per_step for t in step)
+    summaries = []
+    for k, category in enumerate(CATEGORIES):
+        values = [step[k].busy_ms for step in per_step]
+        spread = Spread.of(values)
+        assert spread is not None
+        share = sum(values) / total if total > 0 else None
+        summaries.append(CategorySummary(category, spread, share))
+    return tuple(summaries)
+
+
+def _row_categories(events: EventTable, rows: NDArray[np.int64]) -> NDArray[np.str_]:
+    unique, inverse = np.unique(events.name_id[rows], return_inverse=True)
+    named = np.array([category_of(events.names[i]) for i in unique.tolist()], dtype="<U16")
+    categories: NDArray[np.str_] = named[inverse.reshape(-1)] if rows.size else named
+    kind = events.kind[rows]
+    categories[(kind == Kind.MEMCPY) | (kind == Kind.MEMSET)] = "copy"
+    return categories
