@@ -16,3 +16,17 @@ class CaptureError(Exception):
 
 class CaptureWarning(UserWarning):
     """Something the capture observed that makes its trace less trustworthy."""
+
+
+class NotTestable(Exception):  # noqa: N818 (the name the checks and their callers use)
+    """A controlled check that cannot run here (wrong device, an optimizer without a faster
+    implementation, a failed compile): refused before any timing, never a crash.
+
+    ``reason`` says why in one line (it is also the message); ``instead`` says what to run
+    by hand instead.
+    """
+
+    def __init__(self, reason: str, instead: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+        self.instead = instead
