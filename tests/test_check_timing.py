@@ -45,13 +45,17 @@ def test_the_profiler_slows_a_dispatch_bound_step() -> None:
 
 
 def test_the_profiler_costs_nothing_visible_on_one_large_operator() -> None:
-    """One event per step against milliseconds of compute: the ratio stays near 1. Not an
-    exact verdict: on 2 shared cores a 1% band can be crossed by noise alone."""
-    batches = [torch.randn(384, 384, generator=torch.Generator().manual_seed(i)) for i in range(2)]
+    """One event per step against milliseconds of compute: essentially an A/A. On 2 shared
+    cores a 1% band can be crossed by noise (compare's A/A false alarms: up to 5%), and under
+    load the interval is wide and the ratio anywhere in it: the test fails only when the
+    check claims a distortion, with confidence, of 5% or more."""
+    batches = [torch.randn(768, 768, generator=torch.Generator().manual_seed(i)) for i in range(2)]
     result = profiler_check(
         steps.one_matmul, make_state=steps.identity_state, batches=batches, plan=PLAN
     )
-    assert result.ratio is not None and abs(result.ratio - 1) < 0.05, result.sentence
+    assert result.ratio is not None and result.verdict != "outputs-differ"
+    claimed = result.verdict in ("faster", "slower")
+    assert not claimed or abs(result.ratio - 1) < 0.05, result.sentence
 
 
 def test_the_recorder_bounds_what_one_session_holds() -> None:
@@ -80,7 +84,8 @@ def test_a_constant_built_once_is_faster_and_changes_nothing() -> None:
     assert result.correctness.ok
     assert all(d.max_abs == 0 for d in result.correctness.differences)  # the same tensor
     assert result.verdict == "faster", result.sentence
-    assert "reuses" in result.by_design[-1] and "(1 built," in result.by_design[-1]
+    assert "(1 built," in result.by_design[-2]
+    assert "B's 3 torch calls per step" in result.by_design[-1]  # tensor, mul, linear
 
 
 def test_without_a_constant_the_cache_finds_nothing_to_gain() -> None:
@@ -90,7 +95,7 @@ def test_without_a_constant_the_cache_finds_nothing_to_gain() -> None:
     )  # fmt: skip
     assert result.correctness.ok
     assert result.verdict != "faster", result.sentence  # the mode only adds its own cost
-    assert result.by_design[-1].endswith("(0 built, 0 reuses)")
+    assert result.by_design[-2].endswith("(0 built, 0 reuses)")
 
 
 def adam_state() -> dict[str, Any]:
