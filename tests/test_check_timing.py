@@ -176,3 +176,40 @@ def test_a_broken_operator_is_not_testable(shaped_trace: Path) -> None:
         _run("raise SystemExit('no overload accepts these inputs')", "aten::mm", 60)
     with pytest.raises(NotTestable, match=r"longer than 0\.5 s"):
         _run("import time\ntime.sleep(30)", "aten::mm", 0.5)
+
+
+def test_before_block_runs_before_each_side_and_outside_the_timed_steps() -> None:
+    """A clock that ticks 1 ms per reading and a hook that adds 0.25 ms: a hook inside a
+    timed interval would show as a 1.25 ms step. Each block is preceded by its side's hook."""
+    now = [0.0]
+    calls: list[str] = []
+
+    def clock() -> float:
+        now[0] += 0.001
+        return now[0]
+
+    def hook(side: str) -> None:
+        calls.append(side)
+        now[0] += 0.00025
+
+    def step(side: str) -> Any:
+        def run(state: Any, batch: Any) -> Any:
+            calls.append(side.lower())
+            return batch
+
+        return run
+
+    plan = TimingPlan(warmup=2, block_steps=3, min_blocks=6, max_blocks=8, budget_s=10)
+    result = steptrace.compare(
+        step("A"), step("B"), make_state=steps.identity_state, batches=[torch.ones(1)],
+        plan=plan, instruments=steptrace.validate.Instruments(clock=clock, before_block=hook),
+    )  # fmt: skip
+    assert result.samples is not None
+    timed = [*result.samples.warmup_a, *result.samples.warmup_b, *result.samples.a,
+             *result.samples.b]  # fmt: skip
+    assert timed and all(abs(ms - 1.0) < 1e-6 for ms in timed)
+    runs = "".join(calls[6:])  # after the 3 correctness steps of each side (no hook there)
+    expected = "AaBb" * 2 + "".join(
+        "Aaaa" + "Bbbb" if order == "AB" else "Bbbb" + "Aaaa" for order in result.samples.order
+    )
+    assert runs == expected
