@@ -24,7 +24,9 @@ The stops take part of the time budget (outside the timed steps), so fewer block
 than for a bare A/B of the same steps. A's steps are labelled ``ProfilerStep#N`` as in a
 capture. The profiler's options (``record_shapes``, ``profile_memory``, ``with_stack``,
 ``with_flops``) come from ``window`` (the capture's), each adding its own cost. Outputs
-must agree: recording changes no value.
+must agree: recording changes no value. With ``loop_batches`` the whole loop of A also
+times one start, and B's one stop (no hook runs there). Kineto prints two lines on stderr
+per session (``profiler_start``, ``profiler_stop``); no setting of torch 2.13 silences them.
 """
 
 from __future__ import annotations
