@@ -18,7 +18,7 @@ pytest.importorskip("scipy")
 
 import steptrace  # noqa: E402
 from steptrace.cli import app  # noqa: E402
-from steptrace.errors import CaptureError, TraceError  # noqa: E402
+from steptrace.errors import CaptureError, NotTestable, TraceError  # noqa: E402
 from steptrace.validate import (  # noqa: E402
     CheckPlan,
     Instruments,
@@ -156,7 +156,7 @@ def test_input_pipeline_check_runs_the_same_compute_on_a_prepared_batch() -> Non
 def test_pinned_memory_check_needs_a_gpu() -> None:
     if torch.cuda.is_available():
         pytest.skip("a GPU is present: the refusal cannot be shown here")
-    with pytest.raises(CaptureError, match="needs a CUDA device"):
+    with pytest.raises(NotTestable, match="needs a CUDA device"):
         pinned_memory_check(steps.step, make_state=steps.make_state, batches=steps.make_batches())
 
 

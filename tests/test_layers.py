@@ -17,7 +17,16 @@ SRC = Path(__file__).resolve().parents[1] / "src"
 # The base modules are plain data and helpers every stage may use.
 LAYERS: tuple[frozenset[str], ...] = (
     frozenset(
-        {"errors", "lazy", "units", "safe_text", "window", "scenario", "devices", "assignments"}
+        {
+            "errors",
+            "lazy",
+            "units",
+            "safe_text",
+            "window",
+            "scenario",
+            "devices",
+            "assignments",
+        }
     ),
     frozenset({"trace"}),
     frozenset({"analysis", "across"}),  # across: several analyses at once, beside analysis

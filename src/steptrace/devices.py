@@ -48,24 +48,24 @@ def synchronize(device: torch.device) -> None:
 
 def to_device(batch: Any, device: torch.device, *, non_blocking: bool = False) -> Any:
     """Move tensors, and tuples, namedtuples, lists and mappings of them, to ``device``."""
-    return _each_tensor(batch, lambda t: t.to(device, non_blocking=non_blocking))
+    return each_tensor(batch, lambda t: t.to(device, non_blocking=non_blocking))
 
 
 def pin(batch: Any) -> Any:
     """The batch in pinned (page-locked) host memory, whatever its structure."""
-    return _each_tensor(batch, lambda t: t.pin_memory())
+    return each_tensor(batch, lambda t: t.pin_memory())
 
 
-def _each_tensor(batch: Any, change: Callable[[torch.Tensor], torch.Tensor]) -> Any:
+def each_tensor(batch: Any, change: Callable[[torch.Tensor], torch.Tensor]) -> Any:
     """``batch`` with ``change`` applied to every tensor, the containers kept as they are."""
     if isinstance(batch, torch.Tensor):
         return change(batch)
     if isinstance(batch, tuple) and hasattr(batch, "_fields"):  # a namedtuple
-        return type(batch)(*(_each_tensor(b, change) for b in batch))
+        return type(batch)(*(each_tensor(b, change) for b in batch))
     if isinstance(batch, tuple | list):
-        return type(batch)(_each_tensor(b, change) for b in batch)
+        return type(batch)(each_tensor(b, change) for b in batch)
     if isinstance(batch, Mapping):  # dict, or a Mapping such as transformers' BatchEncoding
-        changed = {k: _each_tensor(v, change) for k, v in batch.items()}
+        changed = {k: each_tensor(v, change) for k, v in batch.items()}
         try:
             return type(batch)(changed)  # type: ignore[call-arg]
         except TypeError:

@@ -18,11 +18,15 @@ class CaptureWarning(UserWarning):
     """Something the capture observed that makes its trace less trustworthy."""
 
 
-class NotTestable(Exception):  # noqa: N818 (a check's result, not an error)
-    """A controlled check that cannot run here: ``reason`` says why, ``instead`` what to
-    run by hand instead."""
+class NotTestable(Exception):  # noqa: N818 (the name the checks and their callers use)
+    """A controlled check that cannot run here (wrong device, an optimizer without a faster
+    implementation, a failed compile): refused before any timing, never a crash.
 
-    def __init__(self, reason: str, instead: str = "") -> None:
+    ``reason`` says why in one line (it is also the message); ``instead`` says what to run
+    by hand instead.
+    """
+
+    def __init__(self, reason: str, instead: str) -> None:
         super().__init__(reason)
         self.reason = reason
         self.instead = instead

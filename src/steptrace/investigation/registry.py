@@ -1,7 +1,7 @@
 """Each rule's controlled check: rule id -> how to run it for the user, or why it can't be.
 
 ``CHECKS`` holds one entry per rule id (``steptrace.hypotheses.RULES`` and the multi-rank
-rules); a test keeps it complete. An entry with ``run`` is automated: it makes an A/B
+rules); a test keeps it complete. An entry with ``run`` is automated (``runners``): an A/B
 (``compare`` from the same deep-copied state, correctness first) where B is the change the
 hypothesis points to, or a measurement. An entry without it says why it cannot be
 automated; the finding's own ``next_check`` is then the steps to follow by hand.
@@ -9,77 +9,10 @@ automated; the finding's own ``next_check`` is then the steps to follow by hand.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
-from typing import Any
+from steptrace.investigation import runners as run
+from steptrace.investigation.check import Check
 
-import torch
-
-from steptrace.analysis.measure import TraceAnalysis
-from steptrace.hypotheses.finding import Figure, Finding
-from steptrace.hypotheses.thresholds import Thresholds
-from steptrace.investigation.subject import Subject
-from steptrace.validate.results import Comparison, Outcome
-
-
-@dataclass(frozen=True)
-class Context:
-    """What a check is run with."""
-
-    subject: Subject
-    finding: Finding
-    analysis: TraceAnalysis
-    limits: Thresholds
-    options: Mapping[str, Any] = field(default_factory=dict)  # plan=, check= for compare
-    timeout_s: float = 60.0  # for checks that run outside compare (a subprocess)
-
-
-@dataclass(frozen=True)
-class Measured:
-    """A check that is a measurement rather than an A/B: its outcome and figures."""
-
-    outcome: Outcome
-    sentence: str
-    figures: tuple[Figure, ...]
-
-
-Runner = Callable[[Context], Comparison | Measured]
-
-
-@dataclass(frozen=True)
-class Check:
-    """One rule's check."""
-
-    name: str
-    change: str  # what A and B are, in words (or what is measured)
-    run: Runner | None = None  # None: it cannot be automated (``manual`` says why)
-    manual: str = ""
-    needs_gpu: bool = False
-    kinds: tuple[str, ...] = ("training", "inference")
-
-
-def _prepared_batch(context: Context) -> Comparison:
-    from steptrace.validate.checks import prepared_batch_check
-
-    subject = context.subject
-    assert subject.loader is not None  # training subjects have one (kinds)
-    return prepared_batch_check(
-        subject.step, make_state=subject.make_state, loader=subject.loader,
-        device=subject.device, **context.options,
-    )  # fmt: skip
-
-
-def _pinned(context: Context) -> Comparison:
-    from steptrace.devices import to_device
-    from steptrace.validate.checks import pinned_memory_check
-
-    subject = context.subject
-    on_host = [to_device(b, torch.device("cpu")) for b in subject.batches]
-    return pinned_memory_check(
-        subject.step, make_state=subject.make_state, batches=on_host, device=subject.device,
-        **context.options,
-    )  # fmt: skip
-
+COMPILE_S = 30.0  # torch.compile of a small model took 7-13 s on 2 CPU cores: leave room
 
 _BY_HAND = "the change depends on code steptrace cannot rewrite for you"
 _RANKS = "it needs the job's ranks: run the check across the ranks, as the finding says"
@@ -87,18 +20,44 @@ _RANKS = "it needs the job's ranks: run the check across the ranks, as the findi
 CHECKS: dict[str, Check] = {
     "input-pipeline": Check(
         "prepared-batch", "A: batches from the loader; B: one batch prepared in advance",
-        _prepared_batch, kinds=("training",),
+        run.prepared_batch, kinds=("training",),
+    ),
+    "repeated-copy": Check(
+        "constants-once", "A: the step as written; B: tensors built from unchanged Python "
+        "data (and their host-to-device copies) made once and reused", run.constants_once,
+    ),
+    "small-launches": Check(
+        "compiled", "A: the model as it runs; B: torch.compile(model), compile time apart",
+        run.compiled, min_s=COMPILE_S,
+    ),
+    "dominant-op": Check(
+        "operator-alone", "the operator alone on its recorded shapes, against the step",
+        run.operator_alone,
     ),
     "pageable-memcpy": Check(
         "pinned-memory", "A: copies from pageable memory; B: pinned memory, non_blocking",
-        _pinned, needs_gpu=True,
+        run.pinned_memory, needs_gpu=True,
     ),
-    **{
-        rule: Check("pending", "an automated check", manual="not written yet")
-        for rule in ("repeated-copy", "small-launches", "dominant-op", "cpu-bound",
-                     "inference-autograd", "precision", "optimizer-kernels",
-                     "profiler-distortion")
-    },
+    "cpu-bound": Check(
+        "compiled", "A: the model as it runs; B: torch.compile(model), compile time apart",
+        run.compiled, min_s=COMPILE_S,
+    ),
+    "inference-autograd": Check(
+        "inference-mode", "A: the request as served; B: the same under torch.inference_mode()",
+        run.inference_mode, kinds=("inference",),
+    ),
+    "precision": Check(
+        "autocast", "A: as it runs; B: under torch.autocast (bf16, else fp16), outputs "
+        "differ by design within a stated tolerance", run.autocast, needs_gpu=True,
+    ),
+    "optimizer-kernels": Check(
+        "optimizer-flags", "A: the optimizer as built; B: the same with fused=True (else "
+        "foreach=True)", run.optimizer_flags, kinds=("training",),
+    ),
+    "profiler-distortion": Check(
+        "profiler-off", "A: the step while torch.profiler records; B: the bare step",
+        run.profiler,
+    ),
     "sync-in-step": Check(
         "sync-moved-out", "A: the step; B: the step without its synchronizing call",
         manual=f"which call synchronizes is in your code: {_BY_HAND}",

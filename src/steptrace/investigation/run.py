@@ -25,21 +25,21 @@ from steptrace.devices import resolve
 from steptrace.errors import CaptureError, NotTestable
 from steptrace.hypotheses.finding import Finding
 from steptrace.hypotheses.thresholds import Thresholds
+from steptrace.investigation.check import Check, Context
 from steptrace.investigation.outcome import outcome_of
-from steptrace.investigation.registry import CHECKS, Check, Context, Measured
+from steptrace.investigation.registry import CHECKS
 from steptrace.investigation.subject import Subject, subject_of
 from steptrace.pipeline import analyze
 from steptrace.report.model import Report
 from steptrace.scenario import Scenario
-from steptrace.validate.results import CheckResult, Outcome
-from steptrace.validate.timing import CheckPlan, TimingPlan
+from steptrace.validate.results import CheckResult, Comparison, Outcome
+from steptrace.validate.timing import TimingPlan
 from steptrace.window import Window
 
 Say = Callable[[str], None]
 Clock = Callable[[], float]
 WINDOW = Window(active=3, measure_overhead=True)  # minimal options: no shapes, no stack
-MIN_CHECK_S = 2.0  # a check given less than this is not started: say the budget is spent
-CHECK_STEPS = 3  # correctness steps per side before any timing (CheckPlan's default)
+CHECK_STEPS = 3  # correctness steps per side before any timing (the factories' default)
 
 
 def investigate(
@@ -69,7 +69,9 @@ def investigate(
     report = analyze(captured.trace, thresholds=thresholds)
     say("Findings: " + (", ".join(f.rule for f in report.findings) or "none above thresholds"))
     subject = subject_of(workload, resolve(scenario.device))
-    results = run_checks(report, subject, checks=checks, budget_s=budget_s, say=say, clock=clock)
+    results = run_checks(
+        report, subject, checks=checks, budget_s=budget_s, window=plan, say=say, clock=clock
+    )
     return msgspec.structs.replace(report, checks=results)
 
 
@@ -79,6 +81,7 @@ def run_checks(
     *,
     checks: int,
     budget_s: float,
+    window: Window = WINDOW,
     say: Say = lambda _: None,
     clock: Clock = time.perf_counter,
 ) -> tuple[CheckResult, ...]:
@@ -94,14 +97,18 @@ def run_checks(
             reason = f"not run: {checks} checks were asked for (--checks) and ran first"
         left = budget_s - (clock() - start)
         share = left / max(1, min(checks - ran, len(runnable) - ran))
-        if reason is None and share < MIN_CHECK_S:
-            reason = f"not run: the budget ({budget_s:g} s) is spent; allow more with --budget"
+        if reason is None and share < spec.min_s:
+            reason = (
+                f"not run: {share:.0f} s of the budget ({budget_s:g} s) was left for it and it "
+                f"needs {spec.min_s:g} s or more; allow more with --budget"
+            )
         if reason is not None:
             results.append(_not_run(finding, spec, reason))
             continue
         ran += 1
         say(f"Checking {finding.rule}: {spec.change} ({share:.0f} s at most) ...")
-        result = _run_one(finding, spec, _context(report, subject, finding, share), share, clock)
+        context = _context(report, subject, finding, window, share)
+        result = _run_one(finding, spec, context, share, clock)
         say(f"  {finding.rule}: {result.sentence}")
         results.append(result)
     return tuple(results)
@@ -121,23 +128,28 @@ def _reason_not_run(finding: Finding, subject: Subject) -> str | None:
     return None
 
 
-def _context(report: Report, subject: Subject, finding: Finding, share_s: float) -> Context:
-    """The check's plan: the timing gets what correctness and warm-up leave of its share."""
-    step_s = _step_s(report)
+def _context(
+    report: Report, subject: Subject, finding: Finding, window: Window, share_s: float
+) -> Context:
+    """The check's plan: the timing gets what correctness and warm-up leave of its share
+    (each factory keeps its own correctness plan: tolerances are the check's to choose)."""
+    step_s, step_from = _step_s(report)
     plan = TimingPlan()
     overhead_s = 2 * (CHECK_STEPS + plan.warmup) * step_s
     timing_s = max(share_s - overhead_s, 0.5 * share_s)
-    options = {"plan": TimingPlan(budget_s=timing_s), "check": CheckPlan(steps=CHECK_STEPS)}
-    return Context(subject, finding, report.analysis, report.thresholds, options, share_s)
+    return Context(
+        subject, finding, report.analysis, report.thresholds, window, 1000 * step_s, step_from,
+        {"plan": TimingPlan(budget_s=timing_s)}, share_s,
+    )  # fmt: skip
 
 
-def _step_s(report: Report) -> float:
+def _step_s(report: Report) -> tuple[float, str]:
     """The step time without the profiler when it was measured, else the trace's median."""
     facts = report.capture
     if facts is not None and facts.unprofiled_step_ms:
         ordered = sorted(facts.unprofiled_step_ms)
-        return ordered[len(ordered) // 2] / 1000
-    return report.analysis.summary.wall_ms.median / 1000
+        return ordered[len(ordered) // 2] / 1000, "outside the profiler"
+    return report.analysis.summary.wall_ms.median / 1000, "in the trace (profiled)"
 
 
 def _run_one(
@@ -153,7 +165,7 @@ def _run_one(
     except CaptureError as exc:  # the user's step raised or could not be copied
         return _not_run(finding, spec, f"not testable here: {exc}", None, share_s, clock() - began)
     elapsed = clock() - began
-    if isinstance(made, Measured):
+    if not isinstance(made, Comparison):
         return CheckResult(
             rule=finding.rule, check=spec.name, change=spec.change, outcome=made.outcome,
             sentence=made.sentence, measured=made.figures, budget_s=share_s, elapsed_s=elapsed,

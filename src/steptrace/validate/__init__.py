@@ -1,7 +1,11 @@
-"""Validation outside the profiler: A/B from the same state, correctness first.
+"""Validation outside the profiler: A/B from the same state, correctness first, and the
+findings" controlled checks as factories, each
+``name(step, *, make_state, batches, device="cpu", **options) -> Comparison`` (A as the
+user runs it, B the change; ``steptrace.errors.NotTestable`` where one cannot run here).
 
-Names load on first use: ``steptrace.validate.results`` (what a comparison produces) is
-read without torch; ``compare`` and the checks need it.
+Names load on first use: ``steptrace.validate.results`` (what validation produces:
+``Comparison``, ``OperatorTiming``, ``CheckResult``) is read without torch; ``compare``
+and the checks need it.
 """
 
 from __future__ import annotations
@@ -12,15 +16,31 @@ from steptrace.lazy import lazy_names
 
 if TYPE_CHECKING:
     from steptrace.validate.ab import compare
+    from steptrace.validate.autocast import autocast_check
     from steptrace.validate.checks import pinned_memory_check, prepared_batch_check
-    from steptrace.validate.results import CheckResult, Comparison, LoopCheck
+    from steptrace.validate.compiled import compile_check
+    from steptrace.validate.constants import ConstantCache, constant_once_check
+    from steptrace.validate.inference import inference_mode_check
+    from steptrace.validate.operator_timing import operator_timing
+    from steptrace.validate.optimizer import optimizer_check
+    from steptrace.validate.profiler import profiler_check
+    from steptrace.validate.results import CheckResult, Comparison, LoopCheck, OperatorTiming
     from steptrace.validate.script import operator_script
     from steptrace.validate.timing import CheckPlan, Instruments, TimingPlan
 
 _MODULE_OF = {
+    "autocast_check": "steptrace.validate.autocast",
     **dict.fromkeys(("pinned_memory_check", "prepared_batch_check"), "steptrace.validate.checks"),
     "compare": "steptrace.validate.ab",
-    **dict.fromkeys(("CheckResult", "Comparison", "LoopCheck"), "steptrace.validate.results"),
+    "compile_check": "steptrace.validate.compiled",
+    **dict.fromkeys(("ConstantCache", "constant_once_check"), "steptrace.validate.constants"),
+    "inference_mode_check": "steptrace.validate.inference",
+    "operator_timing": "steptrace.validate.operator_timing",
+    "optimizer_check": "steptrace.validate.optimizer",
+    "profiler_check": "steptrace.validate.profiler",
+    **dict.fromkeys(
+        ("CheckResult", "Comparison", "LoopCheck", "OperatorTiming"), "steptrace.validate.results"
+    ),
     "operator_script": "steptrace.validate.script",
     **dict.fromkeys(("CheckPlan", "Instruments", "TimingPlan"), "steptrace.validate.timing"),
 }
@@ -29,13 +49,22 @@ __all__ = [
     "CheckPlan",
     "CheckResult",
     "Comparison",
+    "ConstantCache",
     "Instruments",
     "LoopCheck",
+    "OperatorTiming",
     "TimingPlan",
+    "autocast_check",
     "compare",
+    "compile_check",
+    "constant_once_check",
+    "inference_mode_check",
     "operator_script",
+    "operator_timing",
+    "optimizer_check",
     "pinned_memory_check",
     "prepared_batch_check",
+    "profiler_check",
 ]
 
 if not TYPE_CHECKING:

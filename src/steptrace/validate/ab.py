@@ -96,7 +96,10 @@ def compare(
     state_a, state_b = copies(origins[0], "A"), copies(origins[1], "B")
     step_a, step_b = guarded(baseline, "A", "while timed"), guarded(candidate, "B", "while timed")
     sides = Sides(lambda x: step_a(state_a, x), lambda x: step_b(state_b, x), *feeds)
-    samples = run_blocks(sides, plan, clock=instruments.clock, synchronize=sync, pair_s=pair_s)
+    samples = run_blocks(
+        sides, plan, clock=instruments.clock, synchronize=sync, pair_s=pair_s,
+        before_block=instruments.before_block or (lambda side: None),
+    )  # fmt: skip
     loop = _loop((baseline, candidate), origins, loops, plan, instruments.clock, sync)
     if len(samples.order) < MIN_PAIRS:
         too_few = _too_few(plan, pair_s, samples)

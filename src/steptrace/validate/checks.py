@@ -4,9 +4,12 @@
   the timed step; B runs the same compute on one batch prepared in advance.
 - ``pinned_memory_check`` (pageable-memcpy): A copies batches from pageable memory; B
   from pinned memory with ``non_blocking=True``.
-- repeated-copy: ``compare`` itself, the step with the constant rebuilt each step (A)
-  against the one that creates it once (B); outputs must agree (see the demo).
-- ``operator_script`` (dominant-op): see ``steptrace.validate.script``.
+- the other findings' checks each have their module: ``inference`` (inference-autograd),
+  ``optimizer`` (optimizer-kernels), ``autocast`` (precision), ``profiler``
+  (profiler-distortion), ``compiled`` (small-launches, cpu-bound), ``constants``
+  (repeated-copy), ``operator_timing`` and ``script`` (dominant-op).
+
+A check that cannot run here raises ``steptrace.errors.NotTestable`` before any timing.
 """
 
 from __future__ import annotations
@@ -17,7 +20,7 @@ from typing import Any
 import torch
 
 from steptrace.devices import pin, to_device
-from steptrace.errors import CaptureError
+from steptrace.errors import NotTestable
 from steptrace.validate.ab import compare
 from steptrace.validate.results import Comparison
 
@@ -70,7 +73,11 @@ def pinned_memory_check(
     """Pageable copies (A) against pinned memory with non_blocking copies (B)."""
     target = torch.device(device)
     if target.type != "cuda" or not torch.cuda.is_available():
-        raise CaptureError("pinned memory needs a CUDA device: this check cannot run here")
+        raise NotTestable(
+            "pinned memory needs a CUDA device: this check cannot run here",
+            "on a CUDA GPU: DataLoader(pin_memory=True) or tensor.pin_memory() with "
+            ".to(device, non_blocking=True); compare ms/step (steptrace compare)",
+        )
     pinned = [pin(b) for b in batches]
     pageable = list(batches)
 

@@ -1,7 +1,8 @@
 """What validation produces, without torch: the report reads it on any machine.
 
 ``Comparison`` (an A/B: correctness, timing, verdict, every raw value), its parts
-(``Correctness``, ``Difference``, ``LoopCheck``), and ``CheckResult``: a finding's controlled
+(``Correctness``, ``Difference``, ``LoopCheck``), ``OperatorTiming`` (one operator timed
+alone), and ``CheckResult``: a finding's controlled
 check and what it says of the finding's hypothesis (``steptrace investigate``).
 """
 
@@ -135,3 +136,22 @@ class CheckResult(msgspec.Struct, frozen=True, kw_only=True):
     measured: tuple[Figure, ...] = ()
     budget_s: float | None = None  # the time this check was allowed (None: did not run)
     elapsed_s: float | None = None  # the time it took, correctness and timing included
+
+
+class OperatorTiming(msgspec.Struct, frozen=True, kw_only=True):
+    """One operator timed alone, and what the trace says of it.
+
+    The trace's figures are over the whole trace: its self time per call, and its calls
+    divided by the trace's steps. Alone, the operator runs with warm caches and no
+    neighbours, on random values of the recorded shapes and dtypes: its median is what the
+    operator itself costs, to set beside what the trace says it cost inside the step.
+    """
+
+    operator: str
+    device: str
+    median_ms: float  # per call, alone (torch.utils.benchmark's blocked_autorange)
+    iqr_ms: float
+    runs: int  # calls timed
+    trace_self_ms_per_call: float
+    trace_calls_per_step: float | None  # None: the trace has no steps
+    script: str  # the script that was run, to run again or edit

@@ -30,6 +30,7 @@ from steptrace.validate.estimators import MIN_PAIRS, decide
 Step = Callable[[Any, Any], Any]
 Clock = Callable[[], float]
 Sync = Callable[[], None]
+BeforeBlock = Callable[[str], None]  # called with "A" or "B" before that side's steps run
 Stop = Literal["precise", "budget", "max-blocks", "too-few-samples"]
 WARMUP_SHARE = 0.2  # warm-up steps beyond the first take at most this share of the budget
 
@@ -72,10 +73,16 @@ class CheckPlan(msgspec.Struct, frozen=True, kw_only=True):
 
 
 class Instruments(msgspec.Struct, frozen=True):
-    """The clock and the device synchronizer (None: the device's own), injectable for tests."""
+    """The clock and the device synchronizer (None: the device's own), injectable for tests.
+
+    ``before_block`` is called with the side's name before each run of that side's steps
+    (every warm-up step and every block), outside the timed interval: a check can switch
+    something on for one side there (the profiler for A) without timing the switch.
+    """
 
     clock: Clock = time.perf_counter
     synchronize: Sync | None = None
+    before_block: BeforeBlock | None = None
 
 
 class Sides(msgspec.Struct, frozen=True):
@@ -94,8 +101,10 @@ def run_blocks(
     clock: Clock = time.perf_counter,
     synchronize: Sync = lambda: None,
     pair_s: float | None = None,
+    before_block: BeforeBlock = lambda side: None,
 ) -> Samples:
-    """Time both sides within ``plan.budget_s``; ``pair_s``: an A step plus a B step (s)."""
+    """Time both sides within ``plan.budget_s``; ``pair_s``: an A step plus a B step (s);
+    ``before_block(side)`` runs before each side's steps, untimed."""
     coin = np.random.default_rng(plan.seed)
     feed_a, feed_b = itertools.cycle(sides.batches_a), itertools.cycle(sides.batches_b)
     started = clock()
@@ -115,7 +124,9 @@ def run_blocks(
         spent = clock() - started
         if i and pair_s is not None and spent + pair_s > WARMUP_SHARE * plan.budget_s:
             break
+        before_block("A")
         timed["warm A"] += _timed(sides.step_a, feed_a, 1, clock, synchronize)
+        before_block("B")
         timed["warm B"] += _timed(sides.step_b, feed_b, 1, clock, synchronize)
         warm = (timed["warm A"][-1] + timed["warm B"][-1]) / 1000
         pair_s = warm if pair_s is None else min(pair_s, warm)  # one slow step sizes nothing
@@ -134,6 +145,7 @@ def run_blocks(
         first_a = bool(coin.integers(2))
         pairs = [("A", sides.step_a, feed_a), ("B", sides.step_b, feed_b)]
         for name, step, feed in pairs if first_a else reversed(pairs):
+            before_block(name)
             timed[name] += _timed(step, feed, block, clock, synchronize)
         order.append("AB" if first_a else "BA")
         pair_s = (float(np.median(timed["A"])) + float(np.median(timed["B"]))) / 1000

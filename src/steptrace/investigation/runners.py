@@ -1,0 +1,170 @@
+"""How each automated check runs on a ``Subject``: the validate factory it calls, with the
+subject's step, state and batches; and the operator timed alone (a measurement).
+
+Every factory gets ``make_state`` returning the user's own objects: ``compare`` (and each
+factory's own copies) deep-copy them, so the user's model, optimizer and RNG are never
+changed. Factories raise ``NotTestable`` when they cannot run here.
+"""
+
+from __future__ import annotations
+
+import copy
+import tempfile
+from pathlib import Path
+
+import torch
+
+from steptrace.analysis.measure import TraceAnalysis
+from steptrace.devices import activities, to_device
+from steptrace.errors import NotTestable
+from steptrace.hypotheses.finding import Figure
+from steptrace.investigation.check import Context, Measured
+from steptrace.validate.results import Comparison, OperatorTiming
+
+DECIDES_SHARE = 0.5  # the operator alone takes this share of the step: it decides the step
+
+
+def prepared_batch(context: Context) -> Comparison:
+    from steptrace.validate.checks import prepared_batch_check
+
+    subject = context.subject
+    if subject.loader is None:
+        raise NotTestable("the workload has no loader to read", "give the workload its loader")
+    return prepared_batch_check(
+        subject.step, make_state=subject.make_state, loader=subject.loader,
+        device=subject.device, **context.options,
+    )  # fmt: skip
+
+
+def pinned_memory(context: Context) -> Comparison:
+    from steptrace.validate.checks import pinned_memory_check
+
+    subject = context.subject
+    on_host = [to_device(b, torch.device("cpu")) for b in subject.batches]
+    return pinned_memory_check(
+        subject.step, make_state=subject.make_state, batches=on_host, device=subject.device,
+        **context.options,
+    )  # fmt: skip
+
+
+def inference_mode(context: Context) -> Comparison:
+    from steptrace.validate.inference import inference_mode_check
+
+    s = context.subject
+    return inference_mode_check(
+        s.step, make_state=s.make_state, batches=s.batches, device=s.device, **context.options
+    )
+
+
+def optimizer_flags(context: Context) -> Comparison:
+    from steptrace.validate.optimizer import optimizer_check
+
+    s = context.subject
+    return optimizer_check(
+        s.step, make_state=s.make_state, batches=s.batches, device=s.device, **context.options
+    )
+
+
+def autocast(context: Context) -> Comparison:
+    from steptrace.validate.autocast import autocast_check
+
+    s = context.subject
+    return autocast_check(
+        s.step, make_state=s.make_state, batches=s.batches, device=s.device, **context.options
+    )
+
+
+def compiled(context: Context) -> Comparison:
+    from steptrace.validate.compiled import compile_check
+
+    s = context.subject
+    return compile_check(
+        s.step, make_state=s.make_state, batches=s.batches, device=s.device, **context.options
+    )
+
+
+def constants_once(context: Context) -> Comparison:
+    from steptrace.validate.constants import constant_once_check
+
+    s = context.subject
+    return constant_once_check(
+        s.step, make_state=s.make_state, batches=s.batches, device=s.device, **context.options
+    )
+
+
+def profiler(context: Context) -> Comparison:
+    from steptrace.validate.profiler import profiler_check
+
+    s = context.subject
+    return profiler_check(
+        s.step, make_state=s.make_state, batches=s.batches, device=s.device,
+        window=context.window, **context.options,
+    )  # fmt: skip
+
+
+def operator_alone(context: Context) -> Measured:
+    """The dominant operator alone on its recorded shapes, against the step's time.
+
+    Shapes come from the capture when it recorded them, else from a short capture of two
+    steps of a copy of the state with ``record_shapes`` (the main capture keeps minimal
+    options). The operator "decides the step" when, alone, its calls per step take at
+    least ``DECIDES_SHARE`` of the step measured outside the profiler.
+    """
+    from steptrace.validate.operator_timing import operator_timing
+
+    operator = str(context.finding.evidence.values().get("operator"))
+    analysis = context.analysis
+    known = next((o for o in analysis.operators if o.name == operator), None)
+    if known is None or not known.input_shapes:
+        analysis = _shapes(context)
+    timing = operator_timing(
+        analysis, operator, device=str(context.subject.device), timeout_s=context.timeout_s
+    )
+    calls = known.calls / len(context.analysis.steps) if known and context.analysis.steps else None
+    step = (context.step_ms, context.step_from)
+    return _measured(timing, calls or timing.trace_calls_per_step, step)
+
+
+def _measured(timing: OperatorTiming, calls: float | None, step: tuple[float, str]) -> Measured:
+    step_ms, step_from = step
+    per_step = timing.median_ms * calls if calls else None
+    share = per_step / step_ms if per_step is not None and step_ms > 0 else None
+    alone = f"{timing.operator} alone on its recorded shapes: {timing.median_ms:.3f} ms per call"
+    said = f"{alone} (median of {timing.runs} runs; the trace: "
+    said += f"{timing.trace_self_ms_per_call:.3f} ms per call"
+    if per_step is not None and share is not None:
+        said += f"); {calls:.0f} calls per step take {per_step:.2f} ms, {100 * share:.0f}% of"
+        said += f" the {step_ms:.2f} ms step {step_from}: it "
+        said += "decides the step" if share >= DECIDES_SHARE else "does not decide the step alone"
+    else:
+        said += ")"
+    said += ". No alternative was timed: edit the script (layout, algorithm, precision) to try one."
+    figures = (
+        Figure("operator", timing.operator, "text"),
+        Figure("alone_ms_per_call", timing.median_ms, "ms"),
+        Figure("alone_iqr_ms", timing.iqr_ms, "ms"),
+        Figure("runs", timing.runs, "count"),
+        Figure("trace_ms_per_call", timing.trace_self_ms_per_call, "ms"),
+        Figure("calls_per_step", calls, "count"),
+        Figure("alone_share_of_step", share, "share"),
+        Figure("script", timing.script, "text"),
+    )
+    return Measured("measured", said, figures)
+
+
+def _shapes(context: Context) -> TraceAnalysis:
+    """A two-step capture of a copy of the state with shapes recorded, analyzed."""
+    from steptrace.pipeline import analyze
+
+    subject = context.subject
+    state = copy.deepcopy(dict(subject.make_state()))
+    with tempfile.TemporaryDirectory() as folder, torch.random.fork_rng():
+        path = Path(folder) / "shapes.json"
+        with torch.profiler.profile(
+            activities=activities(subject.device), record_shapes=True
+        ) as recording:
+            for batch in subject.batches[:2]:
+                subject.step(state, batch)
+                recording.step()
+        recording.export_chrome_trace(str(path))
+        return analyze(path).analysis

@@ -1,0 +1,215 @@
+"""The checks whose verdict is known by construction: the profiler's cost on a dispatch-bound
+step, a constant rebuilt from Python data, a compiled model, one operator timed alone."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import shutil
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch", reason="the checks need torch (installed by make test)")
+pytest.importorskip("scipy")
+
+import steptrace  # noqa: E402
+from steptrace.errors import NotTestable  # noqa: E402
+from steptrace.validate import (  # noqa: E402
+    TimingPlan,
+    compile_check,
+    constant_once_check,
+    operator_timing,
+    profiler_check,
+)
+from steptrace.validate.compiled import compiled_compare  # noqa: E402
+from steptrace.validate.operator_timing import _run  # noqa: E402
+from steptrace.validate.profiler import Recorder  # noqa: E402
+from tests import check_steps as steps  # noqa: E402
+from tests import workloads  # noqa: E402
+
+PLAN = TimingPlan(warmup=2, block_steps=5, budget_s=2.0)
+
+
+def test_the_profiler_slows_a_dispatch_bound_step() -> None:
+    result = profiler_check(
+        steps.tiny_ops, make_state=steps.identity_state, batches=steps.inputs(2, 8), plan=PLAN
+    )
+    assert result.correctness.ok  # recording changes no value
+    assert result.verdict == "faster", result.sentence  # B, bare, beyond the band
+    assert result.ci is not None and result.ci[1] < 1 - result.band
+    assert any(line.startswith("profiler: A recorded by torch.profiler (CPU)")
+               for line in result.by_design)  # fmt: skip
+
+
+def test_the_profiler_costs_nothing_visible_on_one_large_operator() -> None:
+    """One event per step against milliseconds of compute: essentially an A/A. On 2 shared
+    cores a 1% band can be crossed by noise (compare's A/A false alarms: up to 5%), and under
+    load the interval is wide and the ratio anywhere in it: the test fails only when the
+    check claims a distortion, with confidence, of 5% or more."""
+    batches = [torch.randn(768, 768, generator=torch.Generator().manual_seed(i)) for i in range(2)]
+    result = profiler_check(
+        steps.one_matmul, make_state=steps.identity_state, batches=batches, plan=PLAN
+    )
+    assert result.ratio is not None and result.verdict != "outputs-differ"
+    claimed = result.verdict in ("faster", "slower")
+    assert not claimed or abs(result.ratio - 1) < 0.05, result.sentence
+
+
+def test_the_recorder_bounds_what_one_session_holds() -> None:
+    """Thousands of steps in compare's pattern (AB and BA blocks of 5): one session per run
+    of A's steps, never more than two blocks in one, none left open."""
+    recorder = Recorder(torch.device("cpu"), steptrace.Window())
+    a, b = recorder.profiled(steps.one_matmul), recorder.bare(steps.one_matmul)
+    x = torch.ones(2)
+    coin = np.random.default_rng(0)
+    for _ in range(300):
+        for side in "AB" if coin.integers(2) else "BA":
+            recorder.before_block(side)
+            assert (recorder.session is not None) == (side == "A")
+            for _ in range(5):
+                (a if side == "A" else b)(None, x)
+    recorder.stop()
+    assert recorder.steps == 1500 and recorder.session is None
+    assert recorder.longest <= 10 and recorder.sessions >= 150
+
+
+def test_a_constant_built_once_is_faster_and_changes_nothing() -> None:
+    result = constant_once_check(
+        steps.with_constant, make_state=steps.wide_state, batches=steps.inputs(2, steps.WIDE),
+        plan=PLAN,
+    )  # fmt: skip
+    assert result.correctness.ok
+    assert all(d.max_abs == 0 for d in result.correctness.differences)  # the same tensor
+    assert result.verdict == "faster", result.sentence
+    assert "(1 built," in result.by_design[-2]
+    assert "B's 3 torch calls per step" in result.by_design[-1]  # tensor, mul, linear
+
+
+def test_without_a_constant_the_cache_finds_nothing_to_gain() -> None:
+    result = constant_once_check(
+        steps.without_constant, make_state=steps.wide_state,
+        batches=steps.inputs(2, steps.WIDE), plan=PLAN,
+    )  # fmt: skip
+    assert result.correctness.ok
+    assert result.verdict != "faster", result.sentence  # the mode only adds its own cost
+    assert result.by_design[-2].endswith("(0 built, 0 reuses)")
+
+
+def adam_state() -> dict[str, Any]:
+    model = steps.mlp()
+    return {"model": model, "optimizer": torch.optim.SGD(model.parameters(), lr=0.01)}
+
+
+def test_a_failed_compile_is_not_testable() -> None:
+    def broken(graph: Any, example_inputs: Any) -> Any:
+        raise RuntimeError("no C++ compiler\nfound on this machine")
+
+    with pytest.raises(NotTestable, match=r"torch.compile failed: .*no C\+\+ compiler found") as no:
+        compiled_compare(
+            steps.train, adam_state, steps.inputs(), torch.device("cpu"),
+            lambda model: torch.compile(model, backend=broken), {"plan": PLAN},
+        )  # fmt: skip
+    assert "\n" not in no.value.reason  # one line
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(shutil.which("g++") is None and shutil.which("clang++") is None,
+                    reason="inductor needs a C++ compiler (g++ or clang++) on the CPU")  # fmt: skip
+def test_compile_check_compiles_in_warm_up_and_says_how_long() -> None:
+    result = compile_check(
+        steps.train, make_state=adam_state, batches=steps.inputs(),
+        plan=TimingPlan(warmup=2, block_steps=5, budget_s=4.0),
+    )  # fmt: skip
+    assert result.correctness.ok, result.sentence
+    assert "model: A Sequential, B OptimizedModule" in result.by_design
+    said = result.by_design[-1]
+    assert said.startswith("compile: B's model compiled by torch.compile in ")
+    assert float(said.split(" in ")[1].split(" s")[0]) > 0
+    assert result.samples is not None and max(result.samples.warmup_b) < 1000  # compiled before
+
+
+def addmm_in_steps(trace: Path) -> tuple[int, int]:
+    """(aten::addmm calls inside ProfilerStep spans, steps), read from the JSON itself."""
+    opener = gzip.open if trace.suffix == ".gz" else open
+    with opener(trace, "rt") as handle:
+        events = [e for e in json.load(handle)["traceEvents"] if e.get("ph") == "X"]
+    spans = [(e["ts"], e["ts"] + e["dur"]) for e in events if e["name"].startswith("ProfilerStep#")]
+    inside = sum(
+        1 for e in events if e["name"] == "aten::addmm"
+        and any(start <= e["ts"] <= end for start, end in spans)
+    )  # fmt: skip
+    return inside, len(spans)
+
+
+@pytest.fixture(scope="module")
+def shaped_trace(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    work = workloads.tiny_training()
+    out = tmp_path_factory.mktemp("shapes") / "trace.json"
+    assert work.model is not None and work.optimizer is not None and work.loader is not None
+    assert work.loss_fn is not None
+    steptrace.profile_training(
+        work.model, work.optimizer, work.loss_fn, work.loader, scenario=work.scenario, out=out,
+        window=steptrace.Window(record_shapes=True),
+    )  # fmt: skip
+    return out
+
+
+@pytest.mark.slow
+def test_an_operator_timed_alone_beside_the_trace(shaped_trace: Path) -> None:
+    analysis = steptrace.analyze(shaped_trace).analysis
+    timing = operator_timing(analysis, "aten::addmm", timeout_s=120)
+    calls, spans = addmm_in_steps(shaped_trace)
+    assert timing.median_ms > 0 and timing.runs > 0 and timing.iqr_ms >= 0
+    assert timing.trace_calls_per_step == calls / spans
+    assert timing.trace_self_ms_per_call > 0
+    assert "aten.addmm" in timing.script or "torch.ops.aten.addmm" in timing.script
+
+
+def test_a_broken_operator_is_not_testable(shaped_trace: Path) -> None:
+    analysis = steptrace.analyze(shaped_trace).analysis
+    with pytest.raises(NotTestable, match="no operator 'aten::nonesuch'"):
+        operator_timing(analysis, "aten::nonesuch", timeout_s=60)
+    with pytest.raises(NotTestable, match=r"failed \(exit 1\): no overload accepts"):
+        _run("raise SystemExit('no overload accepts these inputs')", "aten::mm", 60)
+    with pytest.raises(NotTestable, match=r"longer than 0\.5 s"):
+        _run("import time\ntime.sleep(30)", "aten::mm", 0.5)
+
+
+def test_before_block_runs_before_each_side_and_outside_the_timed_steps() -> None:
+    """A clock that ticks 1 ms per reading and a hook that adds 0.25 ms: a hook inside a
+    timed interval would show as a 1.25 ms step. Each block is preceded by its side's hook."""
+    now = [0.0]
+    calls: list[str] = []
+
+    def clock() -> float:
+        now[0] += 0.001
+        return now[0]
+
+    def hook(side: str) -> None:
+        calls.append(side)
+        now[0] += 0.00025
+
+    def step(side: str) -> Any:
+        def run(state: Any, batch: Any) -> Any:
+            calls.append(side.lower())
+            return batch
+
+        return run
+
+    plan = TimingPlan(warmup=2, block_steps=3, min_blocks=6, max_blocks=8, budget_s=10)
+    result = steptrace.compare(
+        step("A"), step("B"), make_state=steps.identity_state, batches=[torch.ones(1)],
+        plan=plan, instruments=steptrace.validate.Instruments(clock=clock, before_block=hook),
+    )  # fmt: skip
+    assert result.samples is not None
+    timed = [*result.samples.warmup_a, *result.samples.warmup_b, *result.samples.a,
+             *result.samples.b]  # fmt: skip
+    assert timed and all(abs(ms - 1.0) < 1e-6 for ms in timed)
+    runs = "".join(calls[6:])  # after the 3 correctness steps of each side (no hook there)
+    expected = "AaBb" * 2 + "".join(
+        "Aaaa" + "Bbbb" if order == "AB" else "Bbbb" + "Aaaa" for order in result.samples.order
+    )
+    assert runs == expected
