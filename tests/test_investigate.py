@@ -66,6 +66,15 @@ def test_a_healthy_workload_gets_no_supported_check(tmp_path: Path) -> None:
     assert all(c.outcome != "supported" for c in report.checks), report.checks
 
 
+def test_no_check_runs_past_the_count_or_the_budget(tmp_path: Path) -> None:
+    none = investigate(planted.slow_loader(), out=tmp_path / "a.json", checks=0, budget_s=20)
+    spent = investigate(planted.slow_loader(), out=tmp_path / "b.json", checks=3, budget_s=1)
+    for report, said in ((none, "0 checks were asked for"), (spent, "allow more with --budget")):
+        assert report.checks and all(c.outcome == "not-testable" for c in report.checks)
+        assert all(said in c.sentence and c.elapsed_s is None for c in report.checks)
+        assert all(c.instead for c in report.checks)  # what to run by hand, always
+
+
 def test_a_gpu_only_check_on_the_cpu_is_not_testable_with_its_reason() -> None:
     from steptrace.investigation.run import _reason_not_run
     from steptrace.investigation.subject import subject_of

@@ -210,7 +210,7 @@ def profile(
 )  # fmt: skip
 @report_options
 def investigate(target: str, out: Path | None, checks: int, budget: float, output_format: str,
-                top: int, findings_only: bool) -> None:  # fmt: skip
+                top: int, findings_only: bool, totals: bool) -> None:  # fmt: skip
     """Capture a workload, analyze it, and run each finding's controlled check outside the
     profiler: each hypothesis supported, not supported, outputs differ, or not testable here.
 
@@ -225,7 +225,7 @@ def investigate(target: str, out: Path | None, checks: int, budget: float, outpu
         _fail(f"investigate needs torch ({error})")
     except (CaptureError, TraceError) as error:
         _fail(str(error))
-    _report([report.top(top)], output_format, findings_only=findings_only)
+    _report([report.top(top)], output_format, findings_only=findings_only, totals=totals)
 
 
 @app.command(short_help="A/B outside the profiler: correctness first, then timing.")
