@@ -23,6 +23,7 @@ import msgspec
 from steptrace.across.ranks.thresholds import RankThresholds
 from steptrace.analysis.copies import CopyPattern
 from steptrace.analysis.kernels import KernelStat
+from steptrace.analysis.lanes import step_lanes
 from steptrace.analysis.measure import (
     StepResult,
     StepSummary,
@@ -89,6 +90,7 @@ def _report(
         findings=find(Case(analysis, scenario, capture), limits),
         thresholds=limits,
         warnings=tuple(unreadable + warnings),
+        timeline=step_lanes(trace),
     )
 
 

@@ -14,10 +14,12 @@ from steptrace.across.ranks.model import (
     CollectiveSummary,
     RankResult,
     RanksAnalysis,
+    RankTimeline,
     Straggler,
     Unmatched,
 )
 from steptrace.across.ranks.thresholds import RankThresholds
+from steptrace.analysis.lanes import Timeline
 from steptrace.analysis.measure import TraceAnalysis, TraceSummary
 from steptrace.hypotheses.finding import Finding
 from steptrace.hypotheses.thresholds import Thresholds
@@ -33,7 +35,9 @@ class Report(msgspec.Struct, frozen=True, kw_only=True):
     ``analysis`` holds every figure (``None`` in a GPU figure: not observed) and what
     loading the trace skipped (``analysis.trace.warnings``); ``findings`` are hypotheses
     with their next controlled check, most severe first; ``warnings`` are about the
-    report's other inputs (an unreadable scenario).
+    report's other inputs (an unreadable scenario). ``timeline`` holds the steps' lanes
+    drawn by the HTML report (``steptrace.analysis.lanes``); ``None`` in a report saved
+    before it existed.
     """
 
     schema: str = SCHEMA
@@ -43,6 +47,7 @@ class Report(msgspec.Struct, frozen=True, kw_only=True):
     findings: tuple[Finding, ...]
     thresholds: Thresholds  # the thresholds the findings used
     warnings: tuple[str, ...] = ()
+    timeline: Timeline | None = None
 
     def top(self, n: int) -> Report:
         """The same report listing only the first ``n`` operators and kernels."""
@@ -90,6 +95,7 @@ class RanksReport(msgspec.Struct, frozen=True, kw_only=True):
     findings: tuple[Finding, ...]  # straggler, exposed-communication, collective-imbalance, ...
     thresholds: RankThresholds
     warnings: tuple[str, ...] = ()
+    timelines: tuple[RankTimeline, ...] = ()  # some ranks' lanes, for the HTML figure
 
     @classmethod
     def of(
@@ -105,4 +111,5 @@ class RanksReport(msgspec.Struct, frozen=True, kw_only=True):
             findings=findings,
             thresholds=thresholds,
             warnings=analysis.warnings,
+            timelines=analysis.timelines,
         )

@@ -23,6 +23,7 @@ import numpy as np
 
 from steptrace.across.ranks.collectives import Instance, collective_instances
 from steptrace.across.ranks.model import RankStep
+from steptrace.analysis.lanes import Timeline, step_lanes
 from steptrace.analysis.links import cpu_tree, gpu_links
 from steptrace.analysis.measure import TraceAnalysis, measure
 from steptrace.analysis.steps import StepWindow, find_steps
@@ -31,6 +32,8 @@ from steptrace.trace.kinds import Kind
 from steptrace.trace.table import EventTable, Trace
 
 _COLLECTIVE_OP = re.compile(r"^(c10d::|record_param_comms$|gloo:|nccl:)")
+RANK_BUDGET = 1_500  # bars, bands and gaps of one rank's steps together
+RANK_DEPTH = 3  # CPU nesting drawn per rank
 _COLLECTIVE_LABEL = re.compile(r"^(gloo|nccl|rccl):")  # the library's labels, not the user's
 
 
@@ -45,6 +48,7 @@ class RankData(msgspec.Struct, frozen=True, kw_only=True):
     clock_ns: int  # absolute ns (own clock) of the trace's origin: base + first ts
     comm_ms: tuple[float | None, ...]  # per step
     exposed_ms: tuple[float | None, ...]  # per step
+    timeline: Timeline | None = None  # compact: RANK_BUDGET items, labels RANK_DEPTH deep
 
 
 def rank_data(trace: Trace) -> RankData:
@@ -61,6 +65,7 @@ def rank_data(trace: Trace) -> RankData:
         path=str(trace.info.path), analysis=analysis, windows=windows,
         instances=instances, base_time_ns=base if base is not None and base >= 0 else None,
         clock_ns=clock, comm_ms=comm, exposed_ms=exposed,
+        timeline=step_lanes(trace, budget=RANK_BUDGET, max_depth=RANK_DEPTH),
     )  # fmt: skip
 
 

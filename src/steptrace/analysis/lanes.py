@@ -1,0 +1,313 @@
+"""The steps on the timeline: one lane per CPU thread and per GPU stream, bounded in size.
+
+Contract: ``step_lanes(trace) -> Timeline``, pure. For every step (``steps.find_steps``)
+the events that *start* inside its window ``[start, end)`` are laid out in lanes, with
+times in integer nanoseconds from the step's start:
+
+- a CPU lane per thread holding step work: the user's labels (``record_function``) and
+  the top operators (operators inside no other operator), nested by depth;
+- a GPU lane per (device, stream): kernels, copies by direction, memsets, communication;
+  each GPU bar names the CPU bar of the top operator that launched it and when its launch
+  call started (``correlation``), when known;
+- the GPU's idle gaps inside the window (the union of all GPU work, every device), each
+  with its cause (``lane_gaps``).
+
+Bounded: on each lane and depth, events shorter than the step's ``resolution_ns`` are
+merged with their close neighbours into ``Band``s that count them; nothing is dropped:
+per lane, ``len(bars) + sum(band.count for band in bands) == events``. The resolution
+starts at the step's wall time / ``DETAIL`` and doubles until the step fits in its share
+of ``budget`` items. Names and kinds are interned once per timeline.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+import msgspec
+import numpy as np
+from numpy.typing import NDArray
+
+from steptrace.analysis.gpu import COMMUNICATION, copy_kind
+from steptrace.analysis.lane_gaps import Gap, idle_gaps, sync_ends
+from steptrace.analysis.lane_merge import Band, Bar, merge
+from steptrace.analysis.links import CpuTree, GpuLinks, cpu_tree, gpu_links
+from steptrace.analysis.steps import StepWindow, find_steps
+from steptrace.analysis.timeline import gpu_timeline
+from steptrace.trace.kinds import Kind
+from steptrace.trace.nesting import parents
+from steptrace.trace.table import EventTable, Trace
+
+Rows = NDArray[np.int64]
+DETAIL = 4000  # resolution: the step's wall time / DETAIL (4x zoom on a 1000-pixel figure)
+BUDGET = 24_000  # bars, bands and gaps of all steps together
+STEP_MAX = 6_000  # at most this many for one step
+STEP_MIN = 300  # at least this many for one step, however many steps there are
+NAME_CHARS = 300  # names are cut to this many characters (the tables hold them whole)
+KINDS = ("label", "operator", "kernel", "communication", "memset", "HtoD", "DtoH", "DtoD",
+         "copy")  # fmt: skip
+
+
+class Lane(msgspec.Struct, frozen=True, kw_only=True):
+    """One CPU thread or one GPU stream in one step."""
+
+    name: str  # "pid 1 tid 7 (name)" (the step's ``thread`` form) or "GPU 0 stream 7"
+    label: str  # short, for the figure: the thread's name when known, "stream 7"
+    kind: Literal["cpu", "gpu"]
+    stream: int | None  # GPU lanes: the stream (``Where.streams`` names them)
+    device: int | None
+    depth: int  # rows of nesting on the lane (1 on a GPU stream, usually)
+    events: int  # events of the lane starting in the step: drawn or counted in a band
+    bars: tuple[Bar, ...]
+    bands: tuple[Band, ...]
+
+
+class StepLanes(msgspec.Struct, frozen=True, kw_only=True):
+    """One step's lanes, its GPU idle gaps, and the resolution below which events merge."""
+
+    name: str
+    number: int | None
+    start_us: float  # the step's start, as in ``StepResult.start_us`` (from origin_ns)
+    wall_ns: int
+    resolution_ns: int
+    lanes: tuple[Lane, ...]
+    gaps: tuple[Gap, ...]  # GPU idle gaps of at least resolution_ns; empty: GPU not observed
+    small_gaps: int  # idle gaps shorter than resolution_ns, not drawn
+    small_gaps_ns: int
+
+
+class Timeline(msgspec.Struct, frozen=True, kw_only=True):
+    """Every step's lanes; ``shown`` is the step drawn first (the median by wall time)."""
+
+    kinds: tuple[str, ...]  # Bar.kind and Band.kind index this
+    names: tuple[str, ...]  # Bar.name indexes this
+    steps: tuple[StepLanes, ...]
+    shown: int
+    gpu_observed: bool
+
+
+class _Names:
+    def __init__(self, events: EventTable) -> None:
+        self.events = events
+        self.ids: dict[int, int] = {}
+        self.names: list[str] = []
+
+    def of(self, name_ids: NDArray[np.int32]) -> NDArray[np.int64]:
+        out = np.empty(name_ids.size, dtype=np.int64)
+        for i, raw in enumerate(name_ids.tolist()):
+            if raw not in self.ids:
+                self.ids[raw] = len(self.names)
+                self.names.append(self.events.names[raw][:NAME_CHARS])
+            out[i] = self.ids[raw]
+        return out
+
+
+def step_lanes(trace: Trace, *, budget: int = BUDGET, max_depth: int | None = None) -> Timeline:
+    """The timeline of every step; ``max_depth`` keeps only CPU bars that shallow."""
+    events = trace.events
+    windows = find_steps(events).windows
+    tree = cpu_tree(events)
+    links = gpu_links(events, tree)
+    observed = gpu_timeline(events, links)
+    cpu_rows = _cpu_rows(events, tree)
+    depth = _depths(events, cpu_rows)
+    if max_depth is not None:
+        keep = depth < max_depth
+        cpu_rows, depth = cpu_rows[keep], depth[keep]
+    names = _Names(events)
+    share = min(STEP_MAX, max(STEP_MIN, budget // max(len(windows), 1)))
+    ends = sync_ends(events)
+    context = _Context(events, tree, links, cpu_rows, depth, names, trace)
+    steps = tuple(
+        _step(context, w, share, idle_gaps(observed, ends, w) if observed else None)
+        for w in windows
+    )
+    walls = sorted(range(len(windows)), key=lambda k: windows[k].end_us - windows[k].start_us)
+    return Timeline(
+        kinds=KINDS,
+        names=tuple(names.names),
+        steps=steps,
+        shown=walls[(len(walls) - 1) // 2] if walls else 0,
+        gpu_observed=observed is not None,
+    )
+
+
+@dataclass(frozen=True)
+class _Context:
+    events: EventTable
+    tree: CpuTree
+    links: GpuLinks
+    cpu_rows: Rows
+    depth: Rows
+    names: _Names
+    trace: Trace
+
+
+def _cpu_rows(events: EventTable, tree: CpuTree) -> Rows:
+    """Labels (step markers included) and top operators, in table order."""
+    labels = np.flatnonzero(events.kind == Kind.USER_ANNOTATION)
+    top_ops = tree.ops[tree.op_parent < 0]
+    return np.sort(np.concatenate((labels, top_ops)))
+
+
+def _depths(events: EventTable, rows: Rows) -> Rows:
+    """Each row's nesting depth among ``rows`` on its thread."""
+    parent = parents(events.start_us[rows], events.end_us[rows], events.thread_id[rows])
+    depth = np.zeros(rows.size, dtype=np.int64)
+    up = parent.copy()
+    while (alive := up >= 0).any():
+        depth[alive] += 1
+        up[alive] = parent[up[alive]]
+    return depth
+
+
+def _step(c: _Context, w: StepWindow, share: int, gaps: tuple[Gap, ...] | None) -> StepLanes:
+    events = c.events
+    lo_ns = round(w.start_us * 1000)
+    wall_ns = round(w.end_us * 1000) - lo_ns
+    starts = events.start_us[c.cpu_rows]
+    cpu = c.cpu_rows[(starts >= w.start_us) & (starts < w.end_us)]
+    cpu_depth = c.depth[np.searchsorted(c.cpu_rows, cpu)]
+    gpu_at = np.flatnonzero(
+        (events.start_us[c.links.rows] >= w.start_us) & (events.start_us[c.links.rows] < w.end_us)
+    )
+    resolution = max(1, wall_ns // DETAIL)
+    while True:
+        lanes = _lanes(c, w, lo_ns, cpu, cpu_depth, gpu_at, resolution)
+        shown_gaps = tuple(g for g in gaps or () if g.end_ns - g.start_ns >= resolution)
+        items = sum(len(lane.bars) + len(lane.bands) for lane in lanes) + len(shown_gaps)
+        if items <= share or resolution >= wall_ns:
+            break
+        resolution *= 2
+    small = [g for g in gaps or () if g.end_ns - g.start_ns < resolution]
+    return StepLanes(
+        name=w.name, number=w.number, start_us=w.start_us, wall_ns=wall_ns,
+        resolution_ns=resolution, lanes=lanes, gaps=shown_gaps, small_gaps=len(small),
+        small_gaps_ns=sum(g.end_ns - g.start_ns for g in small),
+    )  # fmt: skip
+
+
+def _ns(values: NDArray[np.float64], lo_ns: int) -> NDArray[np.int64]:
+    return np.rint(values * 1000).astype(np.int64) - lo_ns
+
+
+def _lanes(
+    c: _Context,
+    w: StepWindow,
+    lo_ns: int,
+    cpu: Rows,
+    cpu_depth: Rows,
+    gpu_at: Rows,
+    resolution: int,
+) -> tuple[Lane, ...]:
+    events = c.events
+    lanes: list[Lane] = []
+    drawn: dict[int, int] = {}  # CPU event row -> its bar's id in the step
+    next_id = 0
+    for thread in np.unique(events.thread_id[cpu]).tolist():
+        on = events.thread_id[cpu] == thread
+        rows, depth = cpu[on], cpu_depth[on]
+        kind = np.where(events.kind[rows] == Kind.USER_ANNOTATION, 0, 1)
+        bars, bands, kept = merge(
+            _ns(events.start_us[rows], lo_ns), np.rint(events.dur_us[rows] * 1000).astype(np.int64),
+            depth, kind, c.names.of(events.name_id[rows]), resolution, first_id=next_id,
+        )  # fmt: skip
+        for bar, row in zip(bars, rows[kept].tolist(), strict=True):
+            drawn[row] = bar.id
+        next_id += len(bars)
+        lanes.append(
+            Lane(
+                name=_thread_label(c.trace, thread),
+                label=_thread_short(c.trace, thread),
+                kind="cpu",
+                stream=None,
+                device=None,
+                depth=int(depth.max()) + 1,
+                events=int(rows.size),
+                bars=bars,
+                bands=bands,
+            )
+        )
+    lanes.extend(_gpu_lanes(c, lo_ns, gpu_at, resolution, drawn, next_id))
+    return tuple(lanes)
+
+
+def _gpu_lanes(
+    c: _Context, lo_ns: int, gpu_at: Rows, resolution: int, drawn: dict[int, int], first_id: int
+) -> list[Lane]:
+    events, links = c.events, c.links
+    rows = links.rows[gpu_at]
+    top = _top_owner(c.tree, links.owner[gpu_at])
+    owner_bar = np.array([drawn.get(r, -1) for r in top.tolist()], dtype=np.int64)
+    launch = links.launch[gpu_at]
+    launch_ns = np.where(launch >= 0, _ns(events.start_us[np.maximum(launch, 0)], lo_ns), -1)
+    kinds = _gpu_kinds(events, rows)
+    lanes = []
+    keys = sorted(set(zip(events.device[rows].tolist(), events.stream[rows].tolist(), strict=True)))
+    for device, stream in keys:
+        on = np.flatnonzero((events.device[rows] == device) & (events.stream[rows] == stream))
+        r = rows[on]
+        depth = _depths(events, r)
+        bars, bands, _ = merge(
+            _ns(events.start_us[r], lo_ns), np.rint(events.dur_us[r] * 1000).astype(np.int64),
+            depth, kinds[on], c.names.of(events.name_id[r]), resolution, first_id=first_id,
+            owner=owner_bar[on], launch_ns=launch_ns[on],
+        )  # fmt: skip
+        first_id += len(bars)
+        lanes.append(
+            Lane(
+                name=f"GPU {device} stream {stream}",
+                label=f"GPU {device} stream {stream}",
+                kind="gpu",
+                stream=int(stream),
+                device=int(device),
+                depth=int(depth.max()) + 1,
+                events=int(r.size),
+                bars=bars,
+                bands=bands,
+            )
+        )
+    return lanes
+
+
+def _top_owner(tree: CpuTree, owner: Rows) -> Rows:
+    """Per launching operator (event row, or -1), its top operator's event row."""
+    at = np.searchsorted(tree.ops, np.maximum(owner, 0))
+    at = np.where(owner >= 0, at, -1)
+    while (climb := (at >= 0) & (tree.op_parent[np.maximum(at, 0)] >= 0)).any():
+        at[climb] = tree.op_parent[at[climb]]
+    return np.where(at >= 0, tree.ops[np.maximum(at, 0)], -1)
+
+
+def _gpu_kinds(events: EventTable, rows: Rows) -> NDArray[np.int64]:
+    by_name: dict[int, int] = {}
+    out = np.empty(rows.size, dtype=np.int64)
+    for i, (kind, name) in enumerate(
+        zip(events.kind[rows].tolist(), events.name_id[rows].tolist(), strict=True)
+    ):
+        key = kind * 1_000_000_000 + name
+        if key not in by_name:
+            by_name[key] = KINDS.index(_gpu_kind(kind, events.names[name]))
+        out[i] = by_name[key]
+    return out
+
+
+def _gpu_kind(kind: int, name: str) -> str:
+    if kind == Kind.MEMSET:
+        return "memset"
+    if kind == Kind.MEMCPY:
+        direction, _ = copy_kind(name)
+        return direction if direction in KINDS else "copy"
+    return "communication" if COMMUNICATION.search(name) else "kernel"
+
+
+def _thread_short(trace: Trace, thread: int) -> str:
+    pid, tid = trace.events.threads[thread]
+    return trace.info.thread_names.get((pid, tid)) or f"pid {pid} tid {tid}"
+
+
+def _thread_label(trace: Trace, thread: int) -> str:
+    """As ``StepResult.thread`` writes it, so that ``Where.thread`` names a lane."""
+    pid, tid = trace.events.threads[thread]
+    name = trace.info.thread_names.get((pid, tid))
+    return f"pid {pid} tid {tid}" + (f" ({name})" if name else "")
