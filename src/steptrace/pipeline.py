@@ -29,6 +29,7 @@ from steptrace.analysis.measure import (
     StepSummary,
     TraceAnalysis,
     TraceSummary,
+    linked_events,
     measure,
 )
 from steptrace.analysis.operators import OperatorStat
@@ -81,7 +82,8 @@ def _report(
     record, warnings = decode_record(sidecar, trace.info.scenario_block, name)
     scenario = record.scenario if record else None
     capture = record.capture if record else None
-    analysis = measure(trace, partial_step=capture.partial_step if capture else None)
+    linked = linked_events(trace.events)  # read by the figures and by the timeline
+    analysis = measure(trace, partial_step=capture.partial_step if capture else None, linked=linked)
     limits = thresholds or Thresholds()
     return Report(
         scenario=scenario,
@@ -90,7 +92,7 @@ def _report(
         findings=find(Case(analysis, scenario, capture), limits),
         thresholds=limits,
         warnings=tuple(unreadable + warnings),
-        timeline=step_lanes(trace),
+        timeline=step_lanes(trace, linked=linked),
     )
 
 

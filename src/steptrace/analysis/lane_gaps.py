@@ -1,8 +1,9 @@
 """The GPU's idle gaps inside a step, each with its cause when the trace can tell it.
 
-Contract: ``idle_gaps(timeline, sync_ends_us, window) -> tuple[Gap, ...]``, pure: the
-time in the step's window ``[start, end)`` not covered by the union of all GPU work (every
-stream and device), in integer ns from the step's start, in time order. Causes, read with
+Contract: ``idle_gaps(timeline, sync_ends_us, window) -> IdleGaps``, pure: the time in
+the step's window ``[start, end)`` not covered by the union of all GPU work (every stream
+and device), in integer ns from the step's start, in time order, as columns;
+``IdleGaps.drawn(keep)`` makes ``Gap``s of those kept. Causes, read with
 the criteria of ``steptrace.analysis.idle``:
 
 - ``after a synchronization``: a blocking call (``gpu.SYNC_CALLS``) ended inside the gap:
@@ -41,6 +42,23 @@ class Gap(msgspec.Struct, frozen=True, array_like=True):
     cause: str
 
 
+class IdleGaps(msgspec.Struct, frozen=True, eq=False):
+    """A step's idle gaps as columns: ns from the step start, and each one's cause."""
+
+    start_ns: NDArray[np.int64]
+    end_ns: NDArray[np.int64]
+    cause: NDArray[np.str_]
+
+    def drawn(self, keep: NDArray[np.bool_]) -> tuple[Gap, ...]:
+        return tuple(
+            Gap(a, b, str(c))
+            for a, b, c in zip(
+                self.start_ns[keep].tolist(), self.end_ns[keep].tolist(),
+                self.cause[keep].tolist(), strict=True,
+            )
+        )  # fmt: skip
+
+
 def sync_ends(events: EventTable) -> NDArray[np.float64]:
     """The end times of the blocking calls, sorted (µs from the origin)."""
     names = np.array([i for i, n in enumerate(events.names) if n in SYNC_CALLS], dtype=np.int32)
@@ -48,36 +66,26 @@ def sync_ends(events: EventTable) -> NDArray[np.float64]:
     return np.sort(events.end_us[rows])
 
 
-def idle_gaps(
-    timeline: GpuTimeline, ends_us: NDArray[np.float64], window: StepWindow
-) -> tuple[Gap, ...]:
+def idle_gaps(timeline: GpuTimeline, ends_us: NDArray[np.float64], window: StepWindow) -> IdleGaps:
     """The idle gaps of the window, with their causes."""
     lo, hi = window.start_us, window.end_us
-    starts, ends = iv.gaps(timeline.busy, lo, hi)
+    starts, ends = iv.gaps(iv.clip(timeline.busy, lo, hi), lo, hi)
     keep = ends > starts
     starts, ends = starts[keep], ends[keep]
     if starts.size == 0:
-        return ()
+        empty = np.zeros(0, dtype=np.int64)
+        return IdleGaps(empty, empty, np.zeros(0, dtype=np.str_))
     nxt = np.searchsorted(timeline.start_us, ends, side="left")
     has_next = nxt < timeline.start_us.size
     launch_end = timeline.launch_end_us[np.minimum(nxt, timeline.start_us.size - 1)]
     late = has_next & (launch_end > starts)  # NaN (no launch known): False
-    first_sync = np.searchsorted(ends_us, starts, side="left")
-    synced = (first_sync < ends_us.size) & (
-        ends_us[np.minimum(first_sync, max(ends_us.size - 1, 0))] < ends
-        if ends_us.size
-        else np.zeros(starts.size, dtype=bool)
+    first_sync = np.minimum(np.searchsorted(ends_us, starts, side="left"), ends_us.size)
+    synced = first_sync < ends_us.size
+    synced[synced] = ends_us[first_sync[synced]] < ends[synced]
+    causes = np.select(
+        [synced, late, ~has_next], [AFTER_SYNC, WAITING_ON_HOST, NOTHING_AFTER], NOT_KNOWN
     )
     lo_ns = round(lo * 1000)
-    out = []
-    for k in range(starts.size):
-        cause = (
-            AFTER_SYNC if synced[k]
-            else WAITING_ON_HOST if late[k]
-            else NOTHING_AFTER if not has_next[k]
-            else NOT_KNOWN
-        )  # fmt: skip
-        out.append(
-            Gap(round(float(starts[k]) * 1000) - lo_ns, round(float(ends[k]) * 1000) - lo_ns, cause)
-        )
-    return tuple(out)
+    start_ns = np.rint(starts * 1000).astype(np.int64) - lo_ns
+    end_ns = np.rint(ends * 1000).astype(np.int64) - lo_ns
+    return IdleGaps(start_ns, end_ns, causes)

@@ -11,8 +11,6 @@ bars are numbered from ``first_id`` in output order (by depth, then start).
 
 from __future__ import annotations
 
-from collections import Counter
-
 import msgspec
 import numpy as np
 from numpy.typing import NDArray
@@ -68,15 +66,12 @@ def merge(
         at = np.flatnonzero(depth == d)
         at = at[np.argsort(start_ns[at], kind="stable")]
         small = at[dur_ns[at] < resolution_ns]
-        groups = _groups(start_ns[small], start_ns[small] + dur_ns[small], resolution_ns)
+        group = _groups(start_ns[small], start_ns[small] + dur_ns[small], resolution_ns)
+        sizes = np.bincount(group) if group.size else np.zeros(0, dtype=np.int64)
         alone = np.zeros(n, dtype=bool)
         alone[at[dur_ns[at] >= resolution_ns]] = True
-        for members in groups:
-            if members.size == 1:
-                alone[small[members[0]]] = True
-                continue
-            rows = small[members]
-            bands.append(_band(rows, start_ns, dur_ns, int(d), kind, name))
+        alone[small[sizes[group] == 1]] = True
+        bands.extend(_bands(small, group, sizes, start_ns, dur_ns, int(d), kind, name))
         for i in at[alone[at]].tolist():
             bars.append(
                 Bar(first_id + len(bars), int(start_ns[i]), int(dur_ns[i]), int(d),
@@ -86,19 +81,43 @@ def merge(
     return tuple(bars), tuple(bands), np.array(kept, dtype=np.int64)
 
 
-def _groups(start: Ints, end: Ints, resolution_ns: int) -> list[Ints]:
-    """Runs of events each starting within ``resolution_ns`` of the latest end before it."""
+def _groups(start: Ints, end: Ints, resolution_ns: int) -> Ints:
+    """Per event, its run: events each starting within ``resolution_ns`` of the latest end
+    before it share one (numbered from 0, in order)."""
     if start.size == 0:
-        return []
+        return np.zeros(0, dtype=np.int64)
     latest = np.maximum.accumulate(end)
-    breaks = np.flatnonzero(start[1:] > latest[:-1] + resolution_ns) + 1
-    return np.split(np.arange(start.size), breaks)
+    breaks = np.zeros(start.size, dtype=np.int64)
+    breaks[1:] = start[1:] > latest[:-1] + resolution_ns
+    return np.cumsum(breaks)
 
 
-def _band(rows: Ints, start: Ints, dur: Ints, depth: int, kind: Ints, name: Ints) -> Band:
-    common_kind = Counter(kind[rows].tolist()).most_common(1)[0][0]
-    common_name = Counter(name[rows].tolist()).most_common(1)[0][0]
-    return Band(
-        int(start[rows].min()), int((start[rows] + dur[rows]).max()), depth, int(rows.size),
-        int(dur[rows].sum()), int(common_kind), int(common_name),
-    )  # fmt: skip
+def _bands(
+    rows: Ints, group: Ints, sizes: Ints, start: Ints, dur: Ints, depth: int, kind: Ints,
+    name: Ints,
+) -> list[Band]:  # fmt: skip
+    """One band per run of two or more short events (``rows``, in start order)."""
+    if rows.size == 0:
+        return []
+    first = np.flatnonzero(np.r_[True, group[1:] != group[:-1]])
+    lo = np.minimum.reduceat(start[rows], first)
+    hi = np.maximum.reduceat(start[rows] + dur[rows], first)
+    busy = np.add.reduceat(dur[rows], first)
+    kinds, names = _most_frequent(group, kind[rows]), _most_frequent(group, name[rows])
+    return [
+        Band(int(lo[g]), int(hi[g]), depth, int(sizes[g]), int(busy[g]), int(kinds[g]),
+             int(names[g]))
+        for g in np.flatnonzero(sizes >= 2).tolist()
+    ]  # fmt: skip
+
+
+def _most_frequent(group: Ints, values: Ints) -> Ints:
+    """Per group, its most frequent value (the smallest among equally frequent ones)."""
+    width = int(values.max()) + 1
+    keys, counts = np.unique(group * width + values, return_counts=True)
+    order = np.lexsort((-counts, keys // width))  # stable: the smaller value first on ties
+    keys = keys[order]
+    first = np.r_[True, keys[1:] // width != keys[:-1] // width]
+    out = np.zeros(int(group.max()) + 1, dtype=np.int64)
+    out[keys[first] // width] = keys[first] % width
+    return out

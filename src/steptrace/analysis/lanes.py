@@ -29,7 +29,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from steptrace.analysis.gpu import COMMUNICATION, copy_kind
-from steptrace.analysis.lane_gaps import Gap, idle_gaps, sync_ends
+from steptrace.analysis.lane_gaps import Gap, IdleGaps, idle_gaps, sync_ends
 from steptrace.analysis.lane_merge import Band, Bar, merge
 from steptrace.analysis.links import CpuTree, GpuLinks, cpu_tree, gpu_links
 from steptrace.analysis.steps import StepWindow, find_steps
@@ -87,37 +87,42 @@ class Timeline(msgspec.Struct, frozen=True, kw_only=True):
 
 
 class _Names:
-    def __init__(self, events: EventTable) -> None:
-        self.events = events
-        self.ids: dict[int, int] = {}
-        self.names: list[str] = []
+    """The names the figure uses, interned once: ``of`` maps the table's name ids to them."""
+
+    def __init__(self, events: EventTable, rows: Rows) -> None:
+        used = np.unique(events.name_id[rows])
+        self.lookup = np.full(len(events.names), -1, dtype=np.int64)
+        self.lookup[used] = np.arange(used.size)
+        self.names = tuple(events.names[i][:NAME_CHARS] for i in used.tolist())
 
     def of(self, name_ids: NDArray[np.int32]) -> NDArray[np.int64]:
-        out = np.empty(name_ids.size, dtype=np.int64)
-        for i, raw in enumerate(name_ids.tolist()):
-            if raw not in self.ids:
-                self.ids[raw] = len(self.names)
-                self.names.append(self.events.names[raw][:NAME_CHARS])
-            out[i] = self.ids[raw]
+        out: NDArray[np.int64] = self.lookup[name_ids]
         return out
 
 
-def step_lanes(trace: Trace, *, budget: int = BUDGET, max_depth: int | None = None) -> Timeline:
-    """The timeline of every step; ``max_depth`` keeps only CPU bars that shallow."""
+def step_lanes(
+    trace: Trace,
+    *,
+    budget: int = BUDGET,
+    max_depth: int | None = None,
+    linked: tuple[CpuTree, GpuLinks] | None = None,
+) -> Timeline:
+    """The timeline of every step; ``max_depth`` keeps only CPU bars that shallow;
+    ``linked``: the trace's ``cpu_tree`` and ``gpu_links`` when they are computed already."""
     events = trace.events
     windows = find_steps(events).windows
-    tree = cpu_tree(events)
-    links = gpu_links(events, tree)
+    tree, links = linked or _linked(events)
     observed = gpu_timeline(events, links)
     cpu_rows = _cpu_rows(events, tree)
     depth = _depths(events, cpu_rows)
     if max_depth is not None:
         keep = depth < max_depth
         cpu_rows, depth = cpu_rows[keep], depth[keep]
-    names = _Names(events)
+    names = _Names(events, np.concatenate((cpu_rows, links.rows)))
     share = min(STEP_MAX, max(STEP_MIN, budget // max(len(windows), 1)))
     ends = sync_ends(events)
-    context = _Context(events, tree, links, cpu_rows, depth, names, trace)
+    kinds = _gpu_kinds(events, links.rows)
+    context = _Context(events, tree, links, cpu_rows, depth, names, trace, kinds)
     steps = tuple(
         _step(context, w, share, idle_gaps(observed, ends, w) if observed else None)
         for w in windows
@@ -125,7 +130,7 @@ def step_lanes(trace: Trace, *, budget: int = BUDGET, max_depth: int | None = No
     walls = sorted(range(len(windows)), key=lambda k: windows[k].end_us - windows[k].start_us)
     return Timeline(
         kinds=KINDS,
-        names=tuple(names.names),
+        names=names.names,
         steps=steps,
         shown=walls[(len(walls) - 1) // 2] if walls else 0,
         gpu_observed=observed is not None,
@@ -141,6 +146,12 @@ class _Context:
     depth: Rows
     names: _Names
     trace: Trace
+    gpu_kinds: NDArray[np.int64]  # per ``links.rows``: its index in KINDS
+
+
+def _linked(events: EventTable) -> tuple[CpuTree, GpuLinks]:
+    tree = cpu_tree(events)  # as measure.linked_events (measure imports this module's users)
+    return tree, gpu_links(events, tree)
 
 
 def _cpu_rows(events: EventTable, tree: CpuTree) -> Rows:
@@ -161,7 +172,7 @@ def _depths(events: EventTable, rows: Rows) -> Rows:
     return depth
 
 
-def _step(c: _Context, w: StepWindow, share: int, gaps: tuple[Gap, ...] | None) -> StepLanes:
+def _step(c: _Context, w: StepWindow, share: int, gaps: IdleGaps | None) -> StepLanes:
     events = c.events
     lo_ns = round(w.start_us * 1000)
     wall_ns = round(w.end_us * 1000) - lo_ns
@@ -171,19 +182,19 @@ def _step(c: _Context, w: StepWindow, share: int, gaps: tuple[Gap, ...] | None) 
     gpu_at = np.flatnonzero(
         (events.start_us[c.links.rows] >= w.start_us) & (events.start_us[c.links.rows] < w.end_us)
     )
+    length = gaps.end_ns - gaps.start_ns if gaps else np.zeros(0, dtype=np.int64)
     resolution = max(1, wall_ns // DETAIL)
     while True:
         lanes = _lanes(c, w, lo_ns, cpu, cpu_depth, gpu_at, resolution)
-        shown_gaps = tuple(g for g in gaps or () if g.end_ns - g.start_ns >= resolution)
-        items = sum(len(lane.bars) + len(lane.bands) for lane in lanes) + len(shown_gaps)
+        shown = length >= resolution
+        items = sum(len(lane.bars) + len(lane.bands) for lane in lanes) + int(shown.sum())
         if items <= share or resolution >= wall_ns:
             break
         resolution *= 2
-    small = [g for g in gaps or () if g.end_ns - g.start_ns < resolution]
     return StepLanes(
         name=w.name, number=w.number, start_us=w.start_us, wall_ns=wall_ns,
-        resolution_ns=resolution, lanes=lanes, gaps=shown_gaps, small_gaps=len(small),
-        small_gaps_ns=sum(g.end_ns - g.start_ns for g in small),
+        resolution_ns=resolution, lanes=lanes, gaps=gaps.drawn(shown) if gaps else (),
+        small_gaps=int((~shown).sum()), small_gaps_ns=int(length[~shown].sum()),
     )  # fmt: skip
 
 
@@ -241,7 +252,7 @@ def _gpu_lanes(
     owner_bar = np.array([drawn.get(r, -1) for r in top.tolist()], dtype=np.int64)
     launch = links.launch[gpu_at]
     launch_ns = np.where(launch >= 0, _ns(events.start_us[np.maximum(launch, 0)], lo_ns), -1)
-    kinds = _gpu_kinds(events, rows)
+    kinds = c.gpu_kinds[gpu_at]
     lanes = []
     keys = sorted(set(zip(events.device[rows].tolist(), events.stream[rows].tolist(), strict=True)))
     for device, stream in keys:
@@ -272,6 +283,8 @@ def _gpu_lanes(
 
 def _top_owner(tree: CpuTree, owner: Rows) -> Rows:
     """Per launching operator (event row, or -1), its top operator's event row."""
+    if tree.ops.size == 0:
+        return np.full(owner.size, -1, dtype=np.int64)
     at = np.searchsorted(tree.ops, np.maximum(owner, 0))
     at = np.where(owner >= 0, at, -1)
     while (climb := (at >= 0) & (tree.op_parent[np.maximum(at, 0)] >= 0)).any():
@@ -280,15 +293,15 @@ def _top_owner(tree: CpuTree, owner: Rows) -> Rows:
 
 
 def _gpu_kinds(events: EventTable, rows: Rows) -> NDArray[np.int64]:
-    by_name: dict[int, int] = {}
-    out = np.empty(rows.size, dtype=np.int64)
-    for i, (kind, name) in enumerate(
-        zip(events.kind[rows].tolist(), events.name_id[rows].tolist(), strict=True)
-    ):
-        key = kind * 1_000_000_000 + name
-        if key not in by_name:
-            by_name[key] = KINDS.index(_gpu_kind(kind, events.names[name]))
-        out[i] = by_name[key]
+    """Per GPU row, its kind's index in ``KINDS`` (decided once per kind and name)."""
+    width = len(events.names) + 1
+    pairs = events.kind[rows].astype(np.int64) * width + events.name_id[rows]
+    unique, inverse = np.unique(pairs, return_inverse=True)
+    per_pair = np.array(
+        [KINDS.index(_gpu_kind(k // width, events.names[k % width])) for k in unique.tolist()],
+        dtype=np.int64,
+    )
+    out: NDArray[np.int64] = per_pair[inverse.reshape(-1)]
     return out
 
 

@@ -128,6 +128,7 @@ class Mark(msgspec.Struct, frozen=True):
     thread: str | None  # the thread named (``Where.thread``)
     streams: tuple[int, ...]
     lanes: tuple[int, ...] = ()  # the view's lanes (in drawing order) of that thread and streams
+    names: tuple[int, ...] = ()  # names (indices into the figure's) the finding lists
 
 
 class TimelineFigure(msgspec.Struct, frozen=True, tag="timeline"):

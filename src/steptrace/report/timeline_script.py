@@ -115,10 +115,13 @@ SCRIPT = r"""
       mark.lanes.forEach(function (i) {
         all(v, '[data-lane="' + i + '"]').forEach(function (e) { e.classList.add('hl'); });
       });
+      mark.names.forEach(function (n) {
+        all(v, 'rect.b[data-n="' + n + '"]').forEach(function (e) { e.classList.add('sel'); });
+      });
       st.k = Math.min(400, Math.max(1, P / (w * 1.1)));
       st.tx = -x * st.k + (P - w * st.k) / 2;
       apply();
-      info.textContent = 'marked: ' + ms(mark.start) + ' to ' + ms(mark.end);
+      info.textContent = mark.label + ': ' + ms(mark.start) + ' to ' + ms(mark.end);
       fig.scrollIntoView();
     };
     pick.addEventListener('change', function () { show(+pick.value); });

@@ -60,23 +60,42 @@ def stand_in(step: StepLanes) -> str:
 
 
 def _mark(found: Finding, timeline: Timeline) -> Mark | None:
+    """The finding's place: its step (the median one when listed, else the first listed),
+    narrowed to the bars of the names its evidence lists when that step has some."""
     where = found.evidence.where
-    for k, step in enumerate(timeline.steps):
-        if step.name in where.steps:
-            start = round((where.time_us[0] - step.start_us) * 1000)
-            end = round((where.time_us[1] - step.start_us) * 1000)
-            streams = where.streams or ()
-            lanes = tuple(
-                i
-                for i, lane in enumerate(step.lanes)
-                if lane.name == where.thread or (lane.kind == "gpu" and lane.stream in streams)
-            )
-            return Mark(
-                label=found.rule, view=k, start_ns=max(start, 0),
-                end_ns=min(max(end, 0), step.wall_ns), thread=where.thread,
-                streams=streams, lanes=lanes,
-            )  # fmt: skip
-    return None
+    listed = [k for k, step in enumerate(timeline.steps) if step.name in where.steps]
+    if not listed:
+        return None
+    k = timeline.shown if timeline.shown in listed else listed[0]
+    step = timeline.steps[k]
+    start = max(round((where.time_us[0] - step.start_us) * 1000), 0)
+    end = min(max(round((where.time_us[1] - step.start_us) * 1000), 0), step.wall_ns)
+    streams = where.streams or ()
+    lanes = tuple(
+        i
+        for i, lane in enumerate(step.lanes)
+        if lane.name == where.thread or (lane.kind == "gpu" and lane.stream in streams)
+    )
+    names = _named(found, timeline)
+    bars = [b for lane in step.lanes for b in lane.bars if b.name in names]
+    if bars:
+        start = min(b.start_ns for b in bars)
+        end = max(b.start_ns + b.dur_ns for b in bars)
+    return Mark(
+        label=found.rule, view=k, start_ns=start, end_ns=end, thread=where.thread,
+        streams=streams, lanes=lanes, names=tuple(sorted(names)),
+    )  # fmt: skip
+
+
+def _named(found: Finding, timeline: Timeline) -> set[int]:
+    """The timeline's name indices of the names listed in the finding's evidence."""
+    listed = {
+        str(v)
+        for f in found.evidence.figures
+        if f.unit == "names" and isinstance(f.value, tuple)
+        for v in f.value
+    }
+    return {i for i, name in enumerate(timeline.names) if name in listed}
 
 
 def finding_jumps(report: Report) -> Jumps | None:
@@ -88,9 +107,9 @@ def finding_jumps(report: Report) -> Jumps | None:
     for found in report.findings:
         if _mark(found, timeline) is None:
             continue
-        where = found.evidence.where
-        steps = where.steps[0] if len(where.steps) == 1 else f"{where.steps[0]}, ..."
-        text = f"{found.rule}: show {steps} on the timeline"
+        mark = _mark(found, timeline)
+        assert mark is not None
+        text = f"{found.rule}: show it in {timeline.steps[mark.view].name} on the timeline"
         items.append(Jump(text, len(items)))
     return Jumps(KEY, tuple(items)) if items else None
 

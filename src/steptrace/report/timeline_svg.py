@@ -24,7 +24,7 @@ from steptrace.units import short
 
 WIDTH, LABELS, ROW, LANE_GAP, AXIS = 1060, 210, 11, 5, 30
 PLOT = WIDTH - LABELS - 10
-TICKS = 10
+TICKS = 8
 TEXT_MIN_PX = 48  # bars at least this wide at full view carry their name
 CAUSES = (WAITING_ON_HOST, AFTER_SYNC, NOT_KNOWN, NOTHING_AFTER)
 COLORS = ("#4e79a7", "#a0cbe8", "#59a14f", "#b07aa1", "#edc948", "#f28e2b", "#e15759",
@@ -79,7 +79,14 @@ def figure(block: TimelineFigure, anchor: str) -> str:
         "kinds": list(block.kinds),
         "causes": list(CAUSES),
         "marks": [
-            {"view": m.view, "start": m.start_ns, "end": m.end_ns, "lanes": list(m.lanes)}
+            {
+                "view": m.view,
+                "start": m.start_ns,
+                "end": m.end_ns,
+                "lanes": list(m.lanes),
+                "names": list(m.names),
+                "label": visible(m.label),
+            }
             for m in block.marks
         ],
     }

@@ -58,14 +58,16 @@ def rank_data(trace: Trace) -> RankData:
     tree = cpu_tree(events)
     links = gpu_links(events, tree)
     instances = collective_instances(events, tree, links, clock)
-    analysis = measure(trace)
+    analysis = measure(trace, linked=(tree, links))
     windows = find_steps(events).windows
     comm, exposed = _exposure(events, analysis, windows, instances, clock)
     return RankData(
         path=str(trace.info.path), analysis=analysis, windows=windows,
         instances=instances, base_time_ns=base if base is not None and base >= 0 else None,
         clock_ns=clock, comm_ms=comm, exposed_ms=exposed,
-        timeline=step_lanes(trace, budget=RANK_BUDGET, max_depth=RANK_DEPTH),
+        timeline=step_lanes(
+            trace, budget=RANK_BUDGET, max_depth=RANK_DEPTH, linked=(tree, links)
+        ),
     )  # fmt: skip
 
 
