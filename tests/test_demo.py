@@ -41,7 +41,8 @@ def test_demo_runs_the_method_and_writes_every_report(tmp_path: Path) -> None:
     constant = next(c for c in comparisons if c["title"].startswith("constant"))
     assert constant["correctness"]["ok"] is True  # moving the constant changes no result
     html = (folder / "report.html").read_text()
-    assert "A/B outside the profiler" in html and "<script" not in html
+    assert "A/B outside the profiler" in html
+    assert 'class="tl"' in html and html.count("<script>") == 1  # the timeline's one script
     markdown = (folder / "report.md").read_text()  # every format shows the same sections
     assert markdown.count("## A/B outside the profiler") == len(comparisons)
     assert str(folder) in result.stdout
@@ -79,5 +80,6 @@ def test_demo_ranks_part_finds_the_planted_straggler(tmp_path: Path) -> None:
     assert len(line) == 1 and "in read_batch" in line[0]
     page = (folder / "report.html").read_text()
     assert page.count("<h1>") == 2 and "Rank x step matrix" in page  # the job after the trace
+    assert page.count('<div class="tl"') == 2 and page.count("<script>") == 1  # two figures
     assert "## Rank x step matrix" in (folder / "ranks.md").read_text()
     assert "ranks.html" in result.stdout

@@ -253,3 +253,22 @@ def test_the_largest_shared_trace_stays_under_3_mb_of_html() -> None:
     size = len(renderer("html").render([report_document(report)]).encode())
     print(f"HTML report of the 216k-event trace: {size / 1e6:.2f} MB")
     assert size < 3_000_000
+
+
+def test_the_straggler_finding_marks_its_rank_and_phase_on_the_ranks_figure() -> None:
+    report = fixture_report()
+    section = ranks_timeline_section(report)
+    assert section is not None
+    figure = section.blocks[1]
+    marks = figure.marks  # type: ignore[union-attr]
+    assert len(marks) == len(report.findings)
+    straggler = next(f for f in report.findings if f.rule == "straggler")
+    rank = straggler.evidence.values()["rank"]
+    mark = marks[report.findings.index(straggler)]
+    view = figure.views[mark.view]  # type: ignore[union-attr]
+    sizes = [len(g.lanes.lanes) for g in view.groups]
+    index = [g.label for g in view.groups].index(f"rank {rank}")
+    assert mark.lanes == tuple(range(sum(sizes[:index]), sum(sizes[: index + 1])))
+    names = figure.names  # type: ignore[union-attr]
+    assert mark.names and {names[n] for n in mark.names} == {straggler.evidence.values()["phase"]}
+    assert 0 <= mark.start_ns < mark.end_ns <= view.span_ns

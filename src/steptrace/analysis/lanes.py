@@ -122,7 +122,10 @@ def step_lanes(
     share = min(STEP_MAX, max(STEP_MIN, budget // max(len(windows), 1)))
     ends = sync_ends(events)
     kinds = _gpu_kinds(events, links.rows)
-    context = _Context(events, tree, links, cpu_rows, depth, names, trace, kinds)
+    streams = np.stack((events.device[links.rows], events.stream[links.rows]), axis=1)
+    lane = np.unique(streams, axis=0, return_inverse=True)[1].reshape(-1).astype(np.int32)
+    gpu_depth = _depths(events, links.rows, lane)
+    context = _Context(events, tree, links, cpu_rows, depth, names, trace, kinds, gpu_depth)
     steps = tuple(
         _step(context, w, share, idle_gaps(observed, ends, w) if observed else None)
         for w in windows
@@ -147,6 +150,7 @@ class _Context:
     names: _Names
     trace: Trace
     gpu_kinds: NDArray[np.int64]  # per ``links.rows``: its index in KINDS
+    gpu_depth: Rows  # per ``links.rows``: its nesting depth on its (device, stream)
 
 
 def _linked(events: EventTable) -> tuple[CpuTree, GpuLinks]:
@@ -161,9 +165,10 @@ def _cpu_rows(events: EventTable, tree: CpuTree) -> Rows:
     return np.sort(np.concatenate((labels, top_ops)))
 
 
-def _depths(events: EventTable, rows: Rows) -> Rows:
-    """Each row's nesting depth among ``rows`` on its thread."""
-    parent = parents(events.start_us[rows], events.end_us[rows], events.thread_id[rows])
+def _depths(events: EventTable, rows: Rows, lane: NDArray[np.int32] | None = None) -> Rows:
+    """Each row's nesting depth among ``rows`` on its lane (default: its thread)."""
+    lane = events.thread_id[rows] if lane is None else lane
+    parent = parents(events.start_us[rows], events.end_us[rows], lane)
     depth = np.zeros(rows.size, dtype=np.int64)
     up = parent.copy()
     while (alive := up >= 0).any():
@@ -258,7 +263,7 @@ def _gpu_lanes(
     for device, stream in keys:
         on = np.flatnonzero((events.device[rows] == device) & (events.stream[rows] == stream))
         r = rows[on]
-        depth = _depths(events, r)
+        depth = c.gpu_depth[gpu_at][on]
         bars, bands, _ = merge(
             _ns(events.start_us[r], lo_ns), np.rint(events.dur_us[r] * 1000).astype(np.int64),
             depth, kinds[on], c.names.of(events.name_id[r]), resolution, first_id=first_id,

@@ -50,9 +50,13 @@ def sections(report: RanksReport) -> tuple[Section, ...]:
     from steptrace.report.collective_sections import collectives, unmatched
     from steptrace.report.finding_sections import findings_section
     from steptrace.report.rank_matrix_sections import matrix, phases
-    from steptrace.report.timeline_sections import ranks_timeline_section
+    from steptrace.report.timeline_sections import ranks_jumps, ranks_timeline_section
 
     drawn = ranks_timeline_section(report)
+    found = findings_section(report.findings, report.thresholds.to_dict(), ranks=True)
+    jumps = ranks_jumps(report, drawn)
+    if jumps is not None:
+        found = msgspec.structs.replace(found, blocks=(*found.blocks, jumps))
     return (
         job(report),
         clocks(report),
@@ -62,7 +66,7 @@ def sections(report: RanksReport) -> tuple[Section, ...]:
         phases(report),
         collectives(report),
         unmatched(report),
-        findings_section(report.findings, report.thresholds.to_dict(), ranks=True),
+        found,
     )
 
 

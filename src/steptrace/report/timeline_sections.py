@@ -144,15 +144,54 @@ def ranks_timeline_section(report: RanksReport) -> Section | None:
     if not views:
         return None
     first_names = carried[0].timeline
+    shown = min(first_names.shown, len(views) - 1)
+    marks = tuple(_rank_mark(f, shown, views[shown], names) for f in report.findings)
     figure = TimelineFigure(
-        kinds=first_names.kinds, names=names, views=tuple(views),
-        shown=min(first_names.shown, len(views) - 1), caption=_ranks_caption(report, aligned),
+        kinds=first_names.kinds, names=names, views=tuple(views), shown=shown, marks=marks,
+        caption=_ranks_caption(report, aligned),
     )  # fmt: skip
-    shown = f"{len(carried)} of {len(report.ranks)} ranks"
-    text = f"The step across {shown}, one lane group per rank: drawn in the HTML report. " + (
+    across = f"{len(carried)} of {len(report.ranks)} ranks"
+    text = f"The step across {across}, one lane group per rank: drawn in the HTML report. " + (
         "Aligned on the estimated clock offsets." if aligned else _UNALIGNED
     )
     return Section(KEY, "Timeline of a step across ranks", (Paragraph(text), figure))
+
+
+def _rank_mark(found: Finding, k: int, view: TimelineView, names: tuple[str, ...]) -> Mark:
+    """A job's finding on the shown step: the lanes of the rank it names, narrowed to the
+    bars of the phase it names there; the whole step otherwise."""
+    values = found.evidence.values()
+    rank, phase = values.get("rank"), values.get("phase")
+    lanes: list[int] = []
+    named: set[int] = set()
+    start, end = 0, view.span_ns
+    at = 0
+    for group in view.groups:
+        count = len(group.lanes.lanes)
+        if group.label == f"rank {rank}":
+            lanes = list(range(at, at + count))
+            base = group.name_base
+            named = {base + b.name for lane in group.lanes.lanes for b in lane.bars
+                     if names[base + b.name] == phase}  # fmt: skip
+            bars = [b for lane in group.lanes.lanes for b in lane.bars if base + b.name in named]
+            if bars:
+                start = group.offset_ns + min(b.start_ns for b in bars)
+                end = group.offset_ns + max(b.start_ns + b.dur_ns for b in bars)
+        at += count
+    return Mark(
+        label=found.rule, view=k, start_ns=start, end_ns=end, thread=None, streams=(),
+        lanes=tuple(lanes), names=tuple(sorted(named)),
+    )  # fmt: skip
+
+
+def ranks_jumps(report: RanksReport, section: Section | None) -> Jumps | None:
+    """One link per finding of the job, to its mark on the ranks' figure."""
+    if section is None or not report.findings:
+        return None
+    items = tuple(
+        Jump(f"{f.rule}: show it on the timeline", k) for k, f in enumerate(report.findings)
+    )
+    return Jumps(KEY, items)
 
 
 _UNALIGNED = "Clocks not trusted: every rank's step is drawn from its own start."

@@ -28,7 +28,7 @@ TICKS = 8
 TEXT_MIN_PX = 48  # bars at least this wide at full view carry their name
 CAUSES = (WAITING_ON_HOST, AFTER_SYNC, NOT_KNOWN, NOTHING_AFTER)
 COLORS = ("#4e79a7", "#a0cbe8", "#59a14f", "#b07aa1", "#edc948", "#f28e2b", "#e15759",
-          "#ff9da7", "#9c755f")  # fmt: skip
+          "#17becf", "#9c755f")  # fmt: skip
 GAP_COLORS = ("#f6b8b8", "#fbd78b", "#d5d5d5", "#eeeeee")
 STYLE = (
     ".tl{margin:.5rem 0}.tl svg{display:block;background:#fff;cursor:grab;user-select:none}"
