@@ -34,8 +34,10 @@ def test_json_has_the_documented_names() -> None:
     out = json.loads(analyze(str(nccl()), "--format", "json", "--top", "3"))
     assert out["schema"] == "steptrace.report/2"
     assert set(out) == {
-        "schema", "scenario", "capture", "analysis", "findings", "thresholds", "warnings"
+        "schema", "scenario", "capture", "analysis", "findings", "thresholds", "warnings",
+        "timeline",
     }  # fmt: skip
+    assert out["timeline"] is None  # drawn by the HTML report only (docs/json-schema.md)
     analysis = out["analysis"]
     assert analysis["trace"]["gpu_observed"] is True
     assert analysis["trace"]["rank"] == 0 and analysis["trace"]["world_size"] == 2
