@@ -105,12 +105,15 @@ def step_lanes(
     *,
     budget: int = BUDGET,
     max_depth: int | None = None,
+    max_steps: int | None = None,
+    step_min: int = STEP_MIN,
     linked: tuple[CpuTree, GpuLinks] | None = None,
 ) -> Timeline:
-    """The timeline of every step; ``max_depth`` keeps only CPU bars that shallow;
+    """The timeline of the steps (the first ``max_steps`` when given); ``max_depth`` keeps
+    only CPU bars that shallow; each step gets at least ``step_min`` items of ``budget``;
     ``linked``: the trace's ``cpu_tree`` and ``gpu_links`` when they are computed already."""
     events = trace.events
-    windows = find_steps(events).windows
+    windows = find_steps(events).windows[:max_steps]
     tree, links = linked or _linked(events)
     observed = gpu_timeline(events, links)
     cpu_rows = _cpu_rows(events, tree)
@@ -119,7 +122,7 @@ def step_lanes(
         keep = depth < max_depth
         cpu_rows, depth = cpu_rows[keep], depth[keep]
     names = _Names(events, np.concatenate((cpu_rows, links.rows)))
-    share = min(STEP_MAX, max(STEP_MIN, budget // max(len(windows), 1)))
+    share = min(STEP_MAX, max(step_min, budget // max(len(windows), 1)))
     ends = sync_ends(events)
     kinds = _gpu_kinds(events, links.rows)
     streams = np.stack((events.device[links.rows], events.stream[links.rows]), axis=1)

@@ -151,6 +151,10 @@ def ranks_timeline_section(report: RanksReport) -> Section | None:
         caption=_ranks_caption(report, aligned),
     )  # fmt: skip
     across = f"{len(carried)} of {len(report.ranks)} ranks"
+    drawn_steps = max(len(t.timeline.steps) for t in carried)
+    steps = max(len(r.steps) for r in report.ranks)
+    if drawn_steps < steps:
+        across += f" (its first {drawn_steps} of {steps} steps to choose from)"
     text = f"The step across {across}, one lane group per rank: drawn in the HTML report. " + (
         "Aligned on the estimated clock offsets." if aligned else _UNALIGNED
     )

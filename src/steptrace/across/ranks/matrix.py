@@ -32,7 +32,9 @@ from steptrace.trace.kinds import Kind
 from steptrace.trace.table import EventTable, Trace
 
 _COLLECTIVE_OP = re.compile(r"^(c10d::|record_param_comms$|gloo:|nccl:)")
-RANK_BUDGET = 1_500  # bars, bands and gaps of one rank's steps together
+RANK_BUDGET = 600  # bars, bands and gaps of one rank's steps together
+RANK_STEPS = 8  # the first steps of each rank, drawn
+RANK_STEP_MIN = 40  # items for one step at least
 RANK_DEPTH = 3  # CPU nesting drawn per rank
 _COLLECTIVE_LABEL = re.compile(r"^(gloo|nccl|rccl):")  # the library's labels, not the user's
 
@@ -48,7 +50,7 @@ class RankData(msgspec.Struct, frozen=True, kw_only=True):
     clock_ns: int  # absolute ns (own clock) of the trace's origin: base + first ts
     comm_ms: tuple[float | None, ...]  # per step
     exposed_ms: tuple[float | None, ...]  # per step
-    timeline: Timeline | None = None  # compact: RANK_BUDGET items, labels RANK_DEPTH deep
+    timeline: Timeline | None = None  # compact: RANK_BUDGET items, RANK_STEPS, RANK_DEPTH
 
 
 def rank_data(trace: Trace) -> RankData:
@@ -66,7 +68,8 @@ def rank_data(trace: Trace) -> RankData:
         instances=instances, base_time_ns=base if base is not None and base >= 0 else None,
         clock_ns=clock, comm_ms=comm, exposed_ms=exposed,
         timeline=step_lanes(
-            trace, budget=RANK_BUDGET, max_depth=RANK_DEPTH, linked=(tree, links)
+            trace, budget=RANK_BUDGET, max_depth=RANK_DEPTH, max_steps=RANK_STEPS,
+            step_min=RANK_STEP_MIN, linked=(tree, links),
         ),
     )  # fmt: skip
 
