@@ -31,7 +31,8 @@ from numpy.typing import NDArray
 from steptrace.analysis.gpu import COMMUNICATION, copy_kind
 from steptrace.analysis.lane_gaps import Gap, IdleGaps, idle_gaps, sync_ends
 from steptrace.analysis.lane_merge import Band, Bar, merge
-from steptrace.analysis.links import CpuTree, GpuLinks, cpu_tree, gpu_links
+from steptrace.analysis.links import CpuTree, GpuLinks
+from steptrace.analysis.measure import linked_events
 from steptrace.analysis.steps import StepWindow, find_steps
 from steptrace.analysis.timeline import gpu_timeline
 from steptrace.trace.kinds import Kind
@@ -114,7 +115,7 @@ def step_lanes(
     ``linked``: the trace's ``cpu_tree`` and ``gpu_links`` when they are computed already."""
     events = trace.events
     windows = find_steps(events).windows[:max_steps]
-    tree, links = linked or _linked(events)
+    tree, links = linked or linked_events(events)
     observed = gpu_timeline(events, links)
     cpu_rows = _cpu_rows(events, tree)
     depth = _depths(events, cpu_rows)
@@ -154,11 +155,6 @@ class _Context:
     trace: Trace
     gpu_kinds: NDArray[np.int64]  # per ``links.rows``: its index in KINDS
     gpu_depth: Rows  # per ``links.rows``: its nesting depth on its (device, stream)
-
-
-def _linked(events: EventTable) -> tuple[CpuTree, GpuLinks]:
-    tree = cpu_tree(events)  # as measure.linked_events (measure imports this module's users)
-    return tree, gpu_links(events, tree)
 
 
 def _cpu_rows(events: EventTable, tree: CpuTree) -> Rows:
