@@ -35,8 +35,9 @@ def test_json_has_the_documented_names() -> None:
     assert out["schema"] == "steptrace.report/2"
     assert set(out) == {
         "schema", "scenario", "capture", "analysis", "throughput", "findings", "thresholds",
-        "warnings", "checks",
+        "warnings", "checks", "timeline",
     }  # fmt: skip
+    assert out["timeline"] is None  # drawn by the HTML report only (docs/json-schema.md)
     analysis = out["analysis"]
     assert analysis["trace"]["gpu_observed"] is True
     assert analysis["trace"]["rank"] == 0 and analysis["trace"]["world_size"] == 2

@@ -41,6 +41,8 @@ def test_demo_runs_the_method_and_writes_every_report(tmp_path: Path) -> None:
     assert len(pipeline["comparison"]["samples"]["a"]) >= 6  # every raw sample is kept
     assert pipeline["elapsed_s"] <= pipeline["budget_s"]
     # the constant rebuilt every step cannot show on the CPU: the report says why
+    html = (folder / "report.html").read_text()
+    assert 'class="tl"' in html and html.count("<script>") == 1  # the timeline's one script
     markdown = (folder / "report.md").read_text()  # every format shows the same sections
     html = (folder / "report.html").read_text()
     for page in (markdown, html):
@@ -86,5 +88,6 @@ def test_demo_ranks_part_finds_the_planted_straggler(tmp_path: Path) -> None:
     assert len(line) == 1 and "in read_batch" in line[0]
     page = (folder / "report.html").read_text()
     assert page.count("<h1>") == 2 and "Rank x step matrix" in page  # the job after the trace
+    assert page.count('<div class="tl"') == 2 and page.count("<script>") == 1  # two figures
     assert "## Rank x step matrix" in (folder / "ranks.md").read_text()
     assert "ranks.html" in result.stdout

@@ -49,13 +49,17 @@ def parse(html: str) -> Page:
 def test_structure_of_a_gpu_report() -> None:
     report = report_of("resnet50_train").top(10)
     page = parse(render_html(report))
-    assert [h.split(" (")[0] for h in page.headings[:5]] == [
-        "Question", "What this trace can tell", "Steps", "Labels per step", "GPU per step",
+    assert [h.split(" (")[0] for h in page.headings[:6]] == [
+        "Question", "What this trace can tell", "Steps", "Timeline of the steps",
+        "Labels per step", "GPU per step",
     ]  # fmt: skip
     assert "Findings" in page.headings and "Open the trace on the timeline" in page.headings
-    assert page.tags.count("svg") == 4  # steps, labels, GPU, GPU by kind of work
-    assert "script" not in page.tags and page.links == []  # self-contained: nothing to fetch
     html = render_html(report)
+    views = html.count('<svg class="tlv"')  # the timeline: one per step, each with its plot
+    assert views == len(report.analysis.steps)
+    assert page.tags.count("svg") == 4 + 2 * views  # steps, labels, GPU, GPU by kind, timeline
+    assert page.tags.count("script") == 2  # the timeline's data and its code, both inline
+    assert page.links and all(link.startswith("#d0-") for link in page.links)  # nothing fetched
     assert html.count("<tr>") >= len(report.findings) + len(report.analysis.kernels)
     assert "No question was recorded" in html
 
@@ -80,7 +84,9 @@ def test_the_report_loads_in_headless_chromium(tmp_path: Path) -> None:
     report.write_text(render_html(report_of("resnet50_train").top(10)))
     with loaded(report) as (page, problems):
         shot = page.screenshot(full_page=True)
-        svg_count = page.locator("svg").count()
+        svg_count = page.evaluate(
+            "[...document.querySelectorAll('svg')].filter(s => !s.closest('.tl')).length"
+        )
     assert problems == []  # no console error, no network request
     assert svg_count == 4  # steps, labels, GPU, GPU by kind of work
     pixels = image.open(io.BytesIO(shot)).convert("L")

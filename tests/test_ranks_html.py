@@ -56,7 +56,13 @@ def _browse(html: str, folder: Path, shot: str) -> dict[str, Any]:
     with loaded(page_file) as (page, problems):
         out = {
             "problems": problems,
-            "svgs": page.locator("svg").count(),
+            "svgs": page.evaluate(
+                "[...document.querySelectorAll('svg')].filter(s => !s.closest('.tl')).length"
+            ),
+            "rank_groups": page.evaluate(
+                "[...document.querySelectorAll('.tl svg.tlv')]"
+                ".filter(s => s.style.display !== 'none')[0].querySelectorAll('g.grp').length"
+            ),
             "cells": page.locator("svg rect").count(),
             "scroll": page.evaluate("document.documentElement.scrollWidth"),
             "width": page.evaluate("document.documentElement.clientWidth"),
@@ -80,6 +86,7 @@ def test_the_ranks_page_renders_cleanly(ranks: int, tmp_path: Path) -> None:
     seen = _browse(html, tmp_path, f"ranks-{ranks}.png")
     assert seen["problems"] == []
     assert seen["svgs"] == 2  # the rank x step heatmap and the phases one
+    assert seen["rank_groups"] == min(ranks, 16)  # the timeline: a lane group per rank carried
     assert seen["cells"] >= min(ranks, 128) * 3  # every rank (or bin) drawn for each step
     assert seen["scroll"] <= seen["width"]  # no horizontal scrolling
     assert all(right <= seen["width"] for right in seen["svg_widths"])

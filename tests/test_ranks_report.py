@@ -45,7 +45,8 @@ def test_every_format_renders_a_ranks_report() -> None:
 def test_the_formats_show_exactly_the_documents_sections_in_order() -> None:
     document = ranks_document(fixture_report())
     expected = [s.heading for s in document.sections]
-    assert expected[0].startswith("The job") and expected[-1] == "Findings" and len(expected) == 8
+    assert expected[0].startswith("The job") and expected[-1] == "Findings" and len(expected) == 9
+    assert "Timeline of a step across ranks" in expected
     text = renderer("text").render([document])
     bold = [line for line in headings("text", text) if not line.startswith(("─", "warning"))]
     shown = [line for line in bold if line in expected]
@@ -60,7 +61,9 @@ def test_json_is_the_report_itself() -> None:
     report = fixture_report()
     data = json.loads(render(report, "json"))
     assert data["schema"] == "steptrace.ranks/1"
-    assert msgspec.json.decode(render(report, "json"), type=RanksReport) == report
+    assert report.timelines  # carried by the report, drawn by HTML, not written to JSON
+    lean = msgspec.structs.replace(report, timelines=())
+    assert msgspec.json.decode(render(report, "json"), type=RanksReport) == lean
 
 
 def test_the_straggler_and_its_phase_lead_the_report() -> None:
@@ -156,8 +159,16 @@ def hostile_report() -> RanksReport:
     collectives = tuple(
         msgspec.structs.replace(c, process_group=HOSTILE) for c in report.collectives
     )
+    timelines = tuple(
+        msgspec.structs.replace(
+            t, timeline=msgspec.structs.replace(
+                t.timeline, names=tuple(f"{HOSTILE}</script>{n}" for n in t.timeline.names)
+            ),
+        )
+        for t in report.timelines
+    )  # fmt: skip
     return msgspec.structs.replace(
-        report, ranks=ranks, stragglers=stragglers, collectives=collectives
+        report, ranks=ranks, stragglers=stragglers, collectives=collectives, timelines=timelines
     )
 
 
@@ -175,7 +186,11 @@ def test_hostile_names_and_paths_are_escaped(name: str) -> None:
         assert "<img" not in out
     if name == "html":
         assert "&lt;img src=x onerror=alert(1)&gt;" in out
-        assert out.count("<svg") == 2 and "<script" not in out
+        figure = out.split('<div class="tl"', 1)[1].rsplit("</div>", 1)[0]
+        assert out.replace(figure, "").count("<svg") == 2  # the heatmaps, beside the timeline
+        assert out.count("<script") == 2 and out.count("</script>") == 2  # data, then code
+        assert "\\u003c/script\\u003e" in out  # a name's </script> cannot close the data
+        assert "<\\/script" not in out and "\\x1b]0;pwn" in out
     if name == "md":
         table_lines = [line for line in out.splitlines() if line.startswith("|")]
         widths = {len(re.findall(r"(?<!\\)\|", line)) for line in table_lines}

@@ -23,11 +23,13 @@ import msgspec
 from steptrace.across.ranks.thresholds import RankThresholds
 from steptrace.analysis.copies import CopyPattern
 from steptrace.analysis.kernels import KernelStat
+from steptrace.analysis.lanes import step_lanes
 from steptrace.analysis.measure import (
     StepResult,
     StepSummary,
     TraceAnalysis,
     TraceSummary,
+    linked_events,
     measure,
 )
 from steptrace.analysis.operators import OperatorStat
@@ -81,7 +83,8 @@ def _report(
     record, warnings = decode_record(sidecar, trace.info.scenario_block, name)
     scenario = record.scenario if record else None
     capture = record.capture if record else None
-    analysis = measure(trace, partial_step=capture.partial_step if capture else None)
+    linked = linked_events(trace.events)  # read by the figures and by the timeline
+    analysis = measure(trace, partial_step=capture.partial_step if capture else None, linked=linked)
     limits = thresholds or Thresholds()
     varied = step_variation(analysis, limits)
     return Report(
@@ -92,6 +95,7 @@ def _report(
         findings=find(Case(analysis, scenario, capture), limits),
         thresholds=limits,
         warnings=tuple(unreadable + warnings + ([varied] if varied else [])),
+        timeline=step_lanes(trace, linked=linked),
     )
 
 

@@ -16,7 +16,7 @@ from steptrace.analysis.copies import CopyPattern, copy_patterns
 from steptrace.analysis.cpu import CpuStep, cpu_per_step
 from steptrace.analysis.gpu import GpuStep, gpu_per_step
 from steptrace.analysis.kernels import KernelStat, kernel_stats
-from steptrace.analysis.links import cpu_tree, gpu_links
+from steptrace.analysis.links import CpuTree, GpuLinks, cpu_tree, gpu_links
 from steptrace.analysis.operators import OperatorStat, operator_stats
 from steptrace.analysis.outside import GpuOutsideSteps, gpu_outside_steps, outside_warnings
 from steptrace.analysis.phases import Phase, Reading, phases_per_step
@@ -126,13 +126,18 @@ class TraceAnalysis(msgspec.Struct, frozen=True):
         return msgspec.structs.replace(self, operators=self.operators[:n], kernels=self.kernels[:n])
 
 
-def measure(trace: Trace, *, partial_step: int | None = None) -> TraceAnalysis:
+def measure(
+    trace: Trace,
+    *,
+    partial_step: int | None = None,
+    linked: tuple[CpuTree, GpuLinks] | None = None,
+) -> TraceAnalysis:
     """Every figure of a loaded trace; ``partial_step`` is the number of a ProfilerStep
-    known to be cut short (its capture says so): it is marked ``partial``."""
+    known to be cut short (its capture says so): it is marked ``partial``. ``linked``: the
+    trace's ``cpu_tree`` and ``gpu_links`` when computed already (``lanes`` shares them)."""
     events = trace.events
     steps = find_steps(events)
-    tree = cpu_tree(events)
-    links = gpu_links(events, tree)
+    tree, links = linked or linked_events(events)
     timeline = gpu_timeline(events, links)
     gpu = gpu_per_step(events, steps.windows, timeline)
     launch_starts = events.start_us[np.unique(links.launch[links.launch >= 0])]
@@ -211,6 +216,12 @@ def _launched_in(
     launched = np.zeros(len(events), dtype=bool)
     launched[timeline.rows] = step_of(windows, timeline.issued_us) >= 0
     return launched
+
+
+def linked_events(events: EventTable) -> tuple[CpuTree, GpuLinks]:
+    """The operator tree and the GPU links, computed once for every figure that reads them."""
+    tree = cpu_tree(events)
+    return tree, gpu_links(events, tree)
 
 
 def _thread_label(trace: Trace, thread: int) -> str | None:

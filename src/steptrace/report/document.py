@@ -4,9 +4,10 @@ A ``Document`` is a title and ``Section``s in reading order; a section is a head
 blocks: ``Paragraph``s, ``Table``s (typed columns, raw cell values) and charts (``Bars``,
 ``Stacked``, ``Strips``, ``Heatmap``). Formats that cannot draw leave the charts out: a
 chart draws numbers of the report (its tables, or finer ones the JSON holds), never a
-figure of its own, and its caption is drawn with it. A ``Heatmap`` carries its numbers as
-a ``Table`` too, which the formats that cannot draw show in its place. Builders compute
-everything here; renderers only format and escape.
+figure of its own, and its caption is drawn with it; a ``TimelineFigure`` (the steps'
+lanes) and its ``Jumps`` (links to places on it) are drawn by HTML alone. A ``Heatmap``
+carries its numbers as a ``Table`` too, which the formats that cannot draw show in its
+place. Builders compute everything here; renderers only format and escape.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from typing import Any, Literal
 
 import msgspec
 
+from steptrace.analysis.lanes import StepLanes
 from steptrace.analysis.stats import Spread
 
 # text: plain words; name: something read from the trace (an operator, a kernel, a label);
@@ -100,8 +102,62 @@ class Heatmap(msgspec.Struct, frozen=True, tag="heatmap"):
     marked: tuple[int, ...] = ()  # rows whose label is always drawn (the stragglers')
 
 
+class LaneGroup(msgspec.Struct, frozen=True):
+    """One trace's (or rank's) lanes of a step, shifted by ``offset_ns`` on the figure."""
+
+    label: str  # "" for a single trace; "rank 3" on a job's figure
+    offset_ns: int
+    lanes: StepLanes
+    name_base: int = 0  # its bars' names start here in the figure's names
+
+
+class TimelineView(msgspec.Struct, frozen=True):
+    """What one choice of the figure's step menu draws: its groups over ``span_ns``."""
+
+    label: str  # the step's name
+    span_ns: int
+    groups: tuple[LaneGroup, ...]
+
+
+class Mark(msgspec.Struct, frozen=True):
+    """A range to show on the figure (a finding's ``evidence.where``)."""
+
+    label: str
+    view: int  # index into the figure's views
+    start_ns: int  # from the view's start
+    end_ns: int
+    thread: str | None  # the thread named (``Where.thread``)
+    streams: tuple[int, ...]
+    lanes: tuple[int, ...] = ()  # the view's lanes (in drawing order) of that thread and streams
+    names: tuple[int, ...] = ()  # names (indices into the figure's) the finding lists
+
+
+class TimelineFigure(msgspec.Struct, frozen=True, tag="timeline"):
+    """The steps on one time axis, lanes per thread and stream (drawn by HTML only; the
+    other formats show the section's paragraphs). ``shown`` is the view drawn first."""
+
+    kinds: tuple[str, ...]
+    names: tuple[str, ...]
+    views: tuple[TimelineView, ...]
+    shown: int
+    marks: tuple[Mark, ...] = ()
+    caption: str = ""
+
+
+class Jump(msgspec.Struct, frozen=True):
+    text: str
+    mark: int  # index into the figure's marks
+
+
+class Jumps(msgspec.Struct, frozen=True, tag="jumps"):
+    """Links to places on the section ``target``'s timeline (HTML only)."""
+
+    target: str  # the section key of the timeline
+    items: tuple[Jump, ...]
+
+
 Chart = Bars | Stacked | Strips | Heatmap
-Block = Paragraph | Table | Chart
+Block = Paragraph | Table | Chart | TimelineFigure | Jumps
 
 
 class Section(msgspec.Struct, frozen=True):

@@ -14,10 +14,12 @@ from steptrace.across.ranks.model import (
     CollectiveSummary,
     RankResult,
     RanksAnalysis,
+    RankTimeline,
     Straggler,
     Unmatched,
 )
 from steptrace.across.ranks.thresholds import RankThresholds
+from steptrace.analysis.lanes import Timeline
 from steptrace.analysis.measure import TraceAnalysis, TraceSummary
 from steptrace.hypotheses.finding import Finding
 from steptrace.hypotheses.thresholds import Thresholds
@@ -35,7 +37,10 @@ class Report(msgspec.Struct, frozen=True, kw_only=True):
     loading the trace skipped (``analysis.trace.warnings``); ``findings`` are hypotheses
     with their next controlled check, most severe first; ``warnings`` are about the
     report's other inputs (an unreadable scenario) and its certainty (steps that differ by
-    more than ``thresholds.step_spread``: more steps are needed).
+    more than ``thresholds.step_spread``: more steps are needed). ``checks`` are the
+    findings' checks when ``investigate`` ran them; ``timeline`` holds the steps' lanes drawn
+    by the HTML report (``steptrace.analysis.lanes``); ``None`` in a report saved before it
+    existed.
     """
 
     schema: str = SCHEMA
@@ -48,6 +53,7 @@ class Report(msgspec.Struct, frozen=True, kw_only=True):
     thresholds: Thresholds  # the thresholds the findings used
     warnings: tuple[str, ...] = ()
     checks: tuple[CheckResult, ...] = ()  # each finding's check, run by ``investigate``
+    timeline: Timeline | None = None
 
     def top(self, n: int) -> Report:
         """The same report listing only the first ``n`` operators and kernels."""
@@ -97,6 +103,7 @@ class RanksReport(msgspec.Struct, frozen=True, kw_only=True):
     findings: tuple[Finding, ...]  # straggler, exposed-communication, collective-imbalance, ...
     thresholds: RankThresholds
     warnings: tuple[str, ...] = ()
+    timelines: tuple[RankTimeline, ...] = ()  # some ranks' lanes, for the HTML figure
 
     @classmethod
     def of(
@@ -112,4 +119,5 @@ class RanksReport(msgspec.Struct, frozen=True, kw_only=True):
             findings=findings,
             thresholds=thresholds,
             warnings=analysis.warnings,
+            timelines=analysis.timelines,
         )

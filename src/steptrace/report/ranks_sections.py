@@ -1,8 +1,9 @@
 """A job's rank traces as sections (a ``RanksReport``), built once for every format.
 
 Reading order: the job (ranks, where each number came from, world size, missing and
-duplicate ranks, warnings), the clocks, the stragglers, the rank x step matrix, each
-phase across ranks, the collectives, the unmatched instances, the findings. Beyond
+duplicate ranks, warnings), the clocks, the stragglers, one step across ranks on the
+timeline (HTML draws it), the rank x step matrix, each phase across ranks, the
+collectives, the unmatched instances, the findings. Beyond
 ``rank_fold.FOLD_ABOVE`` ranks the tables name the ranks that deviate most and fold the
 others into median / p90 / max rows; the JSON (``steptrace.ranks/1``) is the report itself,
 never folded. ``None`` is shown as *not observed* (or a dash), never 0.
@@ -13,6 +14,8 @@ from __future__ import annotations
 import functools
 import re
 from collections import defaultdict
+
+import msgspec
 
 from steptrace.across.ranks.model import RankResult
 from steptrace.report import rank_fold
@@ -33,7 +36,8 @@ def ranks_document(
     """The job's document: its title, the data JSON writes (the whole report, also with
     ``findings_only``, which keeps the job and the findings sections), sections on demand."""
     build = functools.partial(findings_sections if findings_only else sections, report)
-    return Document(title or job_title(report), report, build)
+    data = msgspec.structs.replace(report, timelines=())  # the lanes are drawn by HTML only
+    return Document(title or job_title(report), data, build)
 
 
 def job_title(report: RanksReport) -> str:
@@ -46,16 +50,23 @@ def sections(report: RanksReport) -> tuple[Section, ...]:
     from steptrace.report.collective_sections import collectives, unmatched
     from steptrace.report.finding_sections import findings_section
     from steptrace.report.rank_matrix_sections import matrix, phases
+    from steptrace.report.timeline_sections import ranks_jumps, ranks_timeline_section
 
+    drawn = ranks_timeline_section(report)
+    found = findings_section(report.findings, report.thresholds.to_dict(), ranks=True)
+    jumps = ranks_jumps(report, drawn)
+    if jumps is not None:
+        found = msgspec.structs.replace(found, blocks=(*found.blocks, jumps))
     return (
         job(report),
         clocks(report),
         stragglers(report),
+        *((drawn,) if drawn else ()),
         matrix(report),
         phases(report),
         collectives(report),
         unmatched(report),
-        findings_section(report.findings, report.thresholds.to_dict(), ranks=True),
+        found,
     )
 
 

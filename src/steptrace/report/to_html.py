@@ -1,6 +1,10 @@
-"""HTML: one self-contained page (inline CSS and SVG, no script, no network).
+"""HTML: one self-contained page (inline CSS, SVG and script, no network).
 
-Every text is escaped; charts are drawn by ``svg`` from the numbers the sections hold.
+Every text is escaped; charts are drawn by ``svg`` from the numbers the sections hold, the
+timeline by ``timeline_svg``. The page's one inline script (``timeline_script``) is added
+only when a timeline is drawn: it zooms, pans and selects on it, and follows the findings'
+links to their places; everything else reads without it. Data for the script sits in
+JSON blocks escaped so that no text can close them.
 """
 
 from __future__ import annotations
@@ -8,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from html import escape as _escape
 
-from steptrace.report import svg
+from steptrace.report import svg, timeline_svg
 from steptrace.report.cells import cell_text, visible
 from steptrace.report.document import (
     Bars,
@@ -16,13 +20,17 @@ from steptrace.report.document import (
     Chart,
     Document,
     Heatmap,
+    Jumps,
     Paragraph,
     Section,
     Stacked,
     Table,
+    TimelineFigure,
 )
+from steptrace.report.timeline_script import SCRIPT
 
-STYLE = """
+STYLE = (
+    """
 body{font-family:system-ui,-apple-system,'Segoe UI',sans-serif;margin:2rem auto;max-width:1100px;
 color:#222;line-height:1.45;padding:0 1rem}
 h1{font-size:1.5rem}h1,p{overflow-wrap:anywhere}
@@ -35,6 +43,8 @@ td.text,th.text{text-align:left}caption{caption-side:bottom;text-align:left;font
 color:#555;padding-top:.2rem}code{font-size:.85em;word-break:break-all}svg{max-width:100%;height:auto}
 summary{font-size:.85rem;color:#555;cursor:pointer}
 """
+    + timeline_svg.STYLE
+)
 
 
 def escape(text: str) -> str:
@@ -50,10 +60,14 @@ class HtmlRenderer:
         named = documents[0].title if len(documents) == 1 else f"{len(documents)} reports"
         title = escape(named if named.startswith("steptrace") else f"steptrace: {named}")
         body = "".join(_document(d, f"d{k}-") for k, d in enumerate(documents))
+        drawn = any(
+            isinstance(b, TimelineFigure) for d in documents for s in d.sections for b in s.blocks
+        )
+        script = f"<script>{SCRIPT}</script>" if drawn else ""
         return (
             f'<!doctype html><html lang="en"><head><meta charset="utf-8"><title>{title}</title>'
             '<meta name="viewport" content="width=device-width, initial-scale=1">'
-            f"<style>{STYLE}</style></head><body>{body}</body></html>\n"
+            f"<style>{STYLE}</style></head><body>{body}{script}</body></html>\n"
         )
 
 
@@ -64,11 +78,11 @@ def _document(document: Document, prefix: str) -> str:
     for section in document.sections:
         count = seen[section.key] = seen.get(section.key, 0) + 1
         key = section.key if count == 1 else f"{section.key}-{count}"
-        parts.append(_section(section, prefix + key))
+        parts.append(_section(section, prefix + key, prefix))
     return "".join(parts)
 
 
-def _section(section: Section, anchor: str) -> str:
+def _section(section: Section, anchor: str, prefix: str = "") -> str:
     """The heading and blocks; the lines of the question share one box."""
     parts: list[str] = []
     for block in section.blocks:
@@ -78,12 +92,16 @@ def _section(section: Section, anchor: str) -> str:
         if isinstance(block, Paragraph) and block.tone == "question" and joined:
             parts[-1] = parts[-1].removesuffix("</p>") + "<br>" + _lines(block.text) + "</p>"
         else:
-            parts.append(_block(block))
+            parts.append(_block(block, anchor, prefix))
     blocks = "".join(parts)
     return f'<section id="{escape(anchor)}"><h2>{escape(section.heading)}</h2>{blocks}</section>'
 
 
-def _block(block: Block) -> str:
+def _block(block: Block, anchor: str = "", prefix: str = "") -> str:
+    if isinstance(block, TimelineFigure):
+        return timeline_svg.figure(block, anchor) + _caption(block.caption)
+    if isinstance(block, Jumps):
+        return _jumps(block, prefix + block.target)
     if isinstance(block, Paragraph):
         kind = f' class="{block.tone}"' if block.tone != "plain" else ""
         return f"<p{kind}>{_lines(block.text)}</p>"
@@ -94,6 +112,20 @@ def _block(block: Block) -> str:
         numbers = f"<details><summary>the numbers</summary>{_table(block.table)}</details>"
         return _chart(block) + caption + numbers
     return _chart(block) + caption
+
+
+def _caption(text: str) -> str:
+    return f"<p><small>{escape(text)}</small></p>" if text else ""
+
+
+def _jumps(block: Jumps, target: str) -> str:
+    """Links that scroll to the timeline; its script then selects and marks the place."""
+    items = "".join(
+        f'<li><a class="tl-jump" href="#{escape(target)}" data-fig="{escape(target)}" '
+        f'data-mark="{item.mark}">{escape(item.text)}</a></li>'
+        for item in block.items
+    )
+    return f'<p>On the timeline:</p><ul class="jumps">{items}</ul>'
 
 
 def _chart(block: Chart) -> str:

@@ -17,10 +17,19 @@ from steptrace.across.ranks.clocks import align
 from steptrace.across.ranks.discover import Identified
 from steptrace.across.ranks.matching import match
 from steptrace.across.ranks.matrix import RankData, rank_steps
-from steptrace.across.ranks.model import RankResult, RanksAnalysis, RankStep, Unmatched
+from steptrace.across.ranks.model import (
+    RankResult,
+    RanksAnalysis,
+    RankStep,
+    RankTimeline,
+    Straggler,
+    Unmatched,
+)
 from steptrace.across.ranks.stragglers import find_stragglers
 from steptrace.across.ranks.thresholds import RankThresholds
 from steptrace.across.ranks.waits import summaries, timings, unmatched_total
+
+TIMELINE_RANKS = 16  # ranks whose lanes the report carries: the stragglers', then the lowest
 
 
 def analyze_ranks_data(
@@ -63,14 +72,27 @@ def analyze_ranks_data(
         )
         for r, d in sorted(data.items())
     )
+    stragglers = find_stragglers(steps, arrivals, limits)
     return RanksAnalysis(
         world_size=identified.world_size,
         ranks=results,
         clocks=clocks,
         collectives=summaries(instances, matching.matched, timed, matching.queues),
         unmatched=matching.unmatched,
-        stragglers=find_stragglers(steps, arrivals, limits),
+        stragglers=stragglers,
         warnings=(*identified.warnings, *_warnings(data, matching.unmatched, clocks.trusted)),
+        timelines=_timelines(data, stragglers),
+    )
+
+
+def _timelines(
+    data: dict[int, RankData], stragglers: Sequence[Straggler]
+) -> tuple[RankTimeline, ...]:
+    """At most ``TIMELINE_RANKS`` ranks' lanes, by rank: the stragglers', then the lowest."""
+    chosen = list(dict.fromkeys([s.rank for s in stragglers] + sorted(data)))
+    kept = sorted(chosen[:TIMELINE_RANKS])
+    return tuple(
+        RankTimeline(rank=r, timeline=t) for r in kept if (t := data[r].timeline) is not None
     )
 
 

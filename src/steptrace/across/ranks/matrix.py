@@ -23,6 +23,7 @@ import numpy as np
 
 from steptrace.across.ranks.collectives import Instance, collective_instances
 from steptrace.across.ranks.model import RankStep
+from steptrace.analysis.lanes import Timeline, step_lanes
 from steptrace.analysis.links import cpu_tree, gpu_links
 from steptrace.analysis.measure import TraceAnalysis, measure
 from steptrace.analysis.steps import StepWindow, find_steps
@@ -31,6 +32,10 @@ from steptrace.trace.kinds import Kind
 from steptrace.trace.table import EventTable, Trace
 
 _COLLECTIVE_OP = re.compile(r"^(c10d::|record_param_comms$|gloo:|nccl:)")
+RANK_BUDGET = 600  # bars, bands and gaps of one rank's steps together
+RANK_STEPS = 8  # the first steps of each rank, drawn
+RANK_STEP_MIN = 40  # items for one step at least
+RANK_DEPTH = 3  # CPU nesting drawn per rank
 _COLLECTIVE_LABEL = re.compile(r"^(gloo|nccl|rccl):")  # the library's labels, not the user's
 
 
@@ -45,6 +50,7 @@ class RankData(msgspec.Struct, frozen=True, kw_only=True):
     clock_ns: int  # absolute ns (own clock) of the trace's origin: base + first ts
     comm_ms: tuple[float | None, ...]  # per step
     exposed_ms: tuple[float | None, ...]  # per step
+    timeline: Timeline | None = None  # compact: RANK_BUDGET items, RANK_STEPS, RANK_DEPTH
 
 
 def rank_data(trace: Trace) -> RankData:
@@ -54,13 +60,17 @@ def rank_data(trace: Trace) -> RankData:
     tree = cpu_tree(events)
     links = gpu_links(events, tree)
     instances = collective_instances(events, tree, links, clock)
-    analysis = measure(trace)
+    analysis = measure(trace, linked=(tree, links))
     windows = find_steps(events).windows
     comm, exposed = _exposure(events, analysis, windows, instances, clock)
     return RankData(
         path=str(trace.info.path), analysis=analysis, windows=windows,
         instances=instances, base_time_ns=base if base is not None and base >= 0 else None,
         clock_ns=clock, comm_ms=comm, exposed_ms=exposed,
+        timeline=step_lanes(
+            trace, budget=RANK_BUDGET, max_depth=RANK_DEPTH, max_steps=RANK_STEPS,
+            step_min=RANK_STEP_MIN, linked=(tree, links),
+        ),
     )  # fmt: skip
 
 

@@ -18,6 +18,8 @@ from typing import Literal
 
 import msgspec
 
+from steptrace.analysis.lanes import Timeline
+
 RANKS_SCHEMA = "steptrace.ranks/1"
 
 # How a rank's number was known: the trace's distributedInfo, a number in its file name,
@@ -141,6 +143,13 @@ class Straggler(msgspec.Struct, frozen=True, kw_only=True):
     of: int  # matched collectives it took part in
 
 
+class RankTimeline(msgspec.Struct, frozen=True, kw_only=True):
+    """One rank's steps on the timeline, kept compact (``analyze.TIMELINE_RANKS`` at most)."""
+
+    rank: int
+    timeline: Timeline  # times from each step's own start; RankStep.start_us places it
+
+
 class RanksAnalysis(msgspec.Struct, frozen=True, kw_only=True):
     """Every cross-rank figure of one job; findings are added by ``RanksReport``."""
 
@@ -152,3 +161,4 @@ class RanksAnalysis(msgspec.Struct, frozen=True, kw_only=True):
     unmatched: tuple[Unmatched, ...]
     stragglers: tuple[Straggler, ...]  # most excess first
     warnings: tuple[str, ...]
+    timelines: tuple[RankTimeline, ...] = ()  # the stragglers' ranks first, then the lowest

@@ -1,0 +1,242 @@
+"""The timeline figure as HTML: one inline SVG per step, its controls, and its data.
+
+Presentation only: ``figure(block, anchor)`` scales the nanoseconds the block holds to
+pixels. Each view (a step) is one ``<svg>``, the first shown one visible: a time axis,
+lane labels, then a plot whose bars, bands, GPU idle gaps and marks sit in one group that
+the page's script (``timeline_script``) zooms and pans. Bars carry their times, name and
+launch link in ``data-*`` attributes; names are read from a JSON block made safe for a
+``<script>`` element (``safe_json``). Every text from the trace is escaped, control
+characters made visible; nothing is fetched.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from html import escape as _escape
+
+import msgspec
+
+from steptrace.analysis.lane_gaps import AFTER_SYNC, NOT_KNOWN, NOTHING_AFTER, WAITING_ON_HOST
+from steptrace.analysis.lanes import Lane
+from steptrace.report.document import LaneGroup, TimelineFigure, TimelineView
+from steptrace.safe_text import visible
+from steptrace.units import short
+
+WIDTH, LABELS, ROW, LANE_GAP, AXIS = 1060, 210, 11, 5, 30
+PLOT = WIDTH - LABELS - 10
+TICKS = 8
+TEXT_MIN_PX = 48  # bars at least this wide at full view carry their name
+CAUSES = (WAITING_ON_HOST, AFTER_SYNC, NOT_KNOWN, NOTHING_AFTER)
+COLORS = ("#4e79a7", "#a0cbe8", "#59a14f", "#b07aa1", "#edc948", "#f28e2b", "#e15759",
+          "#17becf", "#9c755f")  # fmt: skip
+GAP_COLORS = ("#f6b8b8", "#fbd78b", "#d5d5d5", "#eeeeee")
+STYLE = (
+    ".tl{margin:.5rem 0}.tl svg{display:block;background:#fff;cursor:grab;user-select:none}"
+    ".tl .bar{font-size:.8rem;margin:.2rem 0}.tl .info{font-size:.8rem;color:#333;"
+    "min-height:1.2em;font-family:ui-monospace,monospace}.tl .sel{stroke:#000;"
+    "stroke-width:1.5px;vector-effect:non-scaling-stroke}.tl .band{fill-opacity:.45;"
+    "stroke:#555;stroke-dasharray:2 2;stroke-width:.6px;vector-effect:non-scaling-stroke}"
+    ".tl .mark{fill:#4e79a7;fill-opacity:.12;stroke:#4e79a7;vector-effect:non-scaling-stroke}"
+    ".tl rect.hl{fill:#fff3b0}.tl text.hl{font-weight:bold}"
+    ".tl .key{display:inline-block;width:.8em;height:.8em;"
+    "margin:0 .2em 0 .8em;vertical-align:-.1em}.tl text{font-size:10px;fill:#222}"
+    ".tl .lnk{stroke:#000;stroke-width:1.2px;vector-effect:non-scaling-stroke}"
+    + "".join(f".tl .k{i}{{fill:{c}}}" for i, c in enumerate(COLORS))
+    + "".join(f".tl .c{i}{{fill:{c}}}" for i, c in enumerate(GAP_COLORS))
+)
+
+
+def escape(text: str) -> str:
+    return _escape(visible(text))
+
+
+def safe_json(value: object) -> str:
+    """JSON that cannot end or open markup inside ``<script>``: ``<``, ``>``, ``&`` and the
+    line separators are written as ``\\u`` escapes (the same value once parsed)."""
+    text = msgspec.json.encode(value).decode()
+    for raw, escaped in (("<", "\\u003c"), (">", "\\u003e"), ("&", "\\u0026"),
+                         ("\u2028", "\\u2028"), ("\u2029", "\\u2029")):  # fmt: skip
+        text = text.replace(raw, escaped)
+    return text
+
+
+def figure(block: TimelineFigure, anchor: str) -> str:
+    """The controls, one SVG per view (the shown one visible), the legend and the data."""
+    options = "".join(
+        f'<option value="{k}"{" selected" if k == block.shown else ""}>{escape(v.label)}</option>'
+        for k, v in enumerate(block.views)
+    )
+    controls = (
+        f'<div class="bar"><label>step <select class="pick">{options}</select></label> '
+        '<button type="button" data-zoom="2">zoom in</button> '
+        '<button type="button" data-zoom="0.5">zoom out</button> '
+        '<button type="button" data-zoom="0">whole step</button></div>'
+        '<div class="info">hover or click a bar</div>'
+    )
+    views = "".join(_view(v, k, k == block.shown, block) for k, v in enumerate(block.views))
+    data = {
+        "names": [visible(n) for n in block.names],
+        "kinds": list(block.kinds),
+        "causes": list(CAUSES),
+        "marks": [
+            {
+                "view": m.view,
+                "start": m.start_ns,
+                "end": m.end_ns,
+                "lanes": list(m.lanes),
+                "names": list(m.names),
+                "label": visible(m.label),
+            }
+            for m in block.marks
+        ],
+    }
+    script = f'<script type="application/json" class="tl-data">{safe_json(data)}</script>'
+    return (
+        f'<div class="tl" id="{escape(anchor)}-fig">{controls}{views}{_legend(block)}{script}</div>'
+    )
+
+
+def _legend(block: TimelineFigure) -> str:
+    used_kinds: set[int] = set()
+    used_causes: set[str] = set()
+    for view in block.views:
+        for group in view.groups:
+            used_causes.update(g.cause for g in group.lanes.gaps)
+            for lane in group.lanes.lanes:
+                used_kinds.update(b.kind for b in lane.bars)
+                used_kinds.update(b.kind for b in lane.bands)
+    keys = [
+        f'<span class="key" style="background:{COLORS[k]}"></span>{escape(block.kinds[k])}'
+        for k in sorted(used_kinds)
+    ] + [
+        f'<span class="key" style="background:{GAP_COLORS[i]}"></span>GPU idle: {escape(c)}'
+        for i, c in enumerate(CAUSES)
+        if c in used_causes
+    ]
+    return f'<div class="bar">{"".join(keys)}</div>'
+
+
+def _view(view: TimelineView, index: int, shown: bool, block: TimelineFigure) -> str:
+    scale = PLOT / max(view.span_ns, 1)
+    body: list[str] = []
+    labels: list[str] = []
+    names: list[str] = []
+    y = AXIS
+    lane_index = 0
+    for group in view.groups:
+        if group.label:
+            title = escape(group.label)
+            labels.append(f'<text x="4" y="{y + 10}" font-weight="bold">{title}</text>')
+            y += 14
+        group_top = y
+        rows, texts, y, lane_index = _group(group, scale, y, lane_index, block, labels)
+        body.append(_gaps(group, scale, group_top, y, texts))
+        body.extend(rows)
+        names.extend(texts)
+        y += LANE_GAP
+    height = y + 6
+    hidden = "" if shown else ' style="display:none"'
+    axis = "".join(_ticks(view.span_ns, height))
+    return (
+        f'<svg class="tlv" data-v="{index}" data-span="{view.span_ns}" data-plot="{PLOT}" '
+        f'data-left="{LABELS}" data-width="{WIDTH}" '
+        f'width="{WIDTH}" height="{height}" viewBox="0 0 {WIDTH} {height}"{hidden} '
+        f'xmlns="http://www.w3.org/2000/svg">{"".join(labels)}'
+        f'<svg x="{LABELS}" y="0" width="{PLOT}" height="{height}">{axis}'
+        f'<g class="z">{"".join(body)}</g><g class="tx">{"".join(names)}</g></svg></svg>'
+    )
+
+
+def _ticks(span_ns: int, height: int) -> Iterator[str]:
+    for i in range(TICKS + 1):
+        x = PLOT * i / TICKS
+        anchor = "start" if i == 0 else "end" if i == TICKS else "middle"
+        yield f'<line x1="{x:.1f}" y1="{AXIS - 6}" x2="{x:.1f}" y2="{height}" stroke="#eee"/>'
+        yield (
+            f'<text class="tk" data-p="{x:.1f}" x="{x:.1f}" y="{AXIS - 10}" '
+            f'text-anchor="{anchor}">{time_text(span_ns * i / TICKS)}</text>'
+        )
+
+
+def time_text(ns: float) -> str:
+    """A time on the axis: ms with three decimals, µs below a tenth of a millisecond."""
+    return f"{ns / 1e6:.3f} ms" if abs(ns) >= 100_000 or ns == 0 else f"{ns / 1e3:.1f} µs"
+
+
+def _group(
+    group: LaneGroup, scale: float, y: int, lane_index: int, block: TimelineFigure,
+    labels: list[str],
+) -> tuple[list[str], list[str], int, int]:  # fmt: skip
+    rows: list[str] = [f'<g class="grp" data-off="{group.offset_ns * scale:.2f}">']
+    texts: list[str] = []
+    for lane in group.lanes.lanes:
+        labels.append(
+            f'<text class="ln" data-lane="{lane_index}" x="{LABELS - 6}" y="{y + 9}" '
+            f'text-anchor="end"><title>{escape(lane.name)}</title>'
+            f"{escape(short(lane.label, 34))}</text>"
+        )
+        rows.append(
+            f'<rect class="lane" data-lane="{lane_index}" x="0" y="{y}" width="{PLOT}" '
+            f'height="{lane.depth * ROW}" fill="none"/>'
+        )
+        rows.extend(_bars(lane, group, scale, y, texts, block))
+        y += lane.depth * ROW + 2
+        lane_index += 1
+    rows.append("</g>")
+    return rows, texts, y, lane_index
+
+
+def _bars(
+    lane: Lane, group: LaneGroup, scale: float, y: int, texts: list[str], block: TimelineFigure
+) -> Iterator[str]:
+    off = group.offset_ns
+    for b in lane.bars:
+        x, w = (off + b.start_ns) * scale, b.dur_ns * scale
+        top = y + b.depth * ROW
+        name = group.name_base + b.name
+        link = f' data-o="{b.owner}"' if b.owner >= 0 else ""
+        link += f' data-l="{b.launch_ns}"' if b.launch_ns >= 0 else ""
+        yield (
+            f'<rect class="b k{b.kind}" x="{x:.2f}" y="{top}" width="{max(w, 0.2):.2f}" '
+            f'height="{ROW - 1}" data-i="{b.id}" data-n="{name}" data-s="{b.start_ns}" '
+            f'data-d="{b.dur_ns}"{link}/>'
+        )
+        if w >= TEXT_MIN_PX:
+            text = escape(short(visible(block.names[name]), int(w / 7)))
+            texts.append(
+                f'<text data-x="{x:.2f}" data-w="{w:.2f}" x="{x + 2:.2f}" y="{top + 8}">'
+                f"{text}</text>"
+            )
+    for band in lane.bands:
+        x, w = (off + band.start_ns) * scale, (band.end_ns - band.start_ns) * scale
+        yield (
+            f'<rect class="band k{band.kind}" x="{x:.2f}" y="{y + band.depth * ROW}" '
+            f'width="{max(w, 0.2):.2f}" height="{ROW - 1}" data-c="{band.count}" '
+            f'data-n="{group.name_base + band.name}" data-s="{band.start_ns}" '
+            f'data-d="{band.end_ns - band.start_ns}" data-b="{band.busy_ns}"/>'
+        )
+
+
+def _gaps(group: LaneGroup, scale: float, top: int, bottom: int, texts: list[str]) -> str:
+    """The GPU idle gaps, shaded over the group's GPU lanes; the wide ones say why."""
+    gpu = [lane for lane in group.lanes.lanes if lane.kind == "gpu"]
+    if not gpu:
+        return ""
+    cpu_rows = sum(lane.depth * ROW + 2 for lane in group.lanes.lanes if lane.kind == "cpu")
+    y = top + cpu_rows
+    out = []
+    for gap in group.lanes.gaps:
+        x = (group.offset_ns + gap.start_ns) * scale
+        w = (gap.end_ns - gap.start_ns) * scale
+        cause = CAUSES.index(gap.cause) if gap.cause in CAUSES else 2
+        out.append(
+            f'<rect class="gap c{cause}" x="{x:.2f}" y="{y}" width="{max(w, 0.2):.2f}" '
+            f'height="{bottom - y}" data-s="{gap.start_ns}" data-d="{gap.end_ns - gap.start_ns}" '
+            f'data-c="{cause}"/>'
+        )
+        if w >= TEXT_MIN_PX:
+            text = escape(short(CAUSES[cause], int(w / 7)))
+            texts.append(
+                f'<text data-x="{x:.2f}" data-w="{w:.2f}" x="{x + 2:.2f}" y="{y + 8}">{text}</text>'
+            )
+    return "".join(out)
