@@ -26,6 +26,7 @@ LAYERS: tuple[frozenset[str], ...] = (
             "scenario",
             "devices",
             "assignments",
+            "quiet",
         }
     ),
     frozenset({"trace"}),

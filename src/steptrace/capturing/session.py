@@ -26,9 +26,9 @@ from torch.profiler import profile, record_function, schedule
 
 from steptrace import devices
 from steptrace.capturing import files
-from steptrace.capturing.quiet import without_usdt_lines
 from steptrace.capturing.result import CaptureResult
 from steptrace.errors import CaptureError, CaptureWarning
+from steptrace.quiet import without_usdt_lines
 from steptrace.scenario import (
     OPTION_COSTS,
     TRACE_METADATA_KEY,
@@ -110,7 +110,7 @@ class Capture(AbstractContextManager["Capture"]):
             with_stack=window.with_stack,
             with_flops=window.with_flops,
         )
-        with without_usdt_lines():  # kineto's "USDT: ... profiler_start" (see capturing.quiet)
+        with without_usdt_lines():  # kineto's "USDT: ... profiler_start" (see steptrace.quiet)
             self._profiler.__enter__()
         self._label_window()
         self._mark()

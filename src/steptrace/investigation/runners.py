@@ -19,6 +19,7 @@ from steptrace.devices import activities, to_device
 from steptrace.errors import NotTestable
 from steptrace.hypotheses.finding import Figure
 from steptrace.investigation.check import Context, Measured
+from steptrace.quiet import without_usdt_lines
 from steptrace.validate.results import Comparison, OperatorTiming
 
 DECIDES_SHARE = 0.5  # the operator alone takes this share of the step: it decides the step
@@ -160,11 +161,17 @@ def _shapes(context: Context) -> TraceAnalysis:
     state = copy.deepcopy(dict(subject.make_state()))
     with tempfile.TemporaryDirectory() as folder, torch.random.fork_rng():
         path = Path(folder) / "shapes.json"
-        with torch.profiler.profile(
+        recording = torch.profiler.profile(
             activities=activities(subject.device), record_shapes=True
-        ) as recording:
+        )
+        with without_usdt_lines():  # kineto's start and stop lines (steptrace.quiet)
+            recording.start()
+        try:
             for batch in subject.batches[:2]:
                 subject.step(state, batch)
                 recording.step()
+        finally:
+            with without_usdt_lines():
+                recording.stop()
         recording.export_chrome_trace(str(path))
         return analyze(path).analysis

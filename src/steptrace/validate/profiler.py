@@ -39,6 +39,7 @@ import torch
 from torch.profiler import profile, record_function
 
 from steptrace.devices import activities
+from steptrace.quiet import without_usdt_lines
 from steptrace.validate.ab import compare
 from steptrace.validate.factory import said, strict
 from steptrace.validate.results import Comparison
@@ -71,14 +72,16 @@ class Recorder:
                 profile_memory=self.window.profile_memory, with_stack=self.window.with_stack,
                 with_flops=self.window.with_flops,
             )  # fmt: skip
-            self.session.start()
+            with without_usdt_lines():  # kineto's start and stop lines (steptrace.quiet)
+                self.session.start()
             self.sessions += 1
             self._in_session = 0
 
     def stop(self) -> None:
         if self.session is not None:
             session, self.session = self.session, None
-            session.stop()
+            with without_usdt_lines():
+                session.stop()
 
     def profiled(self, step: Step) -> Step:
         """A's step: recorded, as in a capture (a session is started only if none runs:
