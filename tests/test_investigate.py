@@ -35,6 +35,13 @@ def test_the_registry_has_a_check_for_every_rule() -> None:
         assert check.run is not None or check.manual, f"{rule}: neither automated nor explained"
 
 
+def test_the_docs_list_every_check() -> None:
+    docs = (Path(__file__).resolve().parents[1] / "docs" / "findings.md").read_text()
+    listed = docs.split("## Each finding's check, run by `steptrace investigate`")[1]
+    for rule, check in CHECKS.items():
+        assert f"| `{rule}` | `{check.name}` |" in listed, rule
+
+
 def test_a_slow_loader_is_supported_with_a_ratio_beyond_the_noise(tmp_path: Path) -> None:
     workload = planted.slow_loader()
     before = copy.deepcopy(workload.model.state_dict())

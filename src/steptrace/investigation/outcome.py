@@ -21,15 +21,22 @@ NOT_SUPPORTED = "Not supported at this noise"
 def outcome_of(comparison: Comparison) -> tuple[Outcome, str]:
     """The outcome and its sentence."""
     said = comparison.sentence
+    said = _following(said)
     if comparison.accepted_difference and not comparison.correctness.ok:
         said += " (outputs differ by design, accepted)"
     verdict = comparison.verdict
     if verdict == "faster":
         return "supported", f"Supported: {said}"
     if verdict == "slower":
-        return "not-supported", f"Not supported: the change makes the step slower. {said}"
+        return "not-supported", f"Not supported: the change makes the step slower; {said}"
     if verdict == "no-detectable-difference":
         return "not-supported", f"{NOT_SUPPORTED}: {said}"
     if verdict == "outputs-differ":
-        return "outputs-differ", f"Outputs differ: the change is not equivalent. {said}"
+        return "outputs-differ", f"Outputs differ: the change is not equivalent; {said}"
     return "not-testable", f"Not testable within this budget: {said}"
+
+
+def _following(sentence: str) -> str:
+    """The sentence after a colon: "No difference" -> "no difference"; "B is" stays."""
+    first = sentence.split(" ", 1)[0].split("'", 1)[0]
+    return sentence if first in ("A", "B") else sentence[:1].lower() + sentence[1:]

@@ -61,7 +61,7 @@ def investigate(
         workload = dataclasses.replace(workload, scenario=scenario)
     scenario = workload.scenario
     say(f"Question: {scenario.question}")
-    plan = window or WINDOW
+    plan = window or (WINDOW if scenario.kind == "training" else Window(active=WINDOW.active))
     say(f"Capturing a labelled window (wait {plan.wait}, warm-up {plan.warmup}, "
         f"active {plan.active}) ...")  # fmt: skip
     captured = run_workload(workload, out=out, window=plan)

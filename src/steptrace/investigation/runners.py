@@ -12,6 +12,7 @@ import copy
 import tempfile
 from pathlib import Path
 
+import msgspec
 import torch
 
 from steptrace.analysis.measure import TraceAnalysis
@@ -121,9 +122,12 @@ def operator_alone(context: Context) -> Measured:
     timing = operator_timing(
         analysis, operator, device=str(context.subject.device), timeout_s=context.timeout_s
     )
-    calls = known.calls / len(context.analysis.steps) if known and context.analysis.steps else None
-    step = (context.step_ms, context.step_from)
-    return _measured(timing, calls or timing.trace_calls_per_step, step)
+    if known is not None and known.calls:  # the figures of the trace the finding is about
+        timing = msgspec.structs.replace(
+            timing, trace_self_ms_per_call=known.self_ms / known.calls,
+            trace_calls_per_step=known.calls_per_step or None,
+        )  # fmt: skip
+    return _measured(timing, timing.trace_calls_per_step, (context.step_ms, context.step_from))
 
 
 def _measured(timing: OperatorTiming, calls: float | None, step: tuple[float, str]) -> Measured:

@@ -19,6 +19,7 @@ OUTCOMES = {
     "not-testable": "not testable here",
     "measured": "measured (no A/B)",
 }
+UNSHOWN = ("script",)  # in the JSON, too long for a table cell
 INTRO = (
     "Each finding's controlled check, run outside the profiler from the same starting "
     "state (deep copies, same RNG), correctness first. Supported means the change the "
@@ -63,8 +64,9 @@ def outcome_text(result: CheckResult) -> str:
 
 def _row(result: CheckResult) -> tuple[str, ...]:
     said = result.sentence
-    if result.measured:
-        said += " " + "; ".join(f"{f.name}={figure_text(f)}" for f in result.measured)
+    shown = [f for f in result.measured if f.name not in UNSHOWN]
+    if shown:
+        said += " " + "; ".join(f"{f.name}={figure_text(f)}" for f in shown)
     timing = (
         "—" if result.elapsed_s is None else f"{result.elapsed_s:.1f} ({result.budget_s or 0:.0f})"
     )
