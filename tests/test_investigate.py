@@ -45,7 +45,7 @@ def test_the_docs_list_every_check() -> None:
 def test_a_slow_loader_is_supported_with_a_ratio_beyond_the_noise(tmp_path: Path) -> None:
     workload = planted.slow_loader()
     before = copy.deepcopy(workload.model.state_dict())
-    report = investigate(workload, out=tmp_path / "t.json", checks=3, budget_s=20)
+    report = investigate(workload, out=tmp_path / "t.json", checks=3, budget_s=45)
     (check,) = [c for c in report.checks if c.rule == "input-pipeline"]
     assert check.outcome == "supported" and check.comparison is not None
     ratio, high = check.comparison.ratio, check.comparison.ci[1]
@@ -100,7 +100,7 @@ def test_the_command_writes_checks_with_every_raw_sample(tmp_path: Path) -> None
     result = subprocess.run(
         [str(Path(sys.executable).parent / "steptrace"), "investigate",
          f"{here / 'investigate_workloads.py'}:slow_loader", "--out", str(tmp_path / "t.json"),
-         "--budget", "15", "--format", "json"],
+         "--budget", "45", "--format", "json"],
         capture_output=True, text=True, timeout=300,
     )  # fmt: skip
     assert result.returncode == 0, result.stderr
