@@ -9,7 +9,7 @@ STAMP := $(VENV)/.steptrace-installed
 
 $(STAMP): pyproject.toml
 	@echo "steptrace: setting up $(VENV) once: $(TORCH_SPEC), numpy, msgspec, click, rich and the"
-	@echo "steptrace: dev tools (ruff, mypy, pytest, playwright); this takes a minute or two"
+	@echo "steptrace: dev tools (ruff, mypy, pytest, playwright, Dask, Lightning, transformers); this takes a minute or two"
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
 	$(BIN)/python -m pip install --progress-bar off -e '.[dev]' '$(TORCH_SPEC)'
