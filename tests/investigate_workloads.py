@@ -1,7 +1,8 @@
 """Workloads whose truth is known by construction, for ``steptrace investigate`` (CPU).
 
-- ``slow_loader``: a single-process loader that sleeps 1 ms per sample (8 ms per batch)
-  in front of a model of about a millisecond: the step waits for data.
+- ``slow_loader``: a single-process loader that sleeps 3 ms per sample (24 ms per batch)
+  in front of a model of about a millisecond: the step waits for data (even when a loaded
+  machine makes the compute ten times slower).
 - ``served_with_autograd``: an inference request run without ``torch.inference_mode``
   (autograd records every operator): the mode finding's check must run, outputs equal.
 - ``healthy``: inference in eval mode under ``inference_mode``, batches in memory, work in
@@ -17,7 +18,7 @@ from torch.utils.data import DataLoader, Dataset
 
 import steptrace
 
-SAMPLE_SLEEP_S, BATCH, FEATURES = 0.001, 8, 64
+SAMPLE_SLEEP_S, BATCH, FEATURES = 0.003, 8, 64
 
 
 class SleepyData(Dataset[tuple[torch.Tensor, torch.Tensor]]):
@@ -45,7 +46,7 @@ def slow_loader() -> steptrace.Workload:
         scenario=steptrace.Scenario(
             question="Does the step wait for data?",
             batch_size=BATCH,
-            data_origin="a dataset that sleeps 1 ms per sample, one process",
+            data_origin="a dataset that sleeps 3 ms per sample, one process",
         ),
         model=model,
         optimizer=torch.optim.SGD(model.parameters(), lr=0.01),

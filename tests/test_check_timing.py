@@ -53,9 +53,10 @@ def test_the_profiler_costs_nothing_visible_on_one_large_operator() -> None:
     result = profiler_check(
         steps.one_matmul, make_state=steps.identity_state, batches=batches, plan=PLAN
     )
-    assert result.ratio is not None and result.verdict != "outputs-differ"
+    assert result.verdict != "outputs-differ"  # recording changes no value
+    # under heavy load the budget may fit too few blocks: an honest "too-few-samples"
     claimed = result.verdict in ("faster", "slower")
-    assert not claimed or abs(result.ratio - 1) < 0.05, result.sentence
+    assert not claimed or abs((result.ratio or 0) - 1) < 0.05, result.sentence
 
 
 def test_the_recorder_bounds_what_one_session_holds() -> None:
