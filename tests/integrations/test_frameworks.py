@@ -58,6 +58,20 @@ def test_lightning_step_trace_profiler(tmp_path: Path) -> None:
         assert found >= PARTS | {"data_read", "transfer"}
 
 
+def test_a_fit_too_short_for_the_window_warns_and_leaves_no_file(tmp_path: Path) -> None:
+    pytest.importorskip("lightning")
+    from steptrace.errors import CaptureWarning
+    from steptrace.integrations.lightning import StepTraceProfiler
+    from tests.integrations.workloads import lightning_fit
+
+    profiler = StepTraceProfiler(scenario=SCENARIO, dirpath=tmp_path / "traces")
+    # Window(): 1 cold + wait 1 + warm-up 1 + active 2; three batches reach no active step
+    with pytest.warns(CaptureWarning, match="no active step completed"):
+        lightning_fit(tmp_path, profiler, steps=3)
+    assert profiler.result is None
+    assert not any((tmp_path / "traces").iterdir())
+
+
 def test_lightnings_own_profiler_is_read_with_its_labels(tmp_path: Path) -> None:
     pytest.importorskip("lightning")
     from lightning.pytorch.profilers import PyTorchProfiler
