@@ -14,7 +14,7 @@ PUBLIC = [
     "Report", "Scenario", "Thresholds", "TraceAnalysis", "TraceError", "Window", "Workload",
     "analyze", "analyze_ranks", "analyze_trace", "capture", "compare", "investigate",
     "load_trace",
-    "profile_inference", "profile_training",
+    "profile_inference", "profile_training", "trace_handler",
 ]  # fmt: skip
 
 

@@ -14,14 +14,20 @@ pytestmark = pytest.mark.slow  # end to end
 EXAMPLES = sorted((Path(__file__).parents[1] / "examples").glob("0*.py"))
 
 
-def test_there_are_four_examples() -> None:
+FRAMEWORK = {"05_lightning": "lightning", "06_hf_trainer": "transformers"}  # dev extras
+
+
+def test_there_are_six_examples() -> None:
     assert [p.name for p in EXAMPLES] == [
-        "01_matmul_add.py", "02_training_step.py", "03_inference.py", "04_compare.py"
+        "01_matmul_add.py", "02_training_step.py", "03_inference.py", "04_compare.py",
+        "05_lightning.py", "06_hf_trainer.py",
     ]  # fmt: skip
 
 
 @pytest.mark.parametrize("example", EXAMPLES, ids=lambda p: p.stem)
 def test_example_runs(example: Path, tmp_path: Path) -> None:
+    if example.stem in FRAMEWORK:
+        pytest.importorskip(FRAMEWORK[example.stem])
     done = subprocess.run(
         [sys.executable, str(example), str(tmp_path / "out")],
         capture_output=True, text=True, timeout=300, check=False,
@@ -35,5 +41,7 @@ def test_example_runs(example: Path, tmp_path: Path) -> None:
         "02_training_step": "question: Does the step wait for data?",
         "03_inference": "outside the profiled window",
         "04_compare": "correctness: agree",
+        "05_lightning": "question: Which part of the Lightning step takes the time?",
+        "06_hf_trainer": "question: Is the BERT step dominated by the backward pass?",
     }[example.stem]
     assert expected in done.stdout

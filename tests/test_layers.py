@@ -32,13 +32,19 @@ LAYERS: tuple[frozenset[str], ...] = (
     frozenset({"trace"}),
     frozenset({"analysis", "across"}),  # across: several analyses at once, beside analysis
     frozenset({"hypotheses"}),
-    frozenset({"report", "capturing", "validate"}),
+    # integrations: capture inside Lightning, Hugging Face and Accelerate loops
+    frozenset({"report", "capturing", "validate", "integrations"}),
     frozenset({"pipeline"}),
     frozenset({"investigation"}),  # the closed loop: capture, analyze, check
     frozenset({"tools", "cli"}),
 )
 # Stages side by side that must not know each other.
-APART = (("capturing", "validate"), ("capturing", "report"))
+APART = (
+    ("capturing", "validate"),
+    ("capturing", "report"),
+    ("integrations", "report"),
+    ("integrations", "validate"),
+)
 
 
 def modules() -> dict[str, Path]:

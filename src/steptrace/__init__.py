@@ -25,6 +25,7 @@ if TYPE_CHECKING:
         capture,
         profile_inference,
         profile_training,
+        trace_handler,
     )
     from steptrace.hypotheses import Finding, Thresholds
     from steptrace.investigation import investigate
@@ -52,6 +53,7 @@ _MODULE_OF = {
             "capture",
             "profile_inference",
             "profile_training",
+            "trace_handler",
         ),
         "steptrace.capturing",
     ),
@@ -82,6 +84,7 @@ __all__ = [
     "load_trace",
     "profile_inference",
     "profile_training",
+    "trace_handler",
 ]
 
 

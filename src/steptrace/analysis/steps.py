@@ -1,8 +1,11 @@
 """Step windows: the ``ProfilerStep#N`` spans of the trace.
 
 Contract: ``find_steps(events) -> Steps``. Steps are CPU-side ``ProfilerStep#N`` labels,
-in time order. A trace without them is analyzed as one window spanning all its events,
-and ``Steps.from_markers`` is False so that reports can say so.
+in time order; where those cut through Lightning's training batches (its own
+PyTorchProfiler steps the profiler after the forward pass), the batches are the steps,
+``run_training_batch#k`` (``steptrace.analysis.lightning_steps``). A trace without
+markers is analyzed as one window spanning all its events, and ``Steps.from_markers`` is
+False so that reports can say so.
 
 Steps may overlap (markers on several threads, or written so): each is measured as written,
 ``overlapping`` names the pairs, and ``step_of`` gives every instant to one step at most:
@@ -17,6 +20,7 @@ import msgspec
 import numpy as np
 from numpy.typing import NDArray
 
+from steptrace.analysis.lightning_steps import BATCH_NAME, lightning_batches
 from steptrace.trace.kinds import Kind
 from steptrace.trace.table import EventTable
 
@@ -63,13 +67,24 @@ def find_steps(events: EventTable) -> Steps:
                 )
                 for r in rows.tolist()
             )
-            return Steps(windows, from_markers=True)
+            return Steps(_lightning_or(windows, events), from_markers=True)
     measured = events.kind != Kind.PROFILER_SPAN
     if not measured.any():
         measured = np.ones(len(events), dtype=bool)
     start = float(events.start_us[measured].min())
     end = float(events.end_us[measured].max())
     return Steps((StepWindow(WHOLE_WINDOW, None, -1, start, end),), from_markers=False)
+
+
+def _lightning_or(windows: tuple[StepWindow, ...], events: EventTable) -> tuple[StepWindow, ...]:
+    """Lightning's batches when the markers cut through them, else the markers."""
+    batches = lightning_batches(events, tuple((w.start_us, w.end_us) for w in windows))
+    if batches is None:
+        return windows
+    return tuple(
+        StepWindow(f"{BATCH_NAME}#{k}", k, b.thread, b.start_us, b.end_us)
+        for k, b in enumerate(batches, start=1)
+    )
 
 
 def step_of(windows: tuple[StepWindow, ...], times: NDArray[np.float64]) -> NDArray[np.int64]:

@@ -5,6 +5,7 @@
 ``Window`` (``steptrace.window``, plain data) says which steps and options.
 """
 
+from steptrace.capturing.handler import trace_handler
 from steptrace.capturing.inference import profile_inference
 from steptrace.capturing.result import CaptureResult
 from steptrace.capturing.session import Capture
@@ -21,4 +22,5 @@ __all__ = [
     "profile_inference",
     "profile_training",
     "run_workload",
+    "trace_handler",
 ]

@@ -1,0 +1,146 @@
+"""``StepTraceProfiler``: a Lightning profiler that records one short steptrace window.
+
+    trainer = lightning.pytorch.Trainer(
+        max_steps=100,
+        profiler=StepTraceProfiler(scenario=scenario, dirpath="traces"),
+    )
+
+The step is one Lightning training batch: the profiler's step boundary falls at the end of
+each ``run_training_batch``, so a step holds reading the next batch
+(``[_TrainingEpochLoop].train_dataloader_next``), moving it (``batch_to_device``), the
+forward (``training_step``), ``backward`` and ``optimizer_step``. The first
+``window.cold_steps`` batches run unprofiled and timed (the cold start); then a steptrace
+``Capture`` (``steptrace.capturing.session``) runs the window (wait, warm-up, active) and
+writes ``<dirpath>/rank<R>.<time_ns>.pt.trace.json.gz`` with the scenario embedded and its
+sidecar. While the window is open every Lightning action is labelled
+``[pl][profile]<action>``, as Lightning's own ``PyTorchProfiler`` labels them, and each
+label is read as the step part its name says (``steptrace.analysis.parts``). A fit that
+ends before the window's end keeps what completed (with a ``CaptureWarning``); a window
+with no complete active step writes nothing and warns. Training only: the window opens at
+the first training batch of ``fit``.
+
+For traces made by Lightning's ``PyTorchProfiler`` nothing is needed: its labels are read
+as step parts, and its steps (cut after the forward) are replaced by Lightning's batches
+(``steptrace.analysis.lightning_steps``).
+"""
+
+from __future__ import annotations
+
+import time
+import warnings
+from contextlib import AbstractContextManager
+from pathlib import Path
+from typing import Any
+
+from lightning.pytorch.profilers import Profiler
+from torch.profiler import record_function
+
+from steptrace.capturing.handler import free_trace_path, worker_label
+from steptrace.capturing.result import CaptureResult
+from steptrace.capturing.session import Capture
+from steptrace.errors import CaptureError, CaptureWarning
+from steptrace.scenario import Scenario
+from steptrace.window import Window
+
+BATCH_ACTION = "run_training_batch"
+READ_ACTION = "[_TrainingEpochLoop].train_dataloader_next"
+LABEL_PREFIX = "[pl][profile]"  # Lightning's PyTorchProfiler writes the same
+
+
+class StepTraceProfiler(Profiler):
+    """A Lightning ``Profiler`` recording one steptrace window of training batches.
+
+    ``window``: the steps and profiler options (``steptrace.Window()`` by default: 1 cold
+    batch, wait 1, warm-up 1, active 2: six training batches cover it). ``dirpath``: the
+    folder for the trace (Lightning's log folder when None). After ``fit``, ``result``
+    holds the ``CaptureResult`` (None when nothing was written).
+    """
+
+    def __init__(
+        self,
+        scenario: Scenario,
+        dirpath: str | Path | None = None,
+        *,
+        window: Window | None = None,
+    ) -> None:
+        super().__init__(dirpath=dirpath)
+        self.scenario = scenario
+        self.window = window if window is not None else Window()
+        self.result: CaptureResult | None = None
+        self._capture: Capture | None = None
+        self._labels: dict[str, AbstractContextManager[Any]] = {}
+        self._cold_ms: list[float] = []
+        self._mark: float | None = None
+        self._finished = False
+
+    def start(self, action_name: str) -> None:
+        """Open the window at the first training batch due; label the action inside it."""
+        training = action_name in (READ_ACTION, BATCH_ACTION)
+        if training and self._mark is None:
+            self._mark = time.perf_counter()
+        if training and self._due():
+            self._open()
+        if self._capture is not None and action_name not in self._labels:
+            label = record_function(LABEL_PREFIX + action_name)
+            label.__enter__()
+            self._labels[action_name] = label
+
+    def stop(self, action_name: str) -> None:
+        """Close the action's label; a training batch's end is the step boundary."""
+        label = self._labels.pop(action_name, None)
+        if label is not None:
+            label.__exit__(None, None, None)
+        if action_name != BATCH_ACTION or self._finished:
+            return
+        if self._capture is None:
+            now = time.perf_counter()
+            self._cold_ms.append((now - (self._mark or now)) * 1000)
+            self._mark = now
+            if self._due():
+                self._open()
+            return
+        self._capture.step()
+        if self._capture.done:
+            self._close()
+
+    def _due(self) -> bool:
+        return (
+            self._capture is None
+            and not self._finished
+            and len(self._cold_ms) >= self.window.cold_steps
+        )
+
+    def _open(self) -> None:
+        directory = Path(self.dirpath) if self.dirpath is not None else Path.cwd()
+        out = free_trace_path(directory, worker_label(f"rank{self.local_rank}"))
+        capture = Capture(self.scenario, out=out, window=self.window)
+        capture.__enter__()
+        self._capture = capture
+
+    def _close(self) -> None:
+        capture, self._capture = self._capture, None
+        self._finished = True
+        for label in reversed(list(self._labels.values())):
+            label.__exit__(None, None, None)
+        self._labels.clear()
+        if capture is None:
+            return
+        try:
+            capture.__exit__(None, None, None)
+        except CaptureError as exc:
+            warnings.warn(f"steptrace: {exc}", CaptureWarning, stacklevel=2)
+            return
+        self.result = capture.amend(cold_start_ms=tuple(self._cold_ms))
+
+    def summary(self) -> str:
+        """Where the trace is, and the command that reads it."""
+        if self.result is None:
+            return ""
+        trace = self.result.trace
+        return f"steptrace: wrote {trace}; read it with: steptrace analyze '{trace}'"
+
+    def teardown(self, stage: str | None) -> None:
+        """End a window still open (the fit stopped early) and close Lightning's streams."""
+        if self._capture is not None:
+            self._close()
+        super().teardown(stage)

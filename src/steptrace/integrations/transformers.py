@@ -1,0 +1,153 @@
+"""``StepTraceCallback``: a Hugging Face ``TrainerCallback`` recording one steptrace window.
+
+    trainer = transformers.Trainer(
+        model=model, args=args, train_dataset=data,
+        callbacks=[StepTraceCallback(scenario=scenario, out="traces")],
+    )
+
+The step is one optimizer step of the Trainer (all its gradient-accumulation micro-batches):
+a steptrace ``Capture`` (``steptrace.capturing.session``) opens at train begin, its step
+boundary is each ``on_step_end``, and after ``wait`` + ``warmup`` + ``active`` steps it
+closes and writes ``<out>/rank<R>.<time_ns>.pt.trace.json.gz`` with the scenario embedded
+and its ``.scenario.json`` sidecar (R: the process index). What the callbacks and the
+model's hooks can see is labelled, with the names steptrace reads as step parts:
+``forward`` (the model's forward while it is training: the loss too when the model
+computes it), ``backward`` from the forward's end to the optimizer step (with gradient
+clipping inside when ``max_grad_norm`` > 0, then labelled ``backward + clip_grad_norm``),
+``optimizer_step``; reading the batch is torch's own ``enumerate(DataLoader)`` label.
+Moving the batch to the device happens inside the Trainer, before the forward, unlabelled.
+The main process records (``state.is_world_process_zero``); ``per_rank=True`` records
+every process, one file each. A run shorter than the window keeps what completed, with a
+``CaptureWarning``; a window with no complete active step writes nothing and warns.
+"""
+
+from __future__ import annotations
+
+import warnings
+from contextlib import AbstractContextManager
+from pathlib import Path
+from typing import Any
+
+from torch.profiler import record_function
+from transformers import TrainerCallback, TrainerControl, TrainerState, TrainingArguments
+
+from steptrace.capturing.handler import free_trace_path, worker_label
+from steptrace.capturing.result import CaptureResult
+from steptrace.capturing.session import Capture
+from steptrace.errors import CaptureError, CaptureWarning
+from steptrace.scenario import Scenario
+from steptrace.window import Window
+
+
+class StepTraceCallback(TrainerCallback):
+    """Record ``wait`` + ``warmup`` + ``active`` optimizer steps of a Trainer into ``out``.
+
+    ``window`` (a ``steptrace.Window``) replaces ``wait``/``warmup``/``active`` when given,
+    profiler options included. After training, ``result`` holds the ``CaptureResult``
+    (None on a process that did not record, or when nothing was written).
+    """
+
+    def __init__(
+        self,
+        scenario: Scenario,
+        out: str | Path,
+        *,
+        wait: int = 1,
+        warmup: int = 1,
+        active: int = 2,
+        window: Window | None = None,
+        per_rank: bool = False,
+    ) -> None:
+        self.scenario = scenario
+        self.out = Path(out)
+        self.window = window or Window(cold_steps=0, wait=wait, warmup=warmup, active=active)
+        self.per_rank = per_rank
+        self.result: CaptureResult | None = None
+        self._capture: Capture | None = None
+        self._label: AbstractContextManager[Any] | None = None
+        self._hooks: list[Any] = []
+        self._backward = "backward"
+
+    # -- the window ---------------------------------------------------------------------
+    def on_train_begin(
+        self, args: TrainingArguments, state: TrainerState, control: TrainerControl, **kw: Any
+    ) -> None:
+        """Open the window (on the main process only unless ``per_rank``)."""
+        if self._capture is not None or not (self.per_rank or state.is_world_process_zero):
+            return
+        if args.max_grad_norm and args.max_grad_norm > 0:
+            self._backward = "backward + clip_grad_norm"
+        model = kw.get("model")
+        if model is not None:
+            self._hooks = [
+                model.register_forward_pre_hook(self._forward_begins),
+                model.register_forward_hook(self._forward_ends),
+            ]
+        out = free_trace_path(self.out, worker_label(f"rank{args.process_index}"))
+        capture = Capture(self.scenario, out=out, window=self.window)
+        capture.__enter__()
+        self._capture = capture
+
+    def on_pre_optimizer_step(
+        self, args: TrainingArguments, state: TrainerState, control: TrainerControl, **kw: Any
+    ) -> None:
+        """The backward (and clipping) ends: the optimizer step begins."""
+        self._switch("optimizer_step")
+
+    def on_optimizer_step(
+        self, args: TrainingArguments, state: TrainerState, control: TrainerControl, **kw: Any
+    ) -> None:
+        """The optimizer step ends."""
+        self._switch(None)
+
+    def on_step_end(
+        self, args: TrainingArguments, state: TrainerState, control: TrainerControl, **kw: Any
+    ) -> None:
+        """The step boundary; the window closes once its last step ran."""
+        if self._capture is None:
+            return
+        self._switch(None)
+        self._capture.step()
+        if self._capture.done:
+            self._close()
+
+    def on_train_end(
+        self, args: TrainingArguments, state: TrainerState, control: TrainerControl, **kw: Any
+    ) -> None:
+        """Close a window still open (training ended before the window's end)."""
+        if self._capture is not None:
+            self._close()
+
+    def _close(self) -> None:
+        self._switch(None)
+        capture, self._capture = self._capture, None
+        for hook in self._hooks:
+            hook.remove()
+        self._hooks = []
+        if capture is None:
+            return
+        try:
+            capture.__exit__(None, None, None)
+        except CaptureError as exc:
+            warnings.warn(f"steptrace: {exc}", CaptureWarning, stacklevel=2)
+            return
+        self.result = capture.result
+
+    # -- labels -------------------------------------------------------------------------
+    def _switch(self, name: str | None) -> None:
+        """End the open label; open ``name`` (None: none)."""
+        if self._label is not None:
+            self._label.__exit__(None, None, None)
+            self._label = None
+        if name is not None and self._capture is not None:
+            label = record_function(name)
+            label.__enter__()
+            self._label = label
+
+    def _forward_begins(self, module: Any, inputs: Any) -> None:
+        if module.training:
+            self._switch("forward")
+
+    def _forward_ends(self, module: Any, inputs: Any, output: Any) -> None:
+        if module.training:
+            self._switch(self._backward)
