@@ -203,11 +203,10 @@ def analyze_ranks(
     from steptrace.hypotheses.rules.ranks import rank_findings
 
     limits = thresholds or RankThresholds()
-    infos, measured = [], []
+    measured = []
     for path in paths:
         trace = load_trace(path, progress=progress)
-        infos.append(trace.info)
         measured.append(rank_data(trace))
         del trace  # only the measured figures are kept: one trace in memory at a time
-    analysis = analyze_ranks_data(measured, identify(infos), limits)
+    analysis = analyze_ranks_data(measured, identify([m.origin for m in measured]), limits)
     return RanksReport.of(analysis, rank_findings(analysis, limits), limits)
