@@ -32,6 +32,14 @@ _REPORT = re.compile(
 )
 
 
+def split_urls(arguments: Iterable[str]) -> tuple[list[Path], list[str]]:
+    """The arguments that are local paths, and those that are URLs (``s3://...``)."""
+    from steptrace.across.ranks.locations import is_url
+
+    given = list(arguments)
+    return [Path(a) for a in given if not is_url(a)], [a for a in given if is_url(a)]
+
+
 def is_trace_name(path: Path) -> bool:
     return path.name.endswith(TRACE_SUFFIXES) and not path.name.endswith(SIDECAR_SUFFIX)
 
