@@ -151,7 +151,9 @@ def _analyze_ranks(
     from steptrace.cli.ranks import job_document, rank_locations, rank_thresholds
 
     try:
-        locations = rank_locations(files, urls, per_rank)
+        locations, skipped = rank_locations(files, urls, per_rank)
+        for where, why in skipped:
+            _warn(f"{where}: skipped, {why}")
         found = job_document(
             locations, rank_thresholds(assignments), findings_only, jobs, scheduler
         )

@@ -33,18 +33,26 @@ def rank_thresholds(assignments: list[str]) -> RankThresholds:
         raise ValueError(f"{error} (several traces: the rank thresholds apply)") from None
 
 
-def rank_locations(files: list[Path], urls: list[str], per_rank: bool) -> list[str]:
-    """Local rank traces first, then the traces each URL names; URLs are read only as the
-    ranks of one job (``TraceError`` for one URL alone or with --per-rank)."""
+def rank_locations(
+    files: list[Path], urls: list[str], per_rank: bool
+) -> tuple[list[str], list[tuple[str, str]]]:
+    """Local rank traces first, then the traces each URL names, and the URL folders' files
+    skipped with the reason; URLs are read only as the ranks of one job (``TraceError``
+    for one URL alone or with --per-rank)."""
     from steptrace.across.ranks.locations import trace_urls
 
-    remote = [found for url in urls for found in trace_urls(url)]
+    remote: list[str] = []
+    skipped: list[tuple[str, str]] = []
+    for url in urls:
+        found, left = trace_urls(url)
+        remote += found
+        skipped += left
     if remote and (per_rank or len(files) + len(remote) == 1):
         raise TraceError(
             f"{remote[0]}: URLs are read as the rank traces of one job (several, without "
             "--per-rank); copy a single trace to a local file"
         )
-    return [str(f) for f in files] + remote
+    return [str(f) for f in files] + remote, skipped
 
 
 def usable_cores() -> int:

@@ -88,7 +88,7 @@ class DaskCluster:
         self.jobs = jobs
 
     def run(self, work: Callable[[str], T], items: Sequence[str]) -> Iterator[Outcome]:
-        distributed = _dask()
+        distributed = _dask(self.scheduler)
         with ExitStack() as stack:
             client = self._client(distributed, stack)
             futures = client.map(work, list(items), pure=False)
@@ -129,11 +129,11 @@ def executor(jobs: int, scheduler: str | None = None) -> Executor:
     return ProcessPool(jobs) if jobs > 1 else InProcess()
 
 
-def _dask() -> Any:
+def _dask(scheduler: str) -> Any:
     try:
         import distributed
     except ImportError:
         raise TraceError(
-            "--scheduler needs Dask: pip install 'steptrace[dask]' (dask[distributed])"
+            f"a Dask scheduler ({scheduler}) needs Dask: pip install 'steptrace[dask]'"
         ) from None
     return distributed
