@@ -45,6 +45,7 @@ from steptrace.trace.table import Trace
 
 if TYPE_CHECKING:
     from steptrace.across.diff import TraceDiff
+    from steptrace.across.ranks.work import RankFailure
 
 OLD_SCHEMA = "steptrace.analysis/1"  # reports written before the Report value (read by diff)
 _PEEK_BYTES = 64 * 1024
@@ -198,20 +199,47 @@ def analyze_ranks(
     *,
     thresholds: RankThresholds | None = None,
     progress: bool | None = None,
+    jobs: int = 1,
+    scheduler: str | None = None,
 ) -> RanksReport:
     """The rank traces of one job, analyzed together: each loaded and measured once, then
-    collectives matched, clocks aligned, wait split from transfer, stragglers found."""
+    collectives matched, clocks aligned, wait split from transfer, stragglers found.
+
+    ``paths``: files, or fsspec URLs (``s3://...``) as strings. ``jobs`` > 1 measures the
+    ranks in that many local processes; ``scheduler`` on a Dask cluster (``"local"``: a
+    ``LocalCluster`` of ``jobs`` workers; else a scheduler's address). The report is the
+    same on every one. A rank trace that cannot be analyzed is a warning in the report
+    when at least two ranks remain, else a ``TraceError``.
+    """
+    return analyze_job(
+        paths, thresholds=thresholds, progress=progress, jobs=jobs, scheduler=scheduler
+    )[0]
+
+
+def analyze_job(
+    paths: Sequence[str | Path],
+    *,
+    thresholds: RankThresholds | None = None,
+    progress: bool | None = None,
+    jobs: int = 1,
+    scheduler: str | None = None,
+) -> tuple[RanksReport, tuple[RankFailure, ...]]:
+    """``analyze_ranks``, and the rank traces that could not be analyzed (also warned of)."""
     from steptrace.across.ranks.analyze import analyze_ranks_data
     from steptrace.across.ranks.discover import identify
-    from steptrace.across.ranks.matrix import rank_data
+    from steptrace.across.ranks.executors import executor
+    from steptrace.across.ranks.gather import failure_warnings, gather, kept
+    from steptrace.across.ranks.progress import ranks_progress
     from steptrace.hypotheses.rules.ranks import rank_findings
 
     limits = thresholds or RankThresholds()
-    infos, measured = [], []
-    for path in paths:
-        trace = load_trace(path, progress=progress)
-        infos.append(trace.info)
-        measured.append(rank_data(trace))
-        del trace  # only the measured figures are kept: one trace in memory at a time
-    analysis = analyze_ranks_data(measured, identify(infos), limits)
-    return RanksReport.of(analysis, rank_findings(analysis, limits), limits)
+    locations = [p if isinstance(p, str) else str(p) for p in paths]
+    with ranks_progress(len(locations), progress) as done:
+        gathered = gather(locations, executor(jobs, scheduler), done)
+    measured = kept(gathered)
+    identified = identify([m.origin for m in measured])
+    identified = msgspec.structs.replace(
+        identified, warnings=(*failure_warnings(gathered), *identified.warnings)
+    )
+    analysis = analyze_ranks_data(measured, identified, limits)
+    return RanksReport.of(analysis, rank_findings(analysis, limits), limits), gathered.failures

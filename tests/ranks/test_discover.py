@@ -6,18 +6,20 @@ from pathlib import Path
 
 import pytest
 
-from steptrace.across.ranks.discover import identify, rank_in_name
+from steptrace.across.ranks.discover import RankOrigin, identify, rank_in_name
 from steptrace.errors import TraceError
 from steptrace.trace.table import Distributed, TraceInfo
 
 
 def info(
     name: str, rank: int | None = None, world: int | None = None, backend: str = "nccl"
-) -> TraceInfo:
+) -> RankOrigin:
     dist = Distributed(rank, world, backend) if rank is not None or world is not None else None
-    return TraceInfo(
-        path=Path(name), size_bytes=0, events_total=0, devices=None, distributed=dist,
-        base_time_ns=None, time_unit=None, options={}, memory_events=0, fwdbwd_flows=0,
+    return RankOrigin.of(
+        TraceInfo(
+            path=Path(name), size_bytes=0, events_total=0, devices=None, distributed=dist,
+            base_time_ns=None, time_unit=None, options={}, memory_events=0, fwdbwd_flows=0,
+        )
     )  # fmt: skip
 
 

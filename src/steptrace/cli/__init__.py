@@ -20,6 +20,7 @@ from steptrace.cli.options import (
     FILE,
     count,
     format_option,
+    ranks_options,
     report_options,
     switch,
     window_options,
@@ -76,39 +77,46 @@ def app() -> None:
 
 
 @app.command(short_help="Measure traces on the timeline; findings as hypotheses.")
-@click.argument("traces", nargs=-1, required=True, type=FILE)
+@click.argument("traces", nargs=-1, required=True)
 @report_options
 @click.option(
     "--threshold", multiple=True, metavar="NAME=VALUE",
     help="Override a finding threshold (repeatable; with several ranks: a rank threshold).",
 )  # fmt: skip
 @switch("--per-rank", "Several traces: one report per trace, not one report of the job.")
+@ranks_options
 def analyze(
-    traces: tuple[Path, ...],
+    traces: tuple[str, ...],
     output_format: str,
     top: int,
     findings_only: bool,
     totals: bool,
     threshold: tuple[str, ...],
     per_rank: bool,
+    jobs: int | None,
+    scheduler: str | None,
 ) -> None:
     """Measure traces on the timeline and turn what they show into testable hypotheses.
 
     TRACES are trace files (.json, .json.gz) or folders of them. Several traces are taken
     as the ranks of one job: one report across the ranks (stragglers, clocks, collectives),
-    unless --per-rank. In a folder, files that are not traces are skipped.
+    unless --per-rank; the ranks are measured in --jobs processes, or on a Dask cluster
+    (--scheduler), and rank traces may be fsspec URLs (s3://..., gs://..., file://...).
+    In a folder, files that are not traces are skipped.
     """
-    from steptrace.cli.inputs import trace_inputs
+    from steptrace.cli.inputs import split_urls, trace_inputs
     from steptrace.trace.source import ReadAhead
 
     try:
-        files, skipped = trace_inputs(list(traces))
+        local, urls = split_urls(traces)
+        files, skipped = trace_inputs(local) if local or not urls else ([], [])
     except TraceError as error:
         _fail(str(error))
     for path, why in skipped:
         _warn(f"{path}: skipped, {why}")
-    if len(files) > 1 and not per_rank:
-        _analyze_ranks(files, output_format, findings_only, list(threshold))
+    if urls or (len(files) > 1 and not per_rank):
+        _analyze_ranks(files, urls, output_format, findings_only, list(threshold),
+                       jobs, scheduler, per_rank)  # fmt: skip
         return
     try:
         texts = ReadAhead(files)  # reading starts now, beside the imports
@@ -127,22 +135,39 @@ def analyze(
 
 
 def _analyze_ranks(
-    files: list[Path], output_format: str, findings_only: bool, assignments: list[str]
+    files: list[Path],
+    urls: list[str],
+    output_format: str,
+    findings_only: bool,
+    assignments: list[str],
+    jobs: int | None,
+    scheduler: str | None,
+    per_rank: bool,
 ) -> None:
-    """One report of the job's rank traces (the ranks code is imported only here)."""
-    from steptrace.cli.ranks import job_document, rank_thresholds
+    """One report of the job's rank traces (the ranks code is imported only here).
+
+    Rank traces that could not be analyzed are each one warning line, always on stderr;
+    the report of the others is written and the exit code is 1 (2 when too few remain)."""
+    from steptrace.cli.ranks import job_document, rank_locations, rank_thresholds
 
     try:
-        document, warnings = job_document(files, rank_thresholds(assignments), findings_only)
+        locations, skipped = rank_locations(files, urls, per_rank)
+        for where, why in skipped:
+            _warn(f"{where}: skipped, {why}")
+        found = job_document(
+            locations, rank_thresholds(assignments), findings_only, jobs, scheduler
+        )
     except ValueError as error:
         _fail(f"--threshold: {error}")
     except TraceError as error:
         hint = "; --per-rank gives one report per trace" if "not one job" in str(error) else ""
         _fail(f"{error}{hint}")
-    if output_format != "text":  # the text report shows them in its body
-        for warning in warnings:
+    for warning in found.warnings:
+        if output_format != "text" or warning in found.failures:  # text: in its body
             _warn(warning)
-    _write([document], output_format)
+    _write([found.document], output_format)
+    if found.failures:
+        raise SystemExit(1)
 
 
 def _thresholds(assignments: list[str]) -> Any:

@@ -14,22 +14,24 @@ that leave no trace at all are one ``TraceError``.
 from __future__ import annotations
 
 import gzip
-import re
 import zlib
 from collections.abc import Iterable
 from pathlib import Path
 
+from steptrace.across.ranks.locations import REPORT_HEAD as _REPORT
+from steptrace.across.ranks.locations import is_url
 from steptrace.errors import TraceError
 
 TRACE_SUFFIXES = (".json", ".json.gz")
 SIDECAR_SUFFIX = ".scenario.json"  # steptrace's own scenario files, beside their traces
 OUTPUT_NAMES = frozenset({"report.json", "ranks.json", "comparisons.json"})  # the demo's
 _PEEK_BYTES = 64 * 1024
-# steptrace's JSON opens with its schema (a comparison's after its title); a trace may hold
-# a steptrace schema too, but nested in its metadata, never as its first key.
-_REPORT = re.compile(
-    rb'\A\s*(\[\s*)?\{\s*("title"\s*:\s*"(?:[^"\\]|\\.)*"\s*,\s*)?"schema"\s*:\s*"steptrace\.'
-)
+
+
+def split_urls(arguments: Iterable[str]) -> tuple[list[Path], list[str]]:
+    """The arguments that are local paths, and those that are URLs (``s3://...``)."""
+    given = list(arguments)
+    return [Path(a) for a in given if not is_url(a)], [a for a in given if is_url(a)]
 
 
 def is_trace_name(path: Path) -> bool:

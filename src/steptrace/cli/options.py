@@ -84,3 +84,23 @@ def window_options(command: Callable[..., None]) -> Callable[..., None]:
     for _, option in reversed(_WINDOW_OPTIONS):
         run = option(run)
     return run
+
+
+def ranks_options(command: _Command) -> _Command:
+    """``--jobs`` and ``--scheduler``: where the ranks of a job are measured."""
+    for option in reversed(
+        (
+            click.option(
+                "--jobs", "-j", type=click.IntRange(min=1), default=None,
+                help="Several traces: ranks measured at once, each in its own process "
+                "(default: the cores; 1: in this process; with --scheduler local: workers).",
+            ),
+            click.option(
+                "--scheduler", envvar="STEPTRACE_SCHEDULER", metavar="ADDRESS",
+                help="Several traces: measure the ranks on a Dask cluster, tcp://HOST:8786, "
+                "or 'local' for a LocalCluster (env STEPTRACE_SCHEDULER; steptrace[dask]).",
+            ),
+        )
+    ):  # fmt: skip
+        command = option(command)
+    return command

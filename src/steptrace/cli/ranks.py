@@ -1,15 +1,27 @@
-"""The command line's multi-rank part: rank thresholds from ``NAME=VALUE``, and the job's
-document from its rank traces. Imported only when several traces are given."""
+"""The command line's multi-rank part: rank thresholds from ``NAME=VALUE``, where the rank
+traces are, and the job's document from them. Imported only when several traces are given."""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 from steptrace.across.ranks.thresholds import RankThresholds
+from steptrace.errors import TraceError
 
 if TYPE_CHECKING:
     from steptrace.report.document import Document
+
+
+_SMALL_RANKS = 32
+_SMALL_BYTES = 16 * 1024 * 1024
+
+
+class JobDocument(NamedTuple):
+    document: Document
+    warnings: tuple[str, ...]  # every warning of the report, failures included
+    failures: tuple[str, ...]  # the warnings of the rank traces not analyzed
 
 
 def rank_thresholds(assignments: list[str]) -> RankThresholds:
@@ -21,12 +33,62 @@ def rank_thresholds(assignments: list[str]) -> RankThresholds:
         raise ValueError(f"{error} (several traces: the rank thresholds apply)") from None
 
 
+def rank_locations(
+    files: list[Path], urls: list[str], per_rank: bool
+) -> tuple[list[str], list[tuple[str, str]]]:
+    """Local rank traces first, then the traces each URL names, and the URL folders' files
+    skipped with the reason; URLs are read only as the ranks of one job (``TraceError``
+    for one URL alone or with --per-rank)."""
+    from steptrace.across.ranks.locations import trace_urls
+
+    remote: list[str] = []
+    skipped: list[tuple[str, str]] = []
+    for url in urls:
+        found, left = trace_urls(url)
+        remote += found
+        skipped += left
+    if remote and (per_rank or len(files) + len(remote) == 1):
+        raise TraceError(
+            f"{remote[0]}: URLs are read as the rank traces of one job (several, without "
+            "--per-rank); copy a single trace to a local file"
+        )
+    return [str(f) for f in files] + remote, skipped
+
+
+def usable_cores() -> int:
+    affinity = getattr(os, "sched_getaffinity", None)
+    return len(affinity(0)) if affinity else (os.cpu_count() or 1)
+
+
+def default_jobs(locations: list[str]) -> int:
+    """The cores this process may use; 1 for a small local job (fewer than ``_SMALL_RANKS``
+    files, under ``_SMALL_BYTES`` on disk), where starting processes costs more than the
+    second core saves (about 0.7 s for a pool of two on this project's machine)."""
+    from steptrace.across.ranks.locations import is_url
+
+    cores = usable_cores()
+    if len(locations) >= _SMALL_RANKS or any(is_url(where) for where in locations):
+        return cores
+    try:
+        size = sum(Path(where).stat().st_size for where in locations)
+    except OSError:  # reading it says what is wrong, in one line
+        return cores
+    return 1 if size < _SMALL_BYTES else cores
+
+
 def job_document(
-    files: list[Path], limits: RankThresholds, findings_only: bool
-) -> tuple[Document, tuple[str, ...]]:
+    locations: list[str],
+    limits: RankThresholds,
+    findings_only: bool,
+    jobs: int | None = None,
+    scheduler: str | None = None,
+) -> JobDocument:
     """The job's report as a document, and its warnings (``TraceError`` for bad input)."""
-    from steptrace.pipeline import analyze_ranks
+    from steptrace.pipeline import analyze_job
     from steptrace.report.ranks_sections import ranks_document
 
-    report = analyze_ranks(files, thresholds=limits)
-    return ranks_document(report, findings_only=findings_only), report.warnings
+    if jobs is None:  # a LocalCluster: one worker per core
+        jobs = usable_cores() if scheduler else default_jobs(locations)
+    report, failures = analyze_job(locations, thresholds=limits, jobs=jobs, scheduler=scheduler)
+    failed = tuple(w for w in report.warnings if any(f.error in w for f in failures))
+    return JobDocument(ranks_document(report, findings_only=findings_only), report.warnings, failed)

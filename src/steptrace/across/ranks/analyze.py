@@ -62,13 +62,13 @@ def analyze_ranks_data(
             rank=r,
             path=d.path,
             rank_from=sources[r],
-            world_size=d.analysis.trace.world_size,
-            backend=d.analysis.trace.backend,
-            gpu_observed=d.analysis.trace.gpu_observed,
+            world_size=d.world_size,
+            backend=d.backend,
+            gpu_observed=d.gpu_observed,
             clock_offset_us=offsets[r] / 1000 if r in offsets else None,
             collectives=len(d.instances),
             steps=steps[r],
-            warnings=d.analysis.trace.warnings,
+            warnings=d.warnings,
         )
         for r, d in sorted(data.items())
     )

@@ -1,6 +1,7 @@
 """Which rank each trace is, and whether the traces are one job.
 
-Contract: ``identify(infos) -> Identified``: one rank number per trace, from (first
+Contract: ``identify(origins) -> Identified``: one rank number per trace (each a
+``RankOrigin``: where it was read, its file name, its ``distributedInfo``), from (first
 match) its ``distributedInfo.rank``, a rank number in its file name (``rank-3``, ``rank3``,
 ``_rank_3``, ``worker3``), or the order the files were given (a warning says so). Ranks
 missing from the world size (8 said, 6 given) are warned about; a rank given twice,
@@ -17,9 +18,23 @@ import msgspec
 
 from steptrace.across.ranks.model import RankSource
 from steptrace.errors import TraceError
-from steptrace.trace.table import TraceInfo
+from steptrace.trace.table import Distributed, TraceInfo
 
 _RANK_IN_NAME = re.compile(r"(?:rank|worker)[-_]?(\d{1,6})(?!\d)", re.IGNORECASE)
+
+
+class RankOrigin(msgspec.Struct, frozen=True, kw_only=True):
+    """Where a rank trace was read and what it says about its rank: all ``identify`` needs."""
+
+    location: str  # as given: a path, or a URL (s3://..., memory://...)
+    name: str  # the file name, where a rank number may be
+    distributed: Distributed | None
+
+    @classmethod
+    def of(cls, info: TraceInfo, location: str | None = None) -> RankOrigin:
+        where = location if location is not None else str(info.path)
+        name = where.rstrip("/").rsplit("/", 1)[-1] if location is not None else info.path.name
+        return cls(location=where, name=name, distributed=info.distributed)
 
 
 class RankIdentity(msgspec.Struct, frozen=True):
@@ -41,14 +56,14 @@ def rank_in_name(name: str) -> int | None:
     return int(found[-1]) if found else None
 
 
-def identify(infos: Sequence[TraceInfo]) -> Identified:
+def identify(infos: Sequence[RankOrigin]) -> Identified:
     """Rank numbers for the traces of one job (see the module's contract)."""
     if not infos:
         raise TraceError("no rank traces given")
     warnings: list[str] = []
     world, backend = _job(infos)
     by_info = [i.distributed.rank if i.distributed else None for i in infos]
-    by_name = [rank_in_name(i.path.name) for i in infos]
+    by_name = [rank_in_name(i.name) for i in infos]
     ranks: list[RankIdentity] = []
     if all(r is not None for r in by_info):
         ranks = [
@@ -74,7 +89,7 @@ def identify(infos: Sequence[TraceInfo]) -> Identified:
     return Identified(tuple(ranks), world, backend, tuple(warnings))
 
 
-def _job(infos: Sequence[TraceInfo]) -> tuple[int | None, str | None]:
+def _job(infos: Sequence[RankOrigin]) -> tuple[int | None, str | None]:
     worlds = {i.distributed.world_size for i in infos if i.distributed and i.distributed.world_size}
     backends = {i.distributed.backend for i in infos if i.distributed and i.distributed.backend}
     if len(worlds) > 1:
@@ -90,11 +105,11 @@ def _job(infos: Sequence[TraceInfo]) -> tuple[int | None, str | None]:
     return (next(iter(worlds)) if worlds else None), (next(iter(backends)) if backends else None)
 
 
-def _check_duplicates(ranks: list[RankIdentity], infos: Sequence[TraceInfo]) -> None:
+def _check_duplicates(ranks: list[RankIdentity], infos: Sequence[RankOrigin]) -> None:
     seen: dict[int, int] = {}
     for identity in ranks:
         if identity.rank in seen:
-            first, second = infos[seen[identity.rank]].path, infos[identity.index].path
+            first, second = infos[seen[identity.rank]].location, infos[identity.index].location
             raise TraceError(
                 f"rank {identity.rank} is given twice ({first} and {second}, by "
                 f"{identity.source}): give one trace per rank"
@@ -102,7 +117,9 @@ def _check_duplicates(ranks: list[RankIdentity], infos: Sequence[TraceInfo]) -> 
         seen[identity.rank] = identity.index
 
 
-def _missing(ranks: list[RankIdentity], world: int | None, infos: Sequence[TraceInfo]) -> list[str]:
+def _missing(
+    ranks: list[RankIdentity], world: int | None, infos: Sequence[RankOrigin]
+) -> list[str]:
     if world is None:
         return []
     numbers = sorted(r.rank for r in ranks)
@@ -110,7 +127,7 @@ def _missing(ranks: list[RankIdentity], world: int | None, infos: Sequence[Trace
     if beyond:
         raise TraceError(
             f"rank {beyond[0]} is beyond the world size {world} the traces give "
-            f"({infos[0].path.name}): not one job"
+            f"({infos[0].name}): not one job"
         )
     absent = sorted(set(range(world)) - set(numbers))
     if not absent:

@@ -1,0 +1,89 @@
+"""Where rank traces are: local paths or fsspec URLs, and the traces a URL names.
+
+Contract: ``is_url(text)`` tells a URL (``s3://``, ``gs://``, ``file://``, ``memory://``:
+a scheme of two letters or more, so never a Windows drive) from a path.
+``trace_urls(url)``: the URL itself when it names a ``.json`` or ``.json.gz`` file, else
+the ``*.json``/``*.json.gz`` directly under it, sorted, scenario sidecars left out, and,
+as in a local folder, skipped with the reason: saved steptrace reports and small JSON
+files without ``traceEvents`` (read from their first 64 KB); a one-line ``TraceError``
+when none is left or the folder cannot be listed. Light to import (the
+command line asks ``is_url`` before anything else); fsspec is imported only for URLs,
+with a one-line ``TraceError`` when it, or the backend's package (s3fs, gcsfs), is missing.
+"""
+
+from __future__ import annotations
+
+import re
+import zlib
+from typing import Any
+
+from steptrace.errors import TraceError
+
+_URL = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]+://")
+_TRACE_SUFFIXES = (".json", ".json.gz")
+_SIDECAR = ".scenario.json"
+_PEEK_BYTES = 64 * 1024
+# steptrace's JSON opens with its schema (a comparison's after its title); a trace may hold
+# a steptrace schema too, but nested in its metadata, never as its first key.
+REPORT_HEAD = re.compile(
+    rb'\A\s*(\[\s*)?\{\s*("title"\s*:\s*"(?:[^"\\]|\\.)*"\s*,\s*)?"schema"\s*:\s*"steptrace\.'
+)
+_NEEDS_FSSPEC = "reading URLs needs fsspec: pip install 'steptrace[dask]'"
+
+
+def is_url(location: str) -> bool:
+    return _URL.match(location) is not None
+
+
+def trace_urls(url: str) -> tuple[list[str], list[tuple[str, str]]]:
+    """The trace files a URL names, and the files of its folder skipped with the reason
+    (see the module's contract); ``TraceError`` if none is left."""
+    if url.endswith(_TRACE_SUFFIXES):
+        return [url], []
+    fsspec = fsspec_module(url)
+    try:
+        fs, root = fsspec.core.url_to_fs(url)
+        names = sorted(
+            str(n)
+            for n in fs.ls(root, detail=False)
+            if str(n).endswith(_TRACE_SUFFIXES) and not str(n).endswith(_SIDECAR)
+        )
+        found, skipped = [], []
+        for name in names:
+            why = _not_a_trace(fs, name)
+            if why:
+                skipped.append((fs.unstrip_protocol(name), why))
+            else:
+                found.append(fs.unstrip_protocol(name))
+    except FileNotFoundError:
+        raise TraceError(f"{url}: no such file or folder") from None
+    except ImportError as error:
+        raise TraceError(f"{url}: {error}") from None
+    except (OSError, ValueError, EOFError, zlib.error) as error:
+        raise TraceError(f"{url}: cannot list ({error})") from None
+    if not found:
+        raise TraceError(f"{url}: holds no trace (*.json, *.json.gz)")
+    return found, skipped
+
+
+def _not_a_trace(fs: Any, name: str) -> str | None:
+    """As for a local folder: a saved steptrace report, or a small JSON without
+    ``traceEvents`` (``truth.json``), from the first bytes only."""
+    with fs.open(name, "rb") as handle:
+        head = handle.read(_PEEK_BYTES + 1)
+    if head.startswith(b"\x1f\x8b"):
+        head = zlib.decompressobj(wbits=31).decompress(head, _PEEK_BYTES + 1)
+    if REPORT_HEAD.match(head):
+        return "a saved steptrace report, not a trace"
+    if len(head) <= _PEEK_BYTES and b'"traceEvents"' not in head:
+        return "not a trace (no traceEvents)"
+    return None
+
+
+def fsspec_module(url: str) -> Any:
+    """fsspec, imported now; a one-line ``TraceError`` naming ``url`` when it is missing."""
+    try:
+        import fsspec
+    except ImportError:
+        raise TraceError(f"{url}: {_NEEDS_FSSPEC}") from None
+    return fsspec

@@ -1,0 +1,74 @@
+"""One rank's work, wherever it runs: a location -> its compact summary, or why not.
+
+Contract: ``summarize(location) -> RankData | RankFailure`` reads the trace at
+``location`` (a local path, or an fsspec URL: ``s3://``, ``gs://``, ``file://``,
+``memory://``... where fsspec and the backend's package are installed), loads and measures
+it (``matrix.rank_data``) and returns only the summary: no event table leaves this
+function. It never raises: a trace that cannot be read, decoded or measured is a
+``RankFailure`` whose ``error`` is one line that starts with the location. Module-level
+and stateless, so that a process pool or a Dask worker can run it by reference.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import msgspec
+
+from steptrace.across.ranks.locations import fsspec_module, is_url
+from steptrace.across.ranks.matrix import RankData, rank_data
+from steptrace.errors import TraceError
+from steptrace.trace.load import load_trace
+from steptrace.trace.source import FileText, decompress
+from steptrace.trace.table import Trace
+
+
+class RankFailure(msgspec.Struct, frozen=True, kw_only=True):
+    """A rank trace that could not be analyzed: where, and why (one line)."""
+
+    location: str
+    error: str  # starts with the location
+
+
+def summarize(location: str) -> RankData | RankFailure:
+    """The rank's summary, or its failure in one line (see the module's contract)."""
+    try:
+        if not is_url(location):
+            return rank_data(load_trace(location, progress=False))
+        return rank_data(_load_url(location), location)
+    except TraceError as error:
+        return failure(location, str(error))
+    except MemoryError:
+        return failure(location, "too large to analyze in this worker's memory")
+    except Exception as error:  # one rank's surprise must not cost the others
+        return failure(location, f"steptrace failed on it ({type(error).__name__}: {error})")
+
+
+def failure(location: str, message: str) -> RankFailure:
+    line = " ".join(message.split())
+    return RankFailure(
+        location=location, error=line if line.startswith(location) else f"{location}: {line}"
+    )
+
+
+def _load_url(url: str) -> Trace:
+    raw = _read_url(url)
+    mangled = str(Path(url))  # what load_trace names the file: "memory:/x" for "memory://x"
+    try:
+        return load_trace(url, progress=False, text=FileText(decompress(raw, url), len(raw)))
+    except TraceError as error:
+        raise TraceError(str(error).replace(mangled, url, 1)) from None
+
+
+def _read_url(url: str) -> bytes:
+    fsspec = fsspec_module(url)
+    try:
+        with fsspec.open(url, "rb") as handle:
+            data: bytes = handle.read()
+    except FileNotFoundError:
+        raise TraceError(f"{url}: no such file") from None
+    except ImportError as error:  # the backend's package: s3fs, gcsfs, ...
+        raise TraceError(f"{url}: {error}") from None
+    except (OSError, ValueError) as error:
+        raise TraceError(f"{url}: cannot read ({error})") from None
+    return data
