@@ -27,6 +27,7 @@ from steptrace.trace.decode import (
     TolerantEvent,
 )
 from steptrace.trace.kinds import GPU_WORK, LAUNCHES, Kind, kind_of, legacy_operator_kind
+from steptrace.trace.memory import release_freed_memory
 from steptrace.trace.table import MISSING, CommArgs, EventTable
 from steptrace.trace.timestamps import (
     LIMIT_NS,
@@ -282,8 +283,11 @@ class ColumnBuilder:
         return column
 
     def _pop(self, name: str) -> NDArray[np.generic]:
-        """A column of every batch, concatenated, and taken out of the batches."""
-        return np.concatenate([batch.pop(name) for batch in self._batches])
+        """A column of every batch, concatenated, and taken out of the batches (whose
+        memory is given back at once: see ``memory``)."""
+        column = np.concatenate([batch.pop(name) for batch in self._batches])
+        release_freed_memory()
+        return column
 
     def _concat(self, name: str) -> NDArray[np.generic]:
         return np.concatenate([batch[name] for batch in self._batches])

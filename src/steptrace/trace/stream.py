@@ -79,6 +79,8 @@ class TextStream:
         try:
             with _open(self.path) as handle:
                 head = handle.read(_READ_BYTES)
+                while 0 < len(head) < len(GZIP_MAGIC) and (more := handle.read(_READ_BYTES)):
+                    head += more  # enough to tell gzip from text
                 gzipped = head.startswith(GZIP_MAGIC)
                 chunks = _inflate(handle, head, self.path) if gzipped else _plain(handle, head)
                 for chunk in chunks:
@@ -135,15 +137,17 @@ def _inflate(handle: BinaryIO, head: bytes, path: Path) -> Iterator[tuple[bytes,
     raw, read = head, len(head)
     try:
         while raw:
+            if not started and raw[:1] != GZIP_MAGIC[:1]:
+                yield b"", read  # after a member, what is not another one is ignored
+                while rest := handle.read(_READ_BYTES):
+                    yield b"", len(rest)
+                return
             started = True
             text = inflater.decompress(raw, CHUNK_BYTES)
             raw = inflater.unconsumed_tail
             if inflater.eof:  # the end of a member: another may follow
                 raw, started = inflater.unused_data, False
                 inflater = isal_zlib.decompressobj(wbits=31)
-                if raw and raw[:1] != GZIP_MAGIC[:1]:
-                    yield text, read
-                    return
             yield text, read
             read = 0
             if not raw:
