@@ -57,14 +57,10 @@ GAP_US = 1000
 SIZES = (1, 8, 32)
 BIG = 150  # copies of the 54 MB trace: 8.1 GB of JSON
 _ARRAY = re.compile(rb'"traceEvents"\s*:\s*\[')
-_TS = re.compile(rb'("ts"\s*:\s*)(-?\d+)')
 _END = re.compile(rb'"ts"\s*:\s*(-?\d+)(?:\.\d+)?\s*,\s*"dur"\s*:\s*(\d+)')
-_STEP = re.compile(rb'("ProfilerStep#)(\d+)(")')
-_IDS = {
-    "id": re.compile(rb'("id"\s*:\s*)(\d+)'),
-    "correlation": re.compile(rb'("correlation"\s*:\s*)(\d+)'),
-    "External id": re.compile(rb'("External id"\s*:\s*)(\d+)'),
-}
+# the numbers a copy shifts; "ts" first: the shift of the timestamps
+_KINDS = (b'"ts"', b'"ProfilerStep#', b'"id"', b'"correlation"', b'"External id"')
+_NUMBERS = re.compile(rb'(?:"ts"|"ProfilerStep#|"id"|"correlation"|"External id")\s*:?\s*(-?\d+)')
 
 
 @dataclass
@@ -95,25 +91,45 @@ def _parts(text: bytes) -> tuple[bytes, bytes, bytes]:
     return text[: key.end()], text[key.end() : close].rstrip(), text[close:]
 
 
-def _add(by: int) -> Callable[[re.Match[bytes]], bytes]:
-    """A replacement adding ``by`` to the number of group 2, the rest kept as written."""
+@dataclass
+class Template:
+    """The events' text cut around every number a copy shifts: text, number, ..., text."""
 
-    def replace(match: re.Match[bytes]) -> bytes:
-        rest = match.group(0)[match.end(2) - match.start() :]
-        return b"%s%d%s" % (match.group(1), int(match.group(2)) + by, rest)
+    texts: list[bytes]
+    values: list[int]
+    kinds: list[int]  # per value, its index in _KINDS
 
-    return replace
+    @classmethod
+    def of(cls, body: bytes) -> Template:
+        texts, values, kinds, at = [], [], [], 0
+        for match in _NUMBERS.finditer(body):
+            if match.group(0).startswith(b'"ProfilerStep#') and b":" in match.group(0):
+                continue  # "ProfilerStep#": 5 is not a step's name
+            texts.append(body[at : match.start(1)])
+            values.append(int(match.group(1)))
+            kinds.append(next(i for i, k in enumerate(_KINDS) if match.group(0).startswith(k)))
+            at = match.end(1)
+        texts.append(body[at:])
+        return cls(texts, values, kinds)
 
+    def strides(self, body: bytes) -> tuple[int, ...]:
+        """Per kind, the offset between copies: the span of the timestamps plus a gap for
+        ``ts``, one more than the largest value for the others."""
+        largest = [0] * len(_KINDS)
+        for value, kind in zip(self.values, self.kinds, strict=True):
+            largest[kind] = max(largest[kind], value)
+        starts = [v for v, k in zip(self.values, self.kinds, strict=True) if k == 0]
+        ends = [int(m.group(1)) + int(m.group(2)) for m in _END.finditer(body)]
+        return (max(ends + starts) - min(starts) + GAP_US, *(n + 1 for n in largest[1:]))
 
-def _shifted(body: bytes, k: int, shift: int, strides: dict[str, int], step_stride: int) -> bytes:
-    """Copy ``k`` of the events' text."""
-    if k == 0:
-        return body
-    out = _TS.sub(_add(k * shift), body)
-    out = _STEP.sub(_add(k * step_stride), out)
-    for name, pattern in _IDS.items():
-        out = pattern.sub(_add(k * strides[name]), out)
-    return out
+    def copy(self, offsets: tuple[int, ...]) -> bytes:
+        """The text with each value moved by the offset of its kind."""
+        import numpy as np  # here: the measuring process stays small (see run_child)
+
+        moved = np.array(self.values, dtype=np.int64) + np.array(offsets)[self.kinds]
+        numbers = "\n".join(map(str, moved.tolist())).encode().split(b"\n")
+        pieces = [p for pair in zip(self.texts, numbers, strict=False) for p in pair]
+        return b"".join((*pieces, self.texts[-1]))
 
 
 def build_replica(source: Path, target: Path, copies: int) -> int:
@@ -124,24 +140,18 @@ def build_replica(source: Path, target: Path, copies: int) -> int:
         text = handle.read()
     head, body, tail = _parts(text)
     del text
-    starts = [int(m.group(2)) for m in _TS.finditer(body)]
-    ends = [int(m.group(1)) + int(m.group(2)) for m in _END.finditer(body)]
-    shift = max(ends + starts) - min(starts) + GAP_US
-    strides = {name: _largest(pattern, body) + 1 for name, pattern in _IDS.items()}
-    steps = _largest(_STEP, body) + 1
+    template = Template.of(body)
+    strides = template.strides(body)
     size = len(head) + len(tail)
     with igzip.open(target, "wb", compresslevel=1) as out:
         out.write(head)
         for k in range(copies):
-            piece = _shifted(body, k, shift, strides, steps)
+            piece = template.copy(tuple(k * stride for stride in strides))
+            assert k or piece == body, "the template does not give the text back"
             out.write(b",\n" + piece if k else piece)
             size += len(piece) + (2 if k else 0)
         out.write(tail)
     return size
-
-
-def _largest(pattern: re.Pattern[bytes], body: bytes) -> int:
-    return max((int(m.group(2)) for m in pattern.finditer(body)), default=0)
 
 
 def in_fresh_process(func: Callable[..., Any], *args: Any) -> Any:

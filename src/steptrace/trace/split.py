@@ -36,7 +36,7 @@ from steptrace.trace.decode import (
 )
 
 _PIECE_BYTES = 2 << 20  # text per piece of events
-_RETRIES = 16  # cuts tried after one that did not decode, before giving up
+_RETRIES = 32  # cuts tried after one that did not decode, before giving up
 _MAX_PENDING = 64 << 20  # text held while looking for a cut that decodes
 _KEY_LOOKAHEAD = 4096  # text read after the first "traceEvents" before matching the key
 _SLICE_BYTES = 4 << 20  # split_documents hands its text over in slices of this size
@@ -102,8 +102,11 @@ class _Text:
 
     def head(self) -> tuple[Document[AnyEvent], int]:
         """The document before the events, and where the first event starts."""
-        buffer = self.buffer
-        while (mention := buffer.find(_EVENTS_NAME)) < 0 or len(buffer) - mention < _KEY_LOOKAHEAD:
+        buffer, seen = self.buffer, 0
+        while (mention := buffer.find(_EVENTS_NAME, seen)) < 0 or (
+            len(buffer) - mention < _KEY_LOOKAHEAD
+        ):
+            seen = max(len(buffer) - len(_EVENTS_NAME), 0) if mention < 0 else mention
             if not self.more():
                 break
         key = _EVENTS_KEY.match(buffer, mention) if mention > 0 else None
@@ -120,6 +123,9 @@ class _Text:
         while True:
             cut = _BETWEEN_EVENTS.search(buffer, search)
             if cut is None:
+                # a cut reaching past the end starts at the last "}": search from there on
+                last = buffer.rfind(b"}", search)
+                search = max(search, last if last >= 0 else len(buffer))
                 if self.more():
                     continue
                 del buffer[:start]
