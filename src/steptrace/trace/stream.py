@@ -1,7 +1,9 @@
 """A trace file -> its text in chunks, read and gunzipped on a thread, in bounded memory.
 
-``TextStream(path)`` iterates over the file's text, gunzipped when it is gzip (every
-member of a multi-member file), in chunks of at most ``chunk_bytes``. A daemon thread reads
+``TextStream(path)`` iterates, once, over the file's text, gunzipped when it is gzip
+(every member of a multi-member file; what follows the last member, if it is not another
+one, is ignored as ``source.decompress`` does), in chunks of at most ``CHUNK_BYTES`` of
+text (plain files: as read, ``_READ_BYTES`` at a time). A daemon thread reads
 the file and inflates it with ISA-L (both release the GIL) while the caller decodes what
 came before: at most ``_AHEAD`` chunks wait in between, so the memory held stays a few
 chunks whatever the size of the file. Errors (a broken or truncated gzip, a read error) are
