@@ -50,6 +50,7 @@ _COPIES = np.array([Kind.MEMCPY, Kind.MEMSET], dtype=np.int8)
 # Rows whose collective args are read: record_param_comms operators and NCCL/RCCL kernels.
 _COMM_NAME = re.compile(r"^record_param_comms$|nccl|rccl", re.IGNORECASE)
 _COMM_KINDS = np.array([Kind.CPU_OP, Kind.KERNEL], dtype=np.int8)
+_TRIM_ROWS = 1 << 19  # from this many rows on, the batches' memory is given back as taken
 
 
 class _Interner(dict[Any, int]):
@@ -286,7 +287,8 @@ class ColumnBuilder:
         """A column of every batch, concatenated, and taken out of the batches (whose
         memory is given back at once: see ``memory``)."""
         column = np.concatenate([batch.pop(name) for batch in self._batches])
-        release_freed_memory()
+        if self._rows >= _TRIM_ROWS:  # a few ms each: worth it only for large tables
+            release_freed_memory()
         return column
 
     def _concat(self, name: str) -> NDArray[np.generic]:

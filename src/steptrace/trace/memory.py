@@ -10,7 +10,6 @@ is a no-op: the figures are then those of the platform's allocator.
 from __future__ import annotations
 
 import ctypes
-import ctypes.util
 import sys
 from collections.abc import Callable
 from functools import cache
@@ -21,7 +20,7 @@ def _trim() -> Callable[[int], int] | None:
     if not sys.platform.startswith("linux"):
         return None
     try:
-        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
+        libc = ctypes.CDLL("libc.so.6")  # glibc's name (find_library would run ldconfig)
         trim: Callable[[int], int] = libc.malloc_trim
     except (OSError, AttributeError):  # not glibc
         return None
