@@ -19,8 +19,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from steptrace.trace import decode as decoding
 from steptrace.trace import load as loading
+from steptrace.trace import split as splitting
 from steptrace.trace.columns import ColumnBuilder
 from steptrace.trace.decode import (
     METADATA_FIELDS,
@@ -30,10 +30,10 @@ from steptrace.trace.decode import (
     TolerantEvent,
     UnsplittableError,
     exact_documents,
-    split_documents,
 )
 from steptrace.trace.load import load_trace
-from steptrace.trace.source import decompress
+from steptrace.trace.source import FileText, decompress
+from steptrace.trace.split import split_documents, stream_documents
 from tests.conftest import WriteTrace, trace_params
 from tests.tracegen import cpu, document, kernel, step
 
@@ -58,7 +58,7 @@ def _same_dur(event: AnyEvent) -> AnyEvent:
 
 
 def split_or_none(data: bytes, piece_bytes: int) -> list[Document[AnyEvent]] | None:
-    with mock.patch.object(decoding, "_PIECE_BYTES", piece_bytes):
+    with mock.patch.object(splitting, "_PIECE_BYTES", piece_bytes):
         try:
             return list(split_documents(data))
         except UnsplittableError:
@@ -123,11 +123,22 @@ def test_a_second_events_key_is_left_to_the_exact_path() -> None:
     assert len(flatten(list(exact_documents(data, "t.json")))[0]) == 1  # the last key wins
 
 
-def test_a_cut_inside_a_string_is_refused_not_believed() -> None:
+def test_a_cut_inside_a_string_is_passed_over_not_believed() -> None:
     name = "x" * 50 + "}, {" + "y" * 50  # the only cut point lies inside this name
     data = json.dumps({"traceEvents": [{"ph": "X", "name": name, "ts": 1, "dur": 2}]}).encode()
-    assert split_or_none(data, 10) is None
-    assert split_or_none(data, 10**6) is not None  # no cut wanted: one piece decodes
+    pieces = split_or_none(data, 10)
+    assert pieces is not None
+    assert flatten(pieces) == flatten(list(exact_documents(data, "t.json")))
+    assert [e.name for e in flatten(pieces)[0]] == [name]  # type: ignore[union-attr]
+
+
+def test_a_run_of_cuts_that_do_not_decode_is_left_to_the_exact_path() -> None:
+    name = "}, {" * (splitting._RETRIES + 2)  # more wrong cuts in a row than are tried
+    one = {"ph": "X", "name": "a", "ts": 1, "dur": 2}
+    data = json.dumps({"traceEvents": [one, {**one, "name": name}, one]}).encode()
+    assert split_or_none(data, 1) is None
+    few = json.dumps({"traceEvents": [one, {**one, "name": "}, {" * 3}, one]}).encode()
+    assert split_or_none(few, 1) is not None
 
 
 def test_the_events_name_as_a_value_first_is_refused() -> None:
@@ -139,16 +150,29 @@ def test_the_events_name_as_a_value_first_is_refused() -> None:
     assert flatten(pieces) == flatten(list(exact_documents(escaped, "t.json")))
 
 
+def _refusing_after(pieces: int, splitter: Any = split_documents) -> Any:
+    """A one-pass splitter that gives up after ``pieces`` documents, as a bad cut would."""
+
+    def split(text: Any) -> Iterator[Document[AnyEvent]]:
+        for index, piece in enumerate(splitter(text)):
+            if index == pieces:
+                raise UnsplittableError
+            yield piece
+
+    return split
+
+
 def test_loading_falls_back_to_the_exact_path_with_the_same_table(
-    write_trace: WriteTrace,
+    write_trace: WriteTrace, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     events = [step(1, 0, 100), cpu("aten::mm", 10, 20), kernel("gemm", 40, 30)]
-    events.append(cpu("a name with }, { inside", 50, 5))  # a cut there cannot decode
+    events.append(cpu("a name with }, { inside", 50, 5))
     path = write_trace(document(events))
-    assert split_or_none(path.read_bytes(), 1) is None
-    with mock.patch.object(decoding, "_PIECE_BYTES", 1):
-        fell_back = load_trace(path)
-    whole = load_trace(path)  # no cut wanted: one piece
+    whole = load_trace(path)
+    text = FileText(path.read_bytes(), path.stat().st_size)  # the one-pass over a text
+    monkeypatch.setattr(splitting, "_PIECE_BYTES", 1)
+    monkeypatch.setattr(loading, "split_documents", _refusing_after(2))
+    fell_back = load_trace(path, text=text)
     for field in ("kind", "name_id", "start_us", "dur_us", "correlation", "stream"):
         assert (getattr(fell_back.events, field) == getattr(whole.events, field)).all()
     assert fell_back.events.names == whole.events.names
@@ -203,7 +227,8 @@ def test_a_failed_one_pass_is_let_go_before_the_exact_pass(
 
     monkeypatch.setattr(loading, "ColumnBuilder", Spy)
     monkeypatch.setattr(loading, "exact_documents", exact)
-    monkeypatch.setattr(decoding, "_PIECE_BYTES", 1)
+    monkeypatch.setattr(splitting, "_PIECE_BYTES", 1)
+    monkeypatch.setattr(loading, "stream_documents", _refusing_after(3, stream_documents))
     events = [step(1, 0, 100), cpu("aten::mm", 10, 20), cpu("late }, { name", 50, 5)]
     trace = load_trace(write_trace(document(events)))
     assert len(builders) == 2 and "late }, { name" in trace.events.names

@@ -1,8 +1,9 @@
 """Reading traces: files -> ``Trace`` (metadata + columnar ``EventTable``).
 
-``source`` reads and gunzips (standard library and isal only, so the command line starts
-reading before numpy is imported), ``decode`` turns the text into typed events, ``columns``
-into numpy columns, ``load`` puts them together into a ``table.Trace``. The names below
+``stream`` reads and gunzips a file in chunks on a thread, ``source`` a small file whole
+(both standard library and isal only, so the command line starts reading before numpy is
+imported), ``split`` cuts the text between events and ``decode`` types them, ``columns``
+turns them into numpy columns, ``load`` puts them together into a ``table.Trace``. The names below
 are imported on first use, for the same reason.
 """
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from itertools import compress, repeat
 from operator import attrgetter, is_
 from typing import Any, NamedTuple, TypeVar, cast
@@ -27,6 +27,7 @@ from steptrace.trace.decode import (
     TolerantEvent,
 )
 from steptrace.trace.kinds import GPU_WORK, LAUNCHES, Kind, kind_of, legacy_operator_kind
+from steptrace.trace.memory import release_freed_memory
 from steptrace.trace.table import MISSING, CommArgs, EventTable
 from steptrace.trace.timestamps import (
     LIMIT_NS,
@@ -49,6 +50,7 @@ _COPIES = np.array([Kind.MEMCPY, Kind.MEMSET], dtype=np.int8)
 # Rows whose collective args are read: record_param_comms operators and NCCL/RCCL kernels.
 _COMM_NAME = re.compile(r"^record_param_comms$|nccl|rccl", re.IGNORECASE)
 _COMM_KINDS = np.array([Kind.CPU_OP, Kind.KERNEL], dtype=np.int8)
+_TRIM_ROWS = 1 << 19  # from this many rows on, the batches' memory is given back as taken
 
 
 class _Interner(dict[Any, int]):
@@ -212,10 +214,46 @@ class ColumnBuilder:
         }
 
     def table(self) -> tuple[EventTable, Unusable]:
-        """The sorted table of usable rows (times from the first one), and what was skipped."""
+        """The sorted table of usable rows (times from the first one), and what was skipped.
+
+        The batches are consumed column by column, each freed once taken, so that the
+        columns are held about once (not twice) while the table is built.
+        """
+        order, unusable = self._order()
+        origin, start_ns, dur_ns = self._sorted_times(order)
+        start_us, dur_us = start_ns / 1000, dur_ns / 1000
+        end_us = np.add(start_ns, dur_ns, out=start_ns) / 1000  # start_ns is not needed after
+        del start_ns, dur_ns
+        thread_of_raw, threads = self._canonical_threads()
+        comm = self._comm_table(order)
+        column = self._take(order)
+        table = EventTable(
+            kind=column("kind", np.int8),
+            name_id=column("name_id", np.int32),
+            names=tuple(self.names),
+            thread_id=thread_of_raw[column("raw_thread", np.int32)],
+            threads=threads,
+            origin_ns=origin,
+            start_us=start_us,
+            dur_us=dur_us,
+            end_us=end_us,
+            correlation=column("correlation", np.int64),
+            device=column("device", np.int64),
+            stream=column("stream", np.int64),
+            bytes=column("bytes", np.float64),
+            shape_id=column("shape_id", np.int32),
+            records_grad=column("records_grad", np.bool_),
+            shapes=tuple(d.decode("utf-8", "replace") for d, _ in self.shapes),
+            shape_types=tuple(t.decode("utf-8", "replace") for _, t in self.shapes),
+            comm=comm,
+        )
+        return table, unusable
+
+    def _order(self) -> tuple[NDArray[np.intp], Unusable]:
+        """The usable rows by start, longer first on ties; the others counted by reason."""
         start = self._concat("start_ns").astype(np.int64, copy=False)
         dur = self._concat("dur_ns").astype(np.int64, copy=False)
-        statuses = np.maximum(self._concat("start_status"), self._concat("dur_status"))
+        statuses = np.maximum(self._pop("start_status"), self._pop("dur_status"))
         negative = (statuses == OK) & (dur < 0)
         overflow = (statuses == OK) & ~negative & (start >= LIMIT_NS - dur)
         usable = (statuses == OK) & ~negative & ~overflow
@@ -224,35 +262,34 @@ class ColumnBuilder:
             negative=int(negative.sum()),
             out_of_range=int((statuses == OUT_OF_RANGE).sum() + overflow.sum()),
         )
+        del statuses, negative, overflow
+        if usable.all():
+            return np.lexsort((-dur, start)), unusable
         rows = np.flatnonzero(usable)
-        order = rows[np.lexsort((-dur[rows], start[rows]))]
-        origin = int(start[order[0]]) if order.size else 0
-        start, dur = start[order] - origin, dur[order]  # exact: |values| < 2**62
-        thread_of_raw, threads = self._canonical_threads()
-        column = {
-            name: self._concat(name)[order] for name in self._batches[0] if name not in _TIMES
-        }
-        table = EventTable(
-            kind=column["kind"].astype(np.int8),
-            name_id=column["name_id"].astype(np.int32),
-            names=tuple(self.names),
-            thread_id=thread_of_raw[column["raw_thread"]],
-            threads=threads,
-            origin_ns=origin,
-            start_us=start / 1000,
-            dur_us=dur / 1000,
-            end_us=(start + dur) / 1000,
-            correlation=column["correlation"].astype(np.int64),
-            device=column["device"].astype(np.int64),
-            stream=column["stream"].astype(np.int64),
-            bytes=column["bytes"].astype(np.float64),
-            shape_id=column["shape_id"].astype(np.int32),
-            records_grad=column["records_grad"].astype(bool),
-            shapes=tuple(d.decode("utf-8", "replace") for d, _ in self.shapes),
-            shape_types=tuple(t.decode("utf-8", "replace") for _, t in self.shapes),
-            comm=self._comm_table(order),
-        )
-        return table, unusable
+        return rows[np.lexsort((-dur[rows], start[rows]))], unusable
+
+    def _sorted_times(self, order: NDArray[np.intp]) -> tuple[int, Ints, Ints]:
+        """The origin and, in table order, starts from it and durations (integer ns)."""
+        start = self._pop("start_ns").astype(np.int64, copy=False)[order]
+        origin = int(start[0]) if order.size else 0
+        start -= origin  # exact: |values| < 2**62
+        return origin, start, self._pop("dur_ns").astype(np.int64, copy=False)[order]
+
+    def _take(self, order: NDArray[np.intp]) -> Callable[[str, type[np.generic]], Any]:
+        """A column in table order, of the given type; its batches are let go."""
+
+        def column(name: str, dtype: type[np.generic]) -> Any:
+            return self._pop(name)[order].astype(dtype, copy=False)
+
+        return column
+
+    def _pop(self, name: str) -> NDArray[np.generic]:
+        """A column of every batch, concatenated, and taken out of the batches (whose
+        memory is given back at once: see ``memory``)."""
+        column = np.concatenate([batch.pop(name) for batch in self._batches])
+        if self._rows >= _TRIM_ROWS:  # a few ms each: worth it only for large tables
+            release_freed_memory()
+        return column
 
     def _concat(self, name: str) -> NDArray[np.generic]:
         return np.concatenate([batch[name] for batch in self._batches])
@@ -272,9 +309,6 @@ class Unusable(NamedTuple):
     not_a_number: int  # missing, a string, null...
     negative: int  # a negative duration
     out_of_range: int  # beyond ±2**62 ns, or ending there
-
-
-_TIMES = ("start_ns", "start_status", "dur_ns", "dur_status")
 
 
 def _times(field: str, read: tuple[Ints, NDArray[np.int8]]) -> dict[str, NDArray[np.generic]]:

@@ -9,15 +9,12 @@ reference cycles, so they are left out of the garbage collector (``gc=False``).
 
 Two ways produce the batches:
 
-* ``split_documents`` (one pass): the text of the ``traceEvents`` array is cut where one
-  event ends and the next begins (``}, {``), found by a regular expression every couple of
-  megabytes, and each piece is decoded on its own. A cut is only a guess, but a wrong one
-  (inside a string or a nested value) cannot decode: the text before the array must close
-  as a document, each piece as a list of events, the rest as the array's end and the
-  document's. Any failure raises ``UnsplittableError``; so does a key of the text before
-  the events written again after them (the last would win), or a unicode escape there.
-* ``exact_documents`` (two passes): msgspec finds every event's bytes first, then decodes
-  them in batches; it gives the exact error message for bad input.
+* ``split.stream_documents`` (one pass, bounded memory): the text, in chunks, is cut
+  between events and each piece decoded on its own; it raises ``UnsplittableError`` when
+  the text cannot be cut that way (see ``split``).
+* ``exact_documents`` (two passes, the whole text in memory): msgspec finds every event's
+  bytes first, then decodes them in batches; it gives the exact error message for bad
+  input.
 """
 
 from __future__ import annotations
@@ -130,70 +127,17 @@ METADATA_FIELDS = tuple(f for f in Document.__struct_fields__ if f != "traceEven
 _EVENT_TYPES: Any = Union[(Event, Metadata, Instant, FlowStart, *_SKIPPED)]  # built at run time
 _TOLERANT_TYPES: Any = Union[(TolerantEvent, Metadata, Instant, FlowStart, *_SKIPPED)]
 _DOCUMENT = msgspec.json.Decoder(Document[msgspec.Raw])
-_EVENTS_DOCUMENT = msgspec.json.Decoder(Document[_EVENT_TYPES])
+EVENTS_DOCUMENT = msgspec.json.Decoder(Document[_EVENT_TYPES])
 _RAW_LIST = msgspec.json.Decoder(list[msgspec.Raw])
-_EVENT_LIST = msgspec.json.Decoder(list[_EVENT_TYPES])
+EVENT_LIST = msgspec.json.Decoder(list[_EVENT_TYPES])
 _TOLERANT_LIST = msgspec.json.Decoder(list[_TOLERANT_TYPES])
 _TOLERANT_EVENT = msgspec.json.Decoder(_TOLERANT_TYPES)
 _BATCH = 8_192  # events per batch on the exact path
-_PIECE_BYTES = 2 << 20  # text per piece on the one-pass path
-_EVENTS_NAME = b'"traceEvents"'
-_ESCAPE = b"\\"
-_UNICODE_ESCAPE = b"\\u"  # the only way to spell a letter of a key otherwise
-_EVENTS_KEY = re.compile(rb'"traceEvents"[ \t\n\r]*:[ \t\n\r]*\[')  # JSON's whitespace
-_BETWEEN_EVENTS = re.compile(rb"\}[ \t\n\r]*,[ \t\n\r]*\{")
 _FIRST_CHARACTER = re.compile(rb"[^ \t\n\r]")
 
 
 class UnsplittableError(Exception):
-    """The one-pass path could not cut the text at event boundaries: take the exact path."""
-
-
-def split_documents(data: bytes) -> Iterator[Document[AnyEvent]]:
-    """The trace in one pass, as partial documents of about ``_PIECE_BYTES`` of text each.
-
-    Raises ``UnsplittableError`` (possibly after yielding pieces) when the text is not cut this
-    way: the caller then discards what it took and uses ``exact_documents``.
-    """
-    first = _FIRST_CHARACTER.search(data)
-    if first is None:
-        raise UnsplittableError
-    try:
-        if first.group() == b"[":  # the Chrome trace "array format": events alone
-            start = first.end()
-        else:
-            mention = data.find(_EVENTS_NAME)
-            key = _EVENTS_KEY.match(data, mention) if mention > 0 else None
-            if key is None or data[mention - 1 : mention] == _ESCAPE:
-                raise UnsplittableError  # absent, not an array's key, or inside a string
-            # the text before the key must close as a document: the key is a top-level one
-            head = _EVENTS_DOCUMENT.decode(b"".join((data[: key.start()], b'"traceEvents":null}')))
-            yield head
-            start = key.end()
-        view = memoryview(data)
-        while cut := _BETWEEN_EVENTS.search(data, start + _PIECE_BYTES):
-            events = _EVENT_LIST.decode(b"".join((b"[", view[start : cut.start() + 1], b"]")))
-            yield Document(traceEvents=events)
-            start = cut.end() - 1
-        rest = view[start:]
-        if first.group() == b"[":
-            yield Document(traceEvents=_EVENT_LIST.decode(b"".join((b"[", rest))))
-            return
-        # a key written again after the events (escapes can spell any key) would win there
-        again = (_EVENTS_NAME, _UNICODE_ESCAPE, *(_key(f) for f in _fields_set(head)))
-        if any(data.find(name, start) >= 0 for name in again):
-            raise UnsplittableError
-        yield _EVENTS_DOCUMENT.decode(b"".join((b'{"traceEvents":[', rest)))
-    except (msgspec.MsgspecError, RecursionError):
-        raise UnsplittableError from None
-
-
-def _fields_set(document: Document[AnyEvent]) -> list[str]:
-    return [f for f in METADATA_FIELDS if getattr(document, f) is not None]
-
-
-def _key(field: str) -> bytes:
-    return b'"%s"' % field.encode()
+    """The one-pass path (``split``) could not cut the text between events: take the exact one."""
 
 
 def exact_documents(

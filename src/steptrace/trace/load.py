@@ -16,10 +16,11 @@ from steptrace.trace.decode import (
     Document,
     UnsplittableError,
     exact_documents,
-    split_documents,
 )
-from steptrace.trace.progress import loading_progress
+from steptrace.trace.progress import Stage, loading_progress
 from steptrace.trace.source import FileText, file_size, read_text
+from steptrace.trace.split import split_documents, stream_documents
+from steptrace.trace.stream import TextStream
 from steptrace.trace.table import MISSING, Device, Distributed, Trace, TraceInfo
 
 _EXACT_SPAN_NS = 2**53  # float64 microseconds keep every nanosecond up to here
@@ -31,31 +32,53 @@ def load_trace(
 ) -> Trace:
     """Read and decode a trace file; raise ``TraceError`` with a one-line message if unusable.
 
-    ``text`` is the file's content when it was read already (``source.ReadAhead``).
+    ``text`` is the file's content when it was read already (``source.ReadAhead``). Else
+    the file is streamed (``stream.TextStream``): read, gunzipped and decoded a few
+    megabytes at a time, so that its text is never held whole. A text that cannot be cut
+    between events (``split``) is read whole and decoded by the exact path.
     """
     path = Path(path)
     size = text.size if text is not None else file_size(path)
     with loading_progress(path.name, size, progress) as stage, _collector_paused():
-        if text is None:
-            text = read_text(path, stage)
-        else:
+        data = None
+        if text is not None:
             stage.read(size)
-        data = text.data
-        del text
-        stage.step("decoding")
-        columns = _in_one_pass(data)
+            stage.step("decoding")
+            data = text.data
+            del text
+            columns = _in_one_pass(split_documents(data))
+        else:
+            columns = _streamed(path, stage)
         malformed: list[str] = []
         if columns is None:  # here, not in an except block whose traceback holds the first try
+            data = data if data is not None else read_text(path).data
             columns = _columns(exact_documents(data, str(path), malformed))
+        del data
         stage.step("indexing")
         return _build(*columns, path, size, malformed)
 
 
-def _in_one_pass(data: bytes) -> tuple[ColumnBuilder, Document[AnyEvent]] | None:
+def _in_one_pass(
+    documents: Iterator[Document[AnyEvent]],
+) -> tuple[ColumnBuilder, Document[AnyEvent]] | None:
     try:
-        return _columns(split_documents(data))
+        return _columns(documents)
     except UnsplittableError:
         return None
+
+
+def _streamed(path: Path, stage: Stage) -> tuple[ColumnBuilder, Document[AnyEvent]] | None:
+    """The columns of a file read and decoded chunk by chunk (progress in bytes read)."""
+    with TextStream(path) as stream:
+
+        def chunks() -> Iterator[bytes]:
+            shown = 0
+            for chunk in stream:
+                stage.read(stream.read_bytes - shown)
+                shown = stream.read_bytes
+                yield chunk
+
+        return _in_one_pass(stream_documents(chunks()))
 
 
 @contextmanager

@@ -19,30 +19,28 @@ def parents(start: Floats, end: Floats, thread: NDArray[np.int32]) -> Ints:
 
     With events ordered by (thread, start, longer first), the container of event ``k`` is
     the latest earlier event of its thread still open when ``k`` starts:
-    ``max{j < k : end[j] > start[k]}``. That is what a stack walk finds, computed here
-    without a Python loop: a sparse table of running maxima of ``end`` lets every event
-    skip, in one binary descent, the blocks of earlier events that closed before it
-    started. An event that starts inside another but ends after it (a rounding artefact)
-    is still its child; callers clip children to their parent's end.
+    ``max{j < k : end[j] > start[k]}``, what a stack walk finds. It is computed here without
+    a Python loop and in memory linear in the events: every earlier event still open at
+    ``k`` was open at any ``m`` between it and ``k`` (starts only grow), so the container
+    of ``k`` is ``m`` itself or the container of ``m``. Each event's candidate starts at
+    the event just before it and, while the candidate closed before ``k`` started, jumps
+    to the candidate's own candidate; jumps compound, so the rounds grow with the log of
+    the longest run of closed events. An event that starts inside another but ends after
+    it (a rounding artefact) is still its child; callers clip children to their parent's end.
     """
     n = start.size
     order = np.lexsort((-(end - start), start, thread))
     s, e, t = start[order], end[order], thread[order]
-    first = np.searchsorted(t, t, side="left")  # first row of each event's thread
-    maxima = [e]  # maxima[p][i] = max(e[i : i + 2**p])
-    while (width := 1 << len(maxima)) <= n:
-        previous = maxima[-1]
-        maxima.append(np.maximum(previous[: -(width >> 1)], previous[width >> 1 :]))
-    bound = np.arange(n)  # candidates are rows [first, bound)
-    for p in range(len(maxima) - 1, -1, -1):
-        block = bound - (1 << p)
-        inside = block >= first
-        closed = maxima[p][np.where(inside, block, 0)] <= s
-        bound = np.where(inside & closed, block, bound)
-    candidate = bound - 1
-    found = (candidate >= first) & (e[np.maximum(candidate, 0)] > s)
+    candidate = np.arange(-1, n - 1, dtype=np.int64)
+    candidate[1:][t[1:] != t[:-1]] = -1  # the first event of a thread has no earlier one
+    pending = np.flatnonzero(candidate >= 0)
+    while pending.size:
+        closed = e[candidate[pending]] <= s[pending]
+        pending = pending[closed]
+        candidate[pending] = candidate[candidate[pending]]
+        pending = pending[candidate[pending] >= 0]
     parent = np.empty(n, dtype=np.int64)
-    parent[order] = np.where(found, order[np.maximum(candidate, 0)], -1)
+    parent[order] = np.where(candidate >= 0, order[np.maximum(candidate, 0)], -1)
     return parent
 
 

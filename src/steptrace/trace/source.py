@@ -15,7 +15,7 @@ import threading
 import zlib
 from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import NamedTuple, cast
+from typing import BinaryIO, NamedTuple, cast
 
 from isal import isal_zlib
 
@@ -24,6 +24,9 @@ from steptrace.trace.progress import Stage, shows_progress
 
 GZIP_MAGIC = b"\x1f\x8b"
 _CHUNK = 8 * 1024 * 1024
+# Read ahead whole only below these sizes; a larger file is streamed by its loader.
+READ_AHEAD_BYTES = 16 << 20  # on disk
+READ_AHEAD_TEXT_BYTES = 128 << 20  # gunzipped, as the gzip trailer says
 _MAX_RATIO = 1032  # deflate's largest expansion of its input
 _ISAL_ERROR = cast(type[Exception], isal_zlib.error)
 _SILENT = Stage(None, 0)
@@ -57,6 +60,11 @@ def _check_regular(path: Path, mode: int) -> None:
         raise TraceError(f"{path}: is a {kind}, not a regular file: traces are read from files")
 
 
+def check_open(path: Path, handle: BinaryIO) -> None:
+    """An opened file is still a regular one (not swapped for a named pipe since ``file_size``)."""
+    _check_regular(path, os.fstat(handle.fileno()).st_mode)
+
+
 _SPECIAL = (
     (stat.S_ISFIFO, "named pipe"),
     (stat.S_ISCHR, "character device"),
@@ -75,7 +83,7 @@ def read_file(path: Path, stage: Stage = _SILENT) -> bytes:
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
         with os.fdopen(fd, "rb") as handle:
-            _check_regular(path, os.fstat(handle.fileno()).st_mode)
+            check_open(path, handle)
             chunks = []
             while chunk := handle.read(_CHUNK):
                 chunks.append(chunk)
@@ -123,7 +131,8 @@ class ReadAhead:
 
     Reading the first file starts at construction, the next one when a file is handed out:
     at most two texts are held at a time. A file whose loading shows a progress display
-    (a large file, on a terminal) is not read ahead: its loader reads it, in view.
+    (a large file, on a terminal) is not read ahead: its loader reads it, in view; nor is a
+    large file (``reads_ahead``): its loader streams it, never holding its whole text.
     """
 
     def __init__(self, paths: Sequence[Path]) -> None:
@@ -139,6 +148,27 @@ class ReadAhead:
             yield path, reading
 
 
+def reads_ahead(path: Path) -> bool:
+    """Whether a file is small enough to be read whole ahead of its use.
+
+    Below ``READ_AHEAD_BYTES`` on disk, and for gzip below ``READ_AHEAD_TEXT_BYTES``
+    gunzipped as its trailer says (modulo 2**32: a wrapped size errs towards reading ahead;
+    so does a size deflate cannot reach, a broken file whose reading reports it). Anything
+    but a regular file is read "ahead": the reading refuses it in one line.
+    """
+    mode = path.stat()
+    if not stat.S_ISREG(mode.st_mode):
+        return True
+    if mode.st_size >= READ_AHEAD_BYTES:
+        return False
+    with path.open("rb") as handle:
+        if handle.read(2) != GZIP_MAGIC or mode.st_size < 4:
+            return True
+        handle.seek(mode.st_size - 4)
+        text_size = int.from_bytes(handle.read(4), "little")
+    return text_size < READ_AHEAD_TEXT_BYTES or text_size > mode.st_size * _MAX_RATIO
+
+
 class BackgroundRead(threading.Thread):
     """One file read on a daemon thread: a failed or abandoned read never blocks the exit."""
 
@@ -149,7 +179,7 @@ class BackgroundRead(threading.Thread):
         self._error: Exception | None = None
         self._taken = False
         try:
-            self.ahead = not shows_progress(path.stat().st_size)
+            self.ahead = reads_ahead(path) and not shows_progress(path.stat().st_size)
         except OSError:
             self.ahead = True  # the reading reports the error, in one line
         if self.ahead:

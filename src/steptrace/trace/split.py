@@ -1,0 +1,164 @@
+"""A trace's text, in chunks -> typed partial documents, in one pass and bounded memory.
+
+``stream_documents(chunks)`` takes the text in chunks of any size (as ``stream.TextStream``
+reads them, or slices of a text in memory: ``split_documents``) and yields the text before
+the ``traceEvents`` array as a document, then the events in pieces of about
+``_PIECE_BYTES`` of text, then the end of the array with the keys written after it. Only
+the text not yet decoded is held (a piece and a chunk or two), whatever the file's size.
+
+The events are cut where one ends and the next begins (``}, {``), found by a regular
+expression. A cut is a guess, but a wrong one (inside a string, a number or a nested
+value) cannot decode: a piece that starts at an event and decodes as a list of events ends
+at an event's end, by induction from the array's start. A piece that does not decode is
+extended to the next cut (a name holding ``}, {``; ``deviceProperties`` written after the
+events), at most ``_RETRIES`` times and ``_MAX_PENDING`` bytes; the text before the array
+must close as a document, the rest as the array's end and the document's. Anything else
+raises ``UnsplittableError``, possibly after pieces were yielded: the caller discards what
+it took and decodes the whole text with ``decode.exact_documents``. So does a key of the
+text before the events written again after them (the last would win), or a unicode
+escape there (it can spell any key).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Iterator
+
+import msgspec
+
+from steptrace.trace.decode import (
+    EVENT_LIST,
+    EVENTS_DOCUMENT,
+    METADATA_FIELDS,
+    AnyEvent,
+    Document,
+    UnsplittableError,
+)
+
+_PIECE_BYTES = 2 << 20  # text per piece of events
+_RETRIES = 32  # cuts tried after one that did not decode, before giving up
+_MAX_PENDING = 64 << 20  # text held while looking for a cut that decodes
+_KEY_LOOKAHEAD = 4096  # text read after the first "traceEvents" before matching the key
+_SLICE_BYTES = 4 << 20  # split_documents hands its text over in slices of this size
+_EVENTS_NAME = b'"traceEvents"'
+_ESCAPE = b"\\"
+_UNICODE_ESCAPE = b"\\u"
+_EVENTS_KEY = re.compile(rb'"traceEvents"[ \t\n\r]*:[ \t\n\r]*\[')  # JSON's whitespace
+_BETWEEN_EVENTS = re.compile(rb"\}[ \t\n\r]*,[ \t\n\r]*\{")
+_FIRST_CHARACTER = re.compile(rb"[^ \t\n\r]")
+
+
+def split_documents(data: bytes) -> Iterator[Document[AnyEvent]]:
+    """``stream_documents`` over a text held in memory."""
+    view = memoryview(data)
+    return stream_documents(view[i : i + _SLICE_BYTES] for i in range(0, len(data), _SLICE_BYTES))
+
+
+def stream_documents(chunks: Iterable[bytes | memoryview]) -> Iterator[Document[AnyEvent]]:
+    """The trace in one pass over its text's chunks; see the module's docstring."""
+    text = _Text(iter(chunks))
+    try:
+        first = text.first_character()
+        if first is None:
+            raise UnsplittableError
+        if first == b"[":  # the Chrome trace "array format": events alone
+            yield from text.pieces(text.first + 1)
+            yield Document(traceEvents=EVENT_LIST.decode(b"".join((b"[", text.buffer))))
+            return
+        head, start = text.head()
+        yield head
+        yield from text.pieces(start)
+        # a key written again after the events (escapes can spell any key) would win there
+        again = (_EVENTS_NAME, _UNICODE_ESCAPE, *(_key(f) for f in _fields_set(head)))
+        if any(text.buffer.find(name) >= 0 for name in again):
+            raise UnsplittableError
+        yield EVENTS_DOCUMENT.decode(b"".join((b'{"traceEvents":[', text.buffer)))
+    except (msgspec.MsgspecError, RecursionError):
+        raise UnsplittableError from None
+
+
+class _Text:
+    """The text not decoded yet: chunks appended at the end, decoded text cut off the front."""
+
+    def __init__(self, chunks: Iterator[bytes | memoryview]) -> None:
+        self.buffer = bytearray()
+        self.first = 0  # where the first character is, once found
+        self._chunks = chunks
+
+    def more(self) -> bool:
+        """Append the next chunk; False at the end of the text."""
+        chunk = next(self._chunks, None)
+        if chunk is None:
+            return False
+        self.buffer += chunk
+        return True
+
+    def first_character(self) -> bytes | None:
+        while (found := _FIRST_CHARACTER.search(self.buffer)) is None:
+            if not self.more():
+                return None
+        self.first = found.start()
+        return found.group()
+
+    def head(self) -> tuple[Document[AnyEvent], int]:
+        """The document before the events, and where the first event starts."""
+        buffer, seen = self.buffer, 0
+        while (mention := buffer.find(_EVENTS_NAME, seen)) < 0 or (
+            len(buffer) - mention < _KEY_LOOKAHEAD
+        ):
+            seen = max(len(buffer) - len(_EVENTS_NAME), 0) if mention < 0 else mention
+            if not self.more():
+                break
+        key = _EVENTS_KEY.match(buffer, mention) if mention > 0 else None
+        if key is None or buffer[mention - 1 : mention] == _ESCAPE:
+            raise UnsplittableError  # absent, not an array's key, or inside a string
+        # the text before the key must close as a document: the key is a top-level one
+        head = EVENTS_DOCUMENT.decode(b"".join((buffer[: key.start()], b'"traceEvents":null}')))
+        return head, key.end()
+
+    def pieces(self, start: int) -> Iterator[Document[AnyEvent]]:
+        """Pieces of events from ``start``; what is left in ``buffer`` is the rest."""
+        buffer = self.buffer
+        search, retries = start + _PIECE_BYTES, 0
+        while True:
+            cut = _BETWEEN_EVENTS.search(buffer, search)
+            if cut is None:
+                # a cut reaching past the end starts at the last "}": search from there on
+                last = buffer.rfind(b"}", search)
+                search = max(search, last if last >= 0 else len(buffer))
+                if self.more():
+                    continue
+                del buffer[:start]
+                return
+            events = _decoded(buffer, start, cut.start() + 1)
+            if events is None:  # the cut was inside a value, or the events ended before it
+                retries += 1
+                if retries > _RETRIES or cut.end() - start > _MAX_PENDING:
+                    raise UnsplittableError
+                search = cut.end() - 1
+                continue
+            yield Document(traceEvents=events)
+            del buffer[: cut.end() - 1]  # the next piece starts at the "{"
+            start, retries = 0, 0
+            search = _PIECE_BYTES
+
+
+def _decoded(buffer: bytearray, start: int, end: int) -> list[AnyEvent] | None:
+    """The events of ``buffer[start:end]``; None if that text is not a list of events."""
+    with memoryview(buffer) as view:
+        piece = b"".join((b"[", view[start:end], b"]"))
+    try:
+        events: list[AnyEvent] = EVENT_LIST.decode(piece)
+    except msgspec.ValidationError:  # an event of the wrong shape: the exact path says which
+        raise UnsplittableError from None
+    except (msgspec.DecodeError, RecursionError):
+        return None
+    return events
+
+
+def _fields_set(document: Document[AnyEvent]) -> list[str]:
+    return [f for f in METADATA_FIELDS if getattr(document, f) is not None]
+
+
+def _key(field: str) -> bytes:
+    return b'"%s"' % field.encode()
