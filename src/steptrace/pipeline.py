@@ -61,15 +61,18 @@ def analyze(
     thresholds: Thresholds | None = None,
     progress: bool | None = None,
     text: FileText | None = None,
+    timeline: bool = True,
 ) -> Report:
     """Load a trace file and its scenario, measure it, find what its figures suggest.
 
-    ``text`` is the file's content when it was read already (``trace.source.ReadAhead``).
+    ``text`` is the file's content when it was read already (``trace.source.ReadAhead``);
+    ``timeline=False`` leaves out the steps' lanes, which only the HTML report draws (they
+    cost about as much as every other figure together: 85 ms on the 216k-event trace).
     """
     trace = load_trace(path, progress=progress, text=text)
     del text  # the analysis needs the columns, not the file's text: let it go
     sidecar, unreadable = read_sidecar(trace.info.path)
-    return _report(trace, sidecar, unreadable, thresholds)
+    return _report(trace, sidecar, unreadable, thresholds, timeline)
 
 
 def analyze_trace(trace: Trace, *, thresholds: Thresholds | None = None) -> Report:
@@ -78,7 +81,11 @@ def analyze_trace(trace: Trace, *, thresholds: Thresholds | None = None) -> Repo
 
 
 def _report(
-    trace: Trace, sidecar: object | None, unreadable: list[str], thresholds: Thresholds | None
+    trace: Trace,
+    sidecar: object | None,
+    unreadable: list[str],
+    thresholds: Thresholds | None,
+    timeline: bool = True,
 ) -> Report:
     name = sidecar_path(trace.info.path).name
     record, warnings = decode_record(sidecar, trace.info.scenario_block, name)
@@ -96,7 +103,7 @@ def _report(
         findings=find(Case(analysis, scenario, capture), limits),
         thresholds=limits,
         warnings=tuple(unreadable + warnings + ([varied] if varied else [])),
-        timeline=step_lanes(trace, linked=linked),
+        timeline=step_lanes(trace, linked=linked) if timeline else None,
     )
 
 

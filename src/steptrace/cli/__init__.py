@@ -124,7 +124,9 @@ def analyze(
 
         limits = _thresholds(list(threshold))
         reports = [
-            analyze_file(path, thresholds=limits, text=reading.take()).top(top)
+            analyze_file(
+                path, thresholds=limits, text=reading.take(), timeline=output_format == "html"
+            ).top(top)
             for path, reading in texts
         ]
     except TraceError as error:
