@@ -11,6 +11,11 @@ from __future__ import annotations
 
 from steptrace.investigation import runners as run
 from steptrace.investigation.check import Check
+from steptrace.validate.autocast import autocast_check
+from steptrace.validate.compiled import compile_check
+from steptrace.validate.constants import constant_once_check
+from steptrace.validate.inference import inference_mode_check
+from steptrace.validate.optimizer import optimizer_check
 
 COMPILE_S = 30.0  # torch.compile of a small model took 7-13 s on 2 CPU cores: leave room
 
@@ -24,11 +29,12 @@ CHECKS: dict[str, Check] = {
     ),
     "repeated-copy": Check(
         "constants-once", "A: the step as written; B: tensors built from unchanged Python "
-        "data (and their host-to-device copies) made once and reused", run.constants_once,
+        "data (and their host-to-device copies) made once and reused",
+        run.on_batches(constant_once_check),
     ),
     "small-launches": Check(
         "compiled", "A: the model as it runs; B: torch.compile(model), compile time apart",
-        run.compiled, min_s=COMPILE_S,
+        run.on_batches(compile_check), min_s=COMPILE_S,
     ),
     "dominant-op": Check(
         "operator-alone", "the operator alone on its recorded shapes, against the step",
@@ -40,19 +46,20 @@ CHECKS: dict[str, Check] = {
     ),
     "cpu-bound": Check(
         "compiled", "A: the model as it runs; B: torch.compile(model), compile time apart",
-        run.compiled, min_s=COMPILE_S,
+        run.on_batches(compile_check), min_s=COMPILE_S,
     ),
     "inference-autograd": Check(
         "inference-mode", "A: the request as served; B: the same under torch.inference_mode()",
-        run.inference_mode, kinds=("inference",),
+        run.on_batches(inference_mode_check), kinds=("inference",),
     ),
     "precision": Check(
         "autocast", "A: as it runs; B: under torch.autocast (bf16, else fp16), outputs "
-        "differ by design within a stated tolerance", run.autocast, needs_gpu=True,
+        "differ by design within a stated tolerance", run.on_batches(autocast_check),
+        needs_gpu=True,
     ),
     "optimizer-kernels": Check(
         "optimizer-flags", "A: the optimizer as built; B: the same with fused=True (else "
-        "foreach=True)", run.optimizer_flags, kinds=("training",),
+        "foreach=True)", run.on_batches(optimizer_check), kinds=("training",),
     ),
     "profiler-distortion": Check(
         "profiler-off", "A: the step while torch.profiler records; B: the bare step",

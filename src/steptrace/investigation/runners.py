@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import copy
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 
 import msgspec
@@ -19,16 +20,17 @@ from steptrace.analysis.measure import TraceAnalysis
 from steptrace.devices import activities, to_device
 from steptrace.errors import NotTestable
 from steptrace.hypotheses.finding import Figure
-from steptrace.investigation.check import Context, Measured
+from steptrace.investigation.check import Context, Measured, Runner
 from steptrace.quiet import without_usdt_lines
+from steptrace.validate.checks import pinned_memory_check, prepared_batch_check
+from steptrace.validate.operator_timing import operator_timing
+from steptrace.validate.profiler import profiler_check
 from steptrace.validate.results import Comparison, OperatorTiming
 
 DECIDES_SHARE = 0.5  # the operator alone takes this share of the step: it decides the step
 
 
 def prepared_batch(context: Context) -> Comparison:
-    from steptrace.validate.checks import prepared_batch_check
-
     subject = context.subject
     if subject.loader is None:
         raise NotTestable("the workload has no loader to read", "give the workload its loader")
@@ -39,8 +41,6 @@ def prepared_batch(context: Context) -> Comparison:
 
 
 def pinned_memory(context: Context) -> Comparison:
-    from steptrace.validate.checks import pinned_memory_check
-
     subject = context.subject
     on_host = [to_device(b, torch.device("cpu")) for b in subject.batches]
     return pinned_memory_check(
@@ -49,54 +49,23 @@ def pinned_memory(context: Context) -> Comparison:
     )  # fmt: skip
 
 
-def inference_mode(context: Context) -> Comparison:
-    from steptrace.validate.inference import inference_mode_check
+def on_batches(factory: Callable[..., Comparison]) -> Runner:
+    """The runner of a factory taking ``(step, make_state=, batches=, device=, **options)``:
+    inference_mode_check, optimizer_check, autocast_check, compile_check,
+    constant_once_check."""
 
-    s = context.subject
-    return inference_mode_check(
-        s.step, make_state=s.make_state, batches=s.batches, device=s.device, **context.options
-    )
+    def run(context: Context) -> Comparison:
+        s = context.subject
+        return factory(
+            s.step, make_state=s.make_state, batches=s.batches, device=s.device,
+            **context.options,
+        )  # fmt: skip
 
-
-def optimizer_flags(context: Context) -> Comparison:
-    from steptrace.validate.optimizer import optimizer_check
-
-    s = context.subject
-    return optimizer_check(
-        s.step, make_state=s.make_state, batches=s.batches, device=s.device, **context.options
-    )
-
-
-def autocast(context: Context) -> Comparison:
-    from steptrace.validate.autocast import autocast_check
-
-    s = context.subject
-    return autocast_check(
-        s.step, make_state=s.make_state, batches=s.batches, device=s.device, **context.options
-    )
-
-
-def compiled(context: Context) -> Comparison:
-    from steptrace.validate.compiled import compile_check
-
-    s = context.subject
-    return compile_check(
-        s.step, make_state=s.make_state, batches=s.batches, device=s.device, **context.options
-    )
-
-
-def constants_once(context: Context) -> Comparison:
-    from steptrace.validate.constants import constant_once_check
-
-    s = context.subject
-    return constant_once_check(
-        s.step, make_state=s.make_state, batches=s.batches, device=s.device, **context.options
-    )
+    return run
 
 
 def profiler(context: Context) -> Comparison:
-    from steptrace.validate.profiler import profiler_check
-
+    """``profiler_check`` records A with the capture's own profiler options."""
     s = context.subject
     return profiler_check(
         s.step, make_state=s.make_state, batches=s.batches, device=s.device,
@@ -112,8 +81,6 @@ def operator_alone(context: Context) -> Measured:
     options). The operator "decides the step" when, alone, its calls per step take at
     least ``DECIDES_SHARE`` of the step measured outside the profiler.
     """
-    from steptrace.validate.operator_timing import operator_timing
-
     operator = str(context.finding.evidence.values().get("operator"))
     analysis = context.analysis
     known = next((o for o in analysis.operators if o.name == operator), None)
