@@ -38,7 +38,8 @@ runner = CliRunner()
 
 
 def _report(path: Path) -> str:
-    result = runner.invoke(app, ["analyze", str(path), "--format", "json"])
+    """The report of one process (``test_parallel`` tests several)."""
+    result = runner.invoke(app, ["analyze", str(path), "--format", "json", "--jobs", "1"])
     assert result.exit_code == 0, result.output
     return result.stdout
 
@@ -53,6 +54,7 @@ def _exact_report(path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
     with monkeypatch.context() as patch:
         patch.setattr(loading, "stream_documents", _never_split)
         patch.setattr(loading, "split_documents", _never_split)
+        patch.setattr(loading, "parallel_columns", _never_split)
         return _report(path)
 
 

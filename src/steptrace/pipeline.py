@@ -62,14 +62,16 @@ def analyze(
     progress: bool | None = None,
     text: FileText | None = None,
     timeline: bool = True,
+    workers: int = 1,
 ) -> Report:
     """Load a trace file and its scenario, measure it, find what its figures suggest.
 
     ``text`` is the file's content when it was read already (``trace.source.ReadAhead``);
     ``timeline=False`` leaves out the steps' lanes, which only the HTML report draws (they
-    cost about as much as every other figure together: 85 ms on the 216k-event trace).
+    cost about as much as every other figure together: 85 ms on the 216k-event trace);
+    ``workers`` > 1 decodes a large (streamed) file in that many processes.
     """
-    trace = load_trace(path, progress=progress, text=text)
+    trace = load_trace(path, progress=progress, text=text, workers=workers)
     del text  # the analysis needs the columns, not the file's text: let it go
     sidecar, unreadable = read_sidecar(trace.info.path)
     return _report(trace, sidecar, unreadable, thresholds, timeline)

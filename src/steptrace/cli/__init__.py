@@ -120,15 +120,17 @@ def analyze(
         return
     try:
         texts = ReadAhead(files)  # reading starts now, beside the imports
+        from steptrace.cli.ranks import usable_cores
         from steptrace.pipeline import analyze as analyze_file
 
         limits = _thresholds(list(threshold))
         reports = [
             analyze_file(
-                path, thresholds=limits, text=reading.take(), timeline=output_format == "html"
+                path, thresholds=limits, text=reading.take(), timeline=output_format == "html",
+                workers=jobs or usable_cores(),
             ).top(top)
             for path, reading in texts
-        ]
+        ]  # fmt: skip
     except TraceError as error:
         _fail(str(error))
     reports.sort(key=lambda r: (r.analysis.trace.rank is None, r.analysis.trace.rank or 0,

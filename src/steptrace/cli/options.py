@@ -93,7 +93,8 @@ def ranks_options(command: _Command) -> _Command:
             click.option(
                 "--jobs", "-j", type=click.IntRange(min=1), default=None,
                 help="Several traces: ranks measured at once, each in its own process "
-                "(default: the cores; 1: in this process; with --scheduler local: workers).",
+                "(default: the cores; 1: in this process; with --scheduler local: workers). "
+                "One large trace: the processes that decode it.",
             ),
             click.option(
                 "--scheduler", envvar="STEPTRACE_SCHEDULER", metavar="ADDRESS",

@@ -80,7 +80,7 @@ class ColumnBuilder:
         self._rows = 0  # complete events taken so far
 
     def add(self, events: list[AnyEvent]) -> None:
-        """Take one batch of decoded events."""
+        """Take one batch of decoded events (see ``piece`` and ``merge`` for another process's)."""
         self.events_seen += len(events)
         types = list(map(type, events))
 
@@ -96,6 +96,45 @@ class ColumnBuilder:
         if complete:
             self._batches.append(self._columns(complete))
             self._rows += len(complete)
+
+    def piece(self) -> Piece:
+        """What this builder took, with its own ids, for another builder to ``merge``."""
+        return Piece(
+            names=list(self.names),
+            categories=list(self.categories),
+            raw_threads=list(self.raw_threads),
+            shapes=list(self.shapes),
+            batches=self._batches,
+            comm=self._comm,
+            rows=self._rows,
+            thread_names=self.thread_names,
+            counts=(self.events_seen, self.memory_events, self.fwdbwd_flows),
+        )
+
+    def merge(self, piece: Piece) -> None:
+        """Take the batches of a ``piece`` (built in another process), its ids made ours."""
+        events_seen, memory_events, fwdbwd_flows = piece.counts
+        self.events_seen += events_seen
+        self.memory_events += memory_events
+        self.fwdbwd_flows += fwdbwd_flows
+        self.thread_names |= piece.thread_names
+        if not piece.batches:
+            return
+        names = _remap(self.names, piece.names)
+        categories = _remap(self.categories, piece.categories)
+        self.category_kinds += [
+            kind_of(c) for c in list(self.categories)[len(self.category_kinds) :]
+        ]
+        threads = _remap(self.raw_threads, piece.raw_threads)
+        shapes = np.append(_remap(self.shapes, piece.shapes), np.int32(MISSING))  # [-1]: none
+        for batch in piece.batches:
+            batch["name_id"] = names[batch["name_id"]]
+            batch["category"] = categories[batch["category"]]
+            batch["raw_thread"] = threads[batch["raw_thread"]]
+            batch["shape_id"] = shapes[batch["shape_id"]]
+            self._batches.append(batch)
+        self._comm += [(rows + self._rows, args) for rows, args in piece.comm]
+        self._rows += piece.rows
 
     def _columns(self, complete: list[Event]) -> dict[str, NDArray[np.generic]]:
         """Columns of one batch; ``map`` with ``attrgetter`` keeps the loops in C."""
@@ -303,6 +342,21 @@ class ColumnBuilder:
         return np.array(remap, dtype=np.int32), tuple(canonical)  # fmt: skip
 
 
+class Piece(NamedTuple):
+    """The columns of some events, ids local to them: ``ColumnBuilder.piece``'s result,
+    plain data that crosses processes (``parallel``)."""
+
+    names: list[str]
+    categories: list[str]
+    raw_threads: list[ThreadKey]
+    shapes: list[tuple[bytes, bytes]]
+    batches: list[dict[str, NDArray[np.generic]]]
+    comm: list[tuple[NDArray[np.int64], list[EventArgs]]]
+    rows: int
+    thread_names: dict[ThreadKey, str]
+    counts: tuple[int, int, int]  # events seen, [memory] instants, fwdbwd flows
+
+
 class Unusable(NamedTuple):
     """Complete events skipped for their ``ts`` or ``dur``, by reason."""
 
@@ -318,6 +372,11 @@ def _times(field: str, read: tuple[Ints, NDArray[np.int8]]) -> dict[str, NDArray
 
 def _ids(interner: _Interner, keys: Iterator[Any], n: int) -> NDArray[np.int32]:
     return np.fromiter(map(interner.__getitem__, keys), dtype=np.int32, count=n)
+
+
+def _remap(interner: _Interner, keys: list[Any]) -> NDArray[np.int32]:
+    """Our id of each key, by its id elsewhere."""
+    return np.fromiter(map(interner.__getitem__, keys), dtype=np.int32, count=len(keys))
 
 
 def _legacy_kind(event: Event) -> Kind:

@@ -17,6 +17,7 @@ from steptrace.trace.decode import (
     UnsplittableError,
     exact_documents,
 )
+from steptrace.trace.parallel import parallel_columns, worker_pool
 from steptrace.trace.progress import Stage, loading_progress
 from steptrace.trace.source import FileText, file_size, read_text
 from steptrace.trace.split import split_documents, stream_documents
@@ -28,13 +29,18 @@ _OPTION_KEYS = ("record_shapes", "profile_memory", "with_stack", "with_flops", "
 
 
 def load_trace(
-    path: str | Path, *, progress: bool | None = None, text: FileText | None = None
+    path: str | Path,
+    *,
+    progress: bool | None = None,
+    text: FileText | None = None,
+    workers: int = 1,
 ) -> Trace:
     """Read and decode a trace file; raise ``TraceError`` with a one-line message if unusable.
 
     ``text`` is the file's content when it was read already (``source.ReadAhead``). Else
     the file is streamed (``stream.TextStream``): read, gunzipped and decoded a few
-    megabytes at a time, so that its text is never held whole. A text that cannot be cut
+    megabytes at a time, so that its text is never held whole; with ``workers`` > 1 the
+    pieces are decoded by that many processes (``parallel``). A text that cannot be cut
     between events (``split``) is read whole and decoded by the exact path.
     """
     path = Path(path)
@@ -48,7 +54,7 @@ def load_trace(
             del text
             columns = _in_one_pass(split_documents(data))
         else:
-            columns = _streamed(path, stage)
+            columns = _streamed(path, stage, workers)
         malformed: list[str] = []
         if columns is None:  # here, not in an except block whose traceback holds the first try
             data = data if data is not None else read_text(path).data
@@ -67,9 +73,11 @@ def _in_one_pass(
         return None
 
 
-def _streamed(path: Path, stage: Stage) -> tuple[ColumnBuilder, Document[AnyEvent]] | None:
+def _streamed(
+    path: Path, stage: Stage, workers: int
+) -> tuple[ColumnBuilder, Document[AnyEvent]] | None:
     """The columns of a file read and decoded chunk by chunk (progress in bytes read)."""
-    with TextStream(path) as stream:
+    with worker_pool(workers) as pool, TextStream(path) as stream:  # the pool first
 
         def chunks() -> Iterator[bytes]:
             shown = 0
@@ -78,7 +86,12 @@ def _streamed(path: Path, stage: Stage) -> tuple[ColumnBuilder, Document[AnyEven
                 shown = stream.read_bytes
                 yield chunk
 
-        return _in_one_pass(stream_documents(chunks()))
+        if pool is None:
+            return _in_one_pass(stream_documents(chunks()))
+        try:
+            return parallel_columns(chunks(), pool, workers)
+        except UnsplittableError:
+            return None
 
 
 @contextmanager

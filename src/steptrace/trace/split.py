@@ -58,21 +58,39 @@ def stream_documents(chunks: Iterable[bytes | memoryview]) -> Iterator[Document[
     """The trace in one pass over its text's chunks; see the module's docstring."""
     text = _Text(iter(chunks))
     try:
-        first = text.first_character()
-        if first is None:
-            raise UnsplittableError
-        if first == b"[":  # the Chrome trace "array format": events alone
-            yield from text.pieces(text.first + 1)
-            yield Document(traceEvents=EVENT_LIST.decode(b"".join((b"[", text.buffer))))
-            return
-        head, start = text.head()
-        yield head
+        head, start = text.start()
+        if head is not None:
+            yield head
         yield from text.pieces(start)
+        yield end_document(head, text.buffer)
+    except (msgspec.MsgspecError, RecursionError):
+        raise UnsplittableError from None
+
+
+def start_pieces(
+    chunks: Iterable[bytes | memoryview],
+) -> tuple[_Text, Document[AnyEvent] | None, int]:
+    """The text, its document before the events (None in the array format) and where the
+    first event starts: for ``_Text.raw_pieces``, then ``end_document``."""
+    text = _Text(iter(chunks))
+    try:
+        head, start = text.start()
+    except (msgspec.MsgspecError, RecursionError):
+        raise UnsplittableError from None
+    return text, head, start
+
+
+def end_document(head: Document[AnyEvent] | None, rest: bytes | bytearray) -> Document[AnyEvent]:
+    """The text after the last cut: the last events, the array's end and the keys after it."""
+    try:
+        if head is None:  # the array format
+            return Document(traceEvents=EVENT_LIST.decode(b"".join((b"[", rest))))
         # a key written again after the events (escapes can spell any key) would win there
         again = (_EVENTS_NAME, _UNICODE_ESCAPE, *(_key(f) for f in _fields_set(head)))
-        if any(text.buffer.find(name) >= 0 for name in again):
+        if any(rest.find(name) >= 0 for name in again):
             raise UnsplittableError
-        yield EVENTS_DOCUMENT.decode(b"".join((b'{"traceEvents":[', text.buffer)))
+        document: Document[AnyEvent] = EVENTS_DOCUMENT.decode(b"".join((b'{"traceEvents":[', rest)))
+        return document
     except (msgspec.MsgspecError, RecursionError):
         raise UnsplittableError from None
 
@@ -92,6 +110,16 @@ class _Text:
             return False
         self.buffer += chunk
         return True
+
+    def start(self) -> tuple[Document[AnyEvent] | None, int]:
+        """The document before the events (None in the array format) and the first event's
+        offset in ``buffer``."""
+        first = self.first_character()
+        if first is None:
+            raise UnsplittableError
+        if first == b"[":  # the Chrome trace "array format": events alone
+            return None, self.first + 1
+        return self.head()
 
     def first_character(self) -> bytes | None:
         while (found := _FIRST_CHARACTER.search(self.buffer)) is None:
@@ -141,6 +169,30 @@ class _Text:
             del buffer[: cut.end() - 1]  # the next piece starts at the "{"
             start, retries = 0, 0
             search = _PIECE_BYTES
+
+    def raw_pieces(self, start: int) -> Iterator[tuple[bytes, bytes]]:
+        """Pieces of text from ``start``, each cut at the next ``}, {`` after ``_PIECE_BYTES``,
+        with the text between it and the next (``,`` and spaces), not decoded: a cut may be
+        wrong, which the pieces' decoding tells (``parallel``). What is left in ``buffer``
+        is the rest."""
+        buffer, search = self.buffer, start + _PIECE_BYTES
+        while True:
+            cut = _BETWEEN_EVENTS.search(buffer, search)
+            if cut is None:
+                last = buffer.rfind(b"}", search)  # as in ``pieces``
+                search = max(search, last if last >= 0 else len(buffer))
+                if self.more():
+                    continue
+                del buffer[:start]
+                return
+            with memoryview(buffer) as view:  # one copy each, not two
+                piece, between = (
+                    bytes(view[start : cut.start() + 1]),
+                    bytes(view[cut.start() + 1 : cut.end() - 1]),
+                )
+            yield piece, between
+            del buffer[: cut.end() - 1]
+            start, search = 0, _PIECE_BYTES
 
 
 def _decoded(buffer: bytearray, start: int, end: int) -> list[AnyEvent] | None:

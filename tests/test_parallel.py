@@ -1,0 +1,149 @@
+"""One trace decoded by several processes gives the report of the exact path.
+
+The reference is the exact path (``decode.exact_documents``, the whole text in memory);
+the parallel one (``parallel.parallel_columns``) cuts the streamed text without decoding
+it, has each piece decoded and put into columns by a worker process, and merges the
+pieces in order. Pieces are forced small, so that many cuts fall inside strings, escapes,
+numbers and nested ``args`` and must be joined again; a piece with an event of the wrong
+shape sends the whole file to the exact path, as in one process.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import multiprocessing
+from pathlib import Path
+
+import msgspec
+import numpy as np
+import pytest
+from click.testing import CliRunner
+
+from steptrace.cli import app
+from steptrace.trace import load as loading
+from steptrace.trace import parallel, source
+from steptrace.trace import split as splitting
+from steptrace.trace.columns import Piece
+from steptrace.trace.load import load_trace
+from tests.conftest import NOT_A_TRACE, WriteTrace
+from tests.test_stream import _exact_report, _nasty_text, _real_traces
+from tests.tracegen import cpu, step
+
+runner = CliRunner()
+
+
+def _report(path: Path, jobs: int) -> str:
+    result = runner.invoke(app, ["analyze", str(path), "--format", "json", "--jobs", str(jobs)])
+    assert result.exit_code == 0, result.output
+    return result.stdout
+
+
+@pytest.fixture
+def counted(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """Streams every file; counts the loads that took the parallel path."""
+    monkeypatch.setattr(source, "READ_AHEAD_BYTES", 0)
+    calls: list[int] = []
+    original = loading.parallel_columns
+
+    def wrapped(*args: object) -> object:
+        calls.append(1)
+        return original(*args)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(loading, "parallel_columns", wrapped)
+    return calls
+
+
+@pytest.mark.parametrize("path", _real_traces())
+def test_every_real_trace_decoded_by_two_processes_gives_the_exact_report(
+    path: Path, monkeypatch: pytest.MonkeyPatch, counted: list[int]
+) -> None:
+    if path.name == NOT_A_TRACE:
+        pytest.skip("not a trace: its error is tested in test_bad_input")
+    exact = _exact_report(path, monkeypatch)
+    size = len(gzip.decompress(path.read_bytes()))
+    monkeypatch.setattr(splitting, "_PIECE_BYTES", max(size // 40, 1_000))
+    assert _report(path, jobs=2) == exact
+    assert counted == [1]
+
+
+@pytest.mark.parametrize("piece", [1, 50, 500, 1 << 20])
+def test_pieces_cut_inside_values_are_joined_again(
+    piece: int, write_trace: WriteTrace, monkeypatch: pytest.MonkeyPatch, counted: list[int]
+) -> None:
+    path = write_trace(_nasty_text(), gz=True)
+    exact = _exact_report(path, monkeypatch)
+    monkeypatch.setattr(splitting, "_PIECE_BYTES", piece)
+    assert _report(path, jobs=2) == exact
+    assert _report(path, jobs=3) == exact
+    assert len(counted) == 2
+
+
+def test_an_event_of_the_wrong_shape_takes_the_exact_path(
+    write_trace: WriteTrace, monkeypatch: pytest.MonkeyPatch, counted: list[int]
+) -> None:
+    events = [step(1, 0, 1_000), step(2, 1_000, 1_000)]
+    events += [cpu(f"op{i}", 10 + i * 20, 5) for i in range(90)]
+    events[50]["args"] = "not an object"  # the exact path skips it and says so
+    path = write_trace({"traceEvents": events})
+    monkeypatch.setattr(splitting, "_PIECE_BYTES", 300)
+    report = json.loads(_report(path, jobs=2))
+    assert report == json.loads(_report(path, jobs=1))
+    assert any("skipped 1 malformed events" in w for w in report["analysis"]["trace"]["warnings"])
+    assert counted == [1]  # tried in parallel, then read exactly
+
+
+def test_workers_decode_the_pieces_and_the_builder_merges_their_ids() -> None:
+    """Two pieces with names in another order: the merged ids are the builder's own."""
+    first = json.dumps([cpu("b", 1, 1), cpu("a", 2, 1)]).encode()[1:-1]
+    second = json.dumps([cpu("a", 3, 1), cpu("c", 4, 1), cpu("b", 5, 1)]).encode()[1:-1]
+    with parallel.worker_pool(2) as pool:
+        assert pool is not None
+        pieces = pool.map(parallel.piece_columns, [first, second])
+    assert all(isinstance(p, Piece) for p in pieces)
+    builder = parallel.ColumnBuilder()
+    for piece in pieces:
+        assert isinstance(piece, Piece)
+        builder.merge(piece)
+    table, _ = builder.table()
+    assert [table.names[i] for i in table.name_id.tolist()] == ["b", "a", "a", "c", "b"]
+    assert np.array_equal(table.start_us, [0, 1, 2, 3, 4])
+
+
+def test_a_piece_that_is_not_a_list_of_events_says_why() -> None:
+    assert parallel.piece_columns(b'{"ph": "X", "name": "a}') == "cut"
+    assert parallel.piece_columns(b'{"ph": "X", "name": 7}') == "shape"
+
+
+def _pool_inside_a_worker(_: int) -> bool:
+    with parallel.worker_pool(2) as pool:
+        return pool is None
+
+
+def test_a_pool_worker_decodes_in_its_own_process_only() -> None:
+    """A daemonic process cannot start processes: it decodes alone."""
+    with multiprocessing.get_context("spawn").Pool(1) as outer:
+        assert outer.map(_pool_inside_a_worker, [0]) == [True]
+    with parallel.worker_pool(1) as pool:
+        assert pool is None
+
+
+def test_load_trace_with_workers_equals_one_process(
+    write_trace: WriteTrace, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = write_trace(_nasty_text())
+    monkeypatch.setattr(splitting, "_PIECE_BYTES", 200)
+    one, two = load_trace(path, progress=False), load_trace(path, progress=False, workers=2)
+    assert one.info == two.info
+    assert len(one.events) > 100
+    for field in one.events.__struct_fields__:
+        a, b = getattr(one.events, field), getattr(two.events, field)
+        if field == "comm":
+            a, b = msgspec.structs.asdict(a), msgspec.structs.asdict(b)
+            assert {k: np.asarray(v).tolist() for k, v in a.items()} == {
+                k: np.asarray(v).tolist() for k, v in b.items()
+            }
+        elif isinstance(a, np.ndarray):
+            assert np.array_equal(a, b, equal_nan=a.dtype.kind == "f"), field
+        else:
+            assert a == b, field
