@@ -15,15 +15,20 @@ end) and built in a spawned interpreter, so that this process stays small.
 
 Each measurement is a fresh process, the tools interleaved for ``--repeats`` rounds:
 
-1. ``steptrace analyze TRACE --format json`` (stdout to /dev/null);
-2. ``json.loads(gzip.decompress(...))`` of the same file, where it fits: its peak RSS is
+1. ``steptrace analyze TRACE --format json`` (stdout to /dev/null), as a user runs it: the
+   streamed text decoded by one worker process per core (``--jobs``, default the cores);
+2. ``steptrace -j1``: the same with ``--jobs 1``, everything in one process (the baseline
+   of the workers' gain, measured in the same run);
+3. ``json.loads(gzip.decompress(...))`` of the same file, where it fits: its peak RSS is
    predicted from the previous size (linear in the text) and the run is skipped when the
    prediction exceeds half of the memory available.
 
-Wall time is taken around the child; peak RSS is the child's ``ru_maxrss`` from ``os.wait4``
-(``analyze_speed.run_child``). Reported: medians, MB of JSON per second of the whole
-process, and peak RSS / uncompressed size. The load average is printed: on a shared
-machine, quote the figures with it.
+Wall time is taken around the child. Peak RSS: for steptrace, the peak over time of the RSS
+summed over its whole process tree, the workers included (``process_tree``, psutil every
+20 ms: an upper bound, pages a worker shares with its parent count twice); for json.loads,
+the child's ``ru_maxrss`` from ``os.wait4`` (``analyze_speed.run_child``). Reported: medians,
+MB of JSON per second of the whole process, and peak RSS / uncompressed size. The load
+average is printed: on a shared machine, quote the figures with it.
 
 Targets (PASS/FAIL, on the largest trace of the run, >= 1 GB)
 ------------------------------------------------------------
@@ -51,6 +56,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from analyze_speed import DEFAULT_TRACE, JSON_CHILD, Run, failure_reason, run_child
+from process_tree import run_tree
 
 MB = 1_000_000
 GAP_US = 1000
@@ -184,7 +190,7 @@ def time_size(item: Sized, tools: dict[str, Callable[[Path], list[str]]], repeat
         for name, argv in tools.items():
             if name in item.skipped:
                 continue
-            run = run_child(argv(item.path), timeout_s)
+            run = _measured(name, argv(item.path), timeout_s)
             if run.returncode != 0:
                 item.skipped[name] = failure_reason(run)
                 print(f"  [{name}] FAILED: {item.skipped[name]}", flush=True)
@@ -195,6 +201,14 @@ def time_size(item: Sized, tools: dict[str, Callable[[Path], list[str]]], repeat
                 f"{run.rss_bytes / MB:7.0f} MB",
                 flush=True,
             )
+
+
+def _measured(name: str, argv: list[str], timeout_s: float) -> Run:
+    """A steptrace run with its whole process tree's memory; json.loads with its own."""
+    if not name.startswith("steptrace"):
+        return run_child(argv, timeout_s)
+    tree = run_tree(argv, timeout_s=timeout_s)
+    return Run(tree.wall_s, tree.peak_rss_bytes, tree.returncode, "", tree.stderr)
 
 
 def loads_prediction(done: list[Sized], copies: int) -> float | None:
@@ -214,13 +228,17 @@ def verdict(ok: bool) -> str:
     return "PASS" if ok else "FAIL"
 
 
+def _ratio(runs: list[Run], baseline: list[Run]) -> float:
+    return statistics.median(r.wall_s for r in runs) / statistics.median(r.wall_s for r in baseline)
+
+
 def report(items: list[Sized]) -> None:
-    print(f"\n  {'size':<6}{'JSON MB':>9}{'tool':>12}{'median s':>10}{'min s':>8}{'max s':>8}"
+    print(f"\n  {'size':<6}{'JSON MB':>9}{'tool':>14}{'median s':>10}{'min s':>8}{'max s':>8}"
           f"{'MB/s':>8}{'peak MB':>9}{'RSS/size':>9}{'n':>3}")  # fmt: skip
     for item in items:
-        for name in ("steptrace", "json.loads"):
+        for name in ("steptrace", "steptrace -j1", "json.loads"):
             runs = item.runs.get(name, [])
-            head = f"  {item.copies:<5}x{item.text_bytes / MB:>9.0f}{name:>12}"
+            head = f"  {item.copies:<5}x{item.text_bytes / MB:>9.0f}{name:>14}"
             if not runs:
                 print(f"{head}  -- {item.skipped.get(name, 'not run')}")
                 continue
@@ -230,12 +248,11 @@ def report(items: list[Sized]) -> None:
             print(f"{head}{median:>10.2f}{min(walls):>8.2f}{max(walls):>8.2f}"
                   f"{item.text_bytes / MB / median:>8.0f}{rss / MB:>9.0f}"
                   f"{rss / item.text_bytes:>9.2f}{len(runs):>3}")  # fmt: skip
-        st, js = item.runs.get("steptrace"), item.runs.get("json.loads")
+        st, one, js = (item.runs.get(n) for n in ("steptrace", "steptrace -j1", "json.loads"))
         if st and js:
-            ratio = statistics.median(r.wall_s for r in st) / statistics.median(
-                r.wall_s for r in js
-            )
-            print(f"  {'':<6}steptrace / json.loads process {ratio:.2f}")
+            print(f"  {'':<6}steptrace / json.loads process {_ratio(st, js):.2f}")
+        if st and one:
+            print(f"  {'':<6}steptrace / steptrace -j1 {_ratio(st, one):.2f}")
     analysed = [i for i in items if i.runs.get("steptrace")]
     largest = max(analysed, key=lambda i: i.text_bytes, default=None)
     if largest is None or largest.text_bytes < 1_000_000_000:
@@ -278,6 +295,9 @@ def main(argv: list[str] | None = None) -> int:
     sizes = sorted(set(args.sizes) | ({BIG} if args.big else set()))
     tools: dict[str, Callable[[Path], list[str]]] = {
         "steptrace": lambda t: [str(args.steptrace), "analyze", str(t), "--format", "json"],
+        "steptrace -j1": lambda t: [
+            *(str(args.steptrace), "analyze", str(t), "--format", "json", "--jobs", "1")
+        ],
         "json.loads": lambda t: [sys.executable, "-c", JSON_CHILD, str(t)],
     }
     print(f"python {sys.version.split()[0]}; steptrace {args.steptrace}; cpus {os.cpu_count()}")

@@ -38,23 +38,21 @@ from __future__ import annotations
 
 import argparse
 import bisect
-import contextlib
 import gzip
 import json
 import os
 import re
-import subprocess
 import sys
 import tempfile
-import threading
-import time
 from pathlib import Path
 from typing import Any
 
 import msgspec
-import psutil
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "benchmarks"))
+from process_tree import run_tree  # noqa: E402
+
 DEFAULT_TRACE = (
     ROOT.parent / "shared/traces/gpu/v100_ddp2_rank1_train_profmem__df_index_resolver.json.gz"
 )
@@ -267,42 +265,10 @@ def _run(command: list[str], out: Path) -> tuple[float, float, int]:
         **os.environ,
         "PYTHONPATH": f"{ROOT / 'src'}{os.pathsep}{os.environ.get('PYTHONPATH', '')}",
     }
-    with out.open("wb") as stdout:
-        start = time.perf_counter()
-        child = subprocess.Popen(command, stdout=stdout, stderr=subprocess.PIPE, env=env)
-        peak = [0]
-        cpu: dict[int, float] = {}
-        sampler = threading.Thread(target=_sample, args=(child.pid, peak, cpu), daemon=True)
-        sampler.start()
-        _, err = child.communicate()
-        wall = time.perf_counter() - start
-        sampler.join()
-    if child.returncode != 0:
-        raise SystemExit(f"{' '.join(command[3:])}: exit {child.returncode}: {err.decode()[-500:]}")
-    return wall, sum(cpu.values()), peak[0]
-
-
-def _sample(pid: int, peak: list[int], cpu: dict[int, float]) -> None:
-    """The peak of the summed RSS, and each process's CPU seconds, until the root ends."""
-    try:
-        root = psutil.Process(pid)
-    except psutil.NoSuchProcess:
-        return
-    while True:
-        try:
-            tree = [root, *root.children(recursive=True)]
-            if not root.is_running() or root.status() == psutil.STATUS_ZOMBIE:
-                return
-        except psutil.NoSuchProcess:
-            return
-        total = 0
-        for process in tree:
-            with contextlib.suppress(psutil.NoSuchProcess):
-                total += process.memory_info().rss
-                times = process.cpu_times()
-                cpu[process.pid] = times.user + times.system
-        peak[0] = max(peak[0], total)
-        time.sleep(0.02)
+    run = run_tree(command, out, env)
+    if run.returncode != 0:
+        raise SystemExit(f"{' '.join(command[3:])}: exit {run.returncode}: {run.stderr[-500:]}")
+    return run.wall_s, run.cpu_s, run.peak_rss_bytes
 
 
 if __name__ == "__main__":

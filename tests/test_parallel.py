@@ -99,7 +99,7 @@ def test_workers_decode_the_pieces_and_the_builder_merges_their_ids() -> None:
     second = json.dumps([cpu("a", 3, 1), cpu("c", 4, 1), cpu("b", 5, 1)]).encode()[1:-1]
     with parallel.worker_pool(2) as pool:
         assert pool is not None
-        pieces = pool.map(parallel.piece_columns, [first, second])
+        pieces = pool.pool.map(parallel.piece_columns, [first, second])
     assert all(isinstance(p, Piece) for p in pieces)
     builder = parallel.ColumnBuilder()
     for piece in pieces:

@@ -17,7 +17,7 @@ from steptrace.trace.decode import (
     UnsplittableError,
     exact_documents,
 )
-from steptrace.trace.parallel import parallel_columns, worker_pool
+from steptrace.trace.parallel import WorkerPool, parallel_columns, worker_pool
 from steptrace.trace.progress import Stage, loading_progress
 from steptrace.trace.source import FileText, file_size, read_text
 from steptrace.trace.split import split_documents, stream_documents
@@ -45,7 +45,11 @@ def load_trace(
     """
     path = Path(path)
     size = text.size if text is not None else file_size(path)
-    with loading_progress(path.name, size, progress) as stage, _collector_paused():
+    with (
+        worker_pool(workers if text is None else 1) as pool,  # before any thread starts
+        loading_progress(path.name, size, progress) as stage,
+        _collector_paused(),
+    ):
         data = None
         if text is not None:
             stage.read(size)
@@ -54,7 +58,7 @@ def load_trace(
             del text
             columns = _in_one_pass(split_documents(data))
         else:
-            columns = _streamed(path, stage, workers)
+            columns = _streamed(path, stage, pool)
         malformed: list[str] = []
         if columns is None:  # here, not in an except block whose traceback holds the first try
             data = data if data is not None else read_text(path).data
@@ -74,10 +78,11 @@ def _in_one_pass(
 
 
 def _streamed(
-    path: Path, stage: Stage, workers: int
+    path: Path, stage: Stage, pool: WorkerPool | None
 ) -> tuple[ColumnBuilder, Document[AnyEvent]] | None:
-    """The columns of a file read and decoded chunk by chunk (progress in bytes read)."""
-    with worker_pool(workers) as pool, TextStream(path) as stream:  # the pool first
+    """The columns of a file read and decoded chunk by chunk (progress in bytes read), by
+    the ``pool``'s processes if there is one."""
+    with TextStream(path) as stream:
 
         def chunks() -> Iterator[bytes]:
             shown = 0
@@ -89,7 +94,7 @@ def _streamed(
         if pool is None:
             return _in_one_pass(stream_documents(chunks()))
         try:
-            return parallel_columns(chunks(), pool, workers)
+            return parallel_columns(chunks(), pool)
         except UnsplittableError:
             return None
 

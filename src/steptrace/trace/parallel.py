@@ -25,7 +25,7 @@ from collections import deque
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from multiprocessing.pool import AsyncResult, Pool
-from typing import Any, Literal
+from typing import Any, Literal, NamedTuple
 
 import msgspec
 
@@ -53,8 +53,15 @@ def piece_columns(text: bytes) -> Piece | Failure:
     return builder.piece()
 
 
+class WorkerPool(NamedTuple):
+    """Worker processes, and how many."""
+
+    pool: Pool
+    workers: int
+
+
 @contextmanager
-def worker_pool(workers: int) -> Iterator[Pool | None]:
+def worker_pool(workers: int) -> Iterator[WorkerPool | None]:
     """A pool of ``workers`` processes, or None for one process (or where none can start).
 
     Made before any thread of this loading starts: forked workers then copy no lock held
@@ -70,19 +77,19 @@ def worker_pool(workers: int) -> Iterator[Pool | None]:
         yield None
         return
     try:
-        yield pool
+        yield WorkerPool(pool, workers)
     finally:
         pool.terminate()
         pool.join()
 
 
 def parallel_columns(
-    chunks: Iterable[bytes | memoryview], pool: Pool, workers: int
+    chunks: Iterable[bytes | memoryview], workers: WorkerPool
 ) -> tuple[ColumnBuilder, Document[AnyEvent]]:
     """The columns of a trace's text and the metadata around its events (see module)."""
     text, head, start = start_pieces(chunks)
     builder = ColumnBuilder()
-    in_order = _InOrder(pool, builder, _AHEAD_PER_WORKER * workers)
+    in_order = _InOrder(workers.pool, builder, _AHEAD_PER_WORKER * workers.workers)
     for piece, between in text.raw_pieces(start):
         in_order.submit(piece, between)
     rest = in_order.finish() + text.buffer
