@@ -70,3 +70,10 @@ def test_empty_sets() -> None:
 def test_sub_microsecond_intervals_are_kept_exactly() -> None:
     merged = iv.union(np.array([10.0, 10.25]), np.array([10.125, 10.5]))
     assert iv.total(merged) == 0.375
+
+
+@given(spans(), st.integers(-5, GRID + 5), st.integers(-5, GRID + 5))
+def test_clip_keeps_the_canonical_form(pairs: list[tuple[int, int]], x: int, y: int) -> None:
+    clipped = iv.clip(as_set(pairs), min(x, y), max(x, y))
+    assert_canonical(clipped)
+    assert clipped[0].dtype == clipped[1].dtype == np.float64

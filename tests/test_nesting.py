@@ -7,7 +7,14 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from steptrace.trace import intervals as iv
-from steptrace.trace.nesting import has_same_name_ancestor, innermost_pieces, parents, self_time
+from steptrace.trace.arrays import distinct
+from steptrace.trace.nesting import (
+    _by_thread_start_longer,
+    has_same_name_ancestor,
+    innermost_pieces,
+    parents,
+    self_time,
+)
 
 
 def arrays(rows: list[tuple[float, float]]) -> tuple[np.ndarray, np.ndarray]:
@@ -155,3 +162,26 @@ def test_self_time_is_the_innermost_time_nested_or_not(raw: list[tuple[int, int,
     seg_start, seg_end, owner = innermost_pieces(start, end, thread)
     expected = np.bincount(owner, weights=seg_end - seg_start, minlength=len(rows))
     assert np.allclose(self_time(start, end, parents(start, end, thread), thread), expected)
+
+
+@given(
+    st.lists(st.tuples(st.integers(0, 5), st.integers(0, 4), st.integers(0, 2)), max_size=40),
+    st.booleans(),
+)
+def test_the_order_by_thread_start_longer_is_the_stable_lexsort(
+    rows: list[tuple[int, int, int]], presorted: bool
+) -> None:
+    """Presorted input (a table's rows) takes a stable sort by thread alone: same order."""
+    if presorted:
+        rows = sorted(rows, key=lambda r: (r[0], -r[1]))
+    start = np.array([r[0] for r in rows], dtype=np.float64)
+    dur = np.array([r[1] for r in rows], dtype=np.float64)
+    thread = np.array([r[2] for r in rows], dtype=np.int32)
+    expected = np.lexsort((-dur, start, thread))
+    assert _by_thread_start_longer(start, dur, thread).tolist() == expected.tolist()
+
+
+@given(st.lists(st.integers(-(2**62), 2**62), max_size=50))
+def test_distinct_is_numpys_unique(values: list[int]) -> None:
+    array = np.array(values, dtype=np.int64)
+    assert distinct(array).tolist() == np.unique(array).tolist()

@@ -13,7 +13,7 @@ import numpy as np
 
 from steptrace.analysis.links import CpuTree
 from steptrace.analysis.stats import Spread
-from steptrace.analysis.steps import StepWindow, step_of
+from steptrace.analysis.steps import StepWindow, indices_by_step, step_of
 from steptrace.trace import intervals as iv
 from steptrace.trace.table import EventTable
 
@@ -36,14 +36,13 @@ def cpu_per_step(
     covered = iv.covered(busy, lo, hi) / 1000
     owner = step_of(steps, start)  # one step per operator, even where steps overlap
     results = []
-    for k in range(len(steps)):
-        inside = owner == k
+    for k, inside in enumerate(indices_by_step(owner, len(steps))):
         results.append(
             CpuStep(
                 busy_ms=float(covered[k]),
-                operators=int(inside.sum()),
+                operators=int(inside.size),
                 operator_us=Spread.of((end - start)[inside]),
-                grad_recording=int((inside & grad).sum()),
+                grad_recording=int(grad[inside].sum()),
             )
         )
     return tuple(results)

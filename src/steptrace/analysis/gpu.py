@@ -30,9 +30,10 @@ from numpy.typing import NDArray
 from steptrace.analysis.categories import CategoryTime, category_per_step
 from steptrace.analysis.idle import after_sync_us, waiting_on_host_us
 from steptrace.analysis.stats import Spread
-from steptrace.analysis.steps import StepWindow, step_of
+from steptrace.analysis.steps import StepWindow, indices_by_step, step_of
 from steptrace.analysis.timeline import GpuTimeline
 from steptrace.trace import intervals as iv
+from steptrace.trace.arrays import distinct
 from steptrace.trace.kinds import LAUNCHES, Kind
 from steptrace.trace.table import EventTable
 
@@ -129,8 +130,10 @@ def gpu_per_step(
     communication = _communication(events, timeline, launched_in, lo, hi)
     categories = category_per_step(events, timeline, lo, hi)
     results = []
+    launched = indices_by_step(launched_in, len(steps))
+    synced = indices_by_step(sync_step, len(steps))
     for k, step in enumerate(steps):
-        inside = launched_in == k
+        inside = launched[k]  # indices into the timeline's rows, ascending
         wall = step.wall_ms
         results.append(
             GpuStep(
@@ -142,11 +145,11 @@ def gpu_per_step(
                 memset=_sets(events, timeline.rows[inside]),
                 communication=communication[k],
                 launch_delay_us=Spread.of(_finite(launch_delay[inside])),
-                sync_calls=_syncs(events, syncs[sync_step == k]),
+                sync_calls=_syncs(events, syncs[synced[k]]),
                 idle_waiting_on_host_ms=_ms(
                     waiting_on_host_us(timeline, step.start_us, step.end_us)
                 ),
-                streams=tuple(int(x) for x in np.unique(events.stream[timeline.rows[inside]])),
+                streams=tuple(int(x) for x in distinct(events.stream[timeline.rows[inside]])),
                 idle_after_sync_ms=after_sync_us(timeline, sync_ends, step.start_us, step.end_us)
                 / 1000,
                 categories=categories[k],
@@ -172,8 +175,9 @@ def _of_kind(events: EventTable, rows: NDArray[np.int64], kind: Kind) -> NDArray
     return chosen
 
 
-def _kernels(events: EventTable, timeline: GpuTimeline, inside: NDArray[np.bool_]) -> KernelSummary:
-    chosen = inside & (events.kind[timeline.rows] == Kind.KERNEL)
+def _kernels(events: EventTable, timeline: GpuTimeline, inside: NDArray[np.int64]) -> KernelSummary:
+    """The kernels among the timeline's rows ``inside`` (indices into them)."""
+    chosen = inside[events.kind[timeline.rows[inside]] == Kind.KERNEL]
     kernels = timeline.rows[chosen]
     duration = events.dur_us[kernels]
     launch = timeline.launch_dur_us[chosen]

@@ -35,6 +35,7 @@ from steptrace.analysis.links import CpuTree, GpuLinks
 from steptrace.analysis.measure import linked_events
 from steptrace.analysis.steps import StepWindow, find_steps
 from steptrace.analysis.timeline import gpu_timeline
+from steptrace.trace.arrays import distinct
 from steptrace.trace.kinds import Kind
 from steptrace.trace.nesting import parents
 from steptrace.trace.table import EventTable, Trace
@@ -91,7 +92,7 @@ class _Names:
     """The names the figure uses, interned once: ``of`` maps the table's name ids to them."""
 
     def __init__(self, events: EventTable, rows: Rows) -> None:
-        used = np.unique(events.name_id[rows])
+        used = distinct(events.name_id[rows])
         self.lookup = np.full(len(events.names), -1, dtype=np.int64)
         self.lookup[used] = np.arange(used.size)
         self.names = tuple(events.names[i][:NAME_CHARS] for i in used.tolist())
@@ -219,7 +220,7 @@ def _lanes(
     lanes: list[Lane] = []
     drawn: dict[int, int] = {}  # CPU event row -> its bar's id in the step
     next_id = 0
-    for thread in np.unique(events.thread_id[cpu]).tolist():
+    for thread in distinct(events.thread_id[cpu]).tolist():
         on = events.thread_id[cpu] == thread
         rows, depth = cpu[on], cpu_depth[on]
         kind = np.where(events.kind[rows] == Kind.USER_ANNOTATION, 0, 1)

@@ -29,6 +29,7 @@ from steptrace.analysis.steps import (
     step_of,
 )
 from steptrace.analysis.timeline import GpuTimeline, gpu_timeline
+from steptrace.trace.arrays import distinct
 from steptrace.trace.table import Device, EventTable, Trace
 
 # The first step is shown apart when its wall time is this far (relative) from the others'.
@@ -140,7 +141,7 @@ def measure(
     tree, links = linked or linked_events(events)
     timeline = gpu_timeline(events, links)
     gpu = gpu_per_step(events, steps.windows, timeline)
-    launch_starts = events.start_us[np.unique(links.launch[links.launch >= 0])]
+    launch_starts = events.start_us[distinct(links.launch[links.launch >= 0])]
     phases = phases_per_step(
         events,
         steps.windows,

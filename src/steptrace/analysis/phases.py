@@ -22,6 +22,7 @@ from steptrace.analysis.parts import part_of
 from steptrace.analysis.steps import StepWindow
 from steptrace.scenario import TRAINING_STEP
 from steptrace.trace import intervals as iv
+from steptrace.trace.arrays import distinct
 from steptrace.trace.kinds import Kind
 from steptrace.trace.nesting import innermost_pieces, parents
 from steptrace.trace.table import EventTable
@@ -120,7 +121,9 @@ def _step_phases(
     for name_id, members in by_name.items():
         chosen = np.array(members, dtype=np.int64)
         spans = iv.clip(iv.union(start[chosen], end[chosen]), lo, hi)
-        mine = np.isin(owner, chosen) & (piece_len > 0)
+        member = np.zeros(labels.rows.size, dtype=bool)
+        member[chosen] = True  # a lookup per piece, not a sort of them (np.isin)
+        mine = member[owner] & (piece_len > 0)
         own = iv.union(np.maximum(piece_start[mine], lo), np.minimum(piece_end[mine], hi))
         exclusive_us = iv.total(own)
         first = chosen[labels.outermost[chosen]]  # recorded operators count once per part
@@ -155,7 +158,7 @@ def _outermost_of_part(
     """Per label instance: no label around it on its thread is read as the same part."""
     code: dict[str | None, int] = {name: k for k, name in enumerate(TRAINING_STEP)}
     part = np.full(rows.size, -1, dtype=np.int64)
-    for name_id in np.unique(events.name_id[rows]).tolist():
+    for name_id in distinct(events.name_id[rows]).tolist():
         part[events.name_id[rows] == name_id] = code.get(part_of(events.names[name_id]), -1)
     nested = np.zeros(rows.size, dtype=bool)
     ancestor = parent.copy()

@@ -88,11 +88,36 @@ def _lightning_or(windows: tuple[StepWindow, ...], events: EventTable) -> tuple[
 
 
 def step_of(windows: tuple[StepWindow, ...], times: NDArray[np.float64]) -> NDArray[np.int64]:
-    """Per time, the index of the latest-begun step whose window holds it, or -1 (NaN: -1)."""
+    """Per time, the index of the latest-begun step whose window holds it, or -1 (NaN: -1).
+
+    Disjoint windows (the usual case) are found by bisection; overlapping ones window by
+    window, later-begun ones last.
+    """
+    by_start = sorted(
+        (k for k, w in enumerate(windows) if w.end_us > w.start_us),  # empty ones hold nothing
+        key=lambda k: windows[k].start_us,
+    )
+    lo = np.array([windows[k].start_us for k in by_start], dtype=np.float64)
+    hi = np.array([windows[k].end_us for k in by_start], dtype=np.float64)
+    if not by_start:
+        return np.full(np.shape(times), -1, dtype=np.int64)
+    if (lo[1:] >= hi[:-1]).all():
+        begun = np.searchsorted(lo, times, side="right")  # windows begun by each time
+        at = np.maximum(begun - 1, 0)
+        held = (begun > 0) & (times < hi[at])
+        return np.where(held, np.array(by_start, dtype=np.int64)[at], -1)
     owner = np.full(np.shape(times), -1, dtype=np.int64)
-    for k in sorted(range(len(windows)), key=lambda k: windows[k].start_us):
+    for k in by_start:
         owner[(times >= windows[k].start_us) & (times < windows[k].end_us)] = k
     return owner
+
+
+def indices_by_step(owner: NDArray[np.int64], count: int) -> list[NDArray[np.int64]]:
+    """Per step ``k < count``, the indices ``i`` (ascending) where ``owner[i] == k``: one
+    sort for all the steps, not a pass over ``owner`` per step."""
+    order = np.argsort(owner, kind="stable")
+    bounds = np.searchsorted(owner[order], np.arange(count + 1), side="left")
+    return [order[bounds[k] : bounds[k + 1]] for k in range(count)]
 
 
 def marker_warnings(events: EventTable) -> list[str]:

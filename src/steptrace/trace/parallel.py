@@ -19,6 +19,7 @@ few pieces whatever the file's size.
 from __future__ import annotations
 
 import gc
+import mmap
 import multiprocessing
 import sys
 from collections import deque
@@ -29,20 +30,32 @@ from typing import Any, Literal, NamedTuple
 
 import msgspec
 
+from steptrace.trace import split
 from steptrace.trace.columns import ColumnBuilder, Piece
 from steptrace.trace.decode import EVENT_LIST, METADATA_FIELDS, AnyEvent, Document
 from steptrace.trace.decode import UnsplittableError as UnsplittableError
-from steptrace.trace.split import _MAX_PENDING, _RETRIES, end_document, start_pieces
+from steptrace.trace.split import end_document, start_pieces
 
 _AHEAD_PER_WORKER = 3  # pieces in flight per worker process
 Failure = Literal["cut", "shape"]  # a piece that did not decode: a wrong cut, a wrong event
+_RING: mmap.mmap | None = None  # a forked worker's view of its parent's ring (see WorkerPool)
 
 
 def piece_columns(text: bytes) -> Piece | Failure:
     """The columns of one piece of events (a worker's job): ``"cut"`` if the text is not a
     list of events, ``"shape"`` if it is one with an event of the wrong shape."""
+    return _columns_of(b"".join((b"[", text, b"]")))
+
+
+def ring_columns(offset: int, length: int) -> Piece | Failure:
+    """``piece_columns`` of the list of events written at ``offset`` of the ring."""
+    assert _RING is not None, "ring_columns runs in a forked worker"
+    return _columns_of(memoryview(_RING)[offset : offset + length])
+
+
+def _columns_of(events_text: bytes | memoryview) -> Piece | Failure:
     try:
-        events: list[AnyEvent] = EVENT_LIST.decode(b"".join((b"[", text, b"]")))
+        events: list[AnyEvent] = EVENT_LIST.decode(events_text)
     except msgspec.ValidationError:
         return "shape"
     except (msgspec.DecodeError, RecursionError):
@@ -54,10 +67,23 @@ def piece_columns(text: bytes) -> Piece | Failure:
 
 
 class WorkerPool(NamedTuple):
-    """Worker processes, and how many."""
+    """Worker processes, how many, and where pieces are written for them.
+
+    Forked workers share their parent's ``ring``, an anonymous shared mapping of
+    ``slots`` pieces of at most ``slot_bytes``: a piece is written there once, where a
+    pipe would copy it four times (pickled, written, read, unpickled) and wake both
+    processes every 64 KB. Elsewhere (spawned workers) there is no ring, and pieces go
+    through the pool's pipes.
+    """
 
     pool: Pool
     workers: int
+    ring: mmap.mmap | None
+    slot_bytes: int
+
+    @property
+    def slots(self) -> int:
+        return _AHEAD_PER_WORKER * self.workers + 1
 
 
 @contextmanager
@@ -67,20 +93,29 @@ def worker_pool(workers: int) -> Iterator[WorkerPool | None]:
     Made before any thread of this loading starts: forked workers then copy no lock held
     by another thread. A process that is itself a pool's worker (daemonic) gets None.
     """
+    global _RING
     if workers < 2 or multiprocessing.current_process().daemon:
         yield None
         return
-    method = "fork" if sys.platform.startswith("linux") else "spawn"
+    forks = sys.platform.startswith("linux")
+    slot_bytes = 2 * split._PIECE_BYTES + 2  # a piece, the rest of its last event, "[]"
     try:
-        pool = multiprocessing.get_context(method).Pool(workers, initializer=gc.disable)
-    except OSError:  # no more processes allowed, no /dev/shm...
+        ring = mmap.mmap(-1, (_AHEAD_PER_WORKER * workers + 1) * slot_bytes) if forks else None
+        _RING = ring  # the workers forked next see it there
+        context = multiprocessing.get_context("fork" if forks else "spawn")
+        pool = context.Pool(workers, initializer=gc.disable)
+    except OSError:  # no more processes allowed, no memory to map...
         yield None
         return
+    finally:
+        _RING = None
     try:
-        yield WorkerPool(pool, workers)
+        yield WorkerPool(pool, workers, ring, slot_bytes)
     finally:
         pool.terminate()
         pool.join()
+        if ring is not None:
+            ring.close()
 
 
 def parallel_columns(
@@ -89,7 +124,7 @@ def parallel_columns(
     """The columns of a trace's text and the metadata around its events (see module)."""
     text, head, start = start_pieces(chunks)
     builder = ColumnBuilder()
-    in_order = _InOrder(workers.pool, builder, _AHEAD_PER_WORKER * workers.workers)
+    in_order = _InOrder(workers, builder)
     for piece, between in text.raw_pieces(start):
         in_order.submit(piece, between)
     rest = in_order.finish() + text.buffer
@@ -107,19 +142,30 @@ def parallel_columns(
 class _InOrder:
     """Pieces sent to the pool, their results taken in the text's order (see module)."""
 
-    def __init__(self, pool: Pool, builder: ColumnBuilder, ahead: int) -> None:
-        self._pool = pool
+    def __init__(self, workers: WorkerPool, builder: ColumnBuilder) -> None:
+        self._workers = workers
         self._builder = builder
-        self._ahead = ahead
         self._pending: deque[tuple[bytes, bytes, AsyncResult[Piece | Failure]]] = deque()
+        self._sent = 0
         self._carry = b""  # text not taken yet: pieces cut inside a value, and what follows
         self._retries = 0
 
     def submit(self, piece: bytes, between: bytes) -> None:
         """Send a piece (and the text before the next one) to a worker."""
-        self._pending.append((piece, between, self._pool.apply_async(piece_columns, (piece,))))
-        while len(self._pending) > self._ahead:
+        self._pending.append((piece, between, self._send(piece)))
+        while len(self._pending) >= self._workers.slots:
             self._take()
+
+    def _send(self, piece: bytes) -> AsyncResult[Piece | Failure]:
+        """Into the next slot of the ring, which the piece sent ``slots`` pieces ago left
+        (``submit`` takes every piece but the last ``slots - 1`` first)."""
+        ring, pool, size = self._workers.ring, self._workers.pool, len(piece) + 2
+        if ring is None or size > self._workers.slot_bytes:
+            return pool.apply_async(piece_columns, (piece,))
+        offset = (self._sent % self._workers.slots) * self._workers.slot_bytes
+        self._sent += 1
+        ring[offset : offset + size] = b"".join((b"[", piece, b"]"))
+        return pool.apply_async(ring_columns, (offset, size))
 
     def finish(self) -> bytes:
         """Take every piece still in flight; the text not taken (empty if all were)."""
@@ -138,6 +184,6 @@ class _InOrder:
             self._carry, self._retries = b"", 0
             return
         self._retries += 1
-        if result == "shape" or self._retries > _RETRIES or len(piece) > _MAX_PENDING:
+        if result == "shape" or self._retries > split._RETRIES or len(piece) > split._MAX_PENDING:
             raise UnsplittableError
         self._carry = piece + between
