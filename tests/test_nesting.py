@@ -7,7 +7,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from steptrace.trace import intervals as iv
-from steptrace.trace.arrays import distinct
+from steptrace.trace.arrays import by_start_longer_first, distinct
 from steptrace.trace.nesting import (
     _by_thread_start_longer,
     has_same_name_ancestor,
@@ -185,3 +185,11 @@ def test_the_order_by_thread_start_longer_is_the_stable_lexsort(
 def test_distinct_is_numpys_unique(values: list[int]) -> None:
     array = np.array(values, dtype=np.int64)
     assert distinct(array).tolist() == np.unique(array).tolist()
+
+
+@given(st.lists(st.tuples(st.integers(-3, 5), st.integers(0, 3)), max_size=50))
+def test_the_table_order_is_lexsort_by_start_longer_first(rows: list[tuple[int, int]]) -> None:
+    start = np.array([r[0] for r in rows], dtype=np.int64)
+    dur = np.array([r[1] for r in rows], dtype=np.int64)
+    expected = np.lexsort((-dur, start))
+    assert by_start_longer_first(start, dur).tolist() == expected.tolist()

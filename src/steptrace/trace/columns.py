@@ -17,6 +17,7 @@ from typing import Any, NamedTuple, TypeVar, cast
 import numpy as np
 from numpy.typing import NDArray
 
+from steptrace.trace.arrays import by_start_longer_first
 from steptrace.trace.decode import (
     AnyEvent,
     Event,
@@ -88,8 +89,8 @@ class ColumnBuilder:
             return cast(Iterator[_Phase], compress(events, map(is_, types, repeat(phase))))
 
         complete = list(of_phase(Event)) or list(of_phase(TolerantEvent))
-        self.memory_events += sum(e.name == "[memory]" for e in of_phase(Instant))
-        self.fwdbwd_flows += sum(e.cat == "fwdbwd" for e in of_phase(FlowStart))
+        self.memory_events += list(map(attrgetter("name"), of_phase(Instant))).count("[memory]")
+        self.fwdbwd_flows += list(map(attrgetter("cat"), of_phase(FlowStart))).count("fwdbwd")
         for e in of_phase(Metadata):
             if e.name == "thread_name" and e.args and e.args.name:
                 self.thread_names[(_id(e.pid), _id(e.tid))] = str(e.args.name)
@@ -303,9 +304,9 @@ class ColumnBuilder:
         )
         del statuses, negative, overflow
         if usable.all():
-            return np.lexsort((-dur, start)), unusable
+            return by_start_longer_first(start, dur), unusable
         rows = np.flatnonzero(usable)
-        return rows[np.lexsort((-dur[rows], start[rows]))], unusable
+        return rows[by_start_longer_first(start[rows], dur[rows])], unusable
 
     def _sorted_times(self, order: NDArray[np.intp]) -> tuple[int, Ints, Ints]:
         """The origin and, in table order, starts from it and durations (integer ns)."""

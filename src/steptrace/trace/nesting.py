@@ -10,6 +10,8 @@ from __future__ import annotations
 import numpy as np
 from numpy.typing import NDArray
 
+from steptrace.trace.arrays import by_start_longer_first
+
 Floats = NDArray[np.float64]
 Ints = NDArray[np.int64]
 
@@ -48,12 +50,14 @@ def _by_thread_start_longer(start: Floats, dur: Floats, thread: NDArray[np.int32
     """The order by thread, start, longer first, then as given (a stable sort).
 
     Events already by start, longer first (a table's rows in order, the usual input),
-    need only a stable sort by thread: the same order, without sorting the floats.
+    need only a stable sort by thread: the same order, without sorting the floats; others
+    are sorted by start (``by_start_longer_first``) first, which lexsort would do slower.
     """
     later = start[1:] - start[:-1]
     if ((later > 0) | ((later == 0) & (dur[1:] <= dur[:-1]))).all():
         return np.argsort(thread, kind="stable")
-    return np.lexsort((-dur, start, thread))
+    order = by_start_longer_first(start, dur)  # then by thread: both sorts are stable
+    return order[np.argsort(thread[order], kind="stable")]
 
 
 def self_time(start: Floats, end: Floats, parent: Ints, thread: NDArray[np.int32]) -> Floats:

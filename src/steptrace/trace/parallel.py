@@ -164,7 +164,8 @@ class _InOrder:
             return pool.apply_async(piece_columns, (piece,))
         offset = (self._sent % self._workers.slots) * self._workers.slot_bytes
         self._sent += 1
-        ring[offset : offset + size] = b"".join((b"[", piece, b"]"))
+        ring[offset], ring[offset + size - 1] = ord("["), ord("]")
+        ring[offset + 1 : offset + size - 1] = piece
         return pool.apply_async(ring_columns, (offset, size))
 
     def finish(self) -> bytes:
