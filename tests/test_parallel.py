@@ -13,6 +13,7 @@ from __future__ import annotations
 import gzip
 import json
 import multiprocessing
+import os
 from pathlib import Path
 
 import msgspec
@@ -21,6 +22,7 @@ import pytest
 from click.testing import CliRunner
 
 from steptrace.cli import app
+from steptrace.errors import TraceError
 from steptrace.trace import load as loading
 from steptrace.trace import parallel, source
 from steptrace.trace import split as splitting
@@ -99,7 +101,7 @@ def test_workers_decode_the_pieces_and_the_builder_merges_their_ids() -> None:
     second = json.dumps([cpu("a", 3, 1), cpu("c", 4, 1), cpu("b", 5, 1)]).encode()[1:-1]
     with parallel.worker_pool(2) as pool:
         assert pool is not None
-        pieces = pool.pool.map(parallel.piece_columns, [first, second])
+        pieces = list(pool.pool.map(parallel.piece_columns, [first, second]))
     assert all(isinstance(p, Piece) for p in pieces)
     builder = parallel.ColumnBuilder()
     for piece in pieces:
@@ -147,3 +149,18 @@ def test_load_trace_with_workers_equals_one_process(
             assert np.array_equal(a, b, equal_nan=a.dtype.kind == "f"), field
         else:
             assert a == b, field
+
+
+def _dies(offset: int, length: int) -> object:
+    os._exit(3)
+
+
+def test_a_decoding_process_killed_is_one_line_not_a_hang(
+    write_trace: WriteTrace, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = write_trace(_nasty_text())
+    monkeypatch.setattr(splitting, "_PIECE_BYTES", 200)
+    monkeypatch.setattr(parallel, "ring_columns", _dies)  # the forked workers inherit it
+    with pytest.raises(TraceError, match=r"ended abruptly .*--jobs 1") as caught:
+        load_trace(path, progress=False, workers=2)
+    assert "\n" not in str(caught.value)

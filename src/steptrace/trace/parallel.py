@@ -24,12 +24,14 @@ import multiprocessing
 import sys
 from collections import deque
 from collections.abc import Iterable, Iterator
+from concurrent.futures import Future, ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
 from contextlib import contextmanager
-from multiprocessing.pool import AsyncResult, Pool
 from typing import Any, Literal, NamedTuple
 
 import msgspec
 
+from steptrace.errors import TraceError
 from steptrace.trace import split
 from steptrace.trace.columns import ColumnBuilder, Piece
 from steptrace.trace.decode import EVENT_LIST, METADATA_FIELDS, AnyEvent, Document
@@ -76,7 +78,7 @@ class WorkerPool(NamedTuple):
     through the pool's pipes.
     """
 
-    pool: Pool
+    pool: ProcessPoolExecutor
     workers: int
     ring: mmap.mmap | None
     slot_bytes: int
@@ -103,8 +105,9 @@ def worker_pool(workers: int) -> Iterator[WorkerPool | None]:
         ring = mmap.mmap(-1, (_AHEAD_PER_WORKER * workers + 1) * slot_bytes) if forks else None
         _RING = ring  # the workers forked next see it there
         context = multiprocessing.get_context("fork" if forks else "spawn")
-        pool = context.Pool(workers, initializer=gc.disable)
-    except OSError:  # no more processes allowed, no memory to map...
+        pool = ProcessPoolExecutor(workers, mp_context=context, initializer=gc.disable)
+        pool.submit(int).result()  # the workers start now, before this loading's threads
+    except (OSError, BrokenProcessPool):  # no more processes allowed, no memory to map...
         yield None
         return
     finally:
@@ -112,8 +115,7 @@ def worker_pool(workers: int) -> Iterator[WorkerPool | None]:
     try:
         yield WorkerPool(pool, workers, ring, slot_bytes)
     finally:
-        pool.terminate()
-        pool.join()
+        pool.shutdown(wait=True, cancel_futures=True)
         if ring is not None:
             ring.close()
 
@@ -145,7 +147,7 @@ class _InOrder:
     def __init__(self, workers: WorkerPool, builder: ColumnBuilder) -> None:
         self._workers = workers
         self._builder = builder
-        self._pending: deque[tuple[bytes, bytes, AsyncResult[Piece | Failure]]] = deque()
+        self._pending: deque[tuple[bytes, bytes, Future[Piece | Failure]]] = deque()
         self._sent = 0
         self._carry = b""  # text not taken yet: pieces cut inside a value, and what follows
         self._retries = 0
@@ -156,17 +158,17 @@ class _InOrder:
         while len(self._pending) >= self._workers.slots:
             self._take()
 
-    def _send(self, piece: bytes) -> AsyncResult[Piece | Failure]:
+    def _send(self, piece: bytes) -> Future[Piece | Failure]:
         """Into the next slot of the ring, which the piece sent ``slots`` pieces ago left
         (``submit`` takes every piece but the last ``slots - 1`` first)."""
         ring, pool, size = self._workers.ring, self._workers.pool, len(piece) + 2
         if ring is None or size > self._workers.slot_bytes:
-            return pool.apply_async(piece_columns, (piece,))
+            return pool.submit(piece_columns, piece)
         offset = (self._sent % self._workers.slots) * self._workers.slot_bytes
         self._sent += 1
         ring[offset], ring[offset + size - 1] = ord("["), ord("]")
         ring[offset + 1 : offset + size - 1] = piece
-        return pool.apply_async(ring_columns, (offset, size))
+        return pool.submit(ring_columns, offset, size)
 
     def finish(self) -> bytes:
         """Take every piece still in flight; the text not taken (empty if all were)."""
@@ -176,7 +178,13 @@ class _InOrder:
 
     def _take(self) -> None:
         piece, between, future = self._pending.popleft()
-        result = future.get()
+        try:
+            result = future.result()
+        except BrokenProcessPool:  # killed: out of memory, most often
+            raise TraceError(
+                "a process decoding the trace ended abruptly (out of memory?); "
+                "--jobs 1 decodes it in this process alone"
+            ) from None
         if self._carry:  # the pieces before were cut inside a value: join them to this one
             piece = self._carry + piece
             result = piece_columns(piece)
