@@ -164,3 +164,15 @@ def test_a_decoding_process_killed_is_one_line_not_a_hang(
     with pytest.raises(TraceError, match=r"ended abruptly .*--jobs 1") as caught:
         load_trace(path, progress=False, workers=2)
     assert "\n" not in str(caught.value)
+
+
+def test_the_array_format_decoded_by_two_processes(
+    write_trace: WriteTrace, monkeypatch: pytest.MonkeyPatch, counted: list[int]
+) -> None:
+    """A trace that is a bare list of events (Chrome's array format)."""
+    events = json.loads(_nasty_text())["traceEvents"]
+    path = write_trace(events)
+    exact = _exact_report(path, monkeypatch)
+    monkeypatch.setattr(splitting, "_PIECE_BYTES", 300)
+    assert _report(path, jobs=2) == exact
+    assert counted == [1]

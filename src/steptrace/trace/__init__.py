@@ -3,7 +3,8 @@
 ``stream`` reads and gunzips a file in chunks on a thread, ``source`` a small file whole
 (both standard library and isal only, so the command line starts reading before numpy is
 imported), ``split`` cuts the text between events and ``decode`` types them, ``columns``
-turns them into numpy columns, ``load`` puts them together into a ``table.Trace``. The names below
+turns them into numpy columns (``parallel``: in worker processes, for a large file),
+``load`` puts them together into a ``table.Trace``. The names below
 are imported on first use, for the same reason.
 """
 

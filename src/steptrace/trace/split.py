@@ -17,6 +17,10 @@ raises ``UnsplittableError``, possibly after pieces were yielded: the caller dis
 it took and decodes the whole text with ``decode.exact_documents``. So does a key of the
 text before the events written again after them (the last would win), or a unicode
 escape there (it can spell any key).
+
+``start_pieces``, ``_Text.raw_pieces`` and ``end_document`` are the same steps for
+``parallel``, whose worker processes decode the pieces: there a cut is checked when its
+piece comes back, not before the next piece is cut.
 """
 
 from __future__ import annotations
