@@ -97,6 +97,8 @@ def _streamed(
             return parallel_columns(chunks(), pool)
         except UnsplittableError:
             return None
+        finally:
+            pool.close()  # the workers' memory back before the table is built
 
 
 @contextmanager

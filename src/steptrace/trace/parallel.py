@@ -87,6 +87,12 @@ class WorkerPool(NamedTuple):
     def slots(self) -> int:
         return _AHEAD_PER_WORKER * self.workers + 1
 
+    def close(self) -> None:
+        """End the workers (their memory back to the system) and unmap the ring; again: no-op."""
+        self.pool.shutdown(wait=True, cancel_futures=True)
+        if self.ring is not None:
+            self.ring.close()
+
 
 @contextmanager
 def worker_pool(workers: int) -> Iterator[WorkerPool | None]:
@@ -112,12 +118,11 @@ def worker_pool(workers: int) -> Iterator[WorkerPool | None]:
         return
     finally:
         _RING = None
+    made = WorkerPool(pool, workers, ring, slot_bytes)
     try:
-        yield WorkerPool(pool, workers, ring, slot_bytes)
+        yield made
     finally:
-        pool.shutdown(wait=True, cancel_futures=True)
-        if ring is not None:
-            ring.close()
+        made.close()
 
 
 def parallel_columns(
