@@ -73,7 +73,15 @@ def test_sub_microsecond_intervals_are_kept_exactly() -> None:
 
 
 @given(spans(), st.integers(-5, GRID + 5), st.integers(-5, GRID + 5))
-def test_clip_keeps_the_canonical_form(pairs: list[tuple[int, int]], x: int, y: int) -> None:
-    clipped = iv.clip(as_set(pairs), min(x, y), max(x, y))
+def test_clip_keeps_the_canonical_form(pairs: list[tuple[int, int]], lo: int, hi: int) -> None:
+    clipped = iv.clip(as_set(pairs), lo, hi)
     assert_canonical(clipped)
     assert clipped[0].dtype == clipped[1].dtype == np.float64
+    assert covered_cells(clipped) == cells(pairs) & set(range(lo, hi))  # empty if hi <= lo
+
+
+def test_clip_to_an_empty_or_reversed_window_is_empty() -> None:
+    ten = as_set([(0, 10)])
+    for lo, hi in [(5, 5), (6, 4)]:
+        assert iv.total(iv.clip(ten, lo, hi)) == 0.0
+        assert iv.clip(ten, lo, hi)[0].size == 0

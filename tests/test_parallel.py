@@ -176,3 +176,27 @@ def test_the_array_format_decoded_by_two_processes(
     monkeypatch.setattr(splitting, "_PIECE_BYTES", 300)
     assert _report(path, jobs=2) == exact
     assert counted == [1]
+
+
+def test_workers_that_cannot_all_start_leave_none_behind(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The third fork fails (a process limit): one process decodes, no worker is left."""
+    forks = [0]
+    real_fork = os.fork
+
+    def limited() -> int:
+        forks[0] += 1
+        if forks[0] == 3:
+            raise BlockingIOError(11, "Resource temporarily unavailable")
+        return real_fork()
+
+    monkeypatch.setattr(os, "fork", limited)
+    with parallel.worker_pool(4) as pool:
+        assert pool is None
+    assert forks[0] == 3
+    assert multiprocessing.active_children() == []
+
+
+def test_one_file_gets_at_most_max_workers() -> None:
+    with parallel.worker_pool(parallel.MAX_WORKERS + 5) as pool:
+        assert pool is not None
+        assert pool.workers == parallel.MAX_WORKERS

@@ -59,7 +59,7 @@ def clip(intervals: Intervals, lo: float, hi: float) -> Intervals:
     """
     s, e = intervals
     first, stop = np.searchsorted(e, lo, side="right"), np.searchsorted(s, hi, side="left")
-    if stop <= first:
+    if stop <= first or hi <= lo:
         return _EMPTY
     return np.maximum(s[first:stop], lo), np.minimum(e[first:stop], hi)
 

@@ -46,7 +46,7 @@ def load_trace(
     path = Path(path)
     size = text.size if text is not None else file_size(path)
     with (
-        worker_pool(workers if text is None else 1) as pool,  # before any thread starts
+        worker_pool(workers if text is None else 1) as pool,  # before this loading's threads
         loading_progress(path.name, size, progress) as stage,
         _collector_paused(),
     ):

@@ -21,6 +21,7 @@ from __future__ import annotations
 import gc
 import mmap
 import multiprocessing
+import signal
 import sys
 from collections import deque
 from collections.abc import Iterable, Iterator
@@ -39,6 +40,7 @@ from steptrace.trace.decode import UnsplittableError as UnsplittableError
 from steptrace.trace.split import end_document, start_pieces
 
 _AHEAD_PER_WORKER = 3  # pieces in flight per worker process
+MAX_WORKERS = 8  # for one file: beyond, the reading process cannot feed them any faster
 Failure = Literal["cut", "shape"]  # a piece that did not decode: a wrong cut, a wrong event
 _RING: mmap.mmap | None = None  # a forked worker's view of its parent's ring (see WorkerPool)
 
@@ -96,24 +98,32 @@ class WorkerPool(NamedTuple):
 
 @contextmanager
 def worker_pool(workers: int) -> Iterator[WorkerPool | None]:
-    """A pool of ``workers`` processes, or None for one process (or where none can start).
+    """A pool of ``workers`` processes (at most ``MAX_WORKERS``), or None for one process
+    (or where none can start).
 
-    Made before any thread of this loading starts: forked workers then copy no lock held
-    by another thread. A process that is itself a pool's worker (daemonic) gets None.
+    Made before this loading's own threads start (its reading thread, the progress
+    display): the forked workers copy no lock they hold. A ``multiprocessing.Pool``'s
+    worker (a daemonic process, which may not start processes) gets None.
     """
     global _RING
+    workers = min(workers, MAX_WORKERS)
     if workers < 2 or multiprocessing.current_process().daemon:
         yield None
         return
     forks = sys.platform.startswith("linux")
     slot_bytes = 2 * split._PIECE_BYTES + 2  # a piece, the rest of its last event, "[]"
+    ring, pool = None, None
     try:
         ring = mmap.mmap(-1, (_AHEAD_PER_WORKER * workers + 1) * slot_bytes) if forks else None
         _RING = ring  # the workers forked next see it there
         context = multiprocessing.get_context("fork" if forks else "spawn")
-        pool = ProcessPoolExecutor(workers, mp_context=context, initializer=gc.disable)
-        pool.submit(int).result()  # the workers start now, before this loading's threads
+        pool = ProcessPoolExecutor(workers, mp_context=context, initializer=_worker_start)
+        pool.submit(int).result()  # every worker starts now, before this loading's threads
     except (OSError, BrokenProcessPool):  # no more processes allowed, no memory to map...
+        if pool is not None:
+            _end_started(pool)
+        if ring is not None:
+            ring.close()
         yield None
         return
     finally:
@@ -125,6 +135,23 @@ def worker_pool(workers: int) -> Iterator[WorkerPool | None]:
         made.close()
 
 
+def _end_started(pool: ProcessPoolExecutor) -> None:
+    """End the workers that started before one could not: no manager thread was started to
+    end them, and the interpreter's exit would wait on them for ever."""
+    started: dict[int, multiprocessing.Process] = getattr(pool, "_processes", None) or {}
+    for process in list(started.values()):  # before shutdown, which forgets them
+        process.terminate()
+        process.join()
+    pool.shutdown(wait=False, cancel_futures=True)
+
+
+def _worker_start() -> None:
+    """A worker's set-up: no garbage collection (the events hold no cycles), and Ctrl-C is
+    the parent's to handle (which ends the workers), not a traceback from each of them."""
+    gc.disable()
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
 def parallel_columns(
     chunks: Iterable[bytes | memoryview], workers: WorkerPool
 ) -> tuple[ColumnBuilder, Document[AnyEvent]]:
@@ -132,9 +159,15 @@ def parallel_columns(
     text, head, start = start_pieces(chunks)
     builder = ColumnBuilder()
     in_order = _InOrder(workers, builder)
-    for piece, between in text.raw_pieces(start):
-        in_order.submit(piece, between)
-    rest = in_order.finish() + text.buffer
+    try:
+        for piece, between in text.raw_pieces(start):
+            in_order.submit(piece, between)
+        rest = in_order.finish() + text.buffer
+    except BrokenProcessPool:  # a worker was killed (out of memory, most often)
+        raise TraceError(
+            "a process decoding the trace ended abruptly (out of memory?); "
+            "--jobs 1 decodes it in this process alone"
+        ) from None
     tail = end_document(head, rest)
     del rest
     metadata: dict[str, Any] = {}
@@ -183,13 +216,7 @@ class _InOrder:
 
     def _take(self) -> None:
         piece, between, future = self._pending.popleft()
-        try:
-            result = future.result()
-        except BrokenProcessPool:  # killed: out of memory, most often
-            raise TraceError(
-                "a process decoding the trace ended abruptly (out of memory?); "
-                "--jobs 1 decodes it in this process alone"
-            ) from None
+        result = future.result()  # BrokenProcessPool if a worker was killed
         if self._carry:  # the pieces before were cut inside a value: join them to this one
             piece = self._carry + piece
             result = piece_columns(piece)
