@@ -19,7 +19,9 @@ from numpy.typing import NDArray
 
 from steptrace.trace.arrays import by_start_longer_first
 from steptrace.trace.decode import (
+    METADATA_FIELDS,
     AnyEvent,
+    Document,
     Event,
     EventArgs,
     FlowStart,
@@ -97,6 +99,15 @@ class ColumnBuilder:
         if complete:
             self._batches.append(self._columns(complete))
             self._rows += len(complete)
+
+    def take(self, documents: Iterable[Document[AnyEvent]]) -> Document[AnyEvent]:
+        """Take the events of every (partial) document; their metadata together."""
+        metadata: dict[str, Any] = {}
+        for part in documents:
+            if part.traceEvents:
+                self.add(part.traceEvents)
+            metadata |= {k: v for k in METADATA_FIELDS if (v := getattr(part, k)) is not None}
+        return Document(**metadata)
 
     def piece(self) -> Piece:
         """What this builder took, with its own ids, for another builder to ``merge``."""

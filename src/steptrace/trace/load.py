@@ -11,7 +11,6 @@ from typing import Any
 from steptrace.errors import TraceError
 from steptrace.trace.columns import ColumnBuilder, Unusable, as_int
 from steptrace.trace.decode import (
-    METADATA_FIELDS,
     AnyEvent,
     Document,
     UnsplittableError,
@@ -118,12 +117,7 @@ def _columns(
 ) -> tuple[ColumnBuilder, Document[AnyEvent]]:
     """Columns of every batch of events, and the metadata of all the pieces together."""
     builder = ColumnBuilder()
-    metadata: dict[str, Any] = {}
-    for piece in documents:
-        if piece.traceEvents:
-            builder.add(piece.traceEvents)
-        metadata |= {k: v for k in METADATA_FIELDS if (v := getattr(piece, k)) is not None}
-    return builder, Document(**metadata)
+    return builder, builder.take(documents)
 
 
 def _build(

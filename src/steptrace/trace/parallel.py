@@ -28,15 +28,14 @@ from collections.abc import Iterable, Iterator
 from concurrent.futures import Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from contextlib import contextmanager
-from typing import Any, Literal, NamedTuple
+from typing import Literal, NamedTuple
 
 import msgspec
 
 from steptrace.errors import TraceError
 from steptrace.trace import split
 from steptrace.trace.columns import ColumnBuilder, Piece
-from steptrace.trace.decode import EVENT_LIST, METADATA_FIELDS, AnyEvent, Document
-from steptrace.trace.decode import UnsplittableError as UnsplittableError
+from steptrace.trace.decode import EVENT_LIST, AnyEvent, Document, UnsplittableError
 from steptrace.trace.split import end_document, start_pieces
 
 _AHEAD_PER_WORKER = 3  # pieces in flight per worker process
@@ -170,13 +169,7 @@ def parallel_columns(
         ) from None
     tail = end_document(head, rest)
     del rest
-    metadata: dict[str, Any] = {}
-    for part in (head, tail):
-        if part is not None:
-            if part.traceEvents:
-                builder.add(part.traceEvents)
-            metadata |= {k: v for k in METADATA_FIELDS if (v := getattr(part, k)) is not None}
-    return builder, Document(**metadata)
+    return builder, builder.take(part for part in (head, tail) if part is not None)
 
 
 class _InOrder:
