@@ -44,6 +44,22 @@ def test_record_param_comms_with_its_kernel(write_trace: WriteTrace) -> None:
     assert found.blocking
 
 
+def test_collective_args_written_as_other_json_types(write_trace: WriteTrace) -> None:
+    """A group name written as a number, counts as strings: read as the text and the number
+    they spell, in whichever row order the args come."""
+    written = {**RPC, "Process Group Name": 7, "Seq": "4", "In msg nelems": "1000", "dtype": 3}
+    trace = load_trace(write_trace(document([
+        step(1, 0, 1000),
+        cpu("record_param_comms", 20, 80, **written),
+        cpu("record_param_comms", 10, 5, **RPC),
+    ])), progress=False)  # fmt: skip
+    comm = trace.events.comm
+    assert comm.process_group == ("7", "7")
+    assert comm.dtype == ("BFloat16", "3")
+    assert comm.seq.tolist() == [4, 4] and comm.in_nelems.tolist() == [1000, 1000]
+    assert comm.out_nelems.tolist() == [-1, -1]
+
+
 def test_c10d_operator_and_a_kernel_alone_in_either_vocabulary(write_trace: WriteTrace) -> None:
     found = instances(write_trace, [
         step(1, 0, 1000),

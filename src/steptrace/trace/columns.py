@@ -53,6 +53,8 @@ _COPIES = np.array([Kind.MEMCPY, Kind.MEMSET], dtype=np.int8)
 # Rows whose collective args are read: record_param_comms operators and NCCL/RCCL kernels.
 _COMM_NAME = re.compile(r"^record_param_comms$|nccl|rccl", re.IGNORECASE)
 _COMM_KINDS = np.array([Kind.CPU_OP, Kind.KERNEL], dtype=np.int8)
+_TEXT_OR_NONE = {str, type(None)}
+_NONE = {type(None)}
 _TRIM_ROWS = 1 << 19  # from this many rows on, the batches' memory is given back as taken
 
 
@@ -235,10 +237,15 @@ class ColumnBuilder:
         kept = [args[i] for i in keep.tolist()]
 
         def text(field: str) -> tuple[str | None, ...]:
-            return tuple(None if v is None else str(v) for v in map(attrgetter(field), kept))
+            values = tuple(map(attrgetter(field), kept))
+            if set(map(type, values)) <= _TEXT_OR_NONE:  # as written, the usual case
+                return values
+            return tuple(None if v is None else str(v) for v in values)
 
         def ints(field: str) -> NDArray[np.int64]:
-            values = map(attrgetter(field), kept)  # mostly absent (None) or plain ints
+            values = list(map(attrgetter(field), kept))  # mostly absent (None) or plain ints
+            if set(map(type, values)) <= _NONE:
+                return np.full(len(values), MISSING, dtype=np.int64)
             read = [MISSING if v is None else v if type(v) is int else as_int(v) for v in values]
             try:
                 return np.array(read, dtype=np.int64)
