@@ -77,9 +77,13 @@ def analyze(
     return _report(trace, sidecar, unreadable, thresholds, timeline)
 
 
-def analyze_trace(trace: Trace, *, thresholds: Thresholds | None = None) -> Report:
-    """The report of a loaded trace, with the scenario the trace itself carries. No I/O."""
-    return _report(trace, None, [], thresholds)
+def analyze_trace(
+    trace: Trace, *, thresholds: Thresholds | None = None, timeline: bool = True
+) -> Report:
+    """The report of a loaded trace, with the scenario the trace itself carries. No I/O.
+
+    ``timeline=False`` leaves out the steps' lanes, as ``analyze`` does."""
+    return _report(trace, None, [], thresholds, timeline)
 
 
 def _report(

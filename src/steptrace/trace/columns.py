@@ -32,6 +32,7 @@ from steptrace.trace.decode import (
 from steptrace.trace.kinds import GPU_WORK, LAUNCHES, Kind, kind_of, legacy_operator_kind
 from steptrace.trace.memory import release_freed_memory
 from steptrace.trace.table import MISSING, CommArgs, EventTable
+from steptrace.trace.threads import helper_for
 from steptrace.trace.timestamps import (
     LIMIT_NS,
     NOT_A_NUMBER,
@@ -285,22 +286,35 @@ class ColumnBuilder:
         thread_of_raw, threads = self._canonical_threads()
         comm = self._comm_table(order)
         column = self._take(order)
+        helped: dict[str, type[np.generic]] = {
+            "correlation": np.int64, "device": np.int64, "stream": np.int64,
+            "bytes": np.float64, "shape_id": np.int32,
+        }  # fmt: skip
+
+        def gather(typed: dict[str, type[np.generic]]) -> dict[str, Any]:
+            return {name: column(name, dtype) for name, dtype in typed.items()}
+
+        with helper_for(self._rows) as helper:  # gathers in table order: numpy frees the GIL
+            other = helper.submit(gather, helped)
+            taken = gather({"kind": np.int8, "name_id": np.int32, "raw_thread": np.int32,
+                            "records_grad": np.bool_})  # fmt: skip
+        taken |= other.result()
         table = EventTable(
-            kind=column("kind", np.int8),
-            name_id=column("name_id", np.int32),
+            kind=taken["kind"],
+            name_id=taken["name_id"],
             names=tuple(self.names),
-            thread_id=thread_of_raw[column("raw_thread", np.int32)],
+            thread_id=thread_of_raw[taken["raw_thread"]],
             threads=threads,
             origin_ns=origin,
             start_us=start_us,
             dur_us=dur_us,
             end_us=end_us,
-            correlation=column("correlation", np.int64),
-            device=column("device", np.int64),
-            stream=column("stream", np.int64),
-            bytes=column("bytes", np.float64),
-            shape_id=column("shape_id", np.int32),
-            records_grad=column("records_grad", np.bool_),
+            correlation=taken["correlation"],
+            device=taken["device"],
+            stream=taken["stream"],
+            bytes=taken["bytes"],
+            shape_id=taken["shape_id"],
+            records_grad=taken["records_grad"],
             shapes=tuple(d.decode("utf-8", "replace") for d, _ in self.shapes),
             shape_types=tuple(t.decode("utf-8", "replace") for _, t in self.shapes),
             comm=comm,

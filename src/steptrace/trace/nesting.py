@@ -7,6 +7,8 @@ innermost labels and launching operators are all read from the same structure.
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 from numpy.typing import NDArray
 
@@ -31,18 +33,22 @@ def parents(start: Floats, end: Floats, thread: NDArray[np.int32]) -> Ints:
     it (a rounding artefact) is still its child; callers clip children to their parent's end.
     """
     n = start.size
-    order = _by_thread_start_longer(start, end - start, thread)
+    index: type[np.signedinteger[Any]] = np.int32 if n < 2**31 else np.int64  # half the memory
+    order = _by_thread_start_longer(start, end - start, thread).astype(index, copy=False)
     s, e, t = start[order], end[order], thread[order]
-    candidate = np.arange(-1, n - 1, dtype=np.int64)
+    candidate = np.arange(-1, n - 1, dtype=index)
     candidate[1:][t[1:] != t[:-1]] = -1  # the first event of a thread has no earlier one
-    pending = np.flatnonzero(candidate >= 0)
+    del t
+    pending = np.flatnonzero(candidate >= 0).astype(index)
     while pending.size:
         closed = e[candidate[pending]] <= s[pending]
         pending = pending[closed]
         candidate[pending] = candidate[candidate[pending]]
         pending = pending[candidate[pending] >= 0]
-    parent = np.empty(n, dtype=np.int64)
-    parent[order] = np.where(candidate >= 0, order[np.maximum(candidate, 0)], -1)
+    del s, e, pending
+    parent = np.full(n, -1, dtype=np.int64)
+    found = np.flatnonzero(candidate >= 0)
+    parent[order[found]] = order[candidate[found]]
     return parent
 
 

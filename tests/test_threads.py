@@ -1,0 +1,51 @@
+"""The helper thread: the same columns with it as without, and only for large tables."""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from steptrace.trace import threads
+from steptrace.trace.load import load_trace
+from tests.conftest import trace_params
+
+
+def _where() -> int:
+    return threading.get_ident()
+
+
+def test_small_tables_stay_in_the_calling_thread() -> None:
+    with threads.helper_for(threads.LARGE_ROWS - 1) as helper:
+        assert helper.submit(_where).result() == threading.get_ident()
+        with pytest.raises(ZeroDivisionError):  # raised at once, as the call it is
+            helper.submit(divmod, 1, 0)
+
+
+def test_large_tables_get_a_helper_thread() -> None:
+    with threads.helper_for(threads.LARGE_ROWS) as helper:
+        elsewhere = helper.submit(_where)
+        failed = helper.submit(divmod, 1, 0)
+    assert elsewhere.result() != threading.get_ident()
+    with pytest.raises(ZeroDivisionError):
+        failed.result()
+
+
+@pytest.mark.parametrize("path", trace_params())
+def test_a_table_built_with_the_helper_is_the_same(
+    path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Every real trace's table with half its columns gathered by the helper thread (forced
+    here: the shared traces are below ``LARGE_ROWS``) equals the one built in one thread."""
+    alone = load_trace(path, progress=False).events
+    monkeypatch.setattr(threads, "LARGE_ROWS", 0)
+    helped = load_trace(path, progress=False).events
+    assert len(helped) == len(alone) > 0
+    for field in alone.__struct_fields__:
+        a, b = getattr(alone, field), getattr(helped, field)
+        if isinstance(a, np.ndarray):
+            assert a.dtype == b.dtype and np.array_equal(a, b, equal_nan=a.dtype.kind == "f")
+        elif field != "comm":  # the collective args are built before the columns
+            assert a == b, field
