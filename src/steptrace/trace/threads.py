@@ -2,13 +2,13 @@
 
 numpy releases the GIL inside its loops (gathers, sorts, ufuncs), so a helper thread keeps
 the second core busy while the calling thread does other work: building the table, half
-of its columns are put in order by the helper (1.0 -> 0.8 s for 4 M events). One helper,
-not a pool: each thread that allocates gets its own glibc arena, whose freed memory is
-kept, so every extra thread adds to the peak memory. For the same reason the analysis
-does not use it: its parts side by side took 3.2 -> 2.7 s on 4 M events but raised the
-peak by 200 MB (0.40x -> 0.53x of the 1.7 GB text), over the 0.5x that bounded memory
-means here. Below ``LARGE_ROWS`` the helper is the calling thread itself: the gain would
-not pay for it, and small traces are analysed side by side in processes already.
+of its columns are put in order by the helper. One helper, not a pool: each thread that
+allocates gets its own glibc arena, whose freed memory is kept, so every extra thread adds
+to the peak memory. For the same reason the analysis does not use it: its parts side by
+side were faster on a 1.7 GB trace but raised the peak over half the text's size, the
+bound that ``benchmarks/scale_one_trace.py`` checks. Below ``LARGE_ROWS`` the helper is
+the calling thread itself: the gain would not pay for it, and small traces are analysed
+side by side in processes already.
 """
 
 from __future__ import annotations
