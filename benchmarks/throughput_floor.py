@@ -9,15 +9,17 @@ builds it). Each part is the least it can cost, everything around it left out:
 1. **start**: ``python -c "import steptrace.cli, steptrace.pipeline"`` in a fresh process
    (the interpreter and what the command imports before it reads a byte);
 2. **decode**: the events' text, gunzipped and cut into steptrace's pieces beforehand, in
-   memory (none of that timed), decoded by one forked process per core, each taking every
-   n-th piece; wall time from the start signal to the end of the last process. Three
+   memory (none of that timed), decoded by as many forked processes as steptrace starts
+   workers (one per usable core, at most 8), each taking every n-th piece; wall time from
+   the first process's start to the last one's end. Three
    depths, each with no gunzip, no cutting, no transfer between processes, no merging and
    no table: ``raw`` (msgspec only finds each event's bytes: the least any decoder that
    hands Python one object per event can do), ``typed`` (steptrace's decoder: the fields
    the analyses read, as typed structs), ``columns`` (``typed`` and then the columns of
    each piece, steptrace's ``ColumnBuilder``: a worker's whole job);
 3. **analysis**: ``steptrace.analyze_trace(trace, timeline=False)`` (what ``analyze
-   --format json`` computes), the trace loaded beforehand, in one process;
+   --format json`` computes), the trace loaded beforehand, in one process, repeated in it
+   (warm: its memory already mapped, hence a little optimistic, as a floor may be);
 4. **steptrace**: ``steptrace analyze TRACE --format json`` as users run it, for reference.
 
 ``floor(depth) = start + decode(depth) + analysis``: no real run can be faster, since it
@@ -41,11 +43,14 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from analyze_speed import DEFAULT_TRACE, run_child
 from scale_one_trace import build_replica, in_fresh_process
+from steptrace.cli.ranks import usable_cores
+from steptrace.trace.parallel import MAX_WORKERS
 
 MB = 1_000_000
 TARGET_MB_S = 250
 DEPTHS = ("raw", "typed", "columns")
 _PIECES: list[bytes] = []  # the cut text, set before the decoding processes fork
+_WAIT_S = 600  # at most this long for any one decoding
 
 
 def cut_pieces(path: Path) -> list[bytes]:
@@ -65,17 +70,20 @@ def cut_pieces(path: Path) -> list[bytes]:
 
 
 def _decode_share(depth: str, share: int, processes: int, ready: Any, ends: Any) -> None:
-    """A decoding process: every ``processes``-th piece from ``share``, at ``depth``."""
-    import msgspec
-
-    from steptrace.trace.columns import ColumnBuilder
-    from steptrace.trace.decode import EVENT_LIST
-
-    gc.disable()  # as steptrace's workers
-    raw = msgspec.json.Decoder(list[msgspec.Raw])
-    decoder = raw if depth == "raw" else EVENT_LIST
-    ready.wait()
+    """A decoding process: every ``processes``-th piece from ``share``, at ``depth``; puts
+    its own ``(start, end)`` (``time.perf_counter``: CLOCK_MONOTONIC on Linux, the same
+    clock in every process) or the error that stopped it."""
     try:
+        import msgspec
+
+        from steptrace.trace.columns import ColumnBuilder
+        from steptrace.trace.decode import EVENT_LIST
+
+        gc.disable()  # as steptrace's workers
+        raw = msgspec.json.Decoder(list[msgspec.Raw])
+        decoder = raw if depth == "raw" else EVENT_LIST
+        ready.wait(timeout=_WAIT_S)
+        start = time.perf_counter()
         for piece in _PIECES[share::processes]:
             events = decoder.decode(piece)
             if depth == "columns":
@@ -83,30 +91,33 @@ def _decode_share(depth: str, share: int, processes: int, ready: Any, ends: Any)
                 builder.add(events)
                 del builder
             del events
-    except Exception as exc:  # a wrong cut: the floor is not measured
+    except Exception as exc:  # a wrong cut, a set-up that failed: the floor is not measured
+        ready.abort()
         ends.put(f"{type(exc).__name__}: {exc}")
         return
-    ends.put(time.perf_counter())
+    ends.put((start, time.perf_counter()))
 
 
 def time_decode(depth: str, processes: int) -> float:
-    """Wall seconds for ``processes`` forked processes to decode ``_PIECES`` at ``depth``."""
+    """Wall seconds for ``processes`` forked processes to decode ``_PIECES`` at ``depth``:
+    from the first one's start to the last one's end."""
     context = multiprocessing.get_context("fork")
-    ready, ends = context.Barrier(processes + 1), context.Queue()
+    ready, ends = context.Barrier(processes), context.Queue()
     children = [
-        context.Process(target=_decode_share, args=(depth, k, processes, ready, ends))
+        context.Process(target=_decode_share, args=(depth, k, processes, ready, ends), daemon=True)
         for k in range(processes)
     ]
-    for child in children:
-        child.start()
-    ready.wait()
-    t0 = time.perf_counter()
-    finished = [ends.get(timeout=600) for _ in children]
-    for child in children:
-        child.join()
+    try:
+        for child in children:
+            child.start()
+        finished = [ends.get(timeout=_WAIT_S) for _ in children]
+    finally:
+        for child in children:
+            child.terminate()
+            child.join()
     if errors := [f for f in finished if isinstance(f, str)]:
-        raise SystemExit(f"a piece did not decode: {errors[0]}")
-    return max(finished) - t0
+        raise SystemExit(f"the decoding processes failed: {errors[0]}")
+    return max(end for _, end in finished) - min(start for start, _ in finished)
 
 
 def analysis_times(path: Path, repeats: int, workers: int) -> list[float]:
@@ -139,13 +150,14 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 def main(argv: list[str] | None = None) -> int:
     global _PIECES
     args = parse_args(argv)
-    processes = os.cpu_count() or 1
-    with tempfile.TemporaryDirectory(prefix="steptrace-floor-", dir="/tmp") as work:
+    processes = min(usable_cores(), MAX_WORKERS)  # as many as steptrace would start
+    with tempfile.TemporaryDirectory(prefix="steptrace-floor-") as work:
         path = Path(work) / f"x{args.copies}.json.gz"
         size = in_fresh_process(build_replica, args.trace, path, args.copies)
         _PIECES = cut_pieces(path)
         print(f"{args.copies}x: {size / MB:.0f} MB of JSON in {len(_PIECES)} pieces; "
-              f"{processes} cores; load average {os.getloadavg()[0]:.2f}", flush=True)  # fmt: skip
+              f"{processes} decoding processes; load average {os.getloadavg()[0]:.2f}",
+              flush=True)  # fmt: skip
         runs: dict[str, list[float]] = {k: [] for k in ("start", *DEPTHS, "steptrace")}
         command = [str(args.steptrace), "analyze", str(path), "--format", "json"]
         start = [sys.executable, "-c", "import steptrace.cli, steptrace.pipeline"]

@@ -5,10 +5,11 @@ from __future__ import annotations
 import threading
 from pathlib import Path
 
+import msgspec
 import numpy as np
 import pytest
 
-from steptrace.trace import threads
+from steptrace.trace import columns, threads
 from steptrace.trace.load import load_trace
 from tests.conftest import trace_params
 
@@ -19,9 +20,11 @@ def _where() -> int:
 
 def test_small_tables_stay_in_the_calling_thread() -> None:
     with threads.helper_for(threads.LARGE_ROWS - 1) as helper:
-        assert helper.submit(_where).result() == threading.get_ident()
-        with pytest.raises(ZeroDivisionError):  # raised at once, as the call it is
-            helper.submit(divmod, 1, 0)
+        here = helper.submit(_where)
+        failed = helper.submit(divmod, 1, 0)
+    assert here.result() == threading.get_ident()
+    with pytest.raises(ZeroDivisionError):  # at result(), as from the helper thread
+        failed.result()
 
 
 def test_large_tables_get_a_helper_thread() -> None:
@@ -38,14 +41,30 @@ def test_a_table_built_with_the_helper_is_the_same(
     path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Every real trace's table with half its columns gathered by the helper thread (forced
-    here: the shared traces are below ``LARGE_ROWS``) equals the one built in one thread."""
+    here: the shared traces are below ``LARGE_ROWS``), the memory given back from both
+    threads, equals the one built in one thread."""
     alone = load_trace(path, progress=False).events
     monkeypatch.setattr(threads, "LARGE_ROWS", 0)
+    monkeypatch.setattr(columns, "_TRIM_ROWS", 0)
+    gathered_by: set[int] = set()
+    pop = columns.ColumnBuilder._pop
+
+    def spied(self: columns.ColumnBuilder, name: str) -> object:
+        gathered_by.add(threading.get_ident())
+        return pop(self, name)
+
+    monkeypatch.setattr(columns.ColumnBuilder, "_pop", spied)
     helped = load_trace(path, progress=False).events
+    assert len(gathered_by) == 2  # this thread and the helper
     assert len(helped) == len(alone) > 0
     for field in alone.__struct_fields__:
         a, b = getattr(alone, field), getattr(helped, field)
-        if isinstance(a, np.ndarray):
+        if field == "comm":
+            a, b = msgspec.structs.asdict(a), msgspec.structs.asdict(b)
+            assert {k: np.asarray(v).tolist() for k, v in a.items()} == {
+                k: np.asarray(v).tolist() for k, v in b.items()
+            }
+        elif isinstance(a, np.ndarray):
             assert a.dtype == b.dtype and np.array_equal(a, b, equal_nan=a.dtype.kind == "f")
-        elif field != "comm":  # the collective args are built before the columns
+        else:
             assert a == b, field

@@ -294,7 +294,8 @@ class ColumnBuilder:
         def gather(typed: dict[str, type[np.generic]]) -> dict[str, Any]:
             return {name: column(name, dtype) for name, dtype in typed.items()}
 
-        with helper_for(self._rows) as helper:  # gathers in table order: numpy frees the GIL
+        with helper_for(self._rows) as helper:  # it gathers half the columns: numpy's take
+            # releases the GIL, so both threads run at once
             other = helper.submit(gather, helped)
             taken = gather({"kind": np.int8, "name_id": np.int32, "raw_thread": np.int32,
                             "records_grad": np.bool_})  # fmt: skip

@@ -28,7 +28,10 @@ class _Inline(Executor):
 
     def submit(self, fn: Callable[P, T], /, *args: P.args, **kwargs: P.kwargs) -> Future[T]:
         done: Future[T] = Future()
-        done.set_result(fn(*args, **kwargs))  # an exception is raised here, at once
+        try:
+            done.set_result(fn(*args, **kwargs))
+        except Exception as error:  # raised by result(), as the helper thread's would be
+            done.set_exception(error)
         return done
 
 
