@@ -8,6 +8,7 @@ from hypothesis import strategies as st
 
 from steptrace.trace import intervals as iv
 from steptrace.trace.arrays import by_start_longer_first, distinct
+from steptrace.trace.kinds import Kind
 from steptrace.trace.nesting import (
     _by_thread_start_longer,
     has_same_name_ancestor,
@@ -15,6 +16,7 @@ from steptrace.trace.nesting import (
     parents,
     self_time,
 )
+from tests.tables import Row, table
 
 
 def arrays(rows: list[tuple[float, float]]) -> tuple[np.ndarray, np.ndarray]:
@@ -193,3 +195,13 @@ def test_the_table_order_is_lexsort_by_start_longer_first(rows: list[tuple[int, 
     dur = np.array([r[1] for r in rows], dtype=np.int64)
     expected = np.lexsort((-dur, start))
     assert by_start_longer_first(start, dur).tolist() == expected.tolist()
+
+
+@given(
+    st.lists(st.sampled_from(list(Kind)), max_size=60),
+    st.lists(st.sampled_from(list(Kind)), min_size=1, max_size=4),
+)
+def test_the_kind_mask_is_isin(kinds: list[Kind], chosen: list[Kind]) -> None:
+    events = table(*(Row(k, f"e{i}", i, 1) for i, k in enumerate(kinds)))
+    expected = np.isin(events.kind, [int(k) for k in chosen])
+    assert events.mask(*chosen).tolist() == expected.tolist()

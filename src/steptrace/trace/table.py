@@ -67,8 +67,11 @@ class EventTable(msgspec.Struct, frozen=True, eq=False):
         return int(self.kind.shape[0])
 
     def mask(self, *kinds: Kind) -> Bools:
-        """Rows whose kind is one of ``kinds``."""
-        return np.isin(self.kind, np.array([int(k) for k in kinds], dtype=np.int8))
+        """Rows whose kind is one of ``kinds``: a lookup in a table of the 256 int8 values,
+        several times faster than ``np.isin`` on a large table."""
+        member = np.zeros(256, dtype=bool)
+        member[np.array([int(k) for k in kinds], dtype=np.int8).view(np.uint8)] = True
+        return member[self.kind.view(np.uint8)]
 
     def name_of(self, row: int) -> str:
         return self.names[int(self.name_id[row])]
