@@ -11,19 +11,20 @@ builds it). Each part is the least it can cost, everything around it left out:
 2. **decode**: the events' text, gunzipped and cut into steptrace's pieces beforehand, in
    memory (none of that timed), decoded by as many forked processes as steptrace starts
    workers (one per usable core, at most 8), each taking every n-th piece; wall time from
-   the first process's start to the last one's end. Three
-   depths, each with no gunzip, no cutting, no transfer between processes, no merging and
-   no table: ``raw`` (msgspec only finds each event's bytes: the least any decoder that
-   hands Python one object per event can do), ``typed`` (steptrace's decoder: the fields
-   the analyses read, as typed structs), ``columns`` (``typed`` and then the columns of
-   each piece, steptrace's ``ColumnBuilder``: a worker's whole job);
+   the first process's start to the last one's end. Three depths, each with no gunzip,
+   no cutting, no transfer between processes, no merging and no table: ``raw`` (msgspec
+   only finds each event's bytes: the least any decoder that hands Python one object per
+   event can do), ``typed`` (steptrace's decoder: the fields the analyses read, as typed
+   structs), ``columns`` (``typed`` and then the columns of each piece, steptrace's
+   ``ColumnBuilder``: a worker's whole job);
 3. **analysis**: ``steptrace.analyze_trace(trace, timeline=False)`` (what ``analyze
    --format json`` computes), the trace loaded beforehand, in one process, repeated in it
    (warm: its memory already mapped, hence a little optimistic, as a floor may be);
 4. **steptrace**: ``steptrace analyze TRACE --format json`` as users run it, for reference.
 
-``floor(depth) = start + decode(depth) + analysis``: no real run can be faster, since it
-also gunzips, cuts, merges and builds the table. The budget is the JSON's size / 250 MB/s.
+``floor(depth) = start + decode(depth) + analysis``: a real run also gunzips, cuts,
+merges and builds the table, so it is slower than ``floor("columns")`` unless its
+analysis runs faster cold than this one warm. The budget is the JSON's size / 250 MB/s.
 The rounds are interleaved; medians are printed with the load average.
 """
 
