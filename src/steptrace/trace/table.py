@@ -71,7 +71,7 @@ class EventTable(msgspec.Struct, frozen=True, eq=False):
         several times faster than ``np.isin`` on a large table."""
         member = np.zeros(256, dtype=bool)
         member[np.array([int(k) for k in kinds], dtype=np.int8).view(np.uint8)] = True
-        return member[self.kind.view(np.uint8)]
+        return member[self.kind.astype(np.int8, copy=False).view(np.uint8)]
 
     def name_of(self, row: int) -> str:
         return self.names[int(self.name_id[row])]
