@@ -15,6 +15,7 @@ import math
 from pathlib import Path
 from typing import Any, NamedTuple
 
+import msgspec
 import numpy as np
 import pytest
 
@@ -124,6 +125,23 @@ def table(*rows: Row) -> EventTable:
         shapes=tuple(dims for dims, _ in shapes),
         shape_types=tuple(types for _, types in shapes),
     )
+
+
+def assert_same_table(a: EventTable, b: EventTable) -> None:
+    """Every column equal, dtypes included (NaN equal to NaN), and the collectives' args."""
+    assert len(a) == len(b)
+    for field in a.__struct_fields__:
+        x, y = getattr(a, field), getattr(b, field)
+        if field == "comm":
+            x, y = msgspec.structs.asdict(x), msgspec.structs.asdict(y)
+            assert {k: np.asarray(v).tolist() for k, v in x.items()} == {
+                k: np.asarray(v).tolist() for k, v in y.items()
+            }, field
+        elif isinstance(x, np.ndarray):
+            assert x.dtype == y.dtype, field
+            assert np.array_equal(x, y, equal_nan=x.dtype.kind == "f"), field
+        else:
+            assert x == y, field
 
 
 def trace(events: EventTable, **info: Any) -> Trace:

@@ -16,7 +16,6 @@ import multiprocessing
 import os
 from pathlib import Path
 
-import msgspec
 import numpy as np
 import pytest
 from click.testing import CliRunner
@@ -29,6 +28,7 @@ from steptrace.trace import split as splitting
 from steptrace.trace.columns import Piece
 from steptrace.trace.load import load_trace
 from tests.conftest import NOT_A_TRACE, WriteTrace
+from tests.tables import assert_same_table
 from tests.test_stream import _exact_report, _nasty_text, _real_traces
 from tests.tracegen import cpu, step
 
@@ -138,17 +138,7 @@ def test_load_trace_with_workers_equals_one_process(
     one, two = load_trace(path, progress=False), load_trace(path, progress=False, workers=2)
     assert one.info == two.info
     assert len(one.events) > 100
-    for field in one.events.__struct_fields__:
-        a, b = getattr(one.events, field), getattr(two.events, field)
-        if field == "comm":
-            a, b = msgspec.structs.asdict(a), msgspec.structs.asdict(b)
-            assert {k: np.asarray(v).tolist() for k, v in a.items()} == {
-                k: np.asarray(v).tolist() for k, v in b.items()
-            }
-        elif isinstance(a, np.ndarray):
-            assert np.array_equal(a, b, equal_nan=a.dtype.kind == "f"), field
-        else:
-            assert a == b, field
+    assert_same_table(one.events, two.events)
 
 
 def _dies(offset: int, length: int) -> object:

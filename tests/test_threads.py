@@ -5,13 +5,12 @@ from __future__ import annotations
 import threading
 from pathlib import Path
 
-import msgspec
-import numpy as np
 import pytest
 
 from steptrace.trace import columns, threads
 from steptrace.trace.load import load_trace
 from tests.conftest import trace_params
+from tests.tables import assert_same_table
 
 
 def _where() -> int:
@@ -56,15 +55,5 @@ def test_a_table_built_with_the_helper_is_the_same(
     monkeypatch.setattr(columns.ColumnBuilder, "_pop", spied)
     helped = load_trace(path, progress=False).events
     assert len(gathered_by) == 2  # this thread and the helper
-    assert len(helped) == len(alone) > 0
-    for field in alone.__struct_fields__:
-        a, b = getattr(alone, field), getattr(helped, field)
-        if field == "comm":
-            a, b = msgspec.structs.asdict(a), msgspec.structs.asdict(b)
-            assert {k: np.asarray(v).tolist() for k, v in a.items()} == {
-                k: np.asarray(v).tolist() for k, v in b.items()
-            }
-        elif isinstance(a, np.ndarray):
-            assert a.dtype == b.dtype and np.array_equal(a, b, equal_nan=a.dtype.kind == "f")
-        else:
-            assert a == b, field
+    assert len(alone) > 0
+    assert_same_table(alone, helped)
