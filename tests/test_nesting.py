@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+from unittest.mock import patch
+
 import numpy as np
 from hypothesis import given
 from hypothesis import strategies as st
 
 from steptrace.trace import intervals as iv
+from steptrace.trace import nesting
 from steptrace.trace.arrays import by_start_longer_first, distinct
 from steptrace.trace.kinds import Kind
 from steptrace.trace.nesting import (
@@ -101,9 +104,27 @@ def stack_parents(rows: list[tuple[int, int]], thread: list[int]) -> list[int]:
     return parent
 
 
-@given(st.lists(st.tuples(st.integers(0, 40), st.integers(0, 15), st.integers(0, 2)), max_size=40))
+INTERVALS_ON_THREADS = st.lists(
+    st.tuples(st.integers(0, 40), st.integers(0, 15), st.integers(0, 2)), max_size=40
+)
+
+
+@given(INTERVALS_ON_THREADS)
 def test_parents_match_a_stack_walk(raw: list[tuple[int, int, int]]) -> None:
     """Any intervals, partial overlaps and ties included, on up to three threads."""
+    assert_parents_match_a_stack_walk(raw)
+
+
+@given(INTERVALS_ON_THREADS)
+def test_parents_match_a_stack_walk_when_roots_are_left_to_the_jumps(
+    raw: list[tuple[int, int, int]],
+) -> None:
+    """Past the threads scanned for roots (here: one), the jumps alone find the same."""
+    with patch.object(nesting, "_MOST_THREADS_SCANNED", 1):
+        assert_parents_match_a_stack_walk(raw)
+
+
+def assert_parents_match_a_stack_walk(raw: list[tuple[int, int, int]]) -> None:
     rows = [(s, s + d) for s, d, _ in raw]
     thread = [t for _, _, t in raw]
     start, end = arrays(rows) if rows else (np.zeros(0), np.zeros(0))

@@ -16,6 +16,7 @@ from steptrace.trace.arrays import by_start_longer_first
 
 Floats = NDArray[np.float64]
 Ints = NDArray[np.int64]
+_MOST_THREADS_SCANNED = 4096  # threads beyond which roots are left to the jumps to find
 
 
 def parents(start: Floats, end: Floats, thread: NDArray[np.int32]) -> Ints:
@@ -29,15 +30,17 @@ def parents(start: Floats, end: Floats, thread: NDArray[np.int32]) -> Ints:
     of ``k`` is ``m`` itself or the container of ``m``. Each event's candidate starts at
     the event just before it and, while the candidate closed before ``k`` started, jumps
     to the candidate's own candidate; jumps compound, so the rounds grow with the log of
-    the longest run of closed events. An event that starts inside another but ends after
-    it (a rounding artefact) is still its child; callers clip children to their parent's end.
+    the longest run of closed events. Roots are found first, without jumps: every earlier
+    event of their thread ended by their start (a run of roots would otherwise take the
+    most rounds). An event that starts inside another but ends after it (a rounding
+    artefact) is still its child; callers clip children to their parent's end.
     """
     n = start.size
     index: type[np.signedinteger[Any]] = np.int32 if n < 2**31 else np.int64  # half the memory
     order = _by_thread_start_longer(start, end - start, thread).astype(index, copy=False)
     s, e, t = start[order], end[order], thread[order]
     candidate = np.arange(-1, n - 1, dtype=index)
-    candidate[1:][t[1:] != t[:-1]] = -1  # the first event of a thread has no earlier one
+    candidate[_roots(s, e, t)] = -1
     del t
     pending = np.flatnonzero(candidate >= 0).astype(index)
     while pending.size:
@@ -50,6 +53,23 @@ def parents(start: Floats, end: Floats, thread: NDArray[np.int32]) -> Ints:
     found = np.flatnonzero(candidate >= 0)
     parent[order[found]] = order[candidate[found]]
     return parent
+
+
+def _roots(s: Floats, e: Floats, t: NDArray[np.int32]) -> NDArray[np.bool_]:
+    """Per event (ordered by thread, start, longer first): no earlier event of its thread
+    is still open at its start. Beyond ``_MOST_THREADS_SCANNED`` threads, only the first
+    event of each thread (the jumps find the other roots)."""
+    if not t.size:
+        return np.zeros(0, dtype=bool)
+    root = np.concatenate(([True], t[1:] != t[:-1]))
+    first = np.flatnonzero(root)
+    if first.size > _MOST_THREADS_SCANNED:  # one numpy call per thread: many would cost more
+        return root
+    latest_end = np.empty_like(e)  # per event: the latest end so far on its thread
+    for a, b in zip(first.tolist(), [*first[1:].tolist(), e.size], strict=True):
+        np.maximum.accumulate(e[a:b], out=latest_end[a:b])
+    root[1:] |= latest_end[:-1] <= s[1:]
+    return root
 
 
 def _by_thread_start_longer(start: Floats, dur: Floats, thread: NDArray[np.int32]) -> Ints:
