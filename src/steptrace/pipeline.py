@@ -40,6 +40,7 @@ from steptrace.hypotheses.variation import step_variation
 from steptrace.report.model import FINDINGS_SCHEMA, SCHEMA, RanksReport, Report
 from steptrace.scenario import Scenario, decode_record, read_sidecar, sidecar_path, throughput
 from steptrace.trace.load import load_trace
+from steptrace.trace.remote import is_url, load_url, read_sidecar_url
 from steptrace.trace.source import GZIP_MAGIC, FileText, decompress, file_size, read_file
 from steptrace.trace.table import Trace
 
@@ -66,11 +67,16 @@ def analyze(
 ) -> Report:
     """Load a trace file and its scenario, measure it, find what its figures suggest.
 
-    ``text`` is the file's content when it was read already (``trace.source.ReadAhead``);
+    ``path`` may be an fsspec URL (``s3://...``, ``file://...``: ``trace.remote``), read
+    whole. ``text`` is the file's content when it was read already (``trace.source.ReadAhead``);
     ``timeline=False`` leaves out the steps' lanes, which only the HTML report draws (they
     cost about as much as every other figure together: 85 ms on the 216k-event trace);
     ``workers`` > 1 decodes a large (streamed) file in that many processes.
     """
+    if isinstance(path, str) and is_url(path):
+        trace = load_url(path)
+        sidecar, unreadable = read_sidecar_url(path)
+        return _report(trace, sidecar, unreadable, thresholds, timeline)
     trace = load_trace(path, progress=progress, text=text, workers=workers)
     del text  # the analysis needs the columns, not the file's text: let it go
     sidecar, unreadable = read_sidecar(trace.info.path)

@@ -168,12 +168,15 @@ class ScenarioRecord(msgspec.Struct, frozen=True):
 
 def sidecar_path(trace: Path) -> Path:
     """``run/trace.json.gz`` -> ``run/trace.scenario.json``."""
-    name = trace.name
+    return trace.with_name(sidecar_name(trace.name))
+
+
+def sidecar_name(trace_name: str) -> str:
+    """``trace.json.gz`` -> ``trace.scenario.json``."""
     for suffix in (".json.gz", ".json", ".gz"):
-        if name.endswith(suffix):
-            name = name[: -len(suffix)]
-            break
-    return trace.with_name(f"{name}.scenario.json")
+        if trace_name.endswith(suffix):
+            return f"{trace_name[: -len(suffix)]}.scenario.json"
+    return f"{trace_name}.scenario.json"
 
 
 def record_payload(scenario: Scenario, capture: CaptureFacts | None) -> dict[str, Any]:

@@ -181,7 +181,7 @@ def measure(
     ]
     return TraceAnalysis(
         trace=TraceSummary(
-            path=str(info.path),
+            path=info.url or str(info.path),
             rank=dist.rank if dist else None,
             world_size=dist.world_size if dist else None,
             backend=dist.backend if dist else None,

@@ -101,22 +101,23 @@ def analyze(
     TRACES are trace files (.json, .json.gz) or folders of them. Several traces are taken
     as the ranks of one job: one report across the ranks (stragglers, clocks, collectives),
     unless --per-rank; the ranks are measured in --jobs processes, or on a Dask cluster
-    (--scheduler), and rank traces may be fsspec URLs (s3://..., gs://..., file://...).
+    (--scheduler). Traces and folders may be fsspec URLs (s3://..., gs://..., file://...).
     In a folder, files that are not traces are skipped.
     """
-    from steptrace.cli.inputs import split_urls, trace_inputs
+    from steptrace.cli.inputs import split_urls, trace_inputs, url_inputs
     from steptrace.trace.source import ReadAhead
 
     try:
         local, urls = split_urls(traces)
         files, skipped = trace_inputs(local) if local or not urls else ([], [])
+        remote, skipped_remote = url_inputs(urls)
     except TraceError as error:
         _fail(str(error))
-    for path, why in skipped:
-        _warn(f"{path}: skipped, {why}")
-    if urls or (len(files) > 1 and not per_rank):
-        _analyze_ranks(files, urls, output_format, findings_only, list(threshold),
-                       jobs, scheduler, per_rank)  # fmt: skip
+    for where, why in [*skipped, *skipped_remote]:
+        _warn(f"{where}: skipped, {why}")
+    if len(files) + len(remote) > 1 and not per_rank:
+        _analyze_ranks([str(f) for f in files] + remote, output_format, findings_only,
+                       list(threshold), jobs, scheduler)  # fmt: skip
         return
     try:
         texts = ReadAhead(files)  # reading starts now, beside the imports
@@ -124,13 +125,17 @@ def analyze(
         from steptrace.pipeline import analyze as analyze_file
 
         limits = _thresholds(list(threshold))
+        timeline = output_format == "html"
         reports = [
             analyze_file(
-                path, thresholds=limits, text=reading.take(), timeline=output_format == "html",
+                path,
+                thresholds=limits,
+                text=reading.take(),
+                timeline=timeline,
                 workers=jobs or usable_cores(),
             ).top(top)
             for path, reading in texts
-        ]  # fmt: skip
+        ] + [analyze_file(url, thresholds=limits, timeline=timeline).top(top) for url in remote]
     except TraceError as error:
         _fail(str(error))
     reports.sort(key=lambda r: (r.analysis.trace.rank is None, r.analysis.trace.rank or 0,
@@ -139,25 +144,20 @@ def analyze(
 
 
 def _analyze_ranks(
-    files: list[Path],
-    urls: list[str],
+    locations: list[str],
     output_format: str,
     findings_only: bool,
     assignments: list[str],
     jobs: int | None,
     scheduler: str | None,
-    per_rank: bool,
 ) -> None:
     """One report of the job's rank traces (the ranks code is imported only here).
 
     Rank traces that could not be analyzed are each one warning line, always on stderr;
     the report of the others is written and the exit code is 1 (2 when too few remain)."""
-    from steptrace.cli.ranks import job_document, rank_locations, rank_thresholds
+    from steptrace.cli.ranks import job_document, rank_thresholds
 
     try:
-        locations, skipped = rank_locations(files, urls, per_rank)
-        for where, why in skipped:
-            _warn(f"{where}: skipped, {why}")
         found = job_document(
             locations, rank_thresholds(assignments), findings_only, jobs, scheduler
         )

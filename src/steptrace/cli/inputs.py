@@ -19,8 +19,8 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from steptrace.across.ranks.locations import REPORT_HEAD as _REPORT
-from steptrace.across.ranks.locations import is_url
 from steptrace.errors import TraceError
+from steptrace.trace.remote import is_url
 
 TRACE_SUFFIXES = (".json", ".json.gz")
 SIDECAR_SUFFIX = ".scenario.json"  # steptrace's own scenario files, beside their traces
@@ -32,6 +32,20 @@ def split_urls(arguments: Iterable[str]) -> tuple[list[Path], list[str]]:
     """The arguments that are local paths, and those that are URLs (``s3://...``)."""
     given = list(arguments)
     return [Path(a) for a in given if not is_url(a)], [a for a in given if is_url(a)]
+
+
+def url_inputs(urls: Iterable[str]) -> tuple[list[str], list[tuple[str, str]]]:
+    """The trace files the URLs name (a folder's traces, sorted: ``trace_urls``), and the
+    folder files skipped with the reason."""
+    from steptrace.across.ranks.locations import trace_urls  # fsspec only for URLs
+
+    found: list[str] = []
+    skipped: list[tuple[str, str]] = []
+    for url in urls:
+        traces, left = trace_urls(url)
+        found += traces
+        skipped += left
+    return found, skipped
 
 
 def is_trace_name(path: Path) -> bool:

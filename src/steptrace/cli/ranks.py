@@ -8,7 +8,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
 
 from steptrace.across.ranks.thresholds import RankThresholds
-from steptrace.errors import TraceError
 
 if TYPE_CHECKING:
     from steptrace.report.document import Document
@@ -33,28 +32,6 @@ def rank_thresholds(assignments: list[str]) -> RankThresholds:
         raise ValueError(f"{error} (several traces: the rank thresholds apply)") from None
 
 
-def rank_locations(
-    files: list[Path], urls: list[str], per_rank: bool
-) -> tuple[list[str], list[tuple[str, str]]]:
-    """Local rank traces first, then the traces each URL names, and the URL folders' files
-    skipped with the reason; URLs are read only as the ranks of one job (``TraceError``
-    for one URL alone or with --per-rank)."""
-    from steptrace.across.ranks.locations import trace_urls
-
-    remote: list[str] = []
-    skipped: list[tuple[str, str]] = []
-    for url in urls:
-        found, left = trace_urls(url)
-        remote += found
-        skipped += left
-    if remote and (per_rank or len(files) + len(remote) == 1):
-        raise TraceError(
-            f"{remote[0]}: URLs are read as the rank traces of one job (several, without "
-            "--per-rank); copy a single trace to a local file"
-        )
-    return [str(f) for f in files] + remote, skipped
-
-
 def usable_cores() -> int:
     affinity = getattr(os, "sched_getaffinity", None)
     return len(affinity(0)) if affinity else (os.cpu_count() or 1)
@@ -64,7 +41,7 @@ def default_jobs(locations: list[str]) -> int:
     """The cores this process may use; 1 for a small local job (fewer than ``_SMALL_RANKS``
     files, under ``_SMALL_BYTES`` on disk), where starting processes costs more than the
     second core saves (about 0.7 s for a pool of two on this project's machine)."""
-    from steptrace.across.ranks.locations import is_url
+    from steptrace.trace.remote import is_url
 
     cores = usable_cores()
     if len(locations) >= _SMALL_RANKS or any(is_url(where) for where in locations):

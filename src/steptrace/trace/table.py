@@ -110,6 +110,7 @@ class TraceInfo(msgspec.Struct, frozen=True):
     thread_names: dict[tuple[int | str, int | str], str] = msgspec.field(default_factory=dict)
     scenario_block: Any = None  # the trace's own ``steptrace`` metadata, undecoded
     warnings: tuple[str, ...] = ()
+    url: str | None = None  # where it was read, when an fsspec URL (``path`` is then mangled)
 
 
 class Trace(msgspec.Struct, frozen=True):

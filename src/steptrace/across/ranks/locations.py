@@ -1,14 +1,12 @@
 """Where rank traces are: local paths or fsspec URLs, and the traces a URL names.
 
-Contract: ``is_url(text)`` tells a URL (``s3://``, ``gs://``, ``file://``, ``memory://``:
-a scheme of two letters or more, so never a Windows drive) from a path.
-``trace_urls(url)``: the URL itself when it names a ``.json`` or ``.json.gz`` file, else
+Contract: ``trace_urls(url)`` (``s3://``, ``gs://``, ``file://``, ``memory://``...; see
+``trace.remote``): the URL itself when it names a ``.json`` or ``.json.gz`` file, else
 the ``*.json``/``*.json.gz`` directly under it, sorted, scenario sidecars left out, and,
 as in a local folder, skipped with the reason: saved steptrace reports and small JSON
 files without ``traceEvents`` (read from their first 64 KB); a one-line ``TraceError``
-when none is left or the folder cannot be listed. Light to import (the
-command line asks ``is_url`` before anything else); fsspec is imported only for URLs,
-with a one-line ``TraceError`` when it, or the backend's package (s3fs, gcsfs), is missing.
+when none is left or the folder cannot be listed. fsspec is imported only for URLs, with a
+one-line ``TraceError`` when it, or the backend's package (s3fs, gcsfs), is missing.
 """
 
 from __future__ import annotations
@@ -18,8 +16,8 @@ import zlib
 from typing import Any
 
 from steptrace.errors import TraceError
+from steptrace.trace.remote import fsspec_module
 
-_URL = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]+://")
 _TRACE_SUFFIXES = (".json", ".json.gz")
 _SIDECAR = ".scenario.json"
 _PEEK_BYTES = 64 * 1024
@@ -28,11 +26,6 @@ _PEEK_BYTES = 64 * 1024
 REPORT_HEAD = re.compile(
     rb'\A\s*(\[\s*)?\{\s*("title"\s*:\s*"(?:[^"\\]|\\.)*"\s*,\s*)?"schema"\s*:\s*"steptrace\.'
 )
-_NEEDS_FSSPEC = "reading URLs needs fsspec: pip install 'steptrace[dask]'"
-
-
-def is_url(location: str) -> bool:
-    return _URL.match(location) is not None
 
 
 def trace_urls(url: str) -> tuple[list[str], list[tuple[str, str]]]:
@@ -78,12 +71,3 @@ def _not_a_trace(fs: Any, name: str) -> str | None:
     if len(head) <= _PEEK_BYTES and b'"traceEvents"' not in head:
         return "not a trace (no traceEvents)"
     return None
-
-
-def fsspec_module(url: str) -> Any:
-    """fsspec, imported now; a one-line ``TraceError`` naming ``url`` when it is missing."""
-    try:
-        import fsspec
-    except ImportError:
-        raise TraceError(f"{url}: {_NEEDS_FSSPEC}") from None
-    return fsspec

@@ -11,16 +11,12 @@ and stateless, so that a process pool or a Dask worker can run it by reference.
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import msgspec
 
-from steptrace.across.ranks.locations import fsspec_module, is_url
 from steptrace.across.ranks.matrix import RankData, rank_data
 from steptrace.errors import TraceError
 from steptrace.trace.load import load_trace
-from steptrace.trace.source import FileText, decompress
-from steptrace.trace.table import Trace
+from steptrace.trace.remote import is_url, load_url
 
 
 class RankFailure(msgspec.Struct, frozen=True, kw_only=True):
@@ -35,7 +31,7 @@ def summarize(location: str) -> RankData | RankFailure:
     try:
         if not is_url(location):
             return rank_data(load_trace(location, progress=False))
-        return rank_data(_load_url(location), location)
+        return rank_data(load_url(location), location)
     except TraceError as error:
         return failure(location, str(error))
     except MemoryError:
@@ -49,26 +45,3 @@ def failure(location: str, message: str) -> RankFailure:
     return RankFailure(
         location=location, error=line if line.startswith(location) else f"{location}: {line}"
     )
-
-
-def _load_url(url: str) -> Trace:
-    raw = _read_url(url)
-    mangled = str(Path(url))  # what load_trace names the file: "memory:/x" for "memory://x"
-    try:
-        return load_trace(url, progress=False, text=FileText(decompress(raw, url), len(raw)))
-    except TraceError as error:
-        raise TraceError(str(error).replace(mangled, url, 1)) from None
-
-
-def _read_url(url: str) -> bytes:
-    fsspec = fsspec_module(url)
-    try:
-        with fsspec.open(url, "rb") as handle:
-            data: bytes = handle.read()
-    except FileNotFoundError:
-        raise TraceError(f"{url}: no such file") from None
-    except ImportError as error:  # the backend's package: s3fs, gcsfs, ...
-        raise TraceError(f"{url}: {error}") from None
-    except (OSError, ValueError) as error:
-        raise TraceError(f"{url}: cannot read ({error})") from None
-    return data

@@ -1,0 +1,90 @@
+"""A trace at an fsspec URL (``s3://``, ``gs://``, ``file://``, ``memory://``...), read whole.
+
+Contract: ``is_url(text)`` tells a URL (a scheme of two letters or more, so never a Windows
+drive) from a path. ``load_url(url) -> Trace`` reads the file, gunzipped when it is gzip,
+and decodes it as a local file's text; the trace's ``info.url`` names it. ``read_sidecar_url``
+is ``scenario.read_sidecar`` for the scenario file beside it. Errors are one-line
+``TraceError`` s that start with the URL. fsspec is imported only when a URL is read, with a
+one-line ``TraceError`` when it, or the backend's package (s3fs, gcsfs), is missing. Light
+to import: the command line asks ``is_url`` before anything else.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from steptrace.errors import TraceError
+
+if TYPE_CHECKING:
+    from steptrace.trace.table import Trace
+
+_URL = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]+://")
+_NEEDS_FSSPEC = "reading URLs needs fsspec: pip install 'steptrace[dask]'"
+
+
+def is_url(location: str) -> bool:
+    return _URL.match(location) is not None
+
+
+def fsspec_module(url: str) -> Any:
+    """fsspec, imported now; a one-line ``TraceError`` naming ``url`` when it is missing."""
+    try:
+        import fsspec
+    except ImportError:
+        raise TraceError(f"{url}: {_NEEDS_FSSPEC}") from None
+    return fsspec
+
+
+def load_url(url: str) -> Trace:
+    """The trace at ``url`` (see the module's contract)."""
+    import msgspec
+
+    from steptrace.trace.load import load_trace
+    from steptrace.trace.source import FileText, decompress
+
+    raw = read_url(url)
+    mangled = str(Path(url))  # what load_trace names the file: "memory:/x" for "memory://x"
+    try:
+        trace = load_trace(url, progress=False, text=FileText(decompress(raw, url), len(raw)))
+    except TraceError as error:
+        raise TraceError(str(error).replace(mangled, url, 1)) from None
+    return msgspec.structs.replace(trace, info=msgspec.structs.replace(trace.info, url=url))
+
+
+def read_url(url: str) -> bytes:
+    """The bytes at ``url``, as stored."""
+    fsspec = fsspec_module(url)
+    try:
+        with fsspec.open(url, "rb") as handle:
+            data: bytes = handle.read()
+    except FileNotFoundError:
+        raise TraceError(f"{url}: no such file") from None
+    except IsADirectoryError:
+        raise TraceError(f"{url}: a folder, not a trace file") from None
+    except ImportError as error:  # the backend's package: s3fs, gcsfs, ...
+        raise TraceError(f"{url}: {error}") from None
+    except (OSError, ValueError) as error:
+        raise TraceError(f"{url}: cannot read ({error})") from None
+    return data
+
+
+def read_sidecar_url(url: str) -> tuple[object | None, list[str]]:
+    """The payload of the scenario file beside the trace at ``url`` (None when there is
+    none); one that cannot be read or decoded is a warning, as for a local file."""
+    from steptrace.scenario import sidecar_name
+
+    folder, _, name = url.rpartition("/")
+    sidecar = sidecar_name(name)
+    try:
+        with fsspec_module(url).open(f"{folder}/{sidecar}", "rb") as handle:
+            text = handle.read().decode("utf-8")
+        return json.loads(text), []
+    except FileNotFoundError:
+        return None, []
+    except RecursionError:
+        return None, [f"scenario sidecar {sidecar} is nested too deeply; ignored"]
+    except (ImportError, OSError, ValueError) as error:  # ValueError: not UTF-8, not JSON
+        return None, [f"scenario sidecar {sidecar} is unreadable ({error}); ignored"]

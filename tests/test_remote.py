@@ -1,0 +1,116 @@
+"""One trace at an fsspec URL: the same report as the local file, its scenario sidecar read
+beside it, and one-line errors (``trace.remote``; folders of rank URLs: tests/ranks)."""
+
+from __future__ import annotations
+
+import gzip
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import msgspec
+import pytest
+from click.testing import CliRunner, Result
+
+import steptrace
+from steptrace.cli import app
+from steptrace.scenario import Scenario, record_payload
+from steptrace.trace.remote import is_url
+
+fsspec = pytest.importorskip("fsspec")
+
+TRACES = Path(__file__).resolve().parents[2] / "shared" / "traces" / "cpu"
+TRAIN = TRACES / "cpu_train_trace.json.gz"
+INFER = TRACES / "cpu_infer_trace.json.gz"
+
+
+def run(*args: str) -> Result:
+    return CliRunner().invoke(app, ["analyze", *args])
+
+
+@pytest.fixture
+def memory() -> Iterator[Any]:
+    """fsspec's in-memory file system (this process only), emptied afterwards."""
+    fs = fsspec.filesystem("memory")
+    yield fs
+    if fs.exists("/steptrace-remote"):
+        fs.rm("/steptrace-remote", recursive=True)
+
+
+def without_path(report: dict) -> dict:  # type: ignore[type-arg]
+    report["analysis"]["trace"].pop("path")
+    return report
+
+
+def test_urls_and_paths_are_told_apart() -> None:
+    assert is_url("s3://bucket/t.json") and is_url("file:///tmp/t.json")
+    assert not is_url("C:/traces/t.json") and not is_url("traces/s3:/t.json")
+
+
+def test_a_file_url_gives_the_local_report_named_by_its_url() -> None:
+    url = f"file://{TRAIN}"
+    remote, local = run(url, "-f", "json"), run(str(TRAIN), "-f", "json")
+    assert remote.exit_code == 0 and local.exit_code == 0, remote.stderr
+    remote_report, local_report = json.loads(remote.stdout), json.loads(local.stdout)
+    assert remote_report["analysis"]["trace"]["path"] == url
+    assert without_path(remote_report) == without_path(local_report)
+
+
+def test_plain_and_gzip_urls_in_memory_with_their_sidecar(memory: Any) -> None:
+    scenario = Scenario(question="Why is the step slower at batch 64?", batch_size=64)
+    memory.pipe("/steptrace-remote/run/plain.json", gzip.decompress(TRAIN.read_bytes()))
+    memory.pipe("/steptrace-remote/run/packed.json.gz", TRAIN.read_bytes())
+    memory.pipe(
+        "/steptrace-remote/run/packed.scenario.json",
+        json.dumps(record_payload(scenario, None)).encode(),
+    )
+    plain = steptrace.analyze("memory://steptrace-remote/run/plain.json")
+    packed = steptrace.analyze("memory://steptrace-remote/run/packed.json.gz")
+    local = steptrace.analyze(TRAIN)
+    assert plain.scenario is None and packed.scenario is not None
+    assert (packed.scenario.question, packed.scenario.batch_size) == (scenario.question, 64)
+    assert packed.throughput is not None  # the sidecar's batch size gave samples/s
+    assert plain.analysis.trace.path == "memory://steptrace-remote/run/plain.json"
+    for report in (plain, packed):
+        assert msgspec.structs.replace(report.analysis.trace, path="") == msgspec.structs.replace(
+            local.analysis.trace, path=""
+        )
+        assert report.analysis.steps == local.analysis.steps
+    assert plain.findings == local.findings
+
+
+def test_an_unreadable_sidecar_beside_a_url_is_a_warning(memory: Any) -> None:
+    memory.pipe("/steptrace-remote/t.json.gz", TRAIN.read_bytes())
+    memory.pipe("/steptrace-remote/t.scenario.json", b"{not json")
+    report = steptrace.analyze("memory://steptrace-remote/t.json.gz")
+    assert report.scenario is None
+    assert any(
+        w.startswith("scenario sidecar t.scenario.json is unreadable") for w in report.warnings
+    )
+
+
+def test_per_rank_urls_give_one_report_each() -> None:
+    urls = [f"file://{TRAIN}", f"file://{INFER}"]
+    done = run(*urls, "--per-rank", "-f", "json")
+    assert done.exit_code == 0, done.stderr
+    reports = json.loads(done.stdout)
+    assert sorted(r["analysis"]["trace"]["path"] for r in reports) == sorted(urls)
+    alone = json.loads(run(str(INFER), "-f", "json").stdout)
+    (infer,) = [r for r in reports if r["analysis"]["trace"]["path"] == urls[1]]
+    assert without_path(infer) == without_path(alone)
+
+
+def test_bad_urls_are_one_error_line(memory: Any) -> None:
+    memory.pipe("/steptrace-remote/broken.json.gz", TRAIN.read_bytes()[:5000])
+    memory.pipe("/steptrace-remote/other.json", b'{"no": "events"}')
+    cases = {
+        "file:///no/such/trace.json.gz": "file:///no/such/trace.json.gz: no such file",
+        "memory://steptrace-remote/broken.json.gz": "memory://steptrace-remote/broken.json.gz: ",
+        "memory://steptrace-remote/other.json": "memory://steptrace-remote/other.json: ",
+    }
+    for url, start in cases.items():
+        done = run(url)
+        errors = done.stderr.splitlines()
+        assert done.exit_code == 2, (url, done.stdout)
+        assert len(errors) == 1 and errors[0].startswith(f"steptrace: error: {start}"), errors
