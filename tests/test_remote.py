@@ -4,6 +4,7 @@ beside it, and one-line errors (``trace.remote``; folders of rank URLs: tests/ra
 from __future__ import annotations
 
 import gzip
+import io
 import json
 from collections.abc import Iterator
 from pathlib import Path
@@ -15,14 +16,19 @@ from click.testing import CliRunner, Result
 
 import steptrace
 from steptrace.cli import app
+from steptrace.errors import TraceError
 from steptrace.scenario import Scenario, record_payload
+from steptrace.trace.load import load_trace
 from steptrace.trace.remote import is_url
+from steptrace.trace.stream import Opener
+from tests.tables import assert_same_table
 
 fsspec = pytest.importorskip("fsspec")
 
 TRACES = Path(__file__).resolve().parents[2] / "shared" / "traces" / "cpu"
 TRAIN = TRACES / "cpu_train_trace.json.gz"
 INFER = TRACES / "cpu_infer_trace.json.gz"
+GPU = max((TRACES.parent / "gpu").glob("*.json.gz"), key=lambda p: p.stat().st_size)
 
 
 def run(*args: str) -> Result:
@@ -114,3 +120,49 @@ def test_bad_urls_are_one_error_line(memory: Any) -> None:
         errors = done.stderr.splitlines()
         assert done.exit_code == 2, (url, done.stdout)
         assert len(errors) == 1 and errors[0].startswith(f"steptrace: error: {start}"), errors
+
+
+class _Recorded(io.BytesIO):
+    """A storage file that notes the size of each read, and may fail after some bytes."""
+
+    def __init__(self, data: bytes, reads: list[int], fail_after: int | None = None) -> None:
+        super().__init__(data)
+        self.reads, self.fail_after = reads, fail_after
+
+    def read(self, size: int | None = -1) -> bytes:
+        if self.fail_after is not None and self.tell() >= self.fail_after:
+            raise RuntimeError("connection reset by the object store")
+        chunk = super().read(size)
+        self.reads.append(len(chunk))
+        return chunk
+
+
+def test_a_url_is_streamed_in_chunks_not_read_whole() -> None:
+    raw = GPU.read_bytes()
+    reads: list[int] = []
+    opener = Opener("s3://bucket/gpu.json.gz", len(raw), lambda: _Recorded(raw, reads))
+    streamed = load_trace(opener, workers=1)
+    assert len(reads) > 2 and max(reads) <= 1 << 20 < len(raw)
+    local = load_trace(GPU)
+    assert streamed.info.url == "s3://bucket/gpu.json.gz" and local.info.url is None
+    assert_same_table(streamed.events, local.events)
+
+
+def test_a_text_that_cannot_be_cut_is_read_whole_from_its_url() -> None:
+    text = gzip.decompress(TRAIN.read_bytes()).rstrip()
+    assert text.endswith(b"}")
+    text = text[:-1] + b', "note\\u0041": 1}'  # a unicode escape after the events: not cut
+    reads: list[int] = []
+    opener = Opener("gs://b/t.json", len(text), lambda: _Recorded(text, reads))
+    assert_same_table(load_trace(opener).events, load_trace(TRAIN).events)
+    assert max(reads) == len(text)  # the exact path read it whole, once streaming gave up
+
+
+def test_a_storage_error_while_streaming_is_one_line_not_a_hang() -> None:
+    raw = GPU.read_bytes()
+    opener = Opener("s3://bucket/gpu.json.gz", len(raw), lambda: _Recorded(raw, [], 2 << 20))
+    with pytest.raises(TraceError) as caught:
+        load_trace(opener)
+    assert str(caught.value) == (
+        "s3://bucket/gpu.json.gz: cannot read (RuntimeError: connection reset by the object store)"
+    )

@@ -67,14 +67,14 @@ def analyze(
 ) -> Report:
     """Load a trace file and its scenario, measure it, find what its figures suggest.
 
-    ``path`` may be an fsspec URL (``s3://...``, ``file://...``: ``trace.remote``), read
-    whole. ``text`` is the file's content when it was read already (``trace.source.ReadAhead``);
+    ``path`` may be an fsspec URL (``s3://...``, ``file://...``: ``trace.remote``).
+    ``text`` is the file's content when it was read already (``trace.source.ReadAhead``);
     ``timeline=False`` leaves out the steps' lanes, which only the HTML report draws (they
     cost about as much as every other figure together: 85 ms on the 216k-event trace);
     ``workers`` > 1 decodes a large (streamed) file in that many processes.
     """
     if isinstance(path, str) and is_url(path):
-        trace = load_url(path)
+        trace = load_url(path, workers=workers, progress=progress)
         sidecar, unreadable = read_sidecar_url(path)
         return _report(trace, sidecar, unreadable, thresholds, timeline)
     trace = load_trace(path, progress=progress, text=text, workers=workers)

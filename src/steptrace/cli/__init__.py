@@ -135,7 +135,11 @@ def analyze(
                 workers=jobs or usable_cores(),
             ).top(top)
             for path, reading in texts
-        ] + [analyze_file(url, thresholds=limits, timeline=timeline).top(top) for url in remote]
+        ] + [
+            analyze_file(url, thresholds=limits, timeline=timeline,
+                         workers=jobs or usable_cores()).top(top)
+            for url in remote
+        ]  # fmt: skip
     except TraceError as error:
         _fail(str(error))
     reports.sort(key=lambda r: (r.analysis.trace.rank is None, r.analysis.trace.rank or 0,

@@ -18,9 +18,9 @@ from steptrace.trace.decode import (
 )
 from steptrace.trace.parallel import WorkerPool, parallel_columns, worker_pool
 from steptrace.trace.progress import Stage, loading_progress
-from steptrace.trace.source import FileText, file_size, read_text
+from steptrace.trace.source import FileText, decompress, file_size, read_text
 from steptrace.trace.split import split_documents, stream_documents
-from steptrace.trace.stream import TextStream
+from steptrace.trace.stream import Opener, TextStream
 from steptrace.trace.table import MISSING, Device, Distributed, Trace, TraceInfo
 
 _EXACT_SPAN_NS = 2**53  # float64 microseconds keep every nanosecond up to here
@@ -28,7 +28,7 @@ _OPTION_KEYS = ("record_shapes", "profile_memory", "with_stack", "with_flops", "
 
 
 def load_trace(
-    path: str | Path,
+    path: str | Path | Opener,
     *,
     progress: bool | None = None,
     text: FileText | None = None,
@@ -37,16 +37,18 @@ def load_trace(
     """Read and decode a trace file; raise ``TraceError`` with a one-line message if unusable.
 
     ``text`` is the file's content when it was read already (``source.ReadAhead``). Else
-    the file is streamed (``stream.TextStream``): read, gunzipped and decoded a few
-    megabytes at a time, so that its text is never held whole; with ``workers`` > 1 the
-    pieces are decoded by that many processes (``parallel``). A text that cannot be cut
-    between events (``split``) is read whole and decoded by the exact path.
+    the file (a local path, or what an ``Opener`` opens: ``remote``) is streamed
+    (``stream.TextStream``): read, gunzipped and decoded a few megabytes at a time, so that
+    its text is never held whole; with ``workers`` > 1 the pieces are decoded by that many
+    processes (``parallel``). A text that cannot be cut between events (``split``) is read
+    whole and decoded by the exact path.
     """
-    path = Path(path)
-    size = text.size if text is not None else file_size(path)
+    source = path if isinstance(path, Opener) else Path(path)
+    where = source.name if isinstance(source, Opener) else str(source)  # in messages
+    size = text.size if text is not None else _size(source)
     with (
         worker_pool(workers if text is None else 1) as pool,  # before this loading's threads
-        loading_progress(path.name, size, progress) as stage,
+        loading_progress(Path(where).name, size, progress) as stage,
         _collector_paused(),
     ):
         data = None
@@ -57,14 +59,31 @@ def load_trace(
             del text
             columns = _in_one_pass(split_documents(data))
         else:
-            columns = _streamed(path, stage, pool)
+            columns = _streamed(source, stage, pool)
         malformed: list[str] = []
         if columns is None:  # here, not in an except block whose traceback holds the first try
-            data = data if data is not None else read_text(path).data
-            columns = _columns(exact_documents(data, str(path), malformed))
+            data = data if data is not None else _read_whole(source)
+            columns = _columns(exact_documents(data, where, malformed))
         del data
         stage.step("indexing")
-        return _build(*columns, path, size, malformed)
+        url = source.name if isinstance(source, Opener) else None
+        return _build(*columns, Path(where), size, malformed, url)
+
+
+def _size(source: Path | Opener) -> int:
+    return source.size if isinstance(source, Opener) else file_size(source)
+
+
+def _read_whole(source: Path | Opener) -> bytes:
+    """The text of a file that could not be streamed, gunzipped."""
+    if isinstance(source, Opener):
+        try:
+            with source.open() as handle:
+                raw = handle.read()
+        except OSError as exc:
+            raise TraceError(f"{source.name}: cannot read ({exc.strerror or exc})") from None
+        return decompress(raw, source.name)
+    return read_text(source).data
 
 
 def _in_one_pass(
@@ -77,11 +96,11 @@ def _in_one_pass(
 
 
 def _streamed(
-    path: Path, stage: Stage, pool: WorkerPool | None
+    source: Path | Opener, stage: Stage, pool: WorkerPool | None
 ) -> tuple[ColumnBuilder, Document[AnyEvent]] | None:
     """The columns of a file read and decoded chunk by chunk (progress in bytes read), by
     the ``pool``'s processes if there is one."""
-    with TextStream(path) as stream:
+    with TextStream(source) as stream:
 
         def chunks() -> Iterator[bytes]:
             shown = 0
@@ -126,14 +145,16 @@ def _build(
     path: Path,
     size: int,
     malformed: list[str],
+    url: str | None,
 ) -> Trace:
+    where = url or str(path)
     if not builder.events_seen:
-        raise TraceError(f"{path}: the trace holds no events")
+        raise TraceError(f"{where}: the trace holds no events")
     if not builder.names:
-        raise TraceError(f"{path}: the trace holds no complete (ph 'X') events to measure")
+        raise TraceError(f"{where}: the trace holds no complete (ph 'X') events to measure")
     table, unusable = builder.table()
     if len(table) == 0:
-        raise TraceError(f"{path}: no event has a usable ts and dur")
+        raise TraceError(f"{where}: no event has a usable ts and dur")
     warnings = _skipped(unusable)
     if malformed:
         more = f"; {len(malformed) - 1} more" if len(malformed) > 1 else ""
@@ -148,6 +169,7 @@ def _build(
         warnings.append(f"ignored {sum(unknown.values())} events of unknown categories: {listed}")
     info = TraceInfo(
         path=path,
+        url=url,
         size_bytes=size,
         events_total=builder.events_seen,
         devices=_devices(document.deviceProperties),

@@ -1,20 +1,20 @@
-"""A trace at an fsspec URL (``s3://``, ``gs://``, ``file://``, ``memory://``...), read whole.
+"""A trace at an fsspec URL (``s3://``, ``gs://``, ``file://``, ``memory://``...).
 
 Contract: ``is_url(text)`` tells a URL (a scheme of two letters or more, so never a Windows
-drive) from a path. ``load_url(url) -> Trace`` reads the file, gunzipped when it is gzip,
-and decodes it as a local file's text; the trace's ``info.url`` names it. ``read_sidecar_url``
-is ``scenario.read_sidecar`` for the scenario file beside it. Errors are one-line
-``TraceError`` s that start with the URL. fsspec is imported only when a URL is read, with a
-one-line ``TraceError`` when it, or the backend's package (s3fs, gcsfs), is missing. Light
-to import: the command line asks ``is_url`` before anything else.
+drive) from a path. ``load_url(url) -> Trace`` streams the file as a local one is (read in
+chunks, gunzipped when it is gzip, in bounded memory); the trace's ``info.url`` names it.
+``read_sidecar_url`` is ``scenario.read_sidecar`` for the scenario file beside it. Errors
+are one-line ``TraceError`` s that start with the URL. fsspec is imported only when a URL
+is read, with a one-line ``TraceError`` when it, or the backend's package (s3fs, gcsfs),
+is missing. Light to import: the command line asks ``is_url`` before anything else.
 """
 
 from __future__ import annotations
 
 import json
 import re
-from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from functools import partial
+from typing import TYPE_CHECKING, Any, BinaryIO
 
 from steptrace.errors import TraceError
 
@@ -38,37 +38,37 @@ def fsspec_module(url: str) -> Any:
     return fsspec
 
 
-def load_url(url: str) -> Trace:
-    """The trace at ``url`` (see the module's contract)."""
-    import msgspec
-
+def load_url(url: str, *, workers: int = 1, progress: bool | None = False) -> Trace:
+    """The trace at ``url``, streamed as a local file is (``load.load_trace``: bounded
+    memory, ``workers`` decoding processes for a large one); see the module's contract."""
     from steptrace.trace.load import load_trace
-    from steptrace.trace.source import FileText, decompress
+    from steptrace.trace.stream import Opener
 
-    raw = read_url(url)
-    mangled = str(Path(url))  # what load_trace names the file: "memory:/x" for "memory://x"
-    try:
-        trace = load_trace(url, progress=False, text=FileText(decompress(raw, url), len(raw)))
-    except TraceError as error:
-        raise TraceError(str(error).replace(mangled, url, 1)) from None
-    return msgspec.structs.replace(trace, info=msgspec.structs.replace(trace.info, url=url))
-
-
-def read_url(url: str) -> bytes:
-    """The bytes at ``url``, as stored."""
     fsspec = fsspec_module(url)
     try:
-        with fsspec.open(url, "rb") as handle:
-            data: bytes = handle.read()
+        fs, where = fsspec.core.url_to_fs(url)
+        info = fs.info(where)
     except FileNotFoundError:
         raise TraceError(f"{url}: no such file") from None
-    except IsADirectoryError:
-        raise TraceError(f"{url}: a folder, not a trace file") from None
     except ImportError as error:  # the backend's package: s3fs, gcsfs, ...
         raise TraceError(f"{url}: {error}") from None
     except (OSError, ValueError) as error:
         raise TraceError(f"{url}: cannot read ({error})") from None
-    return data
+    if info.get("type") == "directory":
+        raise TraceError(f"{url}: a folder, not a trace file")
+    opener = Opener(url, int(info.get("size") or 0), partial(_open, fs, where))
+    return load_trace(opener, progress=progress, workers=workers)
+
+
+def _open(fs: Any, where: str) -> BinaryIO:
+    """The file, opened; a backend's own exceptions made ``OSError`` (what reading reports)."""
+    try:
+        handle: BinaryIO = fs.open(where, "rb")
+    except OSError:
+        raise
+    except Exception as error:
+        raise OSError(f"{type(error).__name__}: {error}") from None
+    return handle
 
 
 def read_sidecar_url(url: str) -> tuple[object | None, list[str]]:

@@ -3,12 +3,13 @@
 ``TextStream(path)`` iterates, once, over the file's text, gunzipped when it is gzip
 (every member of a multi-member file; what follows the last member, if it is not another
 one, is ignored as ``source.decompress`` does), in chunks of at most ``CHUNK_BYTES`` of
-text (plain files: as read, ``_READ_BYTES`` at a time). A daemon thread reads
-the file and inflates it with ISA-L (both release the GIL) while the caller decodes what
-came before: at most ``_AHEAD`` chunks wait in between, so the memory held stays a few
-chunks whatever the size of the file. Errors (a broken or truncated gzip, a read error) are
-raised in the caller's thread, as one-line ``TraceError`` s, when it reaches them. Closing
-the stream (or leaving a ``with`` block) stops the thread at its next chunk.
+text (plain files: as read, ``_READ_BYTES`` at a time). A daemon thread reads the file
+(or what an ``Opener`` opens: a URL) and inflates it with ISA-L (both release the GIL)
+while the caller decodes what came before: at most ``_AHEAD`` chunks wait in between, so
+the memory held stays a few chunks whatever the size of the file. Errors (a broken or
+truncated gzip, a read error) are raised in the caller's thread, as one-line
+``TraceError`` s, when it reaches them. Closing the stream (or leaving a ``with`` block)
+stops the thread at its next chunk.
 
 Like ``source``, this module needs only the standard library and ``isal``.
 """
@@ -20,10 +21,11 @@ import os
 import queue
 import threading
 import zlib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from functools import partial
 from pathlib import Path
 from types import TracebackType
-from typing import BinaryIO, cast
+from typing import BinaryIO, NamedTuple, cast
 
 from isal import isal_zlib
 
@@ -36,12 +38,23 @@ _AHEAD = 4  # chunks waiting for the caller, at most
 _ISAL_ERROR = cast(type[Exception], isal_zlib.error)
 
 
+class Opener(NamedTuple):
+    """A trace file that is not a local path (an fsspec URL: ``remote``): its name in
+    messages, its size in storage, and how to open it for reading."""
+
+    name: str
+    size: int
+    open: Callable[[], BinaryIO]
+
+
 class TextStream:
     """The text of one trace file, chunk by chunk (see the module's docstring)."""
 
-    def __init__(self, path: Path) -> None:
-        self.path = path
-        self.size = file_size(path)  # a one-line error now for a folder, a pipe, no file
+    def __init__(self, path: Path | Opener) -> None:
+        self.path = path.name if isinstance(path, Opener) else path  # in messages
+        self._open = path.open if isinstance(path, Opener) else partial(_open, path)
+        if not isinstance(path, Opener):
+            file_size(path)  # a one-line error now for a folder, a pipe, no file
         self.read_bytes = 0  # of the file on disk, in the chunks taken so far
         self._queue: queue.Queue[_Item] = queue.Queue(_AHEAD)
         self._stop = threading.Event()
@@ -79,7 +92,7 @@ class TextStream:
 
     def _run(self) -> None:
         try:
-            with _open(self.path) as handle:
+            with self._open() as handle:
                 head = handle.read(_READ_BYTES)
                 while 0 < len(head) < len(GZIP_MAGIC) and (more := handle.read(_READ_BYTES)):
                     head += more  # enough to tell gzip from text
@@ -95,6 +108,8 @@ class TextStream:
             self._put(TraceError(f"{self.path}: cannot read ({exc.strerror or exc})"))
         except MemoryError:
             self._put(TraceError(f"{self.path}: too large to read"))
+        except Exception as exc:  # a storage backend's own error: said, never a silent hang
+            self._put(TraceError(f"{self.path}: cannot read ({type(exc).__name__}: {exc})"))
 
     def _put(self, item: _Item) -> bool:
         """Hand an item over, waiting for room; False once the caller closed the stream."""
@@ -129,7 +144,7 @@ def _plain(handle: BinaryIO, head: bytes) -> Iterator[tuple[bytes, int]]:
         chunk = handle.read(_READ_BYTES)
 
 
-def _inflate(handle: BinaryIO, head: bytes, path: Path) -> Iterator[tuple[bytes, int]]:
+def _inflate(handle: BinaryIO, head: bytes, path: Path | str) -> Iterator[tuple[bytes, int]]:
     """Each member of the gzip file in turn, in chunks of at most ``CHUNK_BYTES`` of text.
 
     What follows the last member, if it is not another member (zero padding), is ignored,
