@@ -52,6 +52,30 @@ def test_file_names_then_file_order_with_a_warning() -> None:
     assert "order given" in ordered.warnings[0]
 
 
+def test_a_trace_without_its_rank_does_not_renumber_the_others() -> None:
+    """Each trace keeps the rank it says; one that says none takes the first number left."""
+    found = identify(
+        [info(f"rank{k}.json", rank=k, world=12) for k in (0, 1, 10, 2)] + [info("last.json")]
+    )
+    assert [(r.rank, r.source) for r in found.ranks] == [
+        (0, "distributedInfo"), (1, "distributedInfo"), (10, "distributedInfo"),
+        (2, "distributedInfo"), (3, "file order"),
+    ]  # fmt: skip
+    assert "1 of 5 traces do not say their rank" in found.warnings[0]
+    assert "last.json -> 3" in found.warnings[0]
+    mixed = identify([info("b.json"), info("x_rank0.json"), info("a.json", rank=1)])
+    assert [(r.rank, r.source) for r in mixed.ranks] == [
+        (2, "file order"), (0, "file name"), (1, "distributedInfo"),
+    ]  # fmt: skip
+
+
+def test_a_huge_world_size_is_counted_not_listed() -> None:
+    """The world size is the trace's word: 10**9 must not build a billion-number set."""
+    found = identify([info(f"r{k}.json", rank=k, world=10**9) for k in (0, 2)])
+    (warning,) = found.warnings
+    assert "ranks 1, 3, 4, 5, 6, 7, 8, 9, 10, 11 and 999999988 more are missing" in warning
+
+
 def test_missing_ranks_are_warned_about() -> None:
     found = identify([info(f"r{k}.json", rank=k, world=8) for k in range(6)])
     (warning,) = found.warnings

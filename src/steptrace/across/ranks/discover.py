@@ -3,7 +3,8 @@
 Contract: ``identify(origins) -> Identified``: one rank number per trace (each a
 ``RankOrigin``: where it was read, its file name, its ``distributedInfo``), from (first
 match) its ``distributedInfo.rank``, a rank number in its file name (``rank-3``, ``rank3``,
-``_rank_3``, ``worker3``), or the order the files were given (a warning says so). Ranks
+``_rank_3``, ``worker3``), or the order the files were given, after the numbers the other
+traces say (a warning names them). Ranks
 missing from the world size (8 said, 6 given) are warned about; a rank given twice,
 ranks of different world sizes or backends (different jobs), or a rank beyond the world
 size raise ``TraceError``: nothing sensible can be compared then.
@@ -13,6 +14,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from itertools import count, islice
 
 import msgspec
 
@@ -64,29 +66,37 @@ def identify(infos: Sequence[RankOrigin]) -> Identified:
     world, backend = _job(infos)
     by_info = [i.distributed.rank if i.distributed else None for i in infos]
     by_name = [rank_in_name(i.name) for i in infos]
-    ranks: list[RankIdentity] = []
-    if all(r is not None for r in by_info):
-        ranks = [
-            RankIdentity(r, "distributedInfo", k) for k, r in enumerate(by_info) if r is not None
-        ]
-    elif all(r is not None or n is not None for r, n in zip(by_info, by_name, strict=True)):
-        for k, (r, n) in enumerate(zip(by_info, by_name, strict=True)):
-            ranks.append(RankIdentity(r, "distributedInfo", k) if r is not None else
-                         RankIdentity(n if n is not None else -1, "file name", k))  # fmt: skip
-        if any(r is None for r in by_info):
-            warnings.append(
-                "some traces have no distributedInfo: their rank was read from the file name"
-            )
-    else:
-        ranks = [RankIdentity(k, "file order", k) for k in range(len(infos))]
+    said: list[tuple[int, RankSource] | None] = [
+        (r, "distributedInfo") if r is not None else (n, "file name") if n is not None else None
+        for r, n in zip(by_info, by_name, strict=True)
+    ]
+    taken = {number for number, _ in filter(None, said)}
+    free = (number for number in count() if number not in taken)  # for the others, in order
+    identities = [
+        RankIdentity(*known, k) if known is not None else RankIdentity(next(free), "file order", k)
+        for k, known in enumerate(said)
+    ]
+    if any(i.source == "file name" for i in identities):
         warnings.append(
-            "the traces do not all say their rank (no distributedInfo, no rank number in "
-            "the file name): ranks were numbered in the order given, 0 to "
-            f"{len(infos) - 1}"
+            "some traces have no distributedInfo: their rank was read from the file name"
         )
-    _check_duplicates(ranks, infos)
-    warnings += _missing(ranks, world, infos)
-    return Identified(tuple(ranks), world, backend, tuple(warnings))
+    unnamed = [i for i in identities if i.source == "file order"]
+    if len(unnamed) == len(identities):
+        warnings.append(
+            "the traces do not say their rank (no distributedInfo, no rank number in the "
+            f"file name): ranks were numbered in the order given, 0 to {len(infos) - 1}"
+        )
+    elif unnamed:
+        named = ", ".join(f"{infos[i.index].name} -> {i.rank}" for i in unnamed[:3])
+        more = f" and {len(unnamed) - 3} more" if len(unnamed) > 3 else ""
+        warnings.append(
+            f"{len(unnamed)} of {len(infos)} traces do not say their rank (no "
+            "distributedInfo, no rank number in the file name): numbered in the order given, "
+            f"after the ranks the others say ({named}{more})"
+        )
+    _check_duplicates(identities, infos)
+    warnings += _missing(identities, world, infos)
+    return Identified(tuple(identities), world, backend, tuple(warnings))
 
 
 def _job(infos: Sequence[RankOrigin]) -> tuple[int | None, str | None]:
@@ -129,12 +139,14 @@ def _missing(
             f"rank {beyond[0]} is beyond the world size {world} the traces give "
             f"({infos[0].name}): not one job"
         )
-    absent = sorted(set(range(world)) - set(numbers))
+    # the first ten absent numbers, found without listing the world (its size is the
+    # trace's word: 10**9 must not take the machine's memory)
+    absent = world - len(numbers)
     if not absent:
         return []
-    shown = ", ".join(map(str, absent[:10])) + (
-        f" and {len(absent) - 10} more" if len(absent) > 10 else ""
-    )
+    given = set(numbers)
+    first = list(islice((r for r in range(world) if r not in given), 10))
+    shown = ", ".join(map(str, first)) + (f" and {absent - 10} more" if absent > 10 else "")
     return [
         f"world size {world}, {len(numbers)} rank traces given: ranks {shown} are missing; "
         "collectives of groups that include them cannot be matched"
