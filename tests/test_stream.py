@@ -28,6 +28,7 @@ from steptrace.trace import source
 from steptrace.trace import split as splitting
 from steptrace.trace import stream as streaming
 from steptrace.trace.decode import AnyEvent, Document, UnsplittableError, exact_documents
+from steptrace.trace.source import decompress
 from steptrace.trace.split import stream_documents
 from steptrace.trace.stream import TextStream
 from tests.conftest import NOT_A_TRACE, WriteTrace, real_traces, trace_params
@@ -244,6 +245,45 @@ def test_text_stream_reports_a_broken_gzip_in_one_line(raw: bytes, tmp_path: Pat
     with pytest.raises(TraceError, match=r"bad\.json\.gz: broken gzip \(") as caught:
         _read(path)
     assert "\n" not in str(caught.value)
+
+
+_TEXT = b'{"traceEvents": [' + b'{"ph": "X"}, ' * 500 + b"{}]}"
+_HALF = len(_TEXT) // 2
+
+
+@pytest.mark.parametrize(
+    "raw",
+    [
+        gzip.compress(_TEXT),
+        gzip.compress(_TEXT[:_HALF])
+        + gzip.compress(_TEXT[_HALF : 2 * _HALF])
+        + (
+            gzip.compress(_TEXT[2 * _HALF :]) if len(_TEXT) % 2 else b""
+        ),  # members of equal size: the last one's trailer tells the first one's size too
+        gzip.compress(_TEXT) * 2,  # the same member twice: the text twice (not JSON)
+        gzip.compress(_TEXT[:7]) + gzip.compress(_TEXT[7:100]) + gzip.compress(_TEXT[100:]),
+        gzip.compress(_TEXT) + bytes(8),  # zero padding
+        gzip.compress(_TEXT) + b"trailing text",  # not a member: ignored
+        gzip.compress(_TEXT)[:-30],  # truncated
+        gzip.compress(_TEXT) + b"\x1f\x8bxx",  # a broken second member
+    ],
+    ids=["one", "equal-halves", "twice", "three", "padding", "trailing", "truncated", "broken"],
+)
+def test_a_file_read_whole_is_gunzipped_as_the_stream_does(raw: bytes, tmp_path: Path) -> None:
+    """Small files are read whole (``source.decompress``), large ones streamed: one text."""
+    path = tmp_path / "t.json.gz"
+    path.write_bytes(raw)
+    try:
+        streamed: bytes | str = _read(path)[0]
+    except TraceError as error:
+        streamed = str(error)
+    try:
+        whole: bytes | str = decompress(raw, str(path))
+    except TraceError as error:
+        whole = str(error)
+    assert whole == streamed
+    if isinstance(whole, bytes):
+        assert whole.startswith(_TEXT) and len(whole) % len(_TEXT) == 0
 
 
 def test_a_stream_left_early_stops_its_thread(
