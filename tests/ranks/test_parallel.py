@@ -126,6 +126,34 @@ def test_gathered_ranks_keep_the_given_order_whatever_finishes_first() -> None:
     assert seen == [Path(p).name for p in locations]
 
 
+class _Elsewhere:
+    """An executor whose work runs in another folder, as a remote Dask worker's does."""
+
+    def __init__(self, folder: Path) -> None:
+        self.folder = folder
+
+    def run(self, work, items):  # type: ignore[no-untyped-def]
+        here = Path.cwd()
+        os.chdir(self.folder)
+        try:
+            yield from InProcess().run(work, items)
+        finally:
+            os.chdir(here)
+
+
+def test_relative_paths_reach_workers_in_another_folder_and_keep_their_name(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(SET.parent)
+    given = [f"{SET.name}/{p.name}" for p in rank_paths(SET)] + [f"{SET.name}/rank-9.json.gz"]
+    away = gather(given, _Elsewhere(tmp_path), lambda _: None)
+    here = gather(given, InProcess(), lambda _: None)
+    assert [r.path for r in away.ranks] == given[:-1]
+    assert msgspec.json.encode(away) == msgspec.json.encode(here)
+    (missing,) = away.failures
+    assert missing.location == given[-1] and missing.error.startswith(f"{given[-1]}: no such file")
+
+
 def _die_on_two(item: str) -> str:
     if item == "2":
         os._exit(3)  # a worker killed mid-task (out of memory, a signal)

@@ -4,8 +4,9 @@ Contract: ``gather(locations, executor, done) -> Gathered``: every location's su
 (``work.summarize``, run by the executor: here, in a process pool, on a Dask cluster), in
 the order the locations were given whatever order they finished in (so that the
 cross-rank reduce, and the report, are the same byte for byte on every executor), and the
-ranks that could not be analyzed, each with one line naming its file. ``done(name)`` is
-called as each rank finishes (a progress display).
+ranks that could not be analyzed, each with one line naming its file. Relative paths are
+sent absolute (a remote Dask worker runs in another folder) and the results named as given.
+``done(name)`` is called as each rank finishes (a progress display).
 
 What happens to a job with failed ranks (``kept``): the report is made of the ranks that
 remain when at least ``MIN_RANKS`` (2) do, with one warning per failed rank
@@ -15,6 +16,7 @@ remain when at least ``MIN_RANKS`` (2) do, with one warning per failed rank
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from pathlib import Path
 
 import msgspec
 
@@ -23,6 +25,7 @@ from steptrace.across.ranks.executors import Executor
 from steptrace.across.ranks.matrix import RankData
 from steptrace.across.ranks.work import RankFailure, failure, summarize
 from steptrace.errors import TraceError
+from steptrace.trace.remote import is_url
 
 MIN_RANKS = 2  # fewer analyzed ranks than this is no job report
 
@@ -36,18 +39,38 @@ class Gathered(msgspec.Struct, frozen=True, kw_only=True):
 def gather(locations: Sequence[str], runner: Executor, done: Callable[[str], None]) -> Gathered:
     """Every location summarized by ``runner`` (see the module's contract)."""
     results: list[RankData | RankFailure | None] = [None] * len(locations)
-    for index, result in runner.run(summarize, locations):
+    sent = [_absolute(where) for where in locations]  # workers may run elsewhere
+    for index, result in runner.run(summarize, sent):
         where = locations[index]
         if not isinstance(result, (RankData, RankFailure)):  # the machinery failed for it
             text = f"{type(result).__name__}: {result}".rstrip(": ")
             result = failure(where, f"the worker analyzing it failed ({text})")
-        results[index] = result
+        results[index] = _as_given(result, sent[index], where)
         done(where.rstrip("/").rsplit("/", 1)[-1])
     return Gathered(
         ranks=tuple(r for r in results if isinstance(r, RankData)),
         failures=tuple(r for r in results if isinstance(r, RankFailure)),
         total=len(locations),
     )
+
+
+def _absolute(location: str) -> str:
+    """A relative path made absolute (a remote Dask worker runs in another folder); URLs and
+    absolute paths as they are."""
+    if is_url(location) or Path(location).is_absolute():
+        return location
+    return str(Path.cwd() / location)  # not resolved: a link keeps its name (and rank)
+
+
+def _as_given(result: RankData | RankFailure, sent: str, given: str) -> RankData | RankFailure:
+    """The result named by the location as the user gave it, not as it was sent."""
+    if sent == given:
+        return result
+    if isinstance(result, RankFailure):
+        error = given + result.error[len(sent) :] if result.error.startswith(sent) else result.error
+        return RankFailure(location=given, error=error)
+    origin = msgspec.structs.replace(result.origin, location=given)
+    return msgspec.structs.replace(result, origin=origin)
 
 
 def kept(gathered: Gathered) -> tuple[RankData, ...]:
