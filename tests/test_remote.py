@@ -6,6 +6,10 @@ from __future__ import annotations
 import gzip
 import io
 import json
+import os
+import shutil
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -21,6 +25,7 @@ from steptrace.scenario import Scenario, record_payload
 from steptrace.trace.load import load_trace
 from steptrace.trace.remote import is_url
 from steptrace.trace.stream import Opener
+from tests.ranks.reports import FIXTURES, rank_paths
 from tests.tables import assert_same_table
 
 fsspec = pytest.importorskip("fsspec")
@@ -165,4 +170,42 @@ def test_a_storage_error_while_streaming_is_one_line_not_a_hang() -> None:
         load_trace(opener)
     assert str(caught.value) == (
         "s3://bucket/gpu.json.gz: cannot read (RuntimeError: connection reset by the object store)"
+    )
+
+
+def test_a_url_to_a_pipe_or_a_device_is_one_line_before_any_read(tmp_path: Path) -> None:
+    os.mkfifo(tmp_path / "pipe.json")
+    (tmp_path / "zero.json").symlink_to("/dev/zero")
+    for name in ("pipe.json", "zero.json"):
+        url = f"file://{tmp_path / name}"
+        done = subprocess.run(  # a hang would be the bug: bounded here
+            [sys.executable, "-c", "from steptrace.cli import main; main()", "analyze", url],
+            capture_output=True, text=True, timeout=60, check=False,
+        )  # fmt: skip
+        assert done.returncode == 2
+        assert done.stderr == f"steptrace: error: {url}: not a regular file (a pipe or a device?)\n"
+
+
+def test_odd_entries_of_a_url_folder_are_skipped_not_fatal(tmp_path: Path) -> None:
+    job = tmp_path / "job.json"  # a folder, named like a trace
+    job.mkdir()
+    ranks = rank_paths(FIXTURES / "slow-read-4")[:2]
+    for path in ranks:
+        shutil.copy(path, job / path.name)
+    os.mkfifo(job / "pipe.json")
+    (job / "sub.json").mkdir()
+    (job / "dangling.json").symlink_to(tmp_path / "nowhere.json")
+    (job / "loop1.json").symlink_to(job / "loop2.json")
+    (job / "loop2.json").symlink_to(job / "loop1.json")
+    done = run(f"file://{job}", "-f", "json", "--jobs", "1")
+    assert done.exit_code == 0, done.stderr
+    assert [r["path"] for r in json.loads(done.stdout)["ranks"]] == [
+        f"file://{job / p.name}" for p in ranks
+    ]
+    skipped = sorted(
+        line.split(": skipped, ")[0] for line in done.stderr.splitlines() if ": skipped, " in line
+    )
+    assert skipped == sorted(
+        f"steptrace: warning: file://{job / n}"
+        for n in ("pipe.json", "sub.json", "dangling.json", "loop1.json", "loop2.json")
     )

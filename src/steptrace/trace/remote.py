@@ -56,6 +56,8 @@ def load_url(url: str, *, workers: int = 1, progress: bool | None = False) -> Tr
         raise TraceError(f"{url}: cannot read ({error})") from None
     if info.get("type") == "directory":
         raise TraceError(f"{url}: a folder, not a trace file")
+    if info.get("type") != "file":  # a named pipe would block the read, /dev/zero never end
+        raise TraceError(f"{url}: not a regular file (a pipe or a device?)")
     opener = Opener(url, int(info.get("size") or 0), partial(_open, fs, where))
     return load_trace(opener, progress=progress, workers=workers)
 
