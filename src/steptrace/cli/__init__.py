@@ -56,7 +56,7 @@ class _Commands(click.Group):
             command = context.command_path if context is not None else self.name
             _fail(f"{error.format_message()} (see {command} --help)", error.exit_code)
         except click.Abort:
-            _fail("aborted", 1)
+            _fail("aborted", 130)  # the shell's code for Ctrl-C, not a failed run's
         except OSError as error:  # the output could not be written (a full disk, ...)
             place = f"{error.filename}: " if error.filename else ""
             _fail(f"{place}{error.strerror or error}", 1)

@@ -21,7 +21,7 @@ from __future__ import annotations
 import gc
 import mmap
 import multiprocessing
-import signal
+import os
 import sys
 from collections import deque
 from collections.abc import Iterable, Iterator
@@ -33,6 +33,7 @@ from typing import Literal, NamedTuple
 import msgspec
 
 from steptrace.errors import TraceError
+from steptrace.lifetime import end_workers, worker_start
 from steptrace.trace import split
 from steptrace.trace.columns import ColumnBuilder, Piece
 from steptrace.trace.decode import EVENT_LIST, AnyEvent, Document, UnsplittableError
@@ -116,11 +117,13 @@ def worker_pool(workers: int) -> Iterator[WorkerPool | None]:
         ring = mmap.mmap(-1, (_AHEAD_PER_WORKER * workers + 1) * slot_bytes) if forks else None
         _RING = ring  # the workers forked next see it there
         context = multiprocessing.get_context("fork" if forks else "spawn")
-        pool = ProcessPoolExecutor(workers, mp_context=context, initializer=_worker_start)
+        pool = ProcessPoolExecutor(
+            workers, mp_context=context, initializer=_worker_start, initargs=(os.getpid(),)
+        )
         pool.submit(int).result()  # every worker starts now, before this loading's threads
     except (OSError, BrokenProcessPool):  # no more processes allowed, no memory to map...
-        if pool is not None:
-            _end_started(pool)
+        if pool is not None:  # no manager thread was started to end those that started
+            end_workers(pool)
         if ring is not None:
             ring.close()
         yield None
@@ -134,21 +137,11 @@ def worker_pool(workers: int) -> Iterator[WorkerPool | None]:
         made.close()
 
 
-def _end_started(pool: ProcessPoolExecutor) -> None:
-    """End the workers that started before one could not: no manager thread was started to
-    end them, and the interpreter's exit would wait on them for ever."""
-    started: dict[int, multiprocessing.Process] = getattr(pool, "_processes", None) or {}
-    for process in list(started.values()):  # before shutdown, which forgets them
-        process.terminate()
-        process.join()
-    pool.shutdown(wait=False, cancel_futures=True)
-
-
-def _worker_start() -> None:
-    """A worker's set-up: no garbage collection (the events hold no cycles), and Ctrl-C is
-    the parent's to handle (which ends the workers), not a traceback from each of them."""
+def _worker_start(parent: int) -> None:
+    """A worker's set-up: no garbage collection (the events hold no cycles); Ctrl-C is the
+    parent's to handle, and the worker ends with it (``lifetime``)."""
     gc.disable()
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    worker_start(parent)
 
 
 def parallel_columns(

@@ -12,7 +12,7 @@ boundaries: the work receives an item (a location) and returns what it returns.
   (no pool, no pickling);
 - no scheduler, ``jobs`` > 1: ``ProcessPool``, ``jobs`` worker processes, each working on
   one item at a time, so that peak memory is about ``jobs`` times one item's plus this
-  process;
+  process; they leave Ctrl-C to this process and end with it (``lifetime``);
 - ``scheduler`` ``"local"``: a Dask ``LocalCluster`` of ``jobs`` single-threaded worker
   processes, started here and stopped when done;
 - any other ``scheduler``: the address of a running Dask scheduler (``tcp://host:8786``);
@@ -26,12 +26,14 @@ from __future__ import annotations
 
 import logging
 import multiprocessing
+import os
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Future, ProcessPoolExecutor, as_completed
 from contextlib import ExitStack
 from typing import Any, Protocol, TypeVar
 
 from steptrace.errors import TraceError
+from steptrace.lifetime import end_workers, worker_start
 
 T = TypeVar("T")
 Outcome = tuple[int, Any]  # (index of the item, its result or the exception in its place)
@@ -65,7 +67,10 @@ class ProcessPool:
         if "forkserver" in methods:
             context.set_forkserver_preload(_PRELOAD)
         workers = max(1, min(self.jobs, len(items)))
-        pool = ProcessPoolExecutor(max_workers=workers, mp_context=context)
+        pool = ProcessPoolExecutor(
+            max_workers=workers, mp_context=context, initializer=worker_start,
+            initargs=(os.getpid(),),
+        )  # fmt: skip
         try:
             pending: dict[Future[T], int] = {
                 pool.submit(work, item): k for k, item in enumerate(items)
@@ -76,8 +81,10 @@ class ProcessPool:
                     yield index, done.result()
                 except Exception as error:  # a killed worker breaks the pool: each item says so
                     yield index, error
-        finally:
-            pool.shutdown(wait=True, cancel_futures=True)
+        except BaseException:  # Ctrl-C, or the caller gone: not waiting for the items running
+            end_workers(pool)
+            raise
+        pool.shutdown(wait=True)
 
 
 class DaskCluster:

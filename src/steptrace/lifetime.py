@@ -1,0 +1,61 @@
+"""Worker processes that end with the process that started them, and leave Ctrl-C to it.
+
+``worker_start(parent)`` is a process pool's initializer (``initargs=(os.getpid(),)``):
+the worker ignores SIGINT (a terminal's Ctrl-C reaches every process of its group: the
+parent handles it and ends the pool, instead of a traceback from each worker) and watches
+``parent`` from a daemon thread, exiting within ``_WATCH_S`` once it is gone (or a zombie
+that its own parent has not reaped yet). A parent
+killed by SIGTERM, SIGKILL (the out-of-memory killer) or SIGHUP (a closed terminal) runs no
+clean-up of its own: without the watch, its workers (children of a fork server, whose own
+parent-death signal would not reach them) wait on their pipes for ever, holding a rank's
+memory each. ``end_workers(pool)`` ends a pool's processes at once (Ctrl-C: not waiting for
+the items running).
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import threading
+import time
+from concurrent.futures import ProcessPoolExecutor
+from pathlib import Path
+
+_WATCH_S = 0.5
+
+
+def worker_start(parent: int) -> None:
+    """A pool worker's set-up (see the module's docstring)."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    watch = threading.Thread(target=_exit_after, args=(parent,), name="steptrace-parent")
+    watch.daemon = True
+    watch.start()
+
+
+def _exit_after(parent: int) -> None:
+    while _alive(parent):
+        time.sleep(_WATCH_S)
+    os._exit(1)  # no clean-up left to do: the parent that wanted the results is gone
+
+
+def _alive(pid: int) -> bool:
+    """The process runs: it exists, is ours, and is not a zombie (dead, not yet reaped)."""
+    try:
+        os.kill(pid, 0)
+    except (ProcessLookupError, PermissionError):  # gone, or the pid reused by another user
+        return False
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:  # no /proc (macOS): existing is all that can be told
+        return True
+    return stat.rsplit(")", 1)[-1].split()[:1] != ["Z"]
+
+
+def end_workers(pool: ProcessPoolExecutor) -> None:
+    """Terminate the pool's processes now, then let it go (its items are dropped)."""
+    processes = dict(getattr(pool, "_processes", None) or {})  # before shutdown forgets them
+    for process in processes.values():
+        process.terminate()
+    pool.shutdown(wait=False, cancel_futures=True)
+    for process in processes.values():
+        process.join()

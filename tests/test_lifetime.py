@@ -1,0 +1,67 @@
+"""Worker processes end with the process that started them and leave Ctrl-C to it, with
+real processes (``lifetime``)."""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import signal
+import subprocess
+import sys
+import time
+from concurrent.futures import ProcessPoolExecutor
+from pathlib import Path
+
+from steptrace.lifetime import end_workers, worker_start
+
+_ORPHANING = """
+import multiprocessing, os, signal, sys, time
+from concurrent.futures import ProcessPoolExecutor
+from steptrace.lifetime import worker_start
+pool = ProcessPoolExecutor(2, mp_context=multiprocessing.get_context(sys.argv[1]),
+                           initializer=worker_start, initargs=(os.getpid(),))
+futures = [pool.submit(time.sleep, 60) for _ in range(2)]
+time.sleep(1.0)  # both workers started and busy
+print(*pool._processes, flush=True)
+os.kill(os.getpid(), signal.SIGKILL)  # as the out-of-memory killer would
+"""
+
+
+def _running(pid: int) -> bool:
+    """Alive and not a zombie (a container's init may not reap orphans)."""
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (FileNotFoundError, ProcessLookupError):
+        return False
+    return state != "Z"
+
+
+def test_workers_end_when_their_parent_is_killed() -> None:
+    for method in ("fork", "forkserver"):
+        done = subprocess.run(
+            [sys.executable, "-c", _ORPHANING, method], capture_output=True, text=True,
+            timeout=60, check=False,
+        )  # fmt: skip
+        assert done.returncode == -signal.SIGKILL, done.stderr
+        workers = [int(pid) for pid in done.stdout.split()]
+        assert len(workers) == 2
+        deadline = time.monotonic() + 10
+        while any(map(_running, workers)) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert not any(map(_running, workers)), (method, workers)
+
+
+def test_workers_leave_ctrl_c_to_their_parent_and_end_at_once_when_asked() -> None:
+    context = multiprocessing.get_context("fork")
+    pool = ProcessPoolExecutor(
+        1, mp_context=context, initializer=worker_start, initargs=(os.getpid(),)
+    )
+    assert pool.submit(os.getpid).result() != os.getpid()
+    (worker,) = list(pool._processes)
+    os.kill(worker, signal.SIGINT)  # what a terminal's Ctrl-C sends the whole group
+    assert pool.submit(sum, [1, 2]).result() == 3  # still working: no KeyboardInterrupt
+    busy = pool.submit(time.sleep, 60)
+    started = time.monotonic()
+    end_workers(pool)  # not waiting for the minute of work
+    assert time.monotonic() - started < 10 and not _running(worker)
+    assert busy.cancelled() or busy.exception() is not None
