@@ -288,3 +288,33 @@ def test_a_missing_url_folder_is_one_error_line() -> None:
     errors = [line for line in missing.stderr.splitlines() if "error" in line]
     assert missing.exit_code == 2
     assert errors == ["steptrace: error: file:///no/such/folder: no such file or folder"]
+
+
+def test_per_rank_keeps_the_reports_of_the_traces_that_can_be_read(tmp_path: Path) -> None:
+    for path in rank_paths(SET)[:2]:
+        shutil.copy(path, tmp_path / path.name)
+    (tmp_path / "rank-9.json.gz").write_bytes((SET / "rank-0.json.gz").read_bytes()[:3000])
+    done = run(str(tmp_path), "--per-rank", "-f", "json", "--jobs", "1")
+    assert done.exit_code == 1
+    kept = [r["analysis"]["trace"]["path"] for r in msgspec.json.decode(done.stdout)]
+    assert kept == [str(tmp_path / p.name) for p in rank_paths(SET)[:2]]
+    failed = [line for line in done.stderr.splitlines() if "rank-9" in line]
+    assert len(failed) == 1 and "broken gzip" in failed[0]
+    assert failed[0].endswith("the other traces' reports are written")
+    every = run(str(tmp_path / "rank-9.json.gz"), str(tmp_path / "rank-9.json.gz"), "--per-rank")
+    assert every.exit_code == 2 and "and 1 more traces failed" in every.stderr
+
+
+def test_a_file_name_with_a_newline_stays_one_line_in_errors_and_warnings(tmp_path: Path) -> None:
+    for path in rank_paths(SET)[:2]:
+        shutil.copy(path, tmp_path / path.name)
+    odd = tmp_path / "rank-9\nsteptrace: error: \x1b[2Jfake.json.gz"
+    odd.write_bytes(b"\x1f\x8b broken")
+    job = run(str(tmp_path), "-f", "json", "--jobs", "1")
+    (warning,) = [line for line in job.stderr.splitlines() if "rank-9" in line]
+    assert warning.startswith("steptrace: warning: ") and "\x1b" not in job.stderr
+    assert "rank-9\\x0asteptrace: error: \\x1b[2Jfake.json.gz: broken gzip" in warning
+    assert warning.count("fake.json.gz") == 1  # named once, as spelled
+    alone = run(str(odd))
+    assert alone.exit_code == 2 and alone.stderr.count("\n") == 1
+    assert alone.stderr.startswith("steptrace: error: ") and "\\x0a" in alone.stderr

@@ -10,7 +10,8 @@ import json
 import os
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
+from itertools import chain
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
 
@@ -26,7 +27,7 @@ from steptrace.cli.options import (
     window_options,
 )
 from steptrace.errors import CaptureError, TraceError
-from steptrace.safe_text import visible
+from steptrace.safe_text import one_line, visible
 
 if TYPE_CHECKING:
     from steptrace.report.document import Document
@@ -105,7 +106,7 @@ def analyze(
     In a folder, files that are not traces are skipped.
     """
     from steptrace.cli.inputs import split_urls, trace_inputs, url_inputs
-    from steptrace.trace.source import ReadAhead
+    from steptrace.trace.source import BackgroundRead, ReadAhead
 
     try:
         local, urls = split_urls(traces)
@@ -119,32 +120,35 @@ def analyze(
         _analyze_ranks([str(f) for f in files] + remote, output_format, findings_only,
                        list(threshold), jobs, scheduler)  # fmt: skip
         return
-    try:
-        texts = ReadAhead(files)  # reading starts now, beside the imports
-        from steptrace.cli.ranks import usable_cores
-        from steptrace.pipeline import analyze as analyze_file
+    texts = ReadAhead(files)  # reading starts now, beside the imports
+    from steptrace.cli.ranks import usable_cores
+    from steptrace.pipeline import analyze as analyze_file
 
-        limits = _thresholds(list(threshold))
-        timeline = output_format == "html"
-        reports = [
-            analyze_file(
-                path,
-                thresholds=limits,
-                text=reading.take(),
-                timeline=timeline,
-                workers=jobs or usable_cores(),
-            ).top(top)
-            for path, reading in texts
-        ] + [
-            analyze_file(url, thresholds=limits, timeline=timeline,
-                         workers=jobs or usable_cores()).top(top)
-            for url in remote
-        ]  # fmt: skip
-    except TraceError as error:
-        _fail(str(error))
+    limits = _thresholds(list(threshold))
+    timeline, workers = output_format == "html", jobs or usable_cores()
+    reports, failures = [], []
+    given: Iterable[tuple[str | Path, BackgroundRead | None]] = chain(
+        texts, ((url, None) for url in remote)
+    )  # lazy: two texts held at most
+    for where, reading in given:
+        try:  # one trace that cannot be analyzed costs only its own report
+            text = reading.take() if reading is not None else None
+            reports.append(
+                analyze_file(where, thresholds=limits, text=text, timeline=timeline,
+                             workers=workers).top(top)
+            )  # fmt: skip
+        except TraceError as error:
+            failures.append(str(error))
+    if not reports:
+        more = f" (and {len(failures) - 1} more traces failed)" if len(failures) > 1 else ""
+        _fail(f"{failures[0]}{more}")
+    for failure in failures:
+        _warn(f"{failure}; the other traces' reports are written")
     reports.sort(key=lambda r: (r.analysis.trace.rank is None, r.analysis.trace.rank or 0,
                                 r.analysis.trace.path))  # fmt: skip
     _report(reports, output_format, findings_only=findings_only, totals=totals)
+    if failures:
+        raise SystemExit(1)
 
 
 def _analyze_ranks(
@@ -441,12 +445,12 @@ def _say(line: str) -> None:
 
 
 def _fail(message: str, code: int = 2) -> NoReturn:
-    print(f"steptrace: error: {visible(message)}", file=sys.stderr)
+    print(f"steptrace: error: {one_line(message)}", file=sys.stderr)
     raise SystemExit(code)
 
 
 def _warn(message: str) -> None:
-    print(f"steptrace: warning: {visible(message)}", file=sys.stderr)
+    print(f"steptrace: warning: {one_line(message)}", file=sys.stderr)
 
 
 def main() -> NoReturn:

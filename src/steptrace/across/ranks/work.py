@@ -41,7 +41,6 @@ def summarize(location: str) -> RankData | RankFailure:
 
 
 def failure(location: str, message: str) -> RankFailure:
-    line = " ".join(message.split())
-    return RankFailure(
-        location=location, error=line if line.startswith(location) else f"{location}: {line}"
-    )
+    """The failure, its message on one line (the location kept as it is spelled)."""
+    said = message[len(location) :] if message.startswith(location) else f": {message}"
+    return RankFailure(location=location, error=location + " ".join(said.split()))
