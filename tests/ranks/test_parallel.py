@@ -51,6 +51,38 @@ def test_dask_local_cluster_equals_the_pool_equals_one_process() -> None:
     assert [r["rank"] for r in msgspec.json.decode(one.stdout)["ranks"]] == [0, 1, 2, 3]
 
 
+def test_a_scheduler_without_workers_is_one_line_not_a_silent_wait(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    distributed = pytest.importorskip("distributed")
+    from steptrace.across.ranks import executors
+
+    monkeypatch.setattr(executors, "_WORKERS_S", 2)
+    with distributed.LocalCluster(n_workers=0, processes=False, dashboard_address=None) as empty:
+        done = run(str(SET), "-f", "json", "--scheduler", empty.scheduler_address)
+    assert done.exit_code == 2
+    assert done.stderr.splitlines()[-1] + "\n" == (
+        f"steptrace: error: Dask scheduler {empty.scheduler_address}: no worker joined it "
+        f"within 2 s (start workers with: dask worker {empty.scheduler_address})\n"
+    )
+
+
+def test_a_local_cluster_has_no_more_workers_than_ranks(monkeypatch: pytest.MonkeyPatch) -> None:
+    distributed = pytest.importorskip("distributed")
+    started: list[int] = []
+    real = distributed.LocalCluster
+
+    def counted(*args, **kwargs):  # type: ignore[no-untyped-def]
+        started.append(kwargs["n_workers"])
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(distributed, "LocalCluster", counted)
+    paths = [str(p) for p in rank_paths(SET)[:2]]
+    done = run(*paths, "-f", "json", "--jobs", "8", "--scheduler", "local")
+    assert done.exit_code == 0, done.stderr
+    assert started == [2]
+
+
 def test_the_scheduler_comes_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setitem(sys.modules, "distributed", None)  # as if Dask were not installed
     result = runner.invoke(

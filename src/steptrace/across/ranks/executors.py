@@ -27,6 +27,7 @@ from __future__ import annotations
 import logging
 import multiprocessing
 import os
+import warnings
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Future, ProcessPoolExecutor, as_completed
 from contextlib import ExitStack
@@ -39,6 +40,7 @@ T = TypeVar("T")
 Outcome = tuple[int, Any]  # (index of the item, its result or the exception in its place)
 _PRELOAD = ["steptrace.across.ranks.work"]  # imported once by the fork server, not per worker
 _CONNECT_S = 10
+_WORKERS_S = 60
 
 
 class Executor(Protocol):
@@ -97,7 +99,7 @@ class DaskCluster:
     def run(self, work: Callable[[str], T], items: Sequence[str]) -> Iterator[Outcome]:
         distributed = _dask(self.scheduler)
         with ExitStack() as stack:
-            client = self._client(distributed, stack)
+            client = self._client(distributed, stack, len(items))
             futures = client.map(work, list(items), pure=False)
             index = {f.key: k for k, f in enumerate(futures)}
             finished = distributed.as_completed(futures, loop=client.loop)
@@ -111,22 +113,35 @@ class DaskCluster:
                     yield index[future.key], result
                 future.release()
 
-    def _client(self, distributed: Any, stack: ExitStack) -> Any:
-        """The client, closed by ``stack`` (and the local cluster after it)."""
+    def _client(self, distributed: Any, stack: ExitStack, items: int) -> Any:
+        """The client, closed by ``stack`` (and the local cluster after it). A local cluster
+        has no more workers than items; a remote one must have a worker within
+        ``_WORKERS_S`` (the tasks would wait for one, silently, for ever)."""
         try:
             if self.scheduler == "local":
-                cluster = stack.enter_context(
-                    distributed.LocalCluster(
-                        n_workers=max(1, self.jobs), threads_per_worker=1, processes=True,
-                        dashboard_address=None, silence_logs=logging.ERROR,
-                    )
-                )  # fmt: skip
+                with warnings.catch_warnings():  # "port 8787 in use": no dashboard is started
+                    warnings.simplefilter("ignore")
+                    cluster = stack.enter_context(
+                        distributed.LocalCluster(
+                            n_workers=max(1, min(self.jobs, items)), threads_per_worker=1,
+                            processes=True, dashboard_address=None,
+                            silence_logs=logging.ERROR,
+                        )
+                    )  # fmt: skip
                 return stack.enter_context(distributed.Client(cluster, set_as_default=False))
             client = distributed.Client(self.scheduler, timeout=_CONNECT_S, set_as_default=False)
-            return stack.enter_context(client)
+            stack.enter_context(client)
         except (OSError, TimeoutError, ValueError) as error:
             text = " ".join(str(error).split()) or type(error).__name__
             raise TraceError(f"Dask scheduler {self.scheduler}: cannot connect ({text})") from None
+        try:
+            client.wait_for_workers(1, timeout=_WORKERS_S)
+        except TimeoutError:
+            raise TraceError(
+                f"Dask scheduler {self.scheduler}: no worker joined it within {_WORKERS_S} s "
+                "(start workers with: dask worker " + self.scheduler + ")"
+            ) from None
+        return client
 
 
 def executor(jobs: int, scheduler: str | None = None) -> Executor:
