@@ -350,3 +350,14 @@ def test_a_file_name_with_a_newline_stays_one_line_in_errors_and_warnings(tmp_pa
     alone = run(str(odd))
     assert alone.exit_code == 2 and alone.stderr.count("\n") == 1
     assert alone.stderr.startswith("steptrace: error: ") and "\\x0a" in alone.stderr
+
+
+def test_a_scheduler_given_where_it_does_not_apply_is_said_once() -> None:
+    single = run(str(rank_paths(SET)[0]), "-f", "json", "--scheduler", "tcp://nowhere:1")
+    assert single.exit_code == 0, single.stderr
+    assert "--scheduler applies to the ranks of one job" in single.stderr
+    quiet = runner.invoke(
+        app, ["analyze", str(rank_paths(SET)[0]), "-f", "json"],
+        env={"STEPTRACE_SCHEDULER": "tcp://nowhere:1"},
+    )  # fmt: skip
+    assert quiet.exit_code == 0 and "--scheduler" not in quiet.stderr  # set for other jobs

@@ -116,7 +116,12 @@ def analyze(
         _fail(str(error))
     for where, why in [*skipped, *skipped_remote]:
         _warn(f"{where}: skipped, {why}")
-    if len(files) + len(remote) > 1 and not per_rank:
+    one_job = len(files) + len(remote) > 1 and not per_rank
+    source = click.get_current_context().get_parameter_source("scheduler")
+    if scheduler and not one_job and source == click.core.ParameterSource.COMMANDLINE:
+        _warn("--scheduler applies to the ranks of one job (several traces, without "
+              "--per-rank): the traces are measured here")  # fmt: skip
+    if one_job:
         _analyze_ranks([str(f) for f in files] + remote, output_format, findings_only,
                        list(threshold), jobs, scheduler)  # fmt: skip
         return
