@@ -17,7 +17,6 @@ from rich.text import Text
 
 from steptrace.report.cells import cell_text, visible
 from steptrace.report.document import Document, Heatmap, Paragraph, Section, Table
-from steptrace.safe_text import one_line
 
 WIDTH = 160  # when the output is not a terminal (a pipe, a file, a golden render)
 _STYLE = {"plain": "", "question": "bold", "warning": "yellow"}
@@ -66,7 +65,7 @@ def _table(table: Table) -> RichTable:
         )
     for row in table.rows:
         shown.add_row(
-            *(Text(one_line(cell_text(v, c.unit))) for v, c in zip(row, table.columns, strict=True))
+            *(Text(plain(cell_text(v, c.unit))) for v, c in zip(row, table.columns, strict=True))
         )
     return shown
 
