@@ -27,6 +27,7 @@ LAYERS: tuple[frozenset[str], ...] = (
             "devices",
             "assignments",
             "quiet",
+            "lifetime",
         }
     ),
     frozenset({"trace"}),

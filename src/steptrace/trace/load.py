@@ -82,6 +82,8 @@ def _read_whole(source: Path | Opener) -> bytes:
                 raw = handle.read()
         except OSError as exc:
             raise TraceError(f"{source.name}: cannot read ({exc.strerror or exc})") from None
+        except Exception as exc:  # a storage backend's own error, as the stream says it
+            raise TraceError(f"{source.name}: cannot read ({type(exc).__name__}: {exc})") from None
         return decompress(raw, source.name)
     return read_text(source).data
 
