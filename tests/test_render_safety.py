@@ -45,6 +45,13 @@ def test_no_control_character_from_a_trace_reaches_an_output(
     assert "\\x1b" in out and "\\x07" in out  # made visible, not dropped
 
 
+def test_a_newline_in_a_name_does_not_split_a_text_table_row(write_trace: WriteTrace) -> None:
+    report = steptrace.analyze(hostile_trace(write_trace))
+    out = renderer("text").render([report_document(report)])
+    # the operators table's name cell, whole on its row (findings' prose: not yet)
+    assert "│ aten::odd\\x07bell\\x0d\\x0aline2 │" in out
+
+
 def test_names_are_never_rich_markup_in_text(write_trace: WriteTrace, tmp_path: Path) -> None:
     (tmp_path / "a[").mkdir()
     path = hostile_trace(write_trace, name="a[/b]red[bold]y.json")  # was a MarkupError

@@ -16,7 +16,8 @@ from rich.table import Table as RichTable
 from rich.text import Text
 
 from steptrace.report.cells import cell_text, visible
-from steptrace.report.document import Document, Heatmap, Paragraph, Section, Table
+from steptrace.report.document import Cell, Document, Heatmap, Paragraph, Section, Table, Unit
+from steptrace.safe_text import one_line
 
 WIDTH = 160  # when the output is not a terminal (a pipe, a file, a golden render)
 _STYLE = {"plain": "", "question": "bold", "warning": "yellow"}
@@ -64,10 +65,15 @@ def _table(table: Table) -> RichTable:
             overflow="fold",
         )
     for row in table.rows:
-        shown.add_row(
-            *(Text(plain(cell_text(v, c.unit))) for v, c in zip(row, table.columns, strict=True))
-        )
+        shown.add_row(*(Text(_cell(v, c.unit)) for v, c in zip(row, table.columns, strict=True)))
     return shown
+
+
+def _cell(value: Cell, unit: Unit) -> str:
+    """A cell's words; a name (data from the trace) on one line, its newlines escaped,
+    so that it cannot split the row (the report's own text keeps its line breaks)."""
+    text = cell_text(value, unit)
+    return one_line(text) if unit == "name" else plain(text)
 
 
 def plain(text: str) -> str:
