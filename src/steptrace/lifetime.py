@@ -56,6 +56,6 @@ def end_workers(pool: ProcessPoolExecutor) -> None:
     processes = dict(getattr(pool, "_processes", None) or {})  # before shutdown forgets them
     for process in processes.values():
         process.terminate()
-    pool.shutdown(wait=False, cancel_futures=True)
     for process in processes.values():
         process.join()
+    pool.shutdown(wait=True, cancel_futures=True)  # its queues closed: nothing said leaked
