@@ -11,6 +11,7 @@ from steptrace.hypotheses.finding import Figure, Finding
 from steptrace.report.cells import number
 from steptrace.report.document import Column, Paragraph, Section, Table
 from steptrace.report.model import Report
+from steptrace.safe_text import one_line
 
 TRACE_CLOCK = "from the trace start"
 RANKS_CLOCK = "on the aligned clock, from the clocks' origin"
@@ -62,13 +63,14 @@ def findings_section(
 
 
 def _finding_row(found: Finding, clock: str, outcome: str | None) -> tuple[str, ...]:
-    check = found.next_check + (f"\nChecked: {outcome} (see Checks)" if outcome else "")
+    """Each part on its own line; a part's own text (names from the trace in it) on one."""
+    check = one_line(found.next_check) + (f"\nChecked: {outcome} (see Checks)" if outcome else "")
     return (
         f"{found.level} · {100 * found.severity:.0f}% of step\n{found.rule}",
-        f"{found.observation}\n{evidence_line(found, clock)}",
-        found.hypothesis,
+        f"{one_line(found.observation)}\n{one_line(evidence_line(found, clock))}",
+        one_line(found.hypothesis),
         check,
-        " ".join(found.caveats),
+        one_line(" ".join(found.caveats)),
     )
 
 
