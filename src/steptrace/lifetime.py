@@ -4,12 +4,12 @@
 the worker ignores SIGINT (a terminal's Ctrl-C reaches every process of its group: the
 parent handles it and ends the pool, instead of a traceback from each worker) and watches
 ``parent`` from a daemon thread, exiting within ``_WATCH_S`` once it is gone (or a zombie
-that its own parent has not reaped yet). A parent
-killed by SIGTERM, SIGKILL (the out-of-memory killer) or SIGHUP (a closed terminal) runs no
-clean-up of its own: without the watch, its workers (children of a fork server, whose own
-parent-death signal would not reach them) wait on their pipes for ever, holding a rank's
-memory each. ``end_workers(pool)`` ends a pool's processes at once (Ctrl-C: not waiting for
-the items running).
+that its own parent has not reaped yet). A parent killed by SIGTERM, SIGKILL (the
+out-of-memory killer) or SIGHUP (a closed terminal) runs no clean-up of its own: without
+the watch, its workers (children of a fork server, whose own parent-death signal would not
+reach them) wait on their pipes for ever, holding a rank's memory each.
+``end_workers(pool)`` ends a pool's processes at once (Ctrl-C: not waiting for the items
+running).
 """
 
 from __future__ import annotations

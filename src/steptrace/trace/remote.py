@@ -14,7 +14,7 @@ from __future__ import annotations
 import json
 import re
 from functools import partial
-from typing import TYPE_CHECKING, Any, BinaryIO
+from typing import TYPE_CHECKING, Any
 
 from steptrace.errors import TraceError
 
@@ -58,19 +58,9 @@ def load_url(url: str, *, workers: int = 1, progress: bool | None = False) -> Tr
         raise TraceError(f"{url}: a folder, not a trace file")
     if info.get("type") != "file":  # a named pipe would block the read, /dev/zero never end
         raise TraceError(f"{url}: not a regular file (a pipe or a device?)")
-    opener = Opener(url, int(info.get("size") or 0), partial(_open, fs, where))
+    # a backend's own errors while opening or reading are one line where they are read
+    opener = Opener(url, int(info.get("size") or 0), partial(fs.open, where, "rb"))
     return load_trace(opener, progress=progress, workers=workers)
-
-
-def _open(fs: Any, where: str) -> BinaryIO:
-    """The file, opened; a backend's own exceptions made ``OSError`` (what reading reports)."""
-    try:
-        handle: BinaryIO = fs.open(where, "rb")
-    except OSError:
-        raise
-    except Exception as error:
-        raise OSError(f"{type(error).__name__}: {error}") from None
-    return handle
 
 
 def read_sidecar_url(url: str) -> tuple[object | None, list[str]]:

@@ -4,10 +4,10 @@ Contract: ``identify(origins) -> Identified``: one rank number per trace (each a
 ``RankOrigin``: where it was read, its file name, its ``distributedInfo``), from (first
 match) its ``distributedInfo.rank``, a rank number in its file name (``rank-3``, ``rank3``,
 ``_rank_3``, ``worker3``), or the order the files were given, after the numbers the other
-traces say (a warning names them). Ranks
-missing from the world size (8 said, 6 given) are warned about; a rank given twice,
-ranks of different world sizes or backends (different jobs), or a rank beyond the world
-size raise ``TraceError``: nothing sensible can be compared then.
+traces say (a warning names them). Ranks missing from the world size (8 said, 6 given)
+are warned about; a rank given twice, ranks of different world sizes or backends
+(different jobs), or a rank beyond the world size raise ``TraceError``: nothing sensible
+can be compared then.
 """
 
 from __future__ import annotations

@@ -139,7 +139,7 @@ class DaskCluster:
         except TimeoutError:
             raise TraceError(
                 f"Dask scheduler {self.scheduler}: no worker joined it within {_WORKERS_S} s "
-                "(start workers with: dask worker " + self.scheduler + ")"
+                f"(start workers with: dask worker {self.scheduler})"
             ) from None
         return client
 

@@ -1,10 +1,11 @@
 """Where rank traces are: local paths or fsspec URLs, and the traces a URL names.
 
 Contract: ``trace_urls(url)`` (``s3://``, ``gs://``, ``file://``, ``memory://``...; see
-``trace.remote``): the URL itself when it names a ``.json`` or ``.json.gz`` file, else
+``trace.remote``): the URL itself when it names a file (its loading checks it), else
 the ``*.json``/``*.json.gz`` directly under it, sorted, scenario sidecars left out, and,
-as in a local folder, skipped with the reason: saved steptrace reports and small JSON
-files without ``traceEvents`` (read from their first 64 KB); a one-line ``TraceError``
+as in a local folder, skipped with the reason: entries that are not regular files or
+cannot be read, saved steptrace reports and small JSON files without ``traceEvents``
+(read from their first 64 KB); a one-line ``TraceError``
 when none is left or the folder cannot be listed. fsspec is imported only for URLs, with a
 one-line ``TraceError`` when it, or the backend's package (s3fs, gcsfs), is missing.
 """
