@@ -85,3 +85,14 @@ def test_clip_to_an_empty_or_reversed_window_is_empty() -> None:
     for lo, hi in [(5, 5), (6, 4)]:
         assert iv.total(iv.clip(ten, lo, hi)) == 0.0
         assert iv.clip(ten, lo, hi)[0].size == 0
+
+
+@given(spans())
+def test_union_of_intervals_by_start_takes_the_path_without_sorting(
+    pairs: list[tuple[int, int]],
+) -> None:
+    """Pairs already by start (a table's rows in order) skip the sort; same cells covered."""
+    by_start = sorted(pairs, key=lambda p: p[0])
+    result = as_set(by_start)
+    assert_canonical(result)
+    assert covered_cells(result) == cells(pairs)

@@ -2,15 +2,22 @@
 
 from __future__ import annotations
 
+import sys
 import threading
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
+import msgspec
 import pytest
 
-from steptrace.trace import columns, threads
+from steptrace.analysis.measure import measure
+from steptrace.trace import columns, memory, threads
 from steptrace.trace.load import load_trace
 from tests.conftest import trace_params
 from tests.tables import assert_same_table
+
+measure_module = sys.modules[measure.__module__]  # the module, not the function it exports
 
 
 def _where() -> int:
@@ -44,7 +51,7 @@ def test_a_table_built_with_the_helper_is_the_same(
     threads, equals the one built in one thread."""
     alone = load_trace(path, progress=False).events
     monkeypatch.setattr(threads, "LARGE_ROWS", 0)
-    monkeypatch.setattr(columns, "_TRIM_ROWS", 0)
+    monkeypatch.setattr(memory, "TRIM_ROWS", 0)
     gathered_by: set[int] = set()
     pop = columns.ColumnBuilder._pop
 
@@ -57,3 +64,31 @@ def test_a_table_built_with_the_helper_is_the_same(
     assert len(gathered_by) == 2  # this thread and the helper
     assert len(alone) > 0
     assert_same_table(alone, helped)
+
+
+@pytest.mark.parametrize("path", trace_params())
+def test_figures_measured_on_two_threads_are_the_same(
+    path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Every real trace's analysis with half its figures measured by the helper thread
+    (forced here: the shared traces are below ``LARGE_ROWS``) encodes to the same bytes as
+    the one measured in one thread."""
+    trace = load_trace(path, progress=False)
+    alone = msgspec.json.encode(measure(trace))
+    monkeypatch.setattr(threads, "LARGE_ROWS", 0)
+    measured_by: set[int] = set()
+    gpu_per_step = measure_module.gpu_per_step
+    cpu_per_step = measure_module.cpu_per_step
+
+    def spied(function: Callable[..., Any]) -> Callable[..., Any]:
+        def call(*args: Any) -> Any:
+            measured_by.add(threading.get_ident())
+            return function(*args)
+
+        return call
+
+    monkeypatch.setattr(measure_module, "gpu_per_step", spied(gpu_per_step))
+    monkeypatch.setattr(measure_module, "cpu_per_step", spied(cpu_per_step))
+    helped = msgspec.json.encode(measure(trace))
+    assert len(measured_by) == 2  # this thread and the helper
+    assert helped == alone

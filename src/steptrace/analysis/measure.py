@@ -19,7 +19,7 @@ from steptrace.analysis.kernels import KernelStat, kernel_stats
 from steptrace.analysis.links import CpuTree, GpuLinks, cpu_tree, gpu_links
 from steptrace.analysis.operators import OperatorStat, operator_stats
 from steptrace.analysis.outside import GpuOutsideSteps, gpu_outside_steps, outside_warnings
-from steptrace.analysis.phases import Phase, Reading, phases_per_step
+from steptrace.analysis.phases import Phase, Reading, StepPhases, phases_per_step
 from steptrace.analysis.stats import Spread
 from steptrace.analysis.steps import (
     StepWindow,
@@ -31,6 +31,7 @@ from steptrace.analysis.steps import (
 from steptrace.analysis.timeline import GpuTimeline, gpu_timeline
 from steptrace.trace.arrays import distinct
 from steptrace.trace.table import Device, EventTable, Trace
+from steptrace.trace.threads import helper_for
 
 # The first step is shown apart when its wall time is this far (relative) from the others'.
 FIRST_STEP_TOLERANCE = 0.10
@@ -140,15 +141,24 @@ def measure(
     steps = find_steps(events)
     tree, links = linked or linked_events(events)
     timeline = gpu_timeline(events, links)
-    gpu = gpu_per_step(events, steps.windows, timeline)
+    partial = [
+        steps.from_markers and w.number is not None and w.number == partial_step
+        for w in steps.windows
+    ]
+    counted = tuple(w for w, p in zip(steps.windows, partial, strict=True) if not p)
+    counted = counted or steps.windows  # as the summary: all of them when every one is partial
     launch_starts = events.start_us[distinct(links.launch[links.launch >= 0])]
-    phases = phases_per_step(
-        events,
-        steps.windows,
-        timeline.busy if timeline else None,
-        launch_starts if timeline else None,
-    )
-    cpu = cpu_per_step(events, tree, steps.windows)
+    launched = _launched_in(events, timeline, counted)
+    with helper_for(len(events)) as helper:  # two sides at once, each in order (``threads``)
+        # the two largest figures (the GPU's, the operators') on this side, one after the
+        # other: side by side, their temporaries would raise the peak memory
+        side = helper.submit(
+            _helper_side, events, steps.windows, tree, links, timeline, launch_starts
+        )
+        gpu = gpu_per_step(events, steps.windows, timeline)
+        operators = operator_stats(events, tree, links if timeline else None, counted)
+        kernels = kernel_stats(events, launched, len(counted))
+    phases, cpu, copies, outside = side.result()
     results = tuple(
         StepResult(
             name=w.name,
@@ -161,17 +171,12 @@ def measure(
             reading=p.reading,
             cpu=c,
             gpu=g,
-            partial=steps.from_markers and w.number is not None and w.number == partial_step,
+            partial=cut,
         )
-        for w, p, c, g in zip(steps.windows, phases, cpu, gpu, strict=True)
+        for w, p, c, g, cut in zip(steps.windows, phases, cpu, gpu, partial, strict=True)
     )
-    counted = tuple(w for w, r in zip(steps.windows, results, strict=True) if not r.partial)
-    counted = counted or steps.windows  # as the summary: all of them when every one is partial
-    operators = operator_stats(events, tree, links if timeline else None, counted)
-    kernels = kernel_stats(events, _launched_in(events, timeline, counted), len(counted))
     info = trace.info
     dist = info.distributed
-    outside = gpu_outside_steps(events, steps.windows, timeline)
     noticed = [
         *info.warnings,
         *marker_warnings(events),
@@ -203,9 +208,31 @@ def measure(
         operators_total=len(operators),
         kernels=kernels,
         kernels_total=len(kernels),
-        copies=copy_patterns(events, links, steps.windows),
+        copies=copies,
         gpu_outside_steps=outside,
     )
+
+
+def _helper_side(
+    events: EventTable,
+    windows: tuple[StepWindow, ...],
+    tree: CpuTree,
+    links: GpuLinks,
+    timeline: GpuTimeline | None,
+    launch_starts: NDArray[np.float64],
+) -> tuple[
+    tuple[StepPhases, ...], tuple[CpuStep, ...], tuple[CopyPattern, ...], GpuOutsideSteps | None
+]:
+    """The figures ``measure`` computes beside the others: phases, CPU, copies, outside."""
+    phases = phases_per_step(
+        events,
+        windows,
+        timeline.busy if timeline else None,
+        launch_starts if timeline else None,
+    )
+    cpu = cpu_per_step(events, tree, windows)
+    copies = copy_patterns(events, links, windows)
+    return phases, cpu, copies, gpu_outside_steps(events, windows, timeline)
 
 
 def _launched_in(

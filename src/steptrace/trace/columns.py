@@ -11,12 +11,13 @@ import math
 import re
 from collections.abc import Callable, Iterable, Iterator
 from itertools import compress, repeat
-from operator import attrgetter, is_
+from operator import attrgetter, is_, is_not
 from typing import Any, NamedTuple, TypeVar, cast
 
 import numpy as np
 from numpy.typing import NDArray
 
+from steptrace.trace import memory
 from steptrace.trace.arrays import by_start_longer_first
 from steptrace.trace.decode import (
     METADATA_FIELDS,
@@ -30,7 +31,6 @@ from steptrace.trace.decode import (
     TolerantEvent,
 )
 from steptrace.trace.kinds import GPU_WORK, LAUNCHES, Kind, kind_of, legacy_operator_kind
-from steptrace.trace.memory import release_freed_memory
 from steptrace.trace.table import MISSING, CommArgs, EventTable
 from steptrace.trace.threads import helper_for
 from steptrace.trace.timestamps import (
@@ -56,7 +56,6 @@ _COMM_NAME = re.compile(r"^record_param_comms$|nccl|rccl", re.IGNORECASE)
 _COMM_KINDS = np.array([Kind.CPU_OP, Kind.KERNEL], dtype=np.int8)
 _TEXT_OR_NONE = {str, type(None)}
 _NONE = {type(None)}
-_TRIM_ROWS = 1 << 19  # from this many rows on, the batches' memory is given back as taken
 
 
 class _Interner(dict[Any, int]):
@@ -199,17 +198,23 @@ class ColumnBuilder:
             for b in map(attrgetter("bytes"), _args_of(complete, copies))
         ]
         ops = np.flatnonzero(kind == Kind.CPU_OP)
-        shapes = self.shapes
         op_args = _args_of(complete, ops)
-        columns["records_grad"][ops] = [a.sequence is not None for a in op_args]
-        for i, a in zip(ops.tolist(), op_args, strict=True):
-            if a.input_dims:
-                columns["shape_id"][i] = shapes[bytes(a.input_dims), bytes(a.input_types)]
+        columns["records_grad"][ops] = np.fromiter(
+            map(is_not, map(attrgetter("sequence"), op_args), repeat(None)), bool, ops.size
+        )
+        self._shapes(columns["shape_id"], ops, op_args)
         labels = np.flatnonzero(kind == Kind.USER_ANNOTATION)  # gloo:all_reduce records its input
-        for i, a in zip(labels.tolist(), _args_of(complete, labels), strict=True):
-            if a.input_dims:
-                columns["shape_id"][i] = shapes[bytes(a.input_dims), bytes(a.input_types)]
+        self._shapes(columns["shape_id"], labels, _args_of(complete, labels))
         return columns  # fmt: skip
+
+    def _shapes(
+        self, shape_id: NDArray[np.generic], rows: NDArray[np.intp], args: list[EventArgs]
+    ) -> None:
+        """The ids of the ``rows``' input shapes, where they have some (``record_shapes``)."""
+        has_dims = np.fromiter(map(len, map(attrgetter("input_dims"), args)), np.int64, rows.size)
+        for k in np.flatnonzero(has_dims).tolist():
+            a = args[k]
+            shape_id[rows[k]] = self.shapes[bytes(a.input_dims), bytes(a.input_types)]
 
     def _comm_args(
         self, complete: list[Event], kind: NDArray[np.int8], name_id: NDArray[np.int32]
@@ -360,8 +365,8 @@ class ColumnBuilder:
         """A column of every batch, concatenated, and taken out of the batches (whose
         memory is given back at once: see ``memory``)."""
         column = np.concatenate([batch.pop(name) for batch in self._batches])
-        if self._rows >= _TRIM_ROWS:  # a few ms each: worth it only for large tables
-            release_freed_memory()
+        if self._rows >= memory.TRIM_ROWS:  # a few ms each: worth it only for large tables
+            memory.release_freed_memory()
         return column
 
     def _concat(self, name: str) -> NDArray[np.generic]:

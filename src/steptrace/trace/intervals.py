@@ -21,13 +21,19 @@ def empty() -> Intervals:
 
 
 def union(starts: Floats, ends: Floats) -> Intervals:
-    """Merge any intervals (overlapping, nested, unsorted) into canonical form."""
+    """Merge any intervals (overlapping, nested, unsorted) into canonical form.
+
+    Intervals already by start (events' rows in table order, the usual input) are not
+    sorted again, nor copied when none is empty: the same result, less time and memory.
+    """
     keep = ends > starts
-    s, e = starts[keep], ends[keep]
+    s, e = (starts, ends) if keep.all() else (starts[keep], ends[keep])
+    del keep
     if s.size == 0:
         return _EMPTY
-    order = np.argsort(s, kind="stable")
-    s, e = s[order], e[order]
+    if not (s[1:] >= s[:-1]).all():
+        order = np.argsort(s, kind="stable")
+        s, e = s[order], e[order]
     reach = np.maximum.accumulate(e)
     opens = np.concatenate(([True], s[1:] > reach[:-1]))
     first = np.flatnonzero(opens)

@@ -16,6 +16,7 @@ from steptrace.trace.decode import (
     UnsplittableError,
     exact_documents,
 )
+from steptrace.trace.memory import TRIM_ROWS, release_freed_memory
 from steptrace.trace.parallel import WorkerPool, parallel_columns, worker_pool
 from steptrace.trace.progress import Stage, loading_progress
 from steptrace.trace.source import FileText, decompress, file_size, read_text
@@ -67,7 +68,11 @@ def load_trace(
         del data
         stage.step("indexing")
         url = source.name if isinstance(source, Opener) else None
-        return _build(*columns, Path(where), size, malformed, url)
+        trace = _build(*columns, Path(where), size, malformed, url)
+    del columns  # what the builder kept besides the table: interned keys, collective args
+    if len(trace.events) >= TRIM_ROWS:
+        release_freed_memory()  # its memory back before the analysis allocates its own
+    return trace
 
 
 def _size(source: Path | Opener) -> int:

@@ -14,6 +14,8 @@ import sys
 from collections.abc import Callable
 from functools import cache
 
+TRIM_ROWS = 1 << 19  # rows from which a table's loading gives memory back (a few ms a time)
+
 
 @cache
 def _trim() -> Callable[[int], int] | None:
