@@ -171,28 +171,40 @@ class _InOrder:
     def __init__(self, workers: WorkerPool, builder: ColumnBuilder) -> None:
         self._workers = workers
         self._builder = builder
-        self._pending: deque[tuple[bytes, bytes, Future[Piece | Failure]]] = deque()
+        # per piece in flight: its text (or where it lies in the ring), what follows it, its
+        # result to come
+        self._pending: deque[tuple[bytes | slice, Future[Piece | Failure], bytes]] = deque()
         self._sent = 0
         self._carry = b""  # text not taken yet: pieces cut inside a value, and what follows
         self._retries = 0
 
-    def submit(self, piece: bytes, between: bytes) -> None:
-        """Send a piece (and the text before the next one) to a worker."""
-        self._pending.append((piece, between, self._send(piece)))
+    def submit(self, piece: bytes | memoryview, between: bytes) -> None:
+        """Send a piece (and the text before the next one) to a worker; ``piece`` is copied
+        before this returns."""
+        self._pending.append((*self._send(piece), between))
         while len(self._pending) >= self._workers.slots:
             self._take()
 
-    def _send(self, piece: bytes) -> Future[Piece | Failure]:
+    def _send(self, piece: bytes | memoryview) -> tuple[bytes | slice, Future[Piece | Failure]]:
         """Into the next slot of the ring, which the piece sent ``slots`` pieces ago left
-        (``submit`` takes every piece but the last ``slots - 1`` first)."""
+        (``submit`` takes every piece but the last ``slots - 1`` first), where its text
+        stays until it is taken; else through the pool's pipe, its text kept here."""
         ring, pool, size = self._workers.ring, self._workers.pool, len(piece) + 2
         if ring is None or size > self._workers.slot_bytes:
-            return pool.submit(piece_columns, piece)
+            text = bytes(piece)
+            return text, pool.submit(piece_columns, text)
         offset = (self._sent % self._workers.slots) * self._workers.slot_bytes
         self._sent += 1
         ring[offset], ring[offset + size - 1] = ord("["), ord("]")
         ring[offset + 1 : offset + size - 1] = piece
-        return pool.submit(ring_columns, offset, size)
+        return slice(offset + 1, offset + size - 1), pool.submit(ring_columns, offset, size)
+
+    def _text(self, kept: bytes | slice) -> bytes:
+        """The text of a piece in flight, wherever it was kept (``_send``)."""
+        if isinstance(kept, bytes):
+            return kept
+        assert self._workers.ring is not None
+        return self._workers.ring[kept]
 
     def finish(self) -> bytes:
         """Take every piece still in flight; the text not taken (empty if all were)."""
@@ -201,15 +213,16 @@ class _InOrder:
         return self._carry
 
     def _take(self) -> None:
-        piece, between, future = self._pending.popleft()
+        kept, future, between = self._pending.popleft()
         result = future.result()  # BrokenProcessPool if a worker was killed
-        if self._carry:  # the pieces before were cut inside a value: join them to this one
-            piece = self._carry + piece
+        piece = self._carry + self._text(kept) if self._carry else None
+        if piece is not None:  # the pieces before were cut inside a value: join them to this one
             result = piece_columns(piece)
         if isinstance(result, Piece):
             self._builder.merge(result)
             self._carry, self._retries = b"", 0
             return
+        piece = piece if piece is not None else self._text(kept)
         self._retries += 1
         if result == "shape" or self._retries > split._RETRIES or len(piece) > split._MAX_PENDING:
             raise UnsplittableError

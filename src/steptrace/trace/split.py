@@ -174,11 +174,14 @@ class _Text:
             start, retries = 0, 0
             search = _PIECE_BYTES
 
-    def raw_pieces(self, start: int) -> Iterator[tuple[bytes, bytes]]:
+    def raw_pieces(self, start: int) -> Iterator[tuple[memoryview, bytes]]:
         """Pieces of text from ``start``, each cut at the next ``}, {`` after ``_PIECE_BYTES``,
         with the text between it and the next (``,`` and spaces), not decoded: a cut may be
         wrong, which the pieces' decoding tells (``parallel``). What is left in ``buffer``
-        is the rest."""
+        is the rest.
+
+        A piece is a view of ``buffer``, valid until the next one is asked for: the caller
+        copies it where it goes (a worker's slot), not first into bytes of its own."""
         buffer, search = self.buffer, start + _PIECE_BYTES
         while True:
             cut = _BETWEEN_EVENTS.search(buffer, search)
@@ -189,13 +192,9 @@ class _Text:
                     continue
                 del buffer[:start]
                 return
-            with memoryview(buffer) as view:  # one copy each, not two
-                piece, between = (
-                    bytes(view[start : cut.start() + 1]),
-                    bytes(view[cut.start() + 1 : cut.end() - 1]),
-                )
-            yield piece, between
-            del buffer[: cut.end() - 1]
+            with memoryview(buffer) as view, view[start : cut.start() + 1] as piece:
+                yield piece, bytes(view[cut.start() + 1 : cut.end() - 1])
+            del buffer[: cut.end() - 1]  # the views released: the buffer may change size
             start, search = 0, _PIECE_BYTES
 
 
