@@ -281,15 +281,13 @@ class ColumnBuilder:
         """The sorted table of usable rows (times from the first one), and what was skipped.
 
         The batches are consumed column by column, each freed once taken, so that the
-        columns are held about once (not twice) while the table is built.
+        columns are held about once (not twice) while the table is built. Once the order
+        is known, a helper thread puts half of the columns in it while this one does the
+        times and the rest (numpy's take releases the GIL: both run at once).
         """
-        order, unusable = self._order()
-        origin, start_ns, dur_ns = self._sorted_times(order)
-        start_us, dur_us = start_ns / 1000, dur_ns / 1000
-        end_us = np.add(start_ns, dur_ns, out=start_ns) / 1000  # start_ns is not needed after
-        del start_ns, dur_ns
-        thread_of_raw, threads = self._canonical_threads()
-        comm = self._comm_table(order)
+        start = self._pop("start_ns").astype(np.int64, copy=False)
+        dur = self._pop("dur_ns").astype(np.int64, copy=False)
+        order, unusable = self._order(start, dur)
         column = self._take(order)
         helped: dict[str, type[np.generic]] = {
             "correlation": np.int64, "device": np.int64, "stream": np.int64,
@@ -299,9 +297,15 @@ class ColumnBuilder:
         def gather(typed: dict[str, type[np.generic]]) -> dict[str, Any]:
             return {name: column(name, dtype) for name, dtype in typed.items()}
 
-        with helper_for(self._rows) as helper:  # it gathers half the columns: numpy's take
-            # releases the GIL, so both threads run at once
+        with helper_for(self._rows) as helper:
             other = helper.submit(gather, helped)
+            origin, start_ns, dur_ns = _sorted_times(start, dur, order)
+            del start, dur
+            start_us, dur_us = start_ns / 1000, dur_ns / 1000
+            end_us = np.add(start_ns, dur_ns, out=start_ns) / 1000  # start_ns not needed after
+            del start_ns, dur_ns
+            thread_of_raw, threads = self._canonical_threads()
+            comm = self._comm_table(order)
             taken = gather({"kind": np.int8, "name_id": np.int32, "raw_thread": np.int32,
                             "records_grad": np.bool_})  # fmt: skip
         taken |= other.result()
@@ -327,10 +331,8 @@ class ColumnBuilder:
         )
         return table, unusable
 
-    def _order(self) -> tuple[NDArray[np.intp], Unusable]:
+    def _order(self, start: Ints, dur: Ints) -> tuple[NDArray[np.intp], Unusable]:
         """The usable rows by start, longer first on ties; the others counted by reason."""
-        start = self._concat("start_ns").astype(np.int64, copy=False)
-        dur = self._concat("dur_ns").astype(np.int64, copy=False)
         statuses = np.maximum(self._pop("start_status"), self._pop("dur_status"))
         negative = (statuses == OK) & (dur < 0)
         overflow = (statuses == OK) & ~negative & (start >= LIMIT_NS - dur)
@@ -345,13 +347,6 @@ class ColumnBuilder:
             return by_start_longer_first(start, dur), unusable
         rows = np.flatnonzero(usable)
         return rows[by_start_longer_first(start[rows], dur[rows])], unusable
-
-    def _sorted_times(self, order: NDArray[np.intp]) -> tuple[int, Ints, Ints]:
-        """The origin and, in table order, starts from it and durations (integer ns)."""
-        start = self._pop("start_ns").astype(np.int64, copy=False)[order]
-        origin = int(start[0]) if order.size else 0
-        start -= origin  # exact: |values| < 2**62
-        return origin, start, self._pop("dur_ns").astype(np.int64, copy=False)[order]
 
     def _take(self, order: NDArray[np.intp]) -> Callable[[str, type[np.generic]], Any]:
         """A column in table order, of the given type; its batches are let go."""
@@ -402,6 +397,14 @@ class Unusable(NamedTuple):
     not_a_number: int  # missing, a string, null...
     negative: int  # a negative duration
     out_of_range: int  # beyond ±2**62 ns, or ending there
+
+
+def _sorted_times(start: Ints, dur: Ints, order: NDArray[np.intp]) -> tuple[int, Ints, Ints]:
+    """The origin and, in table order, starts from it and durations (integer ns)."""
+    start = start[order]
+    origin = int(start[0]) if order.size else 0
+    start -= origin  # exact: |values| < 2**62
+    return origin, start, dur[order]
 
 
 def _times(field: str, read: tuple[Ints, NDArray[np.int8]]) -> dict[str, NDArray[np.generic]]:
