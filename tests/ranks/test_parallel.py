@@ -13,12 +13,15 @@ import io
 import os
 import pickle
 import shutil
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import msgspec
 import numpy as np
+import psutil
 import pytest
 from click.testing import CliRunner, Result
 
@@ -29,6 +32,7 @@ from steptrace.across.ranks.progress import ranks_progress
 from steptrace.across.ranks.work import RankFailure, summarize
 from steptrace.cli import app
 from steptrace.errors import TraceError
+from tests.conftest import gpu_trace
 from tests.ranks.reports import FIXTURES, rank_paths
 
 SET = FIXTURES / "slow-read-4"
@@ -361,3 +365,66 @@ def test_a_scheduler_given_where_it_does_not_apply_is_said_once() -> None:
         env={"STEPTRACE_SCHEDULER": "tcp://nowhere:1"},
     )  # fmt: skip
     assert quiet.exit_code == 0 and "--scheduler" not in quiet.stderr  # set for other jobs
+
+
+def _slow_ranks(folder: Path, ranks: int = 8) -> Path:
+    """``ranks`` copies of the largest shared trace (54 MB of JSON each, about half a second
+    to analyze), each with its own rank: a job that runs for seconds on two workers."""
+    text = gzip.decompress(gpu_trace("v100_ddp2_rank1_train_profmem").read_bytes())
+    head, rest = text[:4096], text[4096:]
+    assert head.count(b'"rank": 1') == 1 and head.count(b'"world_size": 2') == 1
+    for rank in range(ranks):
+        named = head.replace(b'"rank": 1', b'"rank": %d' % rank)
+        named = named.replace(b'"world_size": 2', b'"world_size": %d' % ranks)
+        (folder / f"rank{rank}.json.gz").write_bytes(gzip.compress(named + rest, compresslevel=1))
+    return folder
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("runner", [["--jobs", "2"], ["--jobs", "2", "--scheduler", "local"]])
+def test_ctrl_c_while_the_ranks_run_is_one_line_and_ends_every_worker(
+    tmp_path: Path, runner: list[str]
+) -> None:
+    """A terminal's Ctrl-C (SIGINT to the whole process group) once the workers (processes
+    of a pool, or of a Dask ``LocalCluster``) are at work: exit 130, one line, no traceback
+    from any worker, and no process of the group left behind."""
+    folder = _slow_ranks(tmp_path)
+    command = [str(Path(sys.executable).parent / "steptrace"), "analyze", str(folder), "-f", "json"]
+    running = subprocess.Popen(
+        [*command, *runner], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+        start_new_session=True,  # a group of its own, as a terminal's foreground job
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+    )  # fmt: skip
+    try:
+        tree = psutil.Process(running.pid)
+        deadline = time.monotonic() + 60
+        while len(tree.children(recursive=True)) < 3 and time.monotonic() < deadline:
+            time.sleep(0.05)  # two workers and the pool's helper (or the cluster's tracker)
+        time.sleep(0.5)  # the workers are analyzing ranks
+        assert running.poll() is None, "the job ended before Ctrl-C: make it longer"
+        os.killpg(running.pid, signal.SIGINT)
+        _, err = running.communicate(timeout=60)
+    finally:
+        if running.poll() is None:
+            os.killpg(running.pid, signal.SIGKILL)
+    assert running.returncode == 130
+    assert err.decode().strip() == "steptrace: error: aborted"
+    deadline = time.monotonic() + 10
+    while _group(running.pid) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not _group(running.pid)
+
+
+def _group(group: int) -> list[int]:
+    """The live processes of a process group (zombies left out)."""
+    return [
+        p.pid for p in psutil.process_iter(["status"])
+        if _group_of(p.pid) == group and p.info["status"] != psutil.STATUS_ZOMBIE
+    ]  # fmt: skip
+
+
+def _group_of(pid: int) -> int | None:
+    try:
+        return os.getpgid(pid)
+    except ProcessLookupError:
+        return None

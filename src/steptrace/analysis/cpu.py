@@ -35,13 +35,14 @@ def cpu_per_step(
     hi = np.array([s.end_us for s in steps])
     covered = iv.covered(busy, lo, hi) / 1000
     owner = step_of(steps, start)  # one step per operator, even where steps overlap
+    duration = end - start
     results = []
     for k, inside in enumerate(indices_by_step(owner, len(steps))):
         results.append(
             CpuStep(
                 busy_ms=float(covered[k]),
                 operators=int(inside.size),
-                operator_us=Spread.of((end - start)[inside]),
+                operator_us=Spread.of(duration[inside]),
                 grad_recording=int(grad[inside].sum()),
             )
         )

@@ -27,10 +27,13 @@ from __future__ import annotations
 import logging
 import multiprocessing
 import os
+import signal
+import threading
 import warnings
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Future, ProcessPoolExecutor, as_completed
-from contextlib import ExitStack
+from contextlib import ExitStack, contextmanager
+from multiprocessing import resource_tracker
 from typing import Any, Protocol, TypeVar
 
 from steptrace.errors import TraceError
@@ -119,8 +122,8 @@ class DaskCluster:
         ``_WORKERS_S`` (the tasks would wait for one, silently, for ever)."""
         try:
             if self.scheduler == "local":
-                with warnings.catch_warnings():  # "port 8787 in use": no dashboard is started
-                    warnings.simplefilter("ignore")
+                with warnings.catch_warnings(), _ctrl_c_held():
+                    warnings.simplefilter("ignore")  # "port 8787 in use": no dashboard starts
                     cluster = stack.enter_context(
                         distributed.LocalCluster(
                             n_workers=max(1, min(self.jobs, items)), threads_per_worker=1,
@@ -142,6 +145,24 @@ class DaskCluster:
                 f"(start workers with: dask worker {self.scheduler})"
             ) from None
         return client
+
+
+@contextmanager
+def _ctrl_c_held() -> Iterator[None]:
+    """Ctrl-C held back (blocked, not lost) while a local cluster starts: the threads and
+    worker processes started meanwhile inherit the block, so that a terminal's Ctrl-C, sent
+    to the whole process group, reaches this process alone (its workers would each print a
+    traceback); one pressed meanwhile is delivered here at the end of the block."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    # started first: starting it later would unblock Ctrl-C in the thread that spawns
+    resource_tracker.ensure_running()
+    held = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, held)
 
 
 def executor(jobs: int, scheduler: str | None = None) -> Executor:
