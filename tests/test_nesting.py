@@ -226,3 +226,22 @@ def test_the_kind_mask_is_isin(kinds: list[Kind], chosen: list[Kind]) -> None:
     events = table(*(Row(k, f"e{i}", i, 1) for i, k in enumerate(kinds)))
     expected = np.isin(events.kind, [int(k) for k in chosen])
     assert events.mask(*chosen).tolist() == expected.tolist()
+
+
+@given(st.lists(st.tuples(st.integers(0, 3), st.integers(0, 40)), max_size=60))
+def test_same_name_ancestor_matches_walking_each_chain(nodes: list[tuple[int, int]]) -> None:
+    """Any forest (each event's parent comes before it, or none): an event has a same-name
+    ancestor exactly when walking its chain of parents up to the root meets its name."""
+    name = np.array([n for n, _ in nodes], dtype=np.int32)
+    parent = np.array([(p % (i + 1)) - 1 for i, (_, p) in enumerate(nodes)], dtype=np.int64)
+
+    def walked(k: int) -> bool:
+        j = int(parent[k])
+        while j >= 0:
+            if name[j] == name[k]:
+                return True
+            j = int(parent[j])
+        return False
+
+    expected = [walked(k) for k in range(len(nodes))]
+    assert has_same_name_ancestor(name, parent).tolist() == expected

@@ -22,6 +22,7 @@ from steptrace.analysis.outside import GpuOutsideSteps, gpu_outside_steps, outsi
 from steptrace.analysis.phases import Phase, Reading, StepPhases, phases_per_step
 from steptrace.analysis.stats import Spread
 from steptrace.analysis.steps import (
+    Steps,
     StepWindow,
     find_steps,
     marker_warnings,
@@ -147,18 +148,13 @@ def measure(
     ]
     counted = tuple(w for w, p in zip(steps.windows, partial, strict=True) if not p)
     counted = counted or steps.windows  # as the summary: all of them when every one is partial
-    launch_starts = events.start_us[distinct(links.launch[links.launch >= 0])]
-    launched = _launched_in(events, timeline, counted)
     with helper_for(len(events)) as helper:  # two sides at once, each in order (``threads``)
         # the two largest figures (the GPU's, the operators') on this side, one after the
         # other: side by side, their temporaries would raise the peak memory
-        side = helper.submit(
-            _helper_side, events, steps.windows, tree, links, timeline, launch_starts
-        )
+        side = helper.submit(_helper_side, events, steps, tree, links, timeline, counted)
         gpu = gpu_per_step(events, steps.windows, timeline)
         operators = operator_stats(events, tree, links if timeline else None, counted)
-        kernels = kernel_stats(events, launched, len(counted))
-    phases, cpu, copies, outside = side.result()
+    phases, cpu, copies, outside, kernels = side.result()
     results = tuple(
         StepResult(
             name=w.name,
@@ -215,15 +211,22 @@ def measure(
 
 def _helper_side(
     events: EventTable,
-    windows: tuple[StepWindow, ...],
+    steps: Steps,
     tree: CpuTree,
     links: GpuLinks,
     timeline: GpuTimeline | None,
-    launch_starts: NDArray[np.float64],
+    counted: tuple[StepWindow, ...],
 ) -> tuple[
-    tuple[StepPhases, ...], tuple[CpuStep, ...], tuple[CopyPattern, ...], GpuOutsideSteps | None
+    tuple[StepPhases, ...],
+    tuple[CpuStep, ...],
+    tuple[CopyPattern, ...],
+    GpuOutsideSteps | None,
+    tuple[KernelStat, ...],
 ]:
-    """The figures ``measure`` computes beside the others: phases, CPU, copies, outside."""
+    """The figures ``measure`` computes beside the GPU's and the operators': phases, CPU,
+    copies, GPU work outside the steps, kernels (``counted``: the complete steps)."""
+    windows = steps.windows
+    launch_starts = events.start_us[distinct(links.launch[links.launch >= 0])]
     phases = phases_per_step(
         events,
         windows,
@@ -232,7 +235,9 @@ def _helper_side(
     )
     cpu = cpu_per_step(events, tree, windows)
     copies = copy_patterns(events, links, windows)
-    return phases, cpu, copies, gpu_outside_steps(events, windows, timeline)
+    outside = gpu_outside_steps(events, windows, timeline)
+    kernels = kernel_stats(events, _launched_in(events, timeline, counted), len(counted))
+    return phases, cpu, copies, outside, kernels
 
 
 def _launched_in(

@@ -57,19 +57,21 @@ def operator_stats(
     start, end = events.start_us[ops], events.end_us[ops]
     name = events.name_id[ops]
     own = self_time(start, end, tree.op_parent, events.thread_id[ops])
+    duration = np.subtract(end, start, out=end)  # ``end`` is not needed after
+    in_step = step_of(steps, start) >= 0
+    del start, end  # a large table's operators: let each array go once used
     outermost = ~has_same_name_ancestor(name, tree.op_parent)
     n = len(events.names)
     calls = np.bincount(name, minlength=n)
     self_us = np.bincount(name, weights=own, minlength=n)
-    inclusive_us = np.bincount(name[outermost], weights=(end - start)[outermost], minlength=n)
+    inclusive_us = np.bincount(name[outermost], weights=duration[outermost], minlength=n)
     gpu_us, gpu_count = _launched_gpu_work(events, links) if links else (None, None)
     shapes = _typical_shapes(events, ops)
-    in_step = step_of(steps, start) >= 0
     per = 1.0 / max(len(steps), 1) if steps else 0.0
     step_calls = np.bincount(name[in_step], minlength=n) * per
     step_self = np.bincount(name[in_step], weights=own[in_step], minlength=n) * per
     counted = outermost & in_step
-    step_inclusive = np.bincount(name[counted], weights=(end - start)[counted], minlength=n) * per
+    step_inclusive = np.bincount(name[counted], weights=duration[counted], minlength=n) * per
     step_gpu = _gpu_in_steps(events, links, ops, in_step) * per if links else None
     stats = [
         OperatorStat(

@@ -103,12 +103,21 @@ def self_time(start: Floats, end: Floats, parent: Ints, thread: NDArray[np.int32
 
 
 def has_same_name_ancestor(name: NDArray[np.int32], parent: Ints) -> NDArray[np.bool_]:
-    """True where an ancestor has the same name (a recursive call, not new time)."""
+    """True where an ancestor has the same name (a recursive call, not new time).
+
+    Each event climbs its chain of ancestors, one level a round; those that reached a root
+    or found their name are left out of the next rounds, so each round costs the events
+    still climbing, not the whole table.
+    """
     found = np.zeros(parent.size, dtype=bool)
-    ancestor = parent.copy()
-    while (alive := ancestor >= 0).any():
-        found[alive] |= name[ancestor[alive]] == name[alive]
-        ancestor[alive] = parent[ancestor[alive]]
+    event = np.flatnonzero(parent >= 0)
+    ancestor = parent[event]
+    while event.size:
+        same = name[ancestor] == name[event]
+        found[event[same]] = True
+        ancestor = parent[ancestor]
+        climbing = ~same & (ancestor >= 0)
+        event, ancestor = event[climbing], ancestor[climbing]
     return found
 
 
