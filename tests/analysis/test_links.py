@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from hypothesis import given
+from hypothesis import strategies as st
+
 from steptrace.analysis.links import cpu_tree, gpu_links
 from steptrace.trace.kinds import Kind
 from steptrace.trace.table import EventTable
@@ -100,3 +103,67 @@ def test_gpu_work_without_any_launch_call_is_unlinked() -> None:
     t = table(kernel("a", 0, 10, correlation=1), memcpy("Memcpy DtoD (Device -> Device)", 5, 5))
     links = gpu_links(t, cpu_tree(t))
     assert links.launch.tolist() == links.owner.tolist() == [-1, -1]
+
+
+def test_an_operator_and_a_call_that_start_and_end_together_the_operator_holds_the_call() -> None:
+    for written in (
+        [runtime("cudaLaunchKernel", 10, 5, correlation=1), op("aten::add", 10, 5)],
+        [op("aten::add", 10, 5), runtime("cudaLaunchKernel", 10, 5, correlation=1)],
+    ):
+        t = table(op("outer", 0, 100), *written, op("aten::mul", 40, 5))
+        tree = cpu_tree(t)
+        owner_of = {
+            name(t, int(r)): name(t, int(tree.ops[o]) if o >= 0 else -1)
+            for r, o in zip(tree.launches, tree.launch_owner, strict=True)
+        }
+        parent_of = {
+            name(t, int(r)): name(t, int(tree.ops[p]) if p >= 0 else -1)
+            for r, p in zip(tree.ops, tree.op_parent, strict=True)
+        }
+        assert owner_of == {"cudaLaunchKernel": "aten::add"}
+        assert parent_of == {"outer": None, "aten::add": "outer", "aten::mul": "outer"}
+        assert list(tree.ops) == sorted(tree.ops) and list(tree.launches) == sorted(tree.launches)
+
+
+_EVENT = st.tuples(st.booleans(), st.integers(0, 1), st.integers(0, 12), st.integers(0, 6))
+
+
+@given(st.lists(_EVENT, max_size=40))
+def test_the_tree_is_what_a_stack_walk_finds(events: list[tuple[bool, int, int, int]]) -> None:
+    """Operators and calls on two threads, integer times (ties are common): each one's
+    container is what a stack walk per thread finds, the events taken by start, longer
+    first, operators before calls, then in table order; a call's owner is the first
+    operator up its chain."""
+    t = table(
+        *(
+            op(f"op{k}", s, d, thread=th) if is_op else runtime(f"call{k}", s, d, thread=th)
+            for k, (is_op, th, s, d) in enumerate(events)
+        )
+    )
+    is_op_row = t.kind == Kind.CPU_OP
+    chosen = [r for r in range(len(t)) if t.kind[r] in (Kind.CPU_OP, Kind.RUNTIME)]
+    walk = sorted(chosen, key=lambda r: (t.start_us[r], -t.dur_us[r], not is_op_row[r], r))
+    container: dict[int, int] = {}
+    for thread in set(t.thread_id.tolist()):
+        stack: list[int] = []
+        for r in (r for r in walk if t.thread_id[r] == thread):
+            while stack and t.end_us[stack[-1]] <= t.start_us[r]:
+                stack.pop()
+            container[r] = stack[-1] if stack else -1
+            stack.append(r)
+
+    def owner(r: int) -> int:
+        up = container[r]
+        while up >= 0 and not is_op_row[up]:
+            up = container[up]
+        return up
+
+    tree = cpu_tree(t)
+    assert tree.ops.tolist() == [r for r in range(len(t)) if is_op_row[r]]
+    assert tree.launches.tolist() == [r for r in range(len(t)) if t.kind[r] == Kind.RUNTIME]
+    assert [int(tree.ops[p]) if p >= 0 else -1 for p in tree.op_parent] == [
+        owner(r) for r in tree.ops.tolist()
+    ]
+    assert [int(tree.ops[p]) if p >= 0 else -1 for p in tree.launch_owner] == [
+        owner(r) for r in tree.launches.tolist()
+    ]
