@@ -111,7 +111,7 @@ def worker_pool(workers: int) -> Iterator[WorkerPool | None]:
         yield None
         return
     forks = sys.platform.startswith("linux")
-    slot_bytes = 2 * split._PIECE_BYTES + 2  # a piece, the rest of its last event, "[]"
+    slot_bytes = 2 * split.worker_piece_bytes() + 2  # a piece, its last event's rest, "[]"
     ring, pool = None, None
     try:
         ring = mmap.mmap(-1, (_AHEAD_PER_WORKER * workers + 1) * slot_bytes) if forks else None
