@@ -38,6 +38,7 @@ from numpy.typing import NDArray
 from steptrace.analysis.stats import Spread
 from steptrace.analysis.timeline import GpuTimeline
 from steptrace.trace import intervals as iv
+from steptrace.trace.arrays import distinct
 from steptrace.trace.kinds import Kind
 from steptrace.trace.table import EventTable
 
@@ -126,8 +127,8 @@ def category_per_step(
     of_row = _row_categories(events, rows)
     taken = iv.empty()
     ms: dict[str, NDArray[np.float64]] = {}
-    for category in PRIORITY:
-        chosen = rows[of_row == category]
+    for code, category in enumerate(PRIORITY):
+        chosen = rows[of_row == code]
         own = iv.union(events.start_us[chosen], events.end_us[chosen])
         ms[category] = iv.covered(iv.difference(own, taken), lo, hi) / 1000.0
         taken = iv.union(np.concatenate((taken[0], own[0])), np.concatenate((taken[1], own[1])))
@@ -157,10 +158,13 @@ def summarize(per_step: list[tuple[CategoryTime, ...]]) -> tuple[CategorySummary
     return tuple(summaries)
 
 
-def _row_categories(events: EventTable, rows: NDArray[np.int64]) -> NDArray[np.str_]:
-    unique, inverse = np.unique(events.name_id[rows], return_inverse=True)
-    named = np.array([category_of(events.names[i]) for i in unique.tolist()], dtype="<U16")
-    categories: NDArray[np.str_] = named[inverse.reshape(-1)] if rows.size else named
+def _row_categories(events: EventTable, rows: NDArray[np.int64]) -> NDArray[np.int8]:
+    """Per row: its category, as its index in ``PRIORITY`` (a byte, not a string, per row)."""
+    name_id = events.name_id[rows]
+    named = distinct(name_id)
+    code = np.zeros(len(events.names), dtype=np.int8)
+    code[named] = [PRIORITY.index(category_of(events.names[i])) for i in named.tolist()]
+    categories: NDArray[np.int8] = code[name_id]
     kind = events.kind[rows]
-    categories[(kind == Kind.MEMCPY) | (kind == Kind.MEMSET)] = "copy"
+    categories[(kind == Kind.MEMCPY) | (kind == Kind.MEMSET)] = PRIORITY.index("copy")
     return categories
