@@ -53,3 +53,10 @@ def test_indices_by_step_are_each_steps_members_in_order(owner: list[int], count
     assert len(groups) == count
     for k, group in enumerate(groups):
         assert group.tolist() == np.flatnonzero(array == k).tolist()
+
+
+def test_a_single_time_gets_a_single_step() -> None:
+    steps = (StepWindow("s0", 0, -1, 0.0, 3.0), StepWindow("s1", 1, -1, 3.0, 6.0))
+    assert step_of(steps, np.float64(4.0)).shape == ()
+    assert int(step_of(steps, np.float64(4.0))) == 1
+    assert int(step_of(steps, np.array(7.0))) == -1

@@ -102,12 +102,13 @@ def step_of(windows: tuple[StepWindow, ...], times: NDArray[np.float64]) -> NDAr
     if not by_start:
         return np.full(np.shape(times), -1, dtype=np.int64)
     if (lo[1:] >= hi[:-1]).all():
-        at = np.searchsorted(lo, times, side="right")  # windows begun by each time
+        flat = np.ravel(times)  # a single time too
+        at = np.searchsorted(lo, flat, side="right")  # windows begun by each time
         at -= 1  # the last one begun: -1 where none was (in place: times may be many)
-        held = (at >= 0) & (times < hi[np.maximum(at, 0)])
+        held = (at >= 0) & (flat < hi[np.maximum(at, 0)])
         owner = np.append(np.array(by_start, dtype=np.int64), -1)[at]  # -1 picks the -1
         owner[~held] = -1
-        return owner
+        return owner.reshape(np.shape(times))
     owner = np.full(np.shape(times), -1, dtype=np.int64)
     for k in by_start:
         owner[(times >= windows[k].start_us) & (times < windows[k].end_us)] = k

@@ -33,7 +33,6 @@ import warnings
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Future, ProcessPoolExecutor, as_completed
 from contextlib import ExitStack, contextmanager
-from multiprocessing import resource_tracker
 from typing import Any, Protocol, TypeVar
 
 from steptrace.errors import TraceError
@@ -149,20 +148,31 @@ class DaskCluster:
 
 @contextmanager
 def _ctrl_c_held() -> Iterator[None]:
-    """Ctrl-C held back (blocked, not lost) while a local cluster starts: the threads and
-    worker processes started meanwhile inherit the block, so that a terminal's Ctrl-C, sent
-    to the whole process group, reaches this process alone (its workers would each print a
-    traceback); one pressed meanwhile is delivered here at the end of the block."""
-    if threading.current_thread() is not threading.main_thread():
+    """Ctrl-C held back (not lost) while a local cluster starts, so that its worker
+    processes ignore a terminal's Ctrl-C, which reaches the whole process group: each would
+    print a traceback. SIGINT is blocked in this thread, which the threads and processes
+    started meanwhile inherit; where another thread receives it, the handler only notes
+    it. One pressed meanwhile is raised here at the end of the block. Only from the main
+    thread of a POSIX process (elsewhere the workers may print tracebacks)."""
+    if threading.current_thread() is not threading.main_thread() or not hasattr(
+        signal, "pthread_sigmask"
+    ):
         yield
         return
+    from multiprocessing import resource_tracker
+
     # started first: starting it later would unblock Ctrl-C in the thread that spawns
     resource_tracker.ensure_running()
+    pressed: list[int] = []
+    handler = signal.signal(signal.SIGINT, lambda signum, frame: pressed.append(signum))
     held = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
     try:
         yield
     finally:
+        signal.signal(signal.SIGINT, handler)  # a blocked one is delivered to it just below
         signal.pthread_sigmask(signal.SIG_SETMASK, held)
+    if pressed and callable(handler):  # Python's own raises KeyboardInterrupt
+        handler(signal.SIGINT, None)
 
 
 def executor(jobs: int, scheduler: str | None = None) -> Executor:
