@@ -22,7 +22,6 @@ from steptrace.analysis.outside import GpuOutsideSteps, gpu_outside_steps, outsi
 from steptrace.analysis.phases import Phase, Reading, StepPhases, phases_per_step
 from steptrace.analysis.stats import Spread
 from steptrace.analysis.steps import (
-    Steps,
     StepWindow,
     find_steps,
     marker_warnings,
@@ -151,7 +150,7 @@ def measure(
     with helper_for(len(events)) as helper:  # two sides at once, each in order (``threads``)
         # the two largest figures (the GPU's, the operators') on this side, one after the
         # other: side by side, their temporaries would raise the peak memory
-        side = helper.submit(_helper_side, events, steps, tree, links, timeline, counted)
+        side = helper.submit(_helper_side, events, steps.windows, tree, links, timeline, counted)
         gpu = gpu_per_step(events, steps.windows, timeline)
         operators = operator_stats(events, tree, links if timeline else None, counted)
     phases, cpu, copies, outside, kernels = side.result()
@@ -211,7 +210,7 @@ def measure(
 
 def _helper_side(
     events: EventTable,
-    steps: Steps,
+    windows: tuple[StepWindow, ...],
     tree: CpuTree,
     links: GpuLinks,
     timeline: GpuTimeline | None,
@@ -225,7 +224,6 @@ def _helper_side(
 ]:
     """The figures ``measure`` computes beside the GPU's and the operators': phases, CPU,
     copies, GPU work outside the steps, kernels (``counted``: the complete steps)."""
-    windows = steps.windows
     launch_starts = events.start_us[distinct(links.launch[links.launch >= 0])]
     phases = phases_per_step(
         events,
