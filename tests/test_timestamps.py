@@ -94,6 +94,50 @@ def test_each_path_is_taken_and_agrees() -> None:
     check([*usual, b"0.004", b"1e3", b"null"])
 
 
+def alike_texts(integer_digits: int, places: int) -> st.SearchStrategy[list[bytes]]:
+    """Values written alike: one number of integer digits (no leading zero), one of places."""
+    low = 10 ** (integer_digits - 1) if integer_digits > 1 else 0
+    integer = st.integers(low, 10**integer_digits - 1)
+    fraction = st.text("0123456789", min_size=places, max_size=places)
+    value = st.builds(lambda i, f: f"{i}{'.' + f if f else ''}".encode(), integer, fraction)
+    return st.lists(value, min_size=1, max_size=60)
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.tuples(st.integers(1, 19), st.integers(0, 4)).flatmap(lambda t: alike_texts(*t)),
+)
+def test_values_written_alike_are_read_as_a_matrix_exactly(texts: list[bytes]) -> None:
+    """The matrix path takes what it can (a single width and point) and agrees with Decimal;
+    what it leaves (four places, 19 digits, near 2**62 ns) goes to the other paths."""
+    text = b"\n".join(raws(texts))
+    alike = timestamps._alike(text, len(texts), len(texts[0]))
+    if alike is not None:
+        assert alike.tolist() == [expected(t) for t in texts]
+    check(texts)
+
+
+@pytest.mark.parametrize(
+    ("texts", "taken"),
+    [
+        ([b"1712195495502094.547", b"1712195495502095.001"], True),
+        ([b"1669783687464181", b"1669783687464194"], True),
+        ([b"4611686018427386.999"], True),  # the last integer part it takes
+        ([b"4611686018427387.903"], False),  # 2**62 - 1 ns: the digit path's
+        ([b"1712195495502094.547", b"17121954955020945.47"], False),  # the point moves
+        ([b"1712195495502094.547", b"-712195495502094.547"], False),  # a sign
+        ([b"1712195495502094.547", b"1712195495502094e547"], False),  # an exponent
+        ([b"12.5", b"1e3"], False),
+        ([b"12.5", b"125"], False),  # two widths
+        ([b"1.2345"], False),  # four places
+    ],
+)
+def test_the_matrix_path_takes_only_values_written_alike(texts: list[bytes], taken: bool) -> None:
+    text = b"\n".join(raws(texts))
+    assert (timestamps._alike(text, len(texts), len(texts[0])) is not None) == taken
+    check(texts)
+
+
 def test_a_missing_value_is_not_a_number() -> None:
     ns, status = nanoseconds([msgspec.Raw(), *raws([b"5"])])
     assert status.tolist() == [NOT_A_NUMBER, OK] and ns[1] == 5000

@@ -88,8 +88,11 @@ class ColumnBuilder:
         """Take one batch of decoded events (see ``piece`` and ``merge`` for another process's)."""
         self.events_seen += len(events)
         types = list(map(type, events))
+        present = set(types)  # a batch seldom holds every phase: no pass for those it lacks
 
         def of_phase(phase: type[_Phase]) -> Iterator[_Phase]:  # a C-level filter
+            if phase not in present:
+                return iter(())
             return cast(Iterator[_Phase], compress(events, map(is_, types, repeat(phase))))
 
         complete = list(of_phase(Event)) or list(of_phase(TolerantEvent))

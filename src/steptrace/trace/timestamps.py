@@ -4,12 +4,15 @@ Kineto writes epoch-scale microseconds with nanosecond decimals (``1712195495502
 A float64 resolves only 0.25 µs at that scale, so the text of each ``ts`` and ``dur`` is
 kept undecoded (``msgspec.Raw``) and read exactly here, a whole batch at a time:
 
-1. the usual batch, plain decimals: with the points taken out, the texts are integers
+1. the usual batch, plain decimals all written alike (``1712195495502094.547`` or
+   ``1669783687464181``: one length, the point at one place): a matrix of digits, one
+   row per value, multiplied by the powers of ten, with no Python object per value;
+2. plain decimals of varied lengths: with the points taken out, the texts are integers
    (``1712195495502094547``) that msgspec reads in C; each is then scaled by the number
    of decimals it had, found with numpy;
-2. any other batch: digit by digit, with numpy over a matrix of characters (integer part
+3. any other batch: digit by digit, with numpy over a matrix of characters (integer part
    and three decimals exactly, the fourth rounding half away from zero);
-3. what neither reads (an exponent, a string, ``null``, 19 integer digits or more):
+4. what none of those reads (an exponent, a string, ``null``, 19 integer digits or more):
    ``decimal.Decimal``, one value at a time.
 
 Durations are small numbers: decoded as floats on the one-pass path, rounding them to the
@@ -37,6 +40,7 @@ _LIMIT_US = LIMIT_NS // 1000 + 1  # an integer part from here on is out of range
 _MINUS, _DOT, _ZERO, _NEWLINE = ord("-"), ord("."), ord("0"), ord("\n")
 _POWERS = 10 ** np.arange(_INTEGER_DIGITS + 1, dtype=np.int64)
 _SCALE = np.array([1000, 100, 10, 1], dtype=np.int64)  # by number of decimal places
+_DECIMAL_WEIGHTS = _SCALE[1:]  # nanoseconds of the first, second and third decimal
 _LIMIT_SCALED = LIMIT_NS // _SCALE  # below this, scaled values stay below 2**62 ns
 _INTEGERS = msgspec.json.Decoder(list[int])
 _THOUSAND = Decimal(1000)
@@ -50,6 +54,8 @@ def nanoseconds(values: list[msgspec.Raw]) -> tuple[NDArray[np.int64], NDArray[n
     if n == 0:
         return ns, status
     text = b"\n".join(values)
+    if (exact := _alike(text, n, len(values[0]))) is not None:
+        return exact, np.zeros(n, dtype=np.int8)
     if (exact := _as_integers(text, n)) is not None:
         return exact, np.zeros(n, dtype=np.int8)
     lengths = np.fromiter(map(len, values), dtype=np.int64, count=n)
@@ -76,6 +82,35 @@ def durations(values: list[float | None] | list[msgspec.Raw]) -> tuple[Ints, NDA
     ns = np.where(fits, np.rint(np.where(fits, scaled, 0)), 0).astype(np.int64)
     status = np.where(fits, OK, np.where(finite | np.isinf(scaled), OUT_OF_RANGE, NOT_A_NUMBER))
     return ns, status.astype(np.int8)
+
+
+def _alike(text: bytes, n: int, width: int) -> NDArray[np.int64] | None:
+    """Values of ``width`` characters each, digits with the point at one place (at most
+    three decimals, the integer part within range), read as a matrix; None otherwise."""
+    if width == 0 or len(text) != n * (width + 1) - 1:
+        return None  # not all of one width (a value holds no newline, see below)
+    rows = np.frombuffer(text + b"\n", dtype=np.uint8).reshape(n, width + 1)
+    point = text.find(b".", 0, width)  # in the first value: the others must agree
+    integer_digits = point if point >= 0 else width
+    places = width - integer_digits - 1 if point >= 0 else 0
+    if not 0 < integer_digits <= _INTEGER_DIGITS or places > 3 or places == 0 <= point:
+        return None
+    digits = rows[:, :width] - np.uint8(_ZERO)  # anything but a digit wraps above 9
+    if point >= 0:
+        if (rows[:, point] != _DOT).any():
+            return None
+        digits[:, point] = 0
+    # every row ends in the newline and has only digits besides its point: each value is
+    # exactly ``width`` characters of a plain decimal
+    if (rows[:, width] != _NEWLINE).any() or (digits > 9).any():
+        return None
+    integer = digits[:, :integer_digits].astype(np.int64) @ _POWERS[integer_digits - 1 :: -1]
+    if (integer >= _LIMIT_US - 1).any():
+        return None  # near or past the limit: the digit path says which are out of range
+    ns = integer * 1000
+    if places:
+        ns += digits[:, point + 1 :].astype(np.int64) @ _DECIMAL_WEIGHTS[:places]
+    return ns
 
 
 def _as_integers(text: bytes, n: int) -> NDArray[np.int64] | None:
