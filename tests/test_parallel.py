@@ -30,7 +30,7 @@ from steptrace.trace.load import load_trace
 from tests.conftest import NOT_A_TRACE, WriteTrace
 from tests.tables import assert_same_table
 from tests.test_stream import _exact_report, _nasty_text, _real_traces
-from tests.tracegen import cpu, step
+from tests.tracegen import cpu, document, step
 
 runner = CliRunner()
 
@@ -112,6 +112,54 @@ def test_workers_decode_the_pieces_and_the_builder_merges_their_ids() -> None:
     assert np.array_equal(table.start_us, [0, 1, 2, 3, 4])
 
 
+def test_columns_written_back_in_the_ring_are_the_columns_piped() -> None:
+    """A piece's columns packed in a room come out as they went in; a room too small for
+    them leaves them to the pipe."""
+    text = json.dumps([cpu("b", 1, 1), cpu("a", 2, 5), cpu("b", 9, 1)]).encode()[1:-1]
+    piece = parallel.piece_columns(text)
+    assert isinstance(piece, Piece)
+    room = memoryview(bytearray(4096))
+    packed = parallel._pack(piece, room)
+    assert packed is not None and packed.piece.batches == []
+    unpacked = parallel._unpack(packed, room)
+    assert unpacked._replace(batches=[]) == piece._replace(batches=[])
+    for got, want in zip(unpacked.batches, piece.batches, strict=True):
+        assert got.keys() == want.keys()
+        for name, column in want.items():
+            assert got[name].dtype == column.dtype, name
+            assert got[name].tobytes() == column.tobytes(), name  # NaN bits too
+    assert parallel._pack(piece, room[:40]) is None
+
+
+@pytest.mark.parametrize(("piece", "packed"), [(50, False), (8_000, True)])
+def test_columns_come_back_through_the_ring_or_the_pipe_alike(
+    piece: int,
+    packed: bool,
+    write_trace: WriteTrace,
+    monkeypatch: pytest.MonkeyPatch,
+    counted: list[int],
+) -> None:
+    """Large pieces' columns come back through the ring, tiny ones' (too large for their
+    room) pickled: the same report either way."""
+    events = [step(k, 1000.0 * k, 900.0) for k in range(4)]
+    # args as Kineto writes them: columns take a fraction of the text (a sixth on real traces)
+    kineto = {"External id": 1, "Record function id": 0, "Ev Idx": 1, "Fwd thread id": 0}
+    events += [cpu(f"aten::op{k % 7}", 1.5 * k + 0.25, 1.0, **kineto) for k in range(2_500)]
+    path = write_trace(document(events), gz=True)
+    exact = _exact_report(path, monkeypatch)
+    monkeypatch.setattr(splitting, "_PIECE_BYTES", piece)
+    unpacked: list[int] = []
+    original = parallel._unpack
+
+    def counting(*args: object) -> object:
+        unpacked.append(1)
+        return original(*args)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(parallel, "_unpack", counting)
+    assert _report(path, jobs=2) == exact
+    assert counted == [1] and bool(unpacked) == packed
+
+
 def test_a_piece_that_is_not_a_list_of_events_says_why() -> None:
     assert parallel.piece_columns(b'{"ph": "X", "name": "a}') == "cut"
     assert parallel.piece_columns(b'{"ph": "X", "name": 7}') == "shape"
@@ -141,7 +189,7 @@ def test_load_trace_with_workers_equals_one_process(
     assert_same_table(one.events, two.events)
 
 
-def _dies(offset: int, length: int) -> object:
+def _dies(offset: int, length: int, room: slice) -> object:
     os._exit(3)
 
 

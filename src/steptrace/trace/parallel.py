@@ -5,6 +5,7 @@
 of worker processes (msgspec holds the GIL while it builds objects: threads would not
 share that work). This process reads the text, cuts it (``split._Text.raw_pieces``) and
 merges the pieces' columns in order, their ids made its own (``ColumnBuilder.merge``).
+Pieces and columns cross between the processes through shared memory (``WorkerPool``).
 
 A cut is a guess (see ``split``): a piece is taken only once every piece before it was,
 so that it starts at an event. One that does not decode from there was cut inside a value:
@@ -28,9 +29,10 @@ from collections.abc import Iterable, Iterator
 from concurrent.futures import Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from contextlib import contextmanager
-from typing import Literal, NamedTuple
+from typing import Any, Literal, NamedTuple
 
 import msgspec
+import numpy as np
 
 from steptrace.errors import TraceError
 from steptrace.lifetime import end_workers, worker_start
@@ -51,10 +53,47 @@ def piece_columns(text: bytes) -> Piece | Failure:
     return _columns_of(b"".join((b"[", text, b"]")))
 
 
-def ring_columns(offset: int, length: int) -> Piece | Failure:
-    """``piece_columns`` of the list of events written at ``offset`` of the ring."""
+def ring_columns(offset: int, length: int, room: slice) -> Piece | Packed | Failure:
+    """``piece_columns`` of the list of events written at ``offset`` of the ring, its
+    columns written back in the ring's ``room`` when they fit there (``Packed``)."""
     assert _RING is not None, "ring_columns runs in a forked worker"
-    return _columns_of(memoryview(_RING)[offset : offset + length])
+    ring = memoryview(_RING)  # not released here: the Raw args of collectives refer to it
+    result = _columns_of(ring[offset : offset + length])
+    if isinstance(result, Piece):
+        return _pack(result, ring[room]) or result
+    return result
+
+
+class Packed(NamedTuple):
+    """A ``Piece`` whose columns a worker wrote in the ring: where each one lies there
+    (batch, column name, dtype, length, offset in the room), the rest as it was."""
+
+    piece: Piece  # with no batches
+    batches: int
+    columns: list[tuple[int, str, str, int, int]]
+
+
+def _pack(piece: Piece, room: memoryview) -> Packed | None:
+    """The piece's columns written in ``room``; None if they do not fit (then they go
+    through the pool's pipe, pickled, as before)."""
+    columns, at = [], 0
+    for index, batch in enumerate(piece.batches):
+        for name, array in batch.items():
+            end = at + array.nbytes
+            if end > len(room):
+                return None
+            room[at:end] = array.data.cast("B")
+            columns.append((index, name, array.dtype.str, array.size, at))
+            at = -(-end // 8) * 8  # the next one aligned
+    return Packed(piece._replace(batches=[]), len(piece.batches), columns)
+
+
+def _unpack(packed: Packed, room: memoryview) -> Piece:
+    """The ``Piece`` a worker packed in ``room``, its columns copied out of the ring."""
+    batches: list[dict[str, Any]] = [{} for _ in range(packed.batches)]
+    for index, name, dtype, size, at in packed.columns:
+        batches[index][name] = np.frombuffer(room, dtype=dtype, count=size, offset=at).copy()
+    return packed.piece._replace(batches=batches)
 
 
 def _columns_of(events_text: bytes | memoryview) -> Piece | Failure:
@@ -74,20 +113,26 @@ class WorkerPool(NamedTuple):
     """Worker processes, how many, and where pieces are written for them.
 
     Forked workers share their parent's ``ring``, an anonymous shared mapping of
-    ``slots`` pieces of at most ``slot_bytes``: a piece is written there once, where a
-    pipe would copy it four times (pickled, written, read, unpickled) and wake both
-    processes every 64 KB. Elsewhere (spawned workers) there is no ring, and pieces go
-    through the pool's pipes.
+    ``slots`` pieces of at most ``slot_bytes``, then as many rooms of ``room_bytes`` for
+    their columns: each is written there once, where a pipe would copy it four times
+    (pickled, written, read, unpickled) and wake both processes every 64 KB. Elsewhere
+    (spawned workers) there is no ring, and pieces and columns go through the pool's pipes.
     """
 
     pool: ProcessPoolExecutor
     workers: int
     ring: mmap.mmap | None
     slot_bytes: int
+    room_bytes: int
 
     @property
     def slots(self) -> int:
         return _AHEAD_PER_WORKER * self.workers + 1
+
+    def room(self, slot: int) -> slice:
+        """Where the columns of the piece in ``slot`` are written back."""
+        start = self.slots * self.slot_bytes + slot * self.room_bytes
+        return slice(start, start + self.room_bytes)
 
     def close(self) -> None:
         """End the workers (their memory back to the system) and unmap the ring; again: no-op."""
@@ -112,9 +157,11 @@ def worker_pool(workers: int) -> Iterator[WorkerPool | None]:
         return
     forks = sys.platform.startswith("linux")
     slot_bytes = 2 * split.worker_piece_bytes() + 2  # a piece, its last event's rest, "[]"
+    room_bytes = split.worker_piece_bytes() // 2  # columns take 1/6 of the text on real traces
     ring, pool = None, None
     try:
-        ring = mmap.mmap(-1, (_AHEAD_PER_WORKER * workers + 1) * slot_bytes) if forks else None
+        slots = _AHEAD_PER_WORKER * workers + 1
+        ring = mmap.mmap(-1, slots * (slot_bytes + room_bytes)) if forks else None
         _RING = ring  # the workers forked next see it there
         context = multiprocessing.get_context("fork" if forks else "spawn")
         pool = ProcessPoolExecutor(
@@ -130,7 +177,7 @@ def worker_pool(workers: int) -> Iterator[WorkerPool | None]:
         return
     finally:
         _RING = None
-    made = WorkerPool(pool, workers, ring, slot_bytes)
+    made = WorkerPool(pool, workers, ring, slot_bytes, room_bytes)
     try:
         yield made
     finally:
@@ -171,9 +218,10 @@ class _InOrder:
     def __init__(self, workers: WorkerPool, builder: ColumnBuilder) -> None:
         self._workers = workers
         self._builder = builder
-        # per piece in flight: its text (or where it lies in the ring), what follows it, its
-        # result to come
-        self._pending: deque[tuple[bytes | slice, Future[Piece | Failure], bytes]] = deque()
+        # per piece in flight: its text (or where it lies in the ring), its result to come,
+        # what follows it, its slot in the ring (-1: none)
+        self._pending: deque[tuple[bytes | slice, Future[Piece | Packed | Failure], bytes, int]]
+        self._pending = deque()
         self._sent = 0
         self._carry = b""  # text not taken yet: pieces cut inside a value, and what follows
         self._retries = 0
@@ -181,23 +229,28 @@ class _InOrder:
     def submit(self, piece: bytes | memoryview, between: bytes) -> None:
         """Send a piece (and the text before the next one) to a worker; ``piece`` is copied
         before this returns."""
-        self._pending.append((*self._send(piece), between))
+        text, result, slot = self._send(piece)
+        self._pending.append((text, result, between, slot))
         while len(self._pending) >= self._workers.slots:
             self._take()
 
-    def _send(self, piece: bytes | memoryview) -> tuple[bytes | slice, Future[Piece | Failure]]:
+    def _send(
+        self, piece: bytes | memoryview
+    ) -> tuple[bytes | slice, Future[Piece | Packed | Failure], int]:
         """Into the next slot of the ring, which the piece sent ``slots`` pieces ago left
         (``submit`` takes every piece but the last ``slots - 1`` first), where its text
         stays until it is taken; else through the pool's pipe, its text kept here."""
         ring, pool, size = self._workers.ring, self._workers.pool, len(piece) + 2
         if ring is None or size > self._workers.slot_bytes:
             text = bytes(piece)
-            return text, pool.submit(piece_columns, text)
-        offset = (self._sent % self._workers.slots) * self._workers.slot_bytes
+            return text, pool.submit(piece_columns, text), -1
+        slot = self._sent % self._workers.slots
+        offset = slot * self._workers.slot_bytes
         self._sent += 1
         ring[offset], ring[offset + size - 1] = ord("["), ord("]")
         ring[offset + 1 : offset + size - 1] = piece
-        return slice(offset + 1, offset + size - 1), pool.submit(ring_columns, offset, size)
+        result = pool.submit(ring_columns, offset, size, self._workers.room(slot))
+        return slice(offset + 1, offset + size - 1), result, slot
 
     def _text(self, kept: bytes | slice) -> bytes:
         """The text of a piece in flight, wherever it was kept (``_send``)."""
@@ -213,8 +266,12 @@ class _InOrder:
         return self._carry
 
     def _take(self) -> None:
-        kept, future, between = self._pending.popleft()
+        kept, future, between, slot = self._pending.popleft()
         result = future.result()  # BrokenProcessPool if a worker was killed
+        if isinstance(result, Packed):
+            assert self._workers.ring is not None
+            with memoryview(self._workers.ring) as ring:
+                result = _unpack(result, ring[self._workers.room(slot)])
         piece = self._carry + self._text(kept) if self._carry else None
         if piece is not None:  # the pieces before were cut inside a value: join them to this one
             result = piece_columns(piece)
