@@ -12,7 +12,7 @@ import steptrace
 from steptrace.trace.kinds import Kind
 from steptrace.trace.progress import loading_progress
 from tests.conftest import WriteTrace, gpu_trace
-from tests.tracegen import document, gpu, kernel, label, step
+from tests.tracegen import cpu, document, gpu, kernel, label, step
 
 
 def test_rocm_trace_reads_hip_calls_and_string_streams() -> None:
@@ -85,3 +85,21 @@ def test_copies_carry_bytes_and_host_memory_kind(write_trace: WriteTrace) -> Non
         1,
         0,
     )
+
+
+def test_collective_args_follow_their_rows_into_table_order(write_trace: WriteTrace) -> None:
+    """Collectives written out of time order, one with an unusable ts: each kept row's args
+    are its own, the rows sorted, the unusable one left out."""
+    comms = [
+        cpu("record_param_comms", ts, 1.0, **{"Collective name": f"c{ts}", "Seq": ts})
+        for ts in (50, 10, 40, 20, 30)
+    ]
+    comms[2]["ts"] = "soon"  # not a number: skipped
+    events = [step(1, 0, 100), *comms, *(cpu("aten::add", k, 0.5) for k in range(60))]
+    trace = steptrace.load_trace(write_trace(document(events)))
+    table = trace.events
+    comm = table.comm
+    assert comm.rows.tolist() == sorted(comm.rows.tolist())
+    written = [f"c{round(table.start_us[r] + table.origin_ns / 1000)}" for r in comm.rows]
+    assert list(comm.collective) == written == ["c10", "c20", "c30", "c50"]
+    assert comm.seq.tolist() == [10, 20, 30, 50]

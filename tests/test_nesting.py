@@ -201,7 +201,7 @@ def test_the_order_by_thread_start_longer_is_the_stable_lexsort(
     dur = np.array([r[1] for r in rows], dtype=np.float64)
     thread = np.array([r[2] for r in rows], dtype=np.int32)
     expected = np.lexsort((-dur, start, thread))
-    assert _by_thread_start_longer(start, dur, thread).tolist() == expected.tolist()
+    assert _by_thread_start_longer(start, start + dur, thread).tolist() == expected.tolist()
 
 
 @given(st.lists(st.integers(-(2**62), 2**62), max_size=50))

@@ -237,12 +237,12 @@ class ColumnBuilder:
         """The collective args of the kept rows, indexed by their row in the sorted table."""
         if not self._comm:
             return CommArgs()
-        position = np.full(self._rows, -1, dtype=np.int64)
-        position[order] = np.arange(order.size)
-        rows = position[np.concatenate([r for r, _ in self._comm])]
+        written = np.concatenate([r for r, _ in self._comm])  # rows as read: increasing
         args = [a for _, batch in self._comm for a in batch]
-        keep = np.flatnonzero(rows >= 0)
-        keep = keep[np.argsort(rows[keep], kind="stable")]
+        is_written = np.zeros(self._rows, dtype=bool)
+        is_written[written] = True
+        rows = np.flatnonzero(is_written[order])  # where the usable ones are in the table
+        keep = np.searchsorted(written, order[rows])
         kept = [args[i] for i in keep.tolist()]
 
         def text(field: str) -> tuple[str | None, ...]:
@@ -263,7 +263,7 @@ class ColumnBuilder:
             return np.array(read, dtype=np.int64)
 
         return CommArgs(
-            rows=rows[keep], collective=text("collective"), process_group=text("process_group"),
+            rows=rows, collective=text("collective"), process_group=text("process_group"),
             group_ranks=text("group_ranks"), dtype=text("dtype"), seq=ints("seq"),
             in_nelems=ints("in_nelems"), out_nelems=ints("out_nelems"),
             group_size=ints("group_size"),

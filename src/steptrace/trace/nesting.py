@@ -37,7 +37,7 @@ def parents(start: Floats, end: Floats, thread: NDArray[np.int32]) -> Ints:
     """
     n = start.size
     index: type[np.signedinteger[Any]] = np.int32 if n < 2**31 else np.int64  # half the memory
-    order = _by_thread_start_longer(start, end - start, thread).astype(index, copy=False)
+    order = _by_thread_start_longer(start, end, thread).astype(index, copy=False)
     s, e, t = start[order], end[order], thread[order]
     candidate = np.arange(-1, n - 1, dtype=index)
     candidate[_roots(s, e, t)] = -1
@@ -49,9 +49,11 @@ def parents(start: Floats, end: Floats, thread: NDArray[np.int32]) -> Ints:
         candidate[pending] = candidate[candidate[pending]]
         pending = pending[candidate[pending] >= 0]
     del s, e, pending
-    parent = np.full(n, -1, dtype=np.int64)
-    found = np.flatnonzero(candidate >= 0)
-    parent[order[found]] = order[candidate[found]]
+    root = candidate < 0
+    np.take(order, candidate, out=candidate)  # rows, in the order given (roots: any)
+    candidate[root] = -1
+    parent = np.empty(n, dtype=np.int64)
+    parent[order] = candidate
     return parent
 
 
@@ -72,17 +74,18 @@ def _roots(s: Floats, e: Floats, t: NDArray[np.int32]) -> NDArray[np.bool_]:
     return root
 
 
-def _by_thread_start_longer(start: Floats, dur: Floats, thread: NDArray[np.int32]) -> Ints:
+def _by_thread_start_longer(start: Floats, end: Floats, thread: NDArray[np.int32]) -> Ints:
     """The order by thread, start, longer first, then as given (a stable sort).
 
     Events already by start, longer first (a table's rows in order, the usual input),
     need only a stable sort by thread: the same order, without sorting the floats; others
     are sorted by start (``by_start_longer_first``) first, which lexsort would do slower.
     """
-    later = start[1:] - start[:-1]
-    if ((later > 0) | ((later == 0) & (dur[1:] <= dur[:-1]))).all():
+    tied = np.flatnonzero(start[1:] == start[:-1])  # few: durations computed for those only
+    longer_first = (end[tied + 1] - start[tied + 1] <= end[tied] - start[tied]).all()
+    if longer_first and (start[1:] >= start[:-1]).all():
         return np.argsort(thread, kind="stable")
-    order = by_start_longer_first(start, dur)  # then by thread: both sorts are stable
+    order = by_start_longer_first(start, end - start)  # then by thread: both sorts are stable
     return order[np.argsort(thread[order], kind="stable")]
 
 
