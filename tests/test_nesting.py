@@ -5,6 +5,7 @@ from __future__ import annotations
 from unittest.mock import patch
 
 import numpy as np
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -19,7 +20,7 @@ from steptrace.trace.nesting import (
     parents,
     self_time,
 )
-from tests.tables import Row, table
+from tests.tables import Row, op, table
 
 
 def arrays(rows: list[tuple[float, float]]) -> tuple[np.ndarray, np.ndarray]:
@@ -122,6 +123,25 @@ def test_parents_match_a_stack_walk_when_roots_are_left_to_the_jumps(
     """Past the threads scanned for roots (here: one), the jumps alone find the same."""
     with patch.object(nesting, "_MOST_THREADS_SCANNED", 1):
         assert_parents_match_a_stack_walk(raw)
+
+
+@given(INTERVALS_ON_THREADS, st.data())
+def test_parents_of_a_tables_rows_are_the_parents_of_those_rows(
+    raw: list[tuple[int, int, int]], data: st.DataObject
+) -> None:
+    """Some rows of a table (kept in increasing order), each column gathered once: the
+    parents of the same rows gathered beforehand, as indices into the rows."""
+    events = table(*(op("x", s, d, thread=t) for s, d, t in raw))
+    kept = data.draw(st.lists(st.booleans(), min_size=len(raw), max_size=len(raw)))
+    rows = np.flatnonzero(np.array(kept, dtype=bool))
+    expected = parents(events.start_us[rows], events.end_us[rows], events.thread_id[rows])
+    assert nesting.parents_of_rows(events, rows).tolist() == expected.tolist()
+
+
+def test_parents_of_rows_refuses_rows_not_by_start() -> None:
+    events = table(op("a", 0, 10), op("b", 1, 2))
+    with pytest.raises(ValueError, match="by start, longer first"):
+        nesting.parents_of_rows(events, np.array([1, 0]))
 
 
 def assert_parents_match_a_stack_walk(raw: list[tuple[int, int, int]]) -> None:

@@ -29,8 +29,7 @@ from steptrace.analysis.measure import (
     StepSummary,
     TraceAnalysis,
     TraceSummary,
-    linked_events,
-    measure,
+    measure_linked,
 )
 from steptrace.analysis.operators import OperatorStat
 from steptrace.errors import TraceError
@@ -103,8 +102,8 @@ def _report(
     record, warnings = decode_record(sidecar, trace.info.scenario_block, name)
     scenario = record.scenario if record else None
     capture = record.capture if record else None
-    linked = linked_events(trace.events)  # read by the figures and by the timeline
-    analysis = measure(trace, partial_step=capture.partial_step if capture else None, linked=linked)
+    partial = capture.partial_step if capture else None
+    analysis, linked = measure_linked(trace, partial_step=partial)  # linked: for the timeline
     limits = thresholds or Thresholds()
     varied = step_variation(analysis, limits)
     return Report(

@@ -18,7 +18,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from steptrace.trace.kinds import GPU_WORK, LAUNCHES, Kind
-from steptrace.trace.nesting import parents
+from steptrace.trace.nesting import parents_of_rows
 from steptrace.trace.table import EventTable
 
 Rows = NDArray[np.int64]
@@ -31,6 +31,12 @@ class CpuTree(msgspec.Struct, frozen=True):
     launch_owner: Rows  # per launch call: index into ``ops`` of the op around it, or -1
 
 
+class GpuLaunches(msgspec.Struct, frozen=True):
+    rows: Rows  # event rows of kernels, copies and sets
+    launch: Rows  # per GPU row: event row of its launch call, or -1
+    before_trace: NDArray[np.bool_]  # per GPU row: launched before the trace began
+
+
 class GpuLinks(msgspec.Struct, frozen=True):
     rows: Rows  # event rows of kernels, copies and sets
     launch: Rows  # per GPU row: event row of its launch call, or -1
@@ -40,23 +46,42 @@ class GpuLinks(msgspec.Struct, frozen=True):
 
 def cpu_tree(events: EventTable) -> CpuTree:
     """Operators and launch calls nested on their threads."""
-    ops = np.flatnonzero(events.kind == Kind.CPU_OP)
-    launches = np.flatnonzero(events.mask(*LAUNCHES))
-    rows = np.concatenate((ops, launches))
-    parent = parents(events.start_us[rows], events.end_us[rows], events.thread_id[rows])
-    is_op = np.arange(rows.size) < ops.size
+    is_op = events.kind == Kind.CPU_OP
+    rows = _ops_first_on_ties(events, np.flatnonzero(is_op | events.mask(*LAUNCHES)), is_op)
+    is_op = is_op[rows]
+    parent = parents_of_rows(events, rows)
     owner = parent.copy()  # climb through launch calls (runtime > driver) to an operator
     while (climb := (owner >= 0) & ~is_op[np.maximum(owner, 0)]).any():
         owner[climb] = parent[owner[climb]]
-    return CpuTree(ops, owner[: ops.size], launches, owner[ops.size :])
+    del parent
+    op_index = np.cumsum(is_op) - 1  # per row: its index among the operators
+    owner = np.where(owner >= 0, op_index[np.maximum(owner, 0)], -1)
+    return CpuTree(rows[is_op], owner[is_op], rows[~is_op], owner[~is_op])
 
 
-def gpu_links(events: EventTable, tree: CpuTree) -> GpuLinks:
-    """Each GPU activity's launch call and operator, through ``correlation``."""
+def _ops_first_on_ties(events: EventTable, rows: Rows, is_op: NDArray[np.bool_]) -> Rows:
+    """``rows`` in table order, but where an operator and a call start and end together,
+    the operator first: it holds the call, whichever the file wrote first."""
+    start, dur = events.start_us[rows], events.dur_us[rows]
+    tied = np.flatnonzero((start[1:] == start[:-1]) & (dur[1:] == dur[:-1]))
+    del start, dur
+    if not tied.size:
+        return rows
+    tied_to_previous = np.zeros(rows.size, dtype=bool)
+    tied_to_previous[tied + 1] = True
+    members = np.flatnonzero(tied_to_previous | np.append(tied_to_previous[1:], False))
+    group = np.cumsum(~tied_to_previous[members])
+    reordered = rows.copy()
+    reordered[members] = rows[members[np.lexsort((~is_op[rows[members]], group))]]
+    return reordered
+
+
+def gpu_launches(events: EventTable) -> GpuLaunches:
+    """Each GPU activity's launch call, through ``correlation`` (no operator tree needed)."""
     rows = np.flatnonzero(events.mask(*GPU_WORK))
     launch = np.full(rows.size, -1, dtype=np.int64)
-    owner = np.full(rows.size, -1, dtype=np.int64)
-    correlated = tree.launches[events.correlation[tree.launches] >= 0]
+    launches = np.flatnonzero(events.mask(*LAUNCHES))
+    correlated = launches[events.correlation[launches] >= 0]
     before = np.zeros(rows.size, dtype=bool)
     if correlated.size and rows.size:
         ids, first = np.unique(events.correlation[correlated], return_index=True)
@@ -64,9 +89,17 @@ def gpu_links(events: EventTable, tree: CpuTree) -> GpuLinks:
         at = np.clip(np.searchsorted(ids, wanted), 0, ids.size - 1)
         found = (ids[at] == wanted) & (wanted >= 0)
         launch[found] = correlated[first[at[found]]]
-        owner_of_launch = np.full(len(events), -1, dtype=np.int64)
-        known = tree.launch_owner >= 0
-        owner_of_launch[tree.launches[known]] = tree.ops[tree.launch_owner[known]]
-        owner[found] = owner_of_launch[launch[found]]
         before = ~found & (wanted >= 0) & (wanted < ids[0])
-    return GpuLinks(rows, launch, owner, before)
+    return GpuLaunches(rows, launch, before)
+
+
+def gpu_links(events: EventTable, tree: CpuTree, launched: GpuLaunches | None = None) -> GpuLinks:
+    """Each GPU activity's launch call and operator (``launched``: its ``gpu_launches``,
+    when found already)."""
+    launched = launched or gpu_launches(events)
+    owner = np.full(launched.rows.size, -1, dtype=np.int64)
+    linked = np.flatnonzero(launched.launch >= 0)
+    call = np.searchsorted(tree.launches, launched.launch[linked])  # launches are increasing
+    op = tree.launch_owner[call]
+    owner[linked[op >= 0]] = tree.ops[op[op >= 0]]
+    return GpuLinks(launched.rows, launched.launch, owner, launched.before_trace)

@@ -16,7 +16,7 @@ from steptrace.analysis.copies import CopyPattern, copy_patterns
 from steptrace.analysis.cpu import CpuStep, cpu_per_step
 from steptrace.analysis.gpu import GpuStep, gpu_per_step
 from steptrace.analysis.kernels import KernelStat, kernel_stats
-from steptrace.analysis.links import CpuTree, GpuLinks, cpu_tree, gpu_links
+from steptrace.analysis.links import CpuTree, GpuLinks, cpu_tree, gpu_launches, gpu_links
 from steptrace.analysis.operators import OperatorStat, operator_stats
 from steptrace.analysis.outside import GpuOutsideSteps, gpu_outside_steps, outside_warnings
 from steptrace.analysis.phases import Phase, Reading, StepPhases, phases_per_step
@@ -137,10 +137,20 @@ def measure(
     """Every figure of a loaded trace; ``partial_step`` is the number of a ProfilerStep
     known to be cut short (its capture says so): it is marked ``partial``. ``linked``: the
     trace's ``cpu_tree`` and ``gpu_links`` when computed already (``lanes`` shares them)."""
+    return measure_linked(trace, partial_step=partial_step, linked=linked)[0]
+
+
+def measure_linked(
+    trace: Trace,
+    *,
+    partial_step: int | None = None,
+    linked: tuple[CpuTree, GpuLinks] | None = None,
+) -> tuple[TraceAnalysis, tuple[CpuTree, GpuLinks]]:
+    """``measure``, and the ``cpu_tree`` and ``gpu_links`` it read, for other figures
+    (``lanes``). Computed here, the tree is built beside the GPU figures, which need
+    only the launch calls (``gpu_launches``)."""
     events = trace.events
     steps = find_steps(events)
-    tree, links = linked or linked_events(events)
-    timeline = gpu_timeline(events, links)
     partial = [
         steps.from_markers and w.number is not None and w.number == partial_step
         for w in steps.windows
@@ -148,10 +158,20 @@ def measure(
     counted = tuple(w for w, p in zip(steps.windows, partial, strict=True) if not p)
     counted = counted or steps.windows  # as the summary: all of them when every one is partial
     with helper_for(len(events)) as helper:  # two sides at once, each in order (``threads``)
-        # the two largest figures (the GPU's, the operators') on this side, one after the
-        # other: side by side, their temporaries would raise the peak memory
+        # pairs of figures side by side, so that the temporaries of the largest (the tree,
+        # the GPU's, the operators') never add up three at a time
+        if linked is None:
+            tree_built = helper.submit(cpu_tree, events)
+            launched = gpu_launches(events)
+            timeline = gpu_timeline(events, launched)
+            gpu = gpu_per_step(events, steps.windows, timeline)
+            tree = tree_built.result()
+            linked = tree, gpu_links(events, tree, launched)
+        else:
+            timeline = gpu_timeline(events, linked[1])
+            gpu = gpu_per_step(events, steps.windows, timeline)
+        tree, links = linked
         side = helper.submit(_helper_side, events, steps.windows, tree, links, timeline, counted)
-        gpu = gpu_per_step(events, steps.windows, timeline)
         operators = operator_stats(events, tree, links if timeline else None, counted)
     phases, cpu, copies, outside, kernels = side.result()
     results = tuple(
@@ -179,7 +199,7 @@ def measure(
         *outside_warnings(outside),
         *_partial_warnings(results),
     ]
-    return TraceAnalysis(
+    analysis = TraceAnalysis(
         trace=TraceSummary(
             path=info.url or str(info.path),
             rank=dist.rank if dist else None,
@@ -206,6 +226,7 @@ def measure(
         copies=copies,
         gpu_outside_steps=outside,
     )
+    return analysis, linked
 
 
 def _helper_side(

@@ -13,7 +13,7 @@ import msgspec
 import numpy as np
 from numpy.typing import NDArray
 
-from steptrace.analysis.links import GpuLinks
+from steptrace.analysis.links import GpuLaunches, GpuLinks
 from steptrace.trace import intervals as iv
 from steptrace.trace.table import EventTable
 
@@ -30,7 +30,7 @@ class GpuTimeline(msgspec.Struct, frozen=True):
     before_trace: NDArray[np.bool_]  # launched before the trace began (no step issued it)
 
 
-def gpu_timeline(events: EventTable, links: GpuLinks) -> GpuTimeline | None:
+def gpu_timeline(events: EventTable, links: GpuLaunches | GpuLinks) -> GpuTimeline | None:
     """The GPU side of a trace, or ``None`` when it holds no GPU events."""
     rows = links.rows
     if rows.size == 0:
