@@ -5,10 +5,10 @@ the second core busy while the calling thread does other work: building the tabl
 of its columns are put in order by the helper; measuring it, half of the figures
 (``analysis.measure``). One helper, not a pool: each thread that allocates gets its own
 glibc arena, whose freed memory is kept, and the temporaries of parts run side by side
-add up, so every extra thread adds to the peak memory. The figures are split so that the
-largest ones (the GPU's, the operators') never run together: in any order the peak on a
-1.7 GB trace rose over half the text's size, the bound ``benchmarks/scale_one_trace.py``
-checks. Below ``LARGE_ROWS`` the helper is the calling thread itself: the gain would not
+add up, so every extra thread adds to the peak memory. The work is split so that the
+largest parts (the operator tree, the GPU figures, the operators') run at most two at a
+time, the tree beside the GPU figures first: three at once raised the peak on a 1.7 GB
+trace over half the text's size, the bound ``benchmarks/scale_one_trace.py`` checks. Below ``LARGE_ROWS`` the helper is the calling thread itself: the gain would not
 pay for it, and small traces are analysed side by side in processes already.
 """
 
