@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import sys
 import threading
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -70,25 +69,27 @@ def test_a_table_built_with_the_helper_is_the_same(
 def test_figures_measured_on_two_threads_are_the_same(
     path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Every real trace's analysis with half its figures measured by the helper thread
-    (forced here: the shared traces are below ``LARGE_ROWS``) encodes to the same bytes as
-    the one measured in one thread."""
+    """Every real trace's analysis with the operator tree, then some figures, measured by
+    the helper thread (forced here: the shared traces are below ``LARGE_ROWS``) encodes to
+    the same bytes as the one measured in one thread."""
     trace = load_trace(path, progress=False)
     alone = msgspec.json.encode(measure(trace))
     monkeypatch.setattr(threads, "LARGE_ROWS", 0)
-    measured_by: set[int] = set()
-    gpu_per_step = measure_module.gpu_per_step
-    cpu_per_step = measure_module.cpu_per_step
+    measured_by: dict[str, int] = {}
 
-    def spied(function: Callable[..., Any]) -> Callable[..., Any]:
+    def spied(name: str) -> None:
+        function = getattr(measure_module, name)
+
         def call(*args: Any) -> Any:
-            measured_by.add(threading.get_ident())
+            measured_by[name] = threading.get_ident()
             return function(*args)
 
-        return call
+        monkeypatch.setattr(measure_module, name, call)
 
-    monkeypatch.setattr(measure_module, "gpu_per_step", spied(gpu_per_step))
-    monkeypatch.setattr(measure_module, "cpu_per_step", spied(cpu_per_step))
+    for name in ("cpu_tree", "gpu_per_step", "phases_per_step", "cpu_per_step"):
+        spied(name)
     helped = msgspec.json.encode(measure(trace))
-    assert len(measured_by) == 2  # this thread and the helper
+    here = threading.get_ident()
+    assert measured_by["gpu_per_step"] == measured_by["cpu_per_step"] == here
+    assert measured_by["cpu_tree"] == measured_by["phases_per_step"] != here  # the helper
     assert helped == alone

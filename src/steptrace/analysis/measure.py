@@ -16,7 +16,14 @@ from steptrace.analysis.copies import CopyPattern, copy_patterns
 from steptrace.analysis.cpu import CpuStep, cpu_per_step
 from steptrace.analysis.gpu import GpuStep, gpu_per_step
 from steptrace.analysis.kernels import KernelStat, kernel_stats
-from steptrace.analysis.links import CpuTree, GpuLinks, cpu_tree, gpu_launches, gpu_links
+from steptrace.analysis.links import (
+    CpuTree,
+    GpuLaunches,
+    GpuLinks,
+    cpu_tree,
+    gpu_launches,
+    gpu_links,
+)
 from steptrace.analysis.operators import OperatorStat, operator_stats
 from steptrace.analysis.outside import GpuOutsideSteps, gpu_outside_steps, outside_warnings
 from steptrace.analysis.phases import Phase, Reading, StepPhases, phases_per_step
@@ -150,30 +157,30 @@ def measure_linked(
     (``lanes``). Computed here, the tree is built beside the GPU figures, which need
     only the launch calls (``gpu_launches``)."""
     events = trace.events
-    steps = find_steps(events)
-    partial = [
-        steps.from_markers and w.number is not None and w.number == partial_step
-        for w in steps.windows
-    ]
-    counted = tuple(w for w, p in zip(steps.windows, partial, strict=True) if not p)
-    counted = counted or steps.windows  # as the summary: all of them when every one is partial
     with helper_for(len(events)) as helper:  # two sides at once, each in order (``threads``)
-        # pairs of figures side by side, so that the temporaries of the largest (the tree,
-        # the GPU's, the operators') never add up three at a time
+        # the largest parts (the tree, the GPU figures, the operators) at most two at a time,
+        # so that their temporaries never add up three at once
+        tree_built = helper.submit(cpu_tree, events) if linked is None else None
+        steps = find_steps(events)
+        partial = [
+            steps.from_markers and w.number is not None and w.number == partial_step
+            for w in steps.windows
+        ]
+        counted = tuple(w for w, p in zip(steps.windows, partial, strict=True) if not p)
+        counted = counted or steps.windows  # as the summary: all when every one is partial
+        launched = linked[1] if linked else gpu_launches(events)  # all the GPU figures need
+        timeline = gpu_timeline(events, launched)
+        gpu = gpu_per_step(events, steps.windows, timeline)
         if linked is None:
-            tree_built = helper.submit(cpu_tree, events)
-            launched = gpu_launches(events)
-            timeline = gpu_timeline(events, launched)
-            gpu = gpu_per_step(events, steps.windows, timeline)
+            assert tree_built is not None and isinstance(launched, GpuLaunches)
             tree = tree_built.result()
             linked = tree, gpu_links(events, tree, launched)
-        else:
-            timeline = gpu_timeline(events, linked[1])
-            gpu = gpu_per_step(events, steps.windows, timeline)
         tree, links = linked
-        side = helper.submit(_helper_side, events, steps.windows, tree, links, timeline, counted)
+        side = helper.submit(_timeline_side, events, steps.windows, links, timeline, counted)
         operators = operator_stats(events, tree, links if timeline else None, counted)
-    phases, cpu, copies, outside, kernels = side.result()
+        copies = copy_patterns(events, links, steps.windows)
+        cpu = cpu_per_step(events, tree, steps.windows)
+    phases, outside, kernels = side.result()
     results = tuple(
         StepResult(
             name=w.name,
@@ -229,22 +236,16 @@ def measure_linked(
     return analysis, linked
 
 
-def _helper_side(
+def _timeline_side(
     events: EventTable,
     windows: tuple[StepWindow, ...],
-    tree: CpuTree,
     links: GpuLinks,
     timeline: GpuTimeline | None,
     counted: tuple[StepWindow, ...],
-) -> tuple[
-    tuple[StepPhases, ...],
-    tuple[CpuStep, ...],
-    tuple[CopyPattern, ...],
-    GpuOutsideSteps | None,
-    tuple[KernelStat, ...],
-]:
-    """The figures ``measure`` computes beside the GPU's and the operators': phases, CPU,
-    copies, GPU work outside the steps, kernels (``counted``: the complete steps)."""
+) -> tuple[tuple[StepPhases, ...], GpuOutsideSteps | None, tuple[KernelStat, ...]]:
+    """The figures ``measure`` computes beside the operators', the copies and the CPU's:
+    the phases, the GPU work outside the steps and the kernels (``counted``: the complete
+    steps)."""
     launch_starts = events.start_us[distinct(links.launch[links.launch >= 0])]
     phases = phases_per_step(
         events,
@@ -252,11 +253,9 @@ def _helper_side(
         timeline.busy if timeline else None,
         launch_starts if timeline else None,
     )
-    cpu = cpu_per_step(events, tree, windows)
-    copies = copy_patterns(events, links, windows)
     outside = gpu_outside_steps(events, windows, timeline)
     kernels = kernel_stats(events, _launched_in(events, timeline, counted), len(counted))
-    return phases, cpu, copies, outside, kernels
+    return phases, outside, kernels
 
 
 def _launched_in(
