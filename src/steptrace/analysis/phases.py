@@ -62,19 +62,47 @@ class StepPhases(msgspec.Struct, frozen=True):
 
 
 class _Labels(msgspec.Struct, frozen=True):
+    """The labels of a trace, with what every step reads of them, computed once."""
+
     rows: NDArray[np.int64]
-    pieces: tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.int64]]
+    start: NDArray[np.float64]
+    end: NDArray[np.float64]
+    name_id: NDArray[np.int32]
+    piece_start: NDArray[np.float64]  # the pieces of time each label owns, by label
+    piece_end: NDArray[np.float64]
+    first_piece: NDArray[np.int64]  # label k owns pieces first_piece[k]:first_piece[k + 1]
     outermost: NDArray[np.bool_]  # inside no other label of the same part
+
+    @classmethod
+    def of(cls, events: EventTable, rows: NDArray[np.int64]) -> _Labels:
+        start, end = events.start_us[rows], events.end_us[rows]
+        thread = events.thread_id[rows]
+        piece_start, piece_end, owner = innermost_pieces(start, end, thread)
+        by_label = np.argsort(owner, kind="stable")
+        return cls(
+            rows=rows,
+            start=start,
+            end=end,
+            name_id=events.name_id[rows],
+            piece_start=piece_start[by_label],
+            piece_end=piece_end[by_label],
+            first_piece=np.searchsorted(owner[by_label], np.arange(rows.size + 1)),
+            outermost=_outermost_of_part(events, rows, parents(start, end, thread)),
+        )
+
+    def pieces_of(self, chosen: NDArray[np.int64]) -> NDArray[np.int64]:
+        """The pieces the ``chosen`` labels own."""
+        first, after = self.first_piece[chosen], self.first_piece[chosen + 1]
+        counts = after - first
+        shift = np.repeat(first - (np.cumsum(counts) - counts), counts)  # runs, concatenated
+        return shift + np.arange(counts.sum())
 
 
 def label_rows(events: EventTable) -> NDArray[np.int64]:
     """Rows of the user's labels (``record_function``), step markers excluded."""
-    markers = np.array(
-        [i for i, n in enumerate(events.names) if _STEP_MARKER.match(n)], dtype=np.int32
-    )
-    rows: NDArray[np.int64] = np.flatnonzero(
-        (events.kind == Kind.USER_ANNOTATION) & ~np.isin(events.name_id, markers)
-    )
+    labels = np.flatnonzero(events.kind == Kind.USER_ANNOTATION)
+    is_marker = np.array([bool(_STEP_MARKER.match(n)) for n in events.names], dtype=bool)
+    rows: NDArray[np.int64] = labels[~is_marker[events.name_id[labels]]]
     return rows
 
 
@@ -85,14 +113,7 @@ def phases_per_step(
     launch_starts: NDArray[np.float64] | None,
 ) -> tuple[StepPhases, ...]:
     """Labels of every step, in the order they first appear in it."""
-    rows = label_rows(events)
-    start, end = events.start_us[rows], events.end_us[rows]
-    thread = events.thread_id[rows]
-    labels = _Labels(
-        rows,
-        innermost_pieces(start, end, thread),
-        _outermost_of_part(events, rows, parents(start, end, thread)),
-    )
+    labels = _Labels.of(events, label_rows(events))
     launches = None if launch_starts is None else np.sort(launch_starts)
     recorded = np.sort(events.start_us[events.records_grad])
     return tuple(_step_phases(events, step, labels, gpu_busy, launches, recorded) for step in steps)
@@ -107,24 +128,22 @@ def _step_phases(
     recorded: NDArray[np.float64],
 ) -> StepPhases:
     lo, hi = step.start_us, step.end_us
-    start, end = events.start_us[labels.rows], events.end_us[labels.rows]
+    start, end = labels.start, labels.end
     overlapping = np.flatnonzero((end > lo) & (start < hi) | (start == lo))
     if gpu_busy is not None:  # only the step's part of the GPU timeline matters here
         gpu_busy = iv.clip(gpu_busy, lo, hi)
-    piece_start, piece_end, owner = labels.pieces
-    piece_len = np.clip(np.minimum(piece_end, hi) - np.maximum(piece_start, lo), 0, None)
-    by_name: dict[int, list[int]] = {}
-    for k in overlapping[np.argsort(np.maximum(start[overlapping], lo), kind="stable")].tolist():
-        by_name.setdefault(int(events.name_id[labels.rows[k]]), []).append(k)
+    seen = overlapping[np.argsort(np.maximum(start[overlapping], lo), kind="stable")]
+    names = labels.name_id[seen]
+    distinct_names, first_seen = np.unique(names, return_index=True)
     phases = []
     reading: list[iv.Intervals] = []
-    for name_id, members in by_name.items():
-        chosen = np.array(members, dtype=np.int64)
+    for name_id in distinct_names[np.argsort(first_seen)].tolist():  # as they appear
+        chosen = seen[names == name_id]
         spans = iv.clip(iv.union(start[chosen], end[chosen]), lo, hi)
-        member = np.zeros(labels.rows.size, dtype=bool)
-        member[chosen] = True  # a lookup per piece, not a sort of them (np.isin)
-        mine = member[owner] & (piece_len > 0)
-        own = iv.union(np.maximum(piece_start[mine], lo), np.minimum(piece_end[mine], hi))
+        pieces = labels.pieces_of(chosen)
+        own = iv.union(
+            np.maximum(labels.piece_start[pieces], lo), np.minimum(labels.piece_end[pieces], hi)
+        )
         exclusive_us = iv.total(own)
         first = chosen[labels.outermost[chosen]]  # recorded operators count once per part
         outer = iv.clip(iv.union(start[first], end[first]), lo, hi)
@@ -134,7 +153,7 @@ def _step_phases(
         phases.append(
             Phase(
                 name=events.names[name_id],
-                calls=len(members),
+                calls=chosen.size,
                 inclusive_ms=iv.total(spans) / 1000,
                 exclusive_ms=exclusive_us / 1000,
                 share=exclusive_us / 1000 / step.wall_ms if step.wall_ms > 0 else 0.0,
