@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 import json
+import os
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
 
-from steptrace.cli import app
+from steptrace.cli import app, without_huge_pages
 from tests import reference
 from tests.conftest import gpu_trace, read_json
 
@@ -205,3 +208,45 @@ def test_an_unknown_threshold_lists_the_valid_names() -> None:
     assert "unknown threshold 'nonsense'" in line
     assert all(name in line for name in Thresholds().to_dict())
     assert "Object contains" not in line and "field" not in line
+
+
+_REPORTS_HUGE_PAGES = """
+import os, sys
+import steptrace.cli as cli
+real_exit = os._exit
+def reporting_exit(code):
+    import numpy._core.multiarray as multiarray  # numpy's own switch, read back
+    sys.stderr.write(f"huge pages: {multiarray._get_madvise_hugepage()}\\n")
+    sys.stderr.flush()
+    real_exit(code)
+os._exit = reporting_exit
+sys.argv = ["steptrace", "analyze", sys.argv[1], "--format", "json"]
+cli.main()
+"""
+
+
+@pytest.mark.parametrize(("caller", "expected"), [(None, "False"), ("1", "True")])
+def test_the_command_keeps_numpy_off_huge_pages_unless_told(
+    caller: str | None, expected: str
+) -> None:
+    """numpy in ``steptrace``'s process asks for no huge pages (their compaction stalls
+    large arrays' first touches); a caller's own NUMPY_MADVISE_HUGEPAGE wins."""
+    environ = {k: v for k, v in os.environ.items() if k != "NUMPY_MADVISE_HUGEPAGE"}
+    if caller is not None:
+        environ["NUMPY_MADVISE_HUGEPAGE"] = caller
+    done = subprocess.run(
+        [sys.executable, "-c", _REPORTS_HUGE_PAGES, str(gpu_trace("amd_mi250"))],
+        capture_output=True, text=True, env=environ, timeout=120, check=False,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["analysis"]["steps"]
+    assert f"huge pages: {expected}" in done.stderr
+
+
+def test_huge_pages_are_left_to_the_caller_when_set() -> None:
+    environ: dict[str, str] = {}
+    without_huge_pages(environ)
+    assert environ == {"NUMPY_MADVISE_HUGEPAGE": "0"}
+    environ = {"NUMPY_MADVISE_HUGEPAGE": "1"}
+    without_huge_pages(environ)
+    assert environ == {"NUMPY_MADVISE_HUGEPAGE": "1"}

@@ -10,7 +10,7 @@ import json
 import os
 import sys
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, MutableMapping, Sequence
 from itertools import chain
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
@@ -458,13 +458,26 @@ def _warn(message: str) -> None:
     print(f"steptrace: warning: {one_line(message)}", file=sys.stderr)
 
 
+def without_huge_pages(environ: MutableMapping[str, str]) -> None:
+    """numpy not to ask for transparent huge pages, unless ``environ`` says otherwise (see
+    ``main``); read by numpy when it is first imported."""
+    environ.setdefault("NUMPY_MADVISE_HUGEPAGE", "0")
+
+
 def main() -> NoReturn:
     """Console-script entry point.
 
     Without torch loaded, the process ends without tearing the interpreter's objects down
     one by one (as mypy does): after a large trace that took 20 ms, a twentieth of the
     analysis. Commands that ran torch exit normally, so that its exit handlers run.
+
+    numpy is told not to ask for transparent huge pages (``NUMPY_MADVISE_HUGEPAGE=0``,
+    unless the caller set it), before anything imports it: where the kernel compacts
+    memory to serve such requests (``defrag`` set to ``madvise``, the usual default),
+    first touches of large arrays stall: on this project's 2-core machine the 1.7 GB
+    replica took 7.0 s with them and 6.5 s without (``benchmarks/scale_one_trace.py``).
     """
+    without_huge_pages(os.environ)  # inherited by the worker processes
     for name in ("stdout", "stderr"):
         if getattr(sys, name) is None:  # closed before the start: write to nowhere
             setattr(sys, name, Path(os.devnull).open("w"))  # noqa: SIM115 (open until exit)
