@@ -144,6 +144,16 @@ def test_parents_of_rows_refuses_rows_not_by_start() -> None:
         nesting.parents_of_rows(events, np.array([1, 0]))
 
 
+@given(INTERVALS_ON_THREADS, st.integers(1, 5))
+def test_parents_match_a_stack_walk_whatever_the_blocks_of_a_round(
+    raw: list[tuple[int, int, int]], block: int
+) -> None:
+    """A round of jumps taken in blocks of any size (candidates updated by one block are
+    read by the next) finds the same containers."""
+    with patch.object(nesting, "_BLOCK", block):
+        assert_parents_match_a_stack_walk(raw)
+
+
 def assert_parents_match_a_stack_walk(raw: list[tuple[int, int, int]]) -> None:
     rows = [(s, s + d) for s, d, _ in raw]
     thread = [t for _, _, t in raw]

@@ -36,6 +36,7 @@ from steptrace.analysis.steps import (
     step_of,
 )
 from steptrace.analysis.timeline import GpuTimeline, gpu_timeline
+from steptrace.trace import memory
 from steptrace.trace.arrays import distinct
 from steptrace.trace.table import Device, EventTable, Trace
 from steptrace.trace.threads import helper_for
@@ -176,6 +177,8 @@ def measure_linked(
             tree = tree_built.result()
             linked = tree, gpu_links(events, tree, launched)
         tree, links = linked
+        if len(events) >= memory.TRIM_ROWS:  # the tree's and GPU figures' temporaries back
+            memory.release_freed_memory()  # before the next pair's (peak 0.49 -> 0.46x)
         side = helper.submit(_timeline_side, events, steps.windows, links, timeline, counted)
         operators = operator_stats(events, tree, links if timeline else None, counted)
         copies = copy_patterns(events, links, steps.windows)

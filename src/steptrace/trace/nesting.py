@@ -18,6 +18,7 @@ from steptrace.trace.table import EventTable
 Floats = NDArray[np.float64]
 Ints = NDArray[np.int64]
 _MOST_THREADS_SCANNED = 4096  # threads beyond which roots are left to the jumps to find
+_BLOCK = 1 << 20  # events per block of a round of jumps
 
 
 def parents(start: Floats, end: Floats, thread: NDArray[np.int32]) -> Ints:
@@ -65,19 +66,33 @@ def _index_type(n: int) -> type[np.signedinteger[Any]]:
 
 def _containers(s: Floats, e: Floats, t: NDArray[np.int32]) -> NDArray[np.signedinteger[Any]]:
     """Per event ordered by (thread, start, longer first): its container's position in
-    that order, or -1 (see ``parents``). The arguments are let go as soon as done with."""
+    that order, or -1 (see ``parents``)."""
     n = s.size
     index = _index_type(n)
     candidate = np.arange(-1, n - 1, dtype=index)
     candidate[_roots(s, e, t)] = -1
     del t
     pending = np.flatnonzero(candidate >= 0).astype(index)
-    while pending.size:
-        closed = e[candidate[pending]] <= s[pending]
-        pending = pending[closed]
-        candidate[pending] = candidate[candidate[pending]]
-        pending = pending[candidate[pending] >= 0]
+    while pending.size:  # a round in blocks: their temporaries stay small
+        pending = np.concatenate(
+            [
+                _jump(candidate, s, e, pending[at : at + _BLOCK])
+                for at in range(0, pending.size, _BLOCK)
+            ]
+        )
     return candidate
+
+
+def _jump(
+    candidate: NDArray[np.signedinteger[Any]], s: Floats, e: Floats, pending: NDArray[Any]
+) -> NDArray[Any]:
+    """One round for some events: those whose candidate closed before they started take
+    its candidate instead; returns those that may jump again. Any order of the blocks
+    finds the same containers: a candidate only ever moves to one that is valid."""
+    pending = pending[e[candidate[pending]] <= s[pending]]
+    candidate[pending] = candidate[candidate[pending]]
+    again: NDArray[Any] = pending[candidate[pending] >= 0]
+    return again
 
 
 def _back_to_given_order(order: NDArray[np.signedinteger[Any]], candidate: NDArray[Any]) -> Ints:
