@@ -232,3 +232,51 @@ def test_a_failed_one_pass_is_let_go_before_the_exact_pass(
     events = [step(1, 0, 100), cpu("aten::mm", 10, 20), cpu("late }, { name", 50, 5)]
     trace = load_trace(write_trace(document(events)))
     assert len(builders) == 2 and "late }, { name" in trace.events.names
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        (b'{"a": 1}, {"b": 2}, {"c": 3}', b'{"a": 1}, {"b": 2}'),  # the last cut
+        (b'{"a": 1}\n  ,\n  {"b": 2}', b'{"a": 1}'),  # JSON's whitespace around the comma
+        (b'{"a": 1}, {"b": {"c": 2}}', b'{"a": 1}'),  # a nested object is not a cut
+        (b'{"a": {"b": 1}, "c": {"d": 2}}', None),  # "}, "c": {" is not "}, {"
+        (b'{"a": 1}, {', b'{"a": 1}'),  # the next event's start is enough
+        (b'{"a": 1}}', None),
+        (b"", None),
+        (b"{", None),
+    ],
+)
+def test_the_last_cut_of_a_chunk(text: bytes, expected: bytes | None) -> None:
+    """A worker's piece ends at its last chunk's last ``}, {``: the ``}`` kept, the
+    ``{`` starting the next piece, what lies between handed over apart."""
+    cut = splitting._last_cut(text)
+    if expected is None:
+        assert cut is None
+        return
+    assert cut is not None
+    assert text[: cut[0]] == expected
+    assert text[cut[0] : cut[1]].strip(b" \n") == b","
+    assert text[cut[1] :].startswith(b"{")
+    assert splitting._last_cut(memoryview(text)) == cut  # a view of a chunk alike
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(st.integers(1, 300), min_size=1, max_size=30), st.integers(1, 400))
+def test_raw_pieces_hold_every_byte_once_in_order(sizes: list[int], piece: int) -> None:
+    """Whatever the chunks' sizes and the pieces' target, the pieces, the text between
+    them and the rest are the text after the array's start, in order."""
+    events = [cpu(f"op{k}", k, 1, note="}, {") for k in range(40)]
+    text = json.dumps(document(events)).encode()
+    chunks, at = [], 0
+    for size in sizes * (len(text) // sum(sizes) + 1):
+        chunks.append(text[at : at + size])
+        at += size
+    chunks = [c for c in chunks if c]
+    with mock.patch.object(splitting, "_PIECE_BYTES", piece):
+        cut, head, start = splitting.start_pieces(iter(chunks))
+        assert head is not None
+        seen = b"".join(
+            b"".join(bytes(p) for p in parts) + between for parts, between in cut.raw_pieces(start)
+        )
+    assert (seen + bytes(cut.buffer)) == text[text.index(b"[", text.index(b"traceEvents")) + 1 :]

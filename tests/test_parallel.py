@@ -15,6 +15,7 @@ import json
 import multiprocessing
 import os
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -25,6 +26,7 @@ from steptrace.errors import TraceError
 from steptrace.trace import load as loading
 from steptrace.trace import parallel, source
 from steptrace.trace import split as splitting
+from steptrace.trace import stream as streaming
 from steptrace.trace.columns import Piece
 from steptrace.trace.load import load_trace
 from tests.conftest import NOT_A_TRACE, WriteTrace
@@ -39,6 +41,14 @@ def _report(path: Path, jobs: int) -> str:
     result = runner.invoke(app, ["analyze", str(path), "--format", "json", "--jobs", str(jobs)])
     assert result.exit_code == 0, result.output
     return result.stdout
+
+
+def _small_pieces(monkeypatch: pytest.MonkeyPatch, piece: int) -> None:
+    """Pieces of about ``piece`` bytes: the text read and gunzipped in chunks that small
+    too (a worker's piece ends at a chunk's last cut)."""
+    monkeypatch.setattr(splitting, "_PIECE_BYTES", piece)
+    monkeypatch.setattr(streaming, "CHUNK_BYTES", piece)
+    monkeypatch.setattr(streaming, "_READ_BYTES", piece)
 
 
 @pytest.fixture
@@ -64,9 +74,18 @@ def test_every_real_trace_decoded_by_two_processes_gives_the_exact_report(
         pytest.skip("not a trace: its error is tested in test_bad_input")
     exact = _exact_report(path, monkeypatch)
     size = len(gzip.decompress(path.read_bytes()))
-    monkeypatch.setattr(splitting, "_PIECE_BYTES", max(size // 40, 1_000))
+    _small_pieces(monkeypatch, max(size // 40, 1_000))
+    sent: list[int] = []
+    submit = parallel._InOrder.submit
+
+    def counting(self: parallel._InOrder, *args: Any) -> None:
+        sent.append(1)
+        submit(self, *args)
+
+    monkeypatch.setattr(parallel._InOrder, "submit", counting)
     assert _report(path, jobs=2) == exact
     assert counted == [1]
+    assert len(sent) >= (10 if size >= 100_000 else 1)  # many pieces, merged in order
 
 
 @pytest.mark.parametrize("piece", [1, 50, 500, 1 << 20])
@@ -75,7 +94,7 @@ def test_pieces_cut_inside_values_are_joined_again(
 ) -> None:
     path = write_trace(_nasty_text(), gz=True)
     exact = _exact_report(path, monkeypatch)
-    monkeypatch.setattr(splitting, "_PIECE_BYTES", piece)
+    _small_pieces(monkeypatch, piece)
     assert _report(path, jobs=2) == exact
     assert _report(path, jobs=3) == exact
     assert len(counted) == 2
@@ -88,7 +107,7 @@ def test_an_event_of_the_wrong_shape_takes_the_exact_path(
     events += [cpu(f"op{i}", 10 + i * 20, 5) for i in range(90)]
     events[50]["args"] = "not an object"  # the exact path skips it and says so
     path = write_trace({"traceEvents": events})
-    monkeypatch.setattr(splitting, "_PIECE_BYTES", 300)
+    _small_pieces(monkeypatch, 300)
     report = json.loads(_report(path, jobs=2))
     assert report == json.loads(_report(path, jobs=1))
     assert any("skipped 1 malformed events" in w for w in report["analysis"]["trace"]["warnings"])
@@ -147,7 +166,7 @@ def test_columns_come_back_through_the_ring_or_the_pipe_alike(
     events += [cpu(f"aten::op{k % 7}", 1.5 * k + 0.25, 1.0, **kineto) for k in range(2_500)]
     path = write_trace(document(events), gz=True)
     exact = _exact_report(path, monkeypatch)
-    monkeypatch.setattr(splitting, "_PIECE_BYTES", piece)
+    _small_pieces(monkeypatch, piece)
     unpacked: list[int] = []
     original = parallel._unpack
 
@@ -182,7 +201,7 @@ def test_load_trace_with_workers_equals_one_process(
     write_trace: WriteTrace, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     path = write_trace(_nasty_text())
-    monkeypatch.setattr(splitting, "_PIECE_BYTES", 200)
+    _small_pieces(monkeypatch, 200)
     one, two = load_trace(path, progress=False), load_trace(path, progress=False, workers=2)
     assert one.info == two.info
     assert len(one.events) > 100
@@ -197,7 +216,7 @@ def test_a_decoding_process_killed_is_one_line_not_a_hang(
     write_trace: WriteTrace, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     path = write_trace(_nasty_text())
-    monkeypatch.setattr(splitting, "_PIECE_BYTES", 200)
+    _small_pieces(monkeypatch, 200)
     monkeypatch.setattr(parallel, "ring_columns", _dies)  # the forked workers inherit it
     with pytest.raises(TraceError, match=r"ended abruptly .*--jobs 1") as caught:
         load_trace(path, progress=False, workers=2)
@@ -211,7 +230,7 @@ def test_the_array_format_decoded_by_two_processes(
     events = json.loads(_nasty_text())["traceEvents"]
     path = write_trace(events)
     exact = _exact_report(path, monkeypatch)
-    monkeypatch.setattr(splitting, "_PIECE_BYTES", 300)
+    _small_pieces(monkeypatch, 300)
     assert _report(path, jobs=2) == exact
     assert counted == [1]
 

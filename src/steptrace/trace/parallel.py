@@ -226,29 +226,33 @@ class _InOrder:
         self._carry = b""  # text not taken yet: pieces cut inside a value, and what follows
         self._retries = 0
 
-    def submit(self, piece: bytes | memoryview, between: bytes) -> None:
-        """Send a piece (and the text before the next one) to a worker; ``piece`` is copied
-        before this returns."""
+    def submit(self, piece: list[bytes | memoryview], between: bytes) -> None:
+        """Send a piece, in parts (and the text before the next one), to a worker; the
+        parts are copied before this returns."""
         text, result, slot = self._send(piece)
         self._pending.append((text, result, between, slot))
         while len(self._pending) >= self._workers.slots:
             self._take()
 
     def _send(
-        self, piece: bytes | memoryview
+        self, piece: list[bytes | memoryview]
     ) -> tuple[bytes | slice, Future[Piece | Packed | Failure], int]:
         """Into the next slot of the ring, which the piece sent ``slots`` pieces ago left
         (``submit`` takes every piece but the last ``slots - 1`` first), where its text
         stays until it is taken; else through the pool's pipe, its text kept here."""
-        ring, pool, size = self._workers.ring, self._workers.pool, len(piece) + 2
+        ring, pool = self._workers.ring, self._workers.pool
+        size = sum(map(len, piece)) + 2
         if ring is None or size > self._workers.slot_bytes:
-            text = bytes(piece)
+            text = b"".join(piece)
             return text, pool.submit(piece_columns, text), -1
         slot = self._sent % self._workers.slots
         offset = slot * self._workers.slot_bytes
         self._sent += 1
         ring[offset], ring[offset + size - 1] = ord("["), ord("]")
-        ring[offset + 1 : offset + size - 1] = piece
+        at = offset + 1
+        for part in piece:
+            ring[at : at + len(part)] = part
+            at += len(part)
         result = pool.submit(ring_columns, offset, size, self._workers.room(slot))
         return slice(offset + 1, offset + size - 1), result, slot
 

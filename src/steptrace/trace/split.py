@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Iterator
+from itertools import chain
 
 import msgspec
 
@@ -178,29 +179,47 @@ class _Text:
             start, retries = 0, 0
             search = _PIECE_BYTES
 
-    def raw_pieces(self, start: int) -> Iterator[tuple[memoryview, bytes]]:
-        """Pieces of text from ``start``, each cut at the next ``}, {`` after
-        ``worker_piece_bytes()``, with the text between it and the next (``,`` and spaces),
-        not decoded: a cut may be wrong, which the pieces' decoding tells (``parallel``).
-        What is left in ``buffer`` is the rest.
+    def raw_pieces(self, start: int) -> Iterator[tuple[list[bytes | memoryview], bytes]]:
+        """Pieces of text from ``start``, not decoded, each with the text between it and
+        the next (``,`` and spaces): a cut may be wrong, which the pieces' decoding tells
+        (``parallel``). What is left in ``buffer`` is the rest.
 
-        A piece is a view of ``buffer``, valid until the next one is asked for: the caller
-        copies it where it goes (a worker's slot), not first into bytes of its own."""
+        A piece ends at a chunk's last ``}, {``, once it holds ``worker_piece_bytes()``:
+        it is the chunks taken since the previous cut, as they came (views of them), so
+        that each byte is copied once, where the caller puts it (a worker's slot), not
+        first into a buffer here. The text after the cut, most often a part of one event,
+        starts the next piece. The parts are valid until the next piece is asked for."""
         size = worker_piece_bytes()
-        buffer, search = self.buffer, start + size
-        while True:
-            cut = _BETWEEN_EVENTS.search(buffer, search)
-            if cut is None:
-                last = buffer.rfind(b"}", search)  # as in ``pieces``
-                search = max(search, last if last >= 0 else len(buffer))
-                if self.more():
-                    continue
-                del buffer[:start]
-                return
-            with memoryview(buffer) as view, view[start : cut.start() + 1] as piece:
-                yield piece, bytes(view[cut.start() + 1 : cut.end() - 1])
-            del buffer[: cut.end() - 1]  # the views released: the buffer may change size
-            start, search = 0, size
+        held: list[bytes | memoryview] = []
+        held_bytes = 0
+        for chunk in chain((bytes(self.buffer[start:]),), self._chunks):
+            held.append(chunk)
+            held_bytes += len(chunk)
+            if held_bytes < size or (cut := _last_cut(chunk)) is None:
+                continue  # too little yet, or no cut inside this chunk: take the next
+            view = memoryview(chunk)
+            held[-1] = view[: cut[0]]
+            yield held, bytes(view[cut[0] : cut[1]])
+            held = [view[cut[1] :]]
+            held_bytes = len(held[0])
+        self.buffer = bytearray().join(held)
+
+
+def _last_cut(chunk: bytes | memoryview) -> tuple[int, int] | None:
+    """Where the last ``}, {`` wholly inside ``chunk`` lies: the end of its ``}`` and the
+    start of its ``{``; None if there is none. Found backwards from the end, one ``{`` at
+    a time: a few steps in a trace's text (nested args open with ``": {``)."""
+    text = chunk if isinstance(chunk, bytes) else bytes(chunk)
+    end = len(text)
+    while (brace := text.rfind(b"{", 0, end)) > 0:
+        close = text.rfind(b"}", 0, brace)
+        if close < 0:
+            return None
+        found = _BETWEEN_EVENTS.match(text, close)
+        if found is not None and found.end() == brace + 1:
+            return close + 1, brace
+        end = brace
+    return None
 
 
 def worker_piece_bytes() -> int:
