@@ -65,7 +65,7 @@ def cut_pieces(path: Path) -> list[bytes]:
     view = memoryview(text)
     chunks = (view[i : i + (4 << 20)] for i in range(0, len(text), 4 << 20))
     rest, _, start = start_pieces(chunks)
-    pieces = [b"".join((b"[", piece, b"]")) for piece, _ in rest.raw_pieces(start)]
+    pieces = [b"".join((b"[", *parts, b"]")) for parts, _ in rest.raw_pieces(start)]
     del rest, view, text
     return pieces
 
