@@ -1,0 +1,40 @@
+"""The benchmarks' own parts on a small real trace, so that a change of the library's
+internals they use (pieces, replicas) cannot leave them broken until the next long run."""
+
+from __future__ import annotations
+
+import gzip
+import importlib
+import json
+import sys
+from pathlib import Path
+from types import ModuleType
+
+from tests.conftest import gpu_trace
+
+BENCHMARKS = Path(__file__).resolve().parents[1] / "benchmarks"
+
+
+def benchmark(name: str) -> ModuleType:
+    if str(BENCHMARKS) not in sys.path:
+        sys.path.insert(0, str(BENCHMARKS))
+    return importlib.import_module(name)
+
+
+def test_the_floors_pieces_are_the_events_of_the_trace() -> None:
+    path = gpu_trace("df_index_resolver")  # the benchmarks' trace, 54 MB of JSON
+    pieces = benchmark("throughput_floor").cut_pieces(path)
+    assert len(pieces) > 5
+    events = [e for piece in pieces for e in json.loads(piece)]
+    written = json.loads(gzip.decompress(path.read_bytes()))["traceEvents"]
+    assert events == written[: len(events)]
+    assert len(events) > 0.9 * len(written)  # the rest, under one piece, goes with the end
+
+
+def test_a_replica_is_a_longer_valid_trace(tmp_path: Path) -> None:
+    path = gpu_trace("amd_mi250")
+    target = tmp_path / "x2.json.gz"
+    benchmark("scale_one_trace").build_replica(path, target, 2)
+    one = json.loads(gzip.decompress(path.read_bytes()))["traceEvents"]
+    two = json.loads(gzip.decompress(target.read_bytes()))["traceEvents"]
+    assert len(two) == 2 * len(one)
