@@ -92,12 +92,14 @@ def _covered_before(intervals: Intervals, t: Floats) -> Floats:
 
 def _combine(a: Intervals, b: Intervals, keep: int) -> Intervals:
     """Sweep both sets: coverage is 1 for ``a`` only, 2 for ``b`` only, 3 for both."""
-    points = np.concatenate((a[0], a[1], b[0], b[1]))
+    # each set's bounds in order, closings first: a stable sort by time alone then keeps
+    # closings before openings at equal times (a merge of four sorted runs, not a lexsort)
+    points = np.concatenate((b[1], a[1], a[0], b[0]))
     if points.size == 0:
         return _EMPTY
     na, nb = a[0].size, b[0].size
-    delta = np.concatenate((np.ones(na), -np.ones(na), 2 * np.ones(nb), -2 * np.ones(nb)))
-    order = np.lexsort((delta, points))  # at equal times, closings come first
+    delta = np.concatenate((np.full(nb, -2.0), np.full(na, -1.0), np.ones(na), np.full(nb, 2.0)))
+    order = np.argsort(points, kind="stable")
     points, coverage = points[order], np.cumsum(delta[order])
     chosen = np.flatnonzero(coverage[:-1] == keep)
     return union(points[chosen], points[chosen + 1])
