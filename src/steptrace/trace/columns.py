@@ -11,7 +11,7 @@ import math
 import re
 from collections.abc import Callable, Iterable, Iterator
 from itertools import compress, repeat
-from operator import attrgetter, is_, is_not
+from operator import attrgetter, is_, is_not, itemgetter
 from typing import Any, NamedTuple, TypeVar, cast
 
 import numpy as np
@@ -54,6 +54,11 @@ _COPIES = np.array([Kind.MEMCPY, Kind.MEMSET], dtype=np.int8)
 # Rows whose collective args are read: record_param_comms operators and NCCL/RCCL kernels.
 _COMM_NAME = re.compile(r"^record_param_comms$|nccl|rccl", re.IGNORECASE)
 _COMM_KINDS = np.array([Kind.CPU_OP, Kind.KERNEL], dtype=np.int8)
+# The collective args a row keeps, as a tuple (EventArgs itself would also carry the shapes).
+COMM_FIELDS = ("collective", "process_group", "group_ranks", "dtype", "seq", "in_nelems",
+               "out_nelems", "group_size")  # fmt: skip
+_COMM_FIELDS = attrgetter(*COMM_FIELDS)
+CommFields = tuple[Any, ...]
 _TEXT_OR_NONE = {str, type(None)}
 _NONE = {type(None)}
 
@@ -81,7 +86,7 @@ class ColumnBuilder:
         self.events_seen = 0
         self._batches: list[dict[str, NDArray[np.generic]]] = []
         self._comm_names: list[bool] = []  # per interned name: may carry collective args
-        self._comm: list[tuple[NDArray[np.int64], list[EventArgs]]] = []  # (rows, args)
+        self._comm: list[tuple[NDArray[np.int64], list[CommFields]]] = []  # (rows, fields)
         self._rows = 0  # complete events taken so far
 
     def add(self, events: list[AnyEvent]) -> None:
@@ -231,7 +236,8 @@ class ColumnBuilder:
         hits = np.isin(name_id, flagged) & np.isin(kind, _COMM_KINDS)
         rows = np.flatnonzero(hits)
         if rows.size:
-            self._comm.append((rows + self._rows, _args_of(complete, rows)))
+            fields = list(map(_COMM_FIELDS, _args_of(complete, rows)))  # a few, compact to send
+            self._comm.append((rows + self._rows, fields))
 
     def _comm_table(self, order: NDArray[np.intp]) -> CommArgs:
         """The collective args of the kept rows, indexed by their row in the sorted table."""
@@ -246,13 +252,13 @@ class ColumnBuilder:
         kept = [args[i] for i in keep.tolist()]
 
         def text(field: str) -> tuple[str | None, ...]:
-            values = tuple(map(attrgetter(field), kept))
+            values = tuple(map(itemgetter(COMM_FIELDS.index(field)), kept))
             if set(map(type, values)) <= _TEXT_OR_NONE:  # as written, the usual case
                 return values
             return tuple(None if v is None else str(v) for v in values)
 
         def ints(field: str) -> NDArray[np.int64]:
-            values = list(map(attrgetter(field), kept))  # mostly absent (None) or plain ints
+            values = list(map(itemgetter(COMM_FIELDS.index(field)), kept))  # mostly None or ints
             if set(map(type, values)) <= _NONE:
                 return np.full(len(values), MISSING, dtype=np.int64)
             read = [MISSING if v is None else v if type(v) is int else as_int(v) for v in values]
@@ -388,7 +394,7 @@ class Piece(NamedTuple):
     raw_threads: list[ThreadKey]
     shapes: list[tuple[bytes, bytes]]
     batches: list[dict[str, NDArray[np.generic]]]
-    comm: list[tuple[NDArray[np.int64], list[EventArgs]]]
+    comm: list[tuple[NDArray[np.int64], list[CommFields]]]
     rows: int
     thread_names: dict[ThreadKey, str]
     counts: tuple[int, int, int]  # events seen, [memory] instants, fwdbwd flows
