@@ -245,7 +245,11 @@ def test_a_failed_one_pass_is_let_go_before_the_exact_pass(
         (b'{"a": 1}}', None),
         (b"", None),
         (b"{", None),
+        (b"}" * 50 + b"{" * 50, None),  # braces, no cut
+        (b'{"a": 1}, {"b": "' + b"x" * 70_000 + b'"}', b'{"a": 1}'),  # before the last 64 KB
+        (b'{"a": 1}, {"b": "' + b"x" * 1_100_000 + b'"}', b'{"a": 1}'),  # before the last MB
     ],
+    ids=lambda v: repr(v[:24]) if isinstance(v, bytes) else str(v),
 )
 def test_the_last_cut_of_a_chunk(text: bytes, expected: bytes | None) -> None:
     """A worker's piece ends at its last chunk's last ``}, {``: the ``}`` kept, the
