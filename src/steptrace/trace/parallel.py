@@ -57,7 +57,7 @@ def ring_columns(offset: int, length: int, room: slice) -> Piece | Packed | Fail
     """``piece_columns`` of the list of events written at ``offset`` of the ring, its
     columns written back in the ring's ``room`` when they fit there (``Packed``)."""
     assert _RING is not None, "ring_columns runs in a forked worker"
-    ring = memoryview(_RING)  # not released here: the Raw args of collectives refer to it
+    ring = memoryview(_RING)  # a view of the shared mapping, let go when the call returns
     result = _columns_of(ring[offset : offset + length])
     if isinstance(result, Piece):
         return _pack(result, ring[room]) or result
