@@ -55,9 +55,9 @@ _COPIES = np.array([Kind.MEMCPY, Kind.MEMSET], dtype=np.int8)
 _COMM_NAME = re.compile(r"^record_param_comms$|nccl|rccl", re.IGNORECASE)
 _COMM_KINDS = np.array([Kind.CPU_OP, Kind.KERNEL], dtype=np.int8)
 # The collective args a row keeps, as a tuple (EventArgs itself would also carry the shapes).
-COMM_FIELDS = ("collective", "process_group", "group_ranks", "dtype", "seq", "in_nelems",
-               "out_nelems", "group_size")  # fmt: skip
-_COMM_FIELDS = attrgetter(*COMM_FIELDS)
+_COMM_FIELD_NAMES = ("collective", "process_group", "group_ranks", "dtype", "seq",
+                     "in_nelems", "out_nelems", "group_size")  # fmt: skip
+_comm_fields_of = attrgetter(*_COMM_FIELD_NAMES)
 CommFields = tuple[Any, ...]
 _TEXT_OR_NONE = {str, type(None)}
 _NONE = {type(None)}
@@ -236,7 +236,7 @@ class ColumnBuilder:
         hits = np.isin(name_id, flagged) & np.isin(kind, _COMM_KINDS)
         rows = np.flatnonzero(hits)
         if rows.size:
-            fields = list(map(_COMM_FIELDS, _args_of(complete, rows)))  # a few, compact to send
+            fields = list(map(_comm_fields_of, _args_of(complete, rows)))  # a few, compact to send
             self._comm.append((rows + self._rows, fields))
 
     def _comm_table(self, order: NDArray[np.intp]) -> CommArgs:
@@ -252,13 +252,14 @@ class ColumnBuilder:
         kept = [args[i] for i in keep.tolist()]
 
         def text(field: str) -> tuple[str | None, ...]:
-            values = tuple(map(itemgetter(COMM_FIELDS.index(field)), kept))
+            values = tuple(map(itemgetter(_COMM_FIELD_NAMES.index(field)), kept))
             if set(map(type, values)) <= _TEXT_OR_NONE:  # as written, the usual case
                 return values
             return tuple(None if v is None else str(v) for v in values)
 
         def ints(field: str) -> NDArray[np.int64]:
-            values = list(map(itemgetter(COMM_FIELDS.index(field)), kept))  # mostly None or ints
+            # mostly absent (None) or plain ints
+            values = list(map(itemgetter(_COMM_FIELD_NAMES.index(field)), kept))
             if set(map(type, values)) <= _NONE:
                 return np.full(len(values), MISSING, dtype=np.int64)
             read = [MISSING if v is None else v if type(v) is int else as_int(v) for v in values]
