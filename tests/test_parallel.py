@@ -55,14 +55,19 @@ def _small_pieces(monkeypatch: pytest.MonkeyPatch, piece: int) -> None:
 def counted(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     """Streams every file; counts the loads that took the parallel path."""
     monkeypatch.setattr(source, "READ_AHEAD_BYTES", 0)
+    return _calls_of(monkeypatch, loading, "parallel_columns")
+
+
+def _calls_of(monkeypatch: pytest.MonkeyPatch, owner: object, name: str) -> list[int]:
+    """``owner.name`` wrapped to count its calls (in this process): the list of them."""
     calls: list[int] = []
-    original = loading.parallel_columns
+    original = getattr(owner, name)
 
-    def wrapped(*args: object) -> object:
+    def counting(*args: Any) -> Any:
         calls.append(1)
-        return original(*args)  # type: ignore[arg-type]
+        return original(*args)
 
-    monkeypatch.setattr(loading, "parallel_columns", wrapped)
+    monkeypatch.setattr(owner, name, counting)
     return calls
 
 
@@ -75,14 +80,7 @@ def test_every_real_trace_decoded_by_two_processes_gives_the_exact_report(
     exact = _exact_report(path, monkeypatch)
     size = len(gzip.decompress(path.read_bytes()))
     _small_pieces(monkeypatch, max(size // 40, 1_000))
-    sent: list[int] = []
-    submit = parallel._InOrder.submit
-
-    def counting(self: parallel._InOrder, *args: Any) -> None:
-        sent.append(1)
-        submit(self, *args)
-
-    monkeypatch.setattr(parallel._InOrder, "submit", counting)
+    sent = _calls_of(monkeypatch, parallel._InOrder, "submit")
     assert _report(path, jobs=2) == exact
     assert counted == [1]
     assert len(sent) >= (10 if size >= 100_000 else 1)  # many pieces, merged in order
@@ -167,14 +165,7 @@ def test_columns_come_back_through_the_ring_or_the_pipe_alike(
     path = write_trace(document(events), gz=True)
     exact = _exact_report(path, monkeypatch)
     _small_pieces(monkeypatch, piece)
-    unpacked: list[int] = []
-    original = parallel._unpack
-
-    def counting(*args: object) -> object:
-        unpacked.append(1)
-        return original(*args)  # type: ignore[arg-type]
-
-    monkeypatch.setattr(parallel, "_unpack", counting)
+    unpacked = _calls_of(monkeypatch, parallel, "_unpack")
     assert _report(path, jobs=2) == exact
     assert counted == [1] and bool(unpacked) == packed
 

@@ -96,7 +96,7 @@ def gpu_launches(events: EventTable) -> GpuLaunches:
 def gpu_links(events: EventTable, tree: CpuTree, launched: GpuLaunches | None = None) -> GpuLinks:
     """Each GPU activity's launch call and operator (``launched``: its ``gpu_launches``,
     when found already)."""
-    launched = launched or gpu_launches(events)
+    launched = launched if launched is not None else gpu_launches(events)
     owner = np.full(launched.rows.size, -1, dtype=np.int64)
     linked = np.flatnonzero(launched.launch >= 0)
     call = np.searchsorted(tree.launches, launched.launch[linked])  # launches are increasing

@@ -219,8 +219,8 @@ class _InOrder:
         self._workers = workers
         self._builder = builder
         # per piece in flight: its text (or where it lies in the ring), its result to come,
-        # what follows it, its slot in the ring (-1: none)
-        self._pending: deque[tuple[bytes | slice, Future[Piece | Packed | Failure], bytes, int]]
+        # what follows it
+        self._pending: deque[tuple[bytes | slice, Future[Piece | Packed | Failure], bytes]]
         self._pending = deque()
         self._sent = 0
         self._carry = b""  # text not taken yet: pieces cut inside a value, and what follows
@@ -229,14 +229,13 @@ class _InOrder:
     def submit(self, piece: list[bytes | memoryview], between: bytes) -> None:
         """Send a piece, in parts (and the text before the next one), to a worker; the
         parts are copied before this returns."""
-        text, result, slot = self._send(piece)
-        self._pending.append((text, result, between, slot))
+        self._pending.append((*self._send(piece), between))
         while len(self._pending) >= self._workers.slots:
             self._take()
 
     def _send(
         self, piece: list[bytes | memoryview]
-    ) -> tuple[bytes | slice, Future[Piece | Packed | Failure], int]:
+    ) -> tuple[bytes | slice, Future[Piece | Packed | Failure]]:
         """Into the next slot of the ring, which the piece sent ``slots`` pieces ago left
         (``submit`` takes every piece but the last ``slots - 1`` first), where its text
         stays until it is taken; else through the pool's pipe, its text kept here."""
@@ -244,7 +243,7 @@ class _InOrder:
         size = sum(map(len, piece)) + 2
         if ring is None or size > self._workers.slot_bytes:
             text = b"".join(piece)
-            return text, pool.submit(piece_columns, text), -1
+            return text, pool.submit(piece_columns, text)
         slot = self._sent % self._workers.slots
         offset = slot * self._workers.slot_bytes
         self._sent += 1
@@ -254,7 +253,7 @@ class _InOrder:
             ring[at : at + len(part)] = part
             at += len(part)
         result = pool.submit(ring_columns, offset, size, self._workers.room(slot))
-        return slice(offset + 1, offset + size - 1), result, slot
+        return slice(offset + 1, offset + size - 1), result
 
     def _text(self, kept: bytes | slice) -> bytes:
         """The text of a piece in flight, wherever it was kept (``_send``)."""
@@ -270,12 +269,13 @@ class _InOrder:
         return self._carry
 
     def _take(self) -> None:
-        kept, future, between, slot = self._pending.popleft()
+        kept, future, between = self._pending.popleft()
         result = future.result()  # BrokenProcessPool if a worker was killed
-        if isinstance(result, Packed):
-            assert self._workers.ring is not None
+        if isinstance(result, Packed):  # then its text is in the ring: ``kept`` says where
+            assert self._workers.ring is not None and isinstance(kept, slice)
+            room = self._workers.room(kept.start // self._workers.slot_bytes)
             with memoryview(self._workers.ring) as ring:
-                result = _unpack(result, ring[self._workers.room(slot)])
+                result = _unpack(result, ring[room])
         piece = self._carry + self._text(kept) if self._carry else None
         if piece is not None:  # the pieces before were cut inside a value: join them to this one
             result = piece_columns(piece)
