@@ -49,6 +49,19 @@ def test_intersect_and_difference(a: list[tuple[int, int]], b: list[tuple[int, i
     assert covered_cells(only_a) == cells(a) - cells(b)
 
 
+@given(st.lists(spans(), max_size=5))
+def test_by_priority_gives_each_set_what_no_set_before_it_covers(
+    sets: list[list[tuple[int, int]]],
+) -> None:
+    result = iv.by_priority([as_set(pairs) for pairs in sets])
+    assert len(result) == len(sets)
+    taken: set[int] = set()
+    for pairs, own in zip(sets, result, strict=True):
+        assert_canonical(own)
+        assert covered_cells(own) == cells(pairs) - taken
+        taken |= cells(pairs)
+
+
 @given(spans(), st.integers(0, GRID), st.integers(0, GRID))
 def test_clip_gaps_and_covered(pairs: list[tuple[int, int]], x: int, y: int) -> None:
     lo, hi = min(x, y), max(x, y)

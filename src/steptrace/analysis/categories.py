@@ -125,13 +125,14 @@ def category_per_step(
     """Per step window, every category's busy time and share of the step's busy time."""
     rows = timeline.rows
     of_row = _row_categories(events, rows)
-    taken = iv.empty()
-    ms: dict[str, NDArray[np.float64]] = {}
-    for code, category in enumerate(PRIORITY):
-        chosen = rows[of_row == code]
-        own = iv.union(events.start_us[chosen], events.end_us[chosen])
-        ms[category] = iv.covered(iv.difference(own, taken), lo, hi) / 1000.0
-        taken = iv.union(np.concatenate((taken[0], own[0])), np.concatenate((taken[1], own[1])))
+    own = [
+        iv.union(events.start_us[chosen], events.end_us[chosen])
+        for chosen in (rows[of_row == code] for code in range(len(PRIORITY)))
+    ]
+    ms = {  # each category's time where no category before it in PRIORITY runs
+        category: iv.covered(first, lo, hi) / 1000.0
+        for category, first in zip(PRIORITY, iv.by_priority(own), strict=True)
+    }
     total = sum(ms.values(), np.zeros(lo.shape))
     return [
         tuple(

@@ -191,26 +191,26 @@ def _kernels(events: EventTable, timeline: GpuTimeline, inside: NDArray[np.int64
 
 def _copies(events: EventTable, rows: NDArray[np.int64]) -> tuple[CopySummary, ...]:
     copies = _of_kind(events, rows, Kind.MEMCPY)
-    by_direction: dict[str, list[int]] = {}
-    host_memory: dict[int, str | None] = {}
-    for row in copies.tolist():
-        direction, memory = copy_kind(events.name_of(row))
-        by_direction.setdefault(direction, []).append(row)
-        host_memory[row] = memory
+    names, name_of_copy = np.unique(events.name_id[copies], return_inverse=True)
+    kinds = [copy_kind(events.names[n]) for n in names.tolist()]  # a handful of names
+    directions = sorted({direction for direction, _ in kinds})
+    direction = np.array([directions.index(d) for d, _ in kinds], dtype=np.int64)[name_of_copy]
+    pageable = np.array([m == "Pageable" for _, m in kinds], dtype=bool)[name_of_copy]
+    pinned = np.array([m == "Pinned" for _, m in kinds], dtype=bool)[name_of_copy]
     summaries = []
-    for direction, members in sorted(by_direction.items()):
-        chosen = np.array(members, dtype=np.int64)
-        pageable = np.array([r for r in members if host_memory[r] == "Pageable"], dtype=np.int64)
+    for k, name in enumerate(directions):
+        members = direction == k
+        chosen, paged = copies[members], copies[members & pageable]  # in the rows' order
         summaries.append(
             CopySummary(
-                direction=direction,
-                count=len(members),
+                direction=name,
+                count=int(chosen.size),
                 busy_ms=_busy_ms(events, chosen),
                 bytes=_bytes(events, chosen),
-                pageable=int(pageable.size),
-                pinned=sum(host_memory[r] == "Pinned" for r in members),
-                pageable_bytes=_bytes(events, pageable) if pageable.size else 0,
-                pageable_busy_ms=_busy_ms(events, pageable),
+                pageable=int(paged.size),
+                pinned=int((members & pinned).sum()),
+                pageable_bytes=_bytes(events, paged) if paged.size else 0,
+                pageable_busy_ms=_busy_ms(events, paged),
             )
         )
     return tuple(summaries)

@@ -20,7 +20,7 @@ from steptrace.trace import intervals as iv
 
 def waiting_on_host_us(timeline: GpuTimeline, lo: float, hi: float) -> float | None:
     """Idle gaps inside ``[lo, hi]`` whose next GPU activity was launched late."""
-    if not np.isfinite(timeline.launch_end_us).any():
+    if not timeline.any_launch_known:
         return None
     starts, ends = iv.clip(timeline.busy, lo, hi)
     if starts.size < 2:

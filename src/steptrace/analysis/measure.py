@@ -180,10 +180,11 @@ def measure_linked(
         if len(events) >= memory.TRIM_ROWS:  # the tree's and GPU figures' temporaries back
             memory.release_freed_memory()  # before the next pair's (peak 0.49 -> 0.46x)
         side = helper.submit(_timeline_side, events, steps.windows, links, timeline, counted)
+        copied = helper.submit(copy_patterns, events, links, steps.windows)  # after the side
         operators = operator_stats(events, tree, links if timeline else None, counted)
-        copies = copy_patterns(events, links, steps.windows)
         cpu = cpu_per_step(events, tree, steps.windows)
     phases, outside, kernels = side.result()
+    copies = copied.result()
     results = tuple(
         StepResult(
             name=w.name,

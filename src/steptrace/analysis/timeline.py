@@ -28,6 +28,7 @@ class GpuTimeline(msgspec.Struct, frozen=True):
     launch_dur_us: NDArray[np.float64]
     issued_us: NDArray[np.float64]  # launch start, else GPU start; NaN: before the trace
     before_trace: NDArray[np.bool_]  # launched before the trace began (no step issued it)
+    any_launch_known: bool  # some row's launch call is known (then launch_end_us has some)
 
 
 def gpu_timeline(events: EventTable, links: GpuLaunches | GpuLinks) -> GpuTimeline | None:
@@ -45,4 +46,6 @@ def gpu_timeline(events: EventTable, links: GpuLaunches | GpuLinks) -> GpuTimeli
     issued[known] = events.start_us[links.launch[known]]
     issued[links.before_trace] = np.nan
     busy = iv.union(start, end)
-    return GpuTimeline(rows, start, busy, launch_end, launch_dur, issued, links.before_trace)
+    return GpuTimeline(
+        rows, start, busy, launch_end, launch_dur, issued, links.before_trace, bool(known.any())
+    )

@@ -89,9 +89,11 @@ def _jump(
     """One round for some events: those whose candidate closed before they started take
     its candidate instead; returns those that may jump again. Any order of the blocks
     finds the same containers: a candidate only ever moves to one that is valid."""
-    pending = pending[e[candidate[pending]] <= s[pending]]
-    candidate[pending] = candidate[candidate[pending]]
-    again: NDArray[Any] = pending[candidate[pending] >= 0]
+    current = candidate[pending]
+    closed = e[current] <= s[pending]
+    pending, current = pending[closed], current[closed]
+    candidate[pending] = current = candidate[current]
+    again: NDArray[Any] = pending[current >= 0]
     return again
 
 
