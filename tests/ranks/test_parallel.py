@@ -14,6 +14,7 @@ import os
 import pickle
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import threading
@@ -70,6 +71,22 @@ def test_a_scheduler_without_workers_is_one_line_not_a_silent_wait(
         f"steptrace: error: Dask scheduler {empty.scheduler_address}: no worker joined it "
         f"within 2 s (start workers with: dask worker {empty.scheduler_address})\n"
     )
+
+
+def test_a_refused_scheduler_address_is_one_line_at_once() -> None:
+    """Dask's client retries a refused connection until its timeout (10 s of silence): the
+    port is tried once first."""
+    pytest.importorskip("distributed")
+    with socket.socket() as probe:  # a port nothing listens on once closed
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    began = time.monotonic()
+    done = run(str(SET), "-f", "json", "--scheduler", f"tcp://127.0.0.1:{port}")
+    assert time.monotonic() - began < 5  # the client's own timeout is 10 s
+    assert done.exit_code == 2
+    last = done.stderr.splitlines()[-1]
+    assert last.startswith(f"steptrace: error: Dask scheduler tcp://127.0.0.1:{port}: cannot ")
+    assert "refused" in last
 
 
 def test_a_local_cluster_has_no_more_workers_than_ranks(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -28,6 +28,7 @@ import logging
 import multiprocessing
 import os
 import signal
+import socket
 import threading
 import warnings
 from collections.abc import Callable, Iterator, Sequence
@@ -131,6 +132,7 @@ class DaskCluster:
                         )
                     )  # fmt: skip
                 return stack.enter_context(distributed.Client(cluster, set_as_default=False))
+            _reachable(distributed, self.scheduler)
             client = distributed.Client(self.scheduler, timeout=_CONNECT_S, set_as_default=False)
             stack.enter_context(client)
         except (OSError, TimeoutError, ValueError) as error:
@@ -144,6 +146,17 @@ class DaskCluster:
                 f"(start workers with: dask worker {self.scheduler})"
             ) from None
         return client
+
+
+def _reachable(distributed: Any, scheduler: str) -> None:
+    """A TCP scheduler's port tried once first: a refused or unknown address fails at once
+    (``Client`` retries a refused connection until its timeout, 10 s of silence); other
+    transports (``tls://``, ``ucx://``) are left to ``Client``. Raises ``OSError``."""
+    transport, location = distributed.comm.parse_address(scheduler)
+    if transport != "tcp":
+        return
+    host, port = distributed.comm.parse_host_port(location)
+    socket.create_connection((host, port), timeout=_CONNECT_S).close()
 
 
 @contextmanager
