@@ -55,7 +55,14 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from analyze_speed import DEFAULT_TRACE, JSON_CHILD, Run, failure_reason, run_child
+from analyze_speed import (
+    DEFAULT_TRACE,
+    JSON_CHILD,
+    Run,
+    bytecode_compiled,
+    failure_reason,
+    run_child,
+)
 from process_tree import run_tree
 
 MB = 1_000_000
@@ -290,6 +297,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     if not args.steptrace.exists():
         sys.exit(f"no steptrace at {args.steptrace}; pass --steptrace")
+    print(bytecode_compiled())
     work = args.work or Path(tempfile.mkdtemp(prefix="steptrace-scale-", dir="/tmp"))
     work.mkdir(parents=True, exist_ok=True)
     sizes = sorted(set(args.sizes) | ({BIG} if args.big else set()))

@@ -51,6 +51,7 @@ import msgspec
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "benchmarks"))
+from analyze_speed import bytecode_compiled  # noqa: E402
 from process_tree import run_tree  # noqa: E402
 
 DEFAULT_TRACE = (
@@ -70,6 +71,7 @@ def main() -> None:
     parser.add_argument("--modes", default="one,pool,dask")
     parser.add_argument("--folder", type=Path, default=None, help="where to write (default: tmp)")
     args = parser.parse_args()
+    print(bytecode_compiled())
     raw = _read(args.trace)
     extra_ms = args.extra_ms if args.extra_ms is not None else max(2.0, _step_ms(args.trace) / 4)
     late, waiting, phase = _variants(raw, args.phase, extra_ms)

@@ -42,7 +42,7 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from analyze_speed import DEFAULT_TRACE, run_child
+from analyze_speed import DEFAULT_TRACE, bytecode_compiled, run_child
 from scale_one_trace import build_replica, in_fresh_process
 from steptrace.cli.ranks import usable_cores
 from steptrace.trace.parallel import MAX_WORKERS
@@ -151,6 +151,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 def main(argv: list[str] | None = None) -> int:
     global _PIECES
     args = parse_args(argv)
+    print(bytecode_compiled())
     processes = min(usable_cores(), MAX_WORKERS)  # as many as steptrace would start
     with tempfile.TemporaryDirectory(prefix="steptrace-floor-") as work:
         path = Path(work) / f"x{args.copies}.json.gz"
