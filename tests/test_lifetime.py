@@ -12,6 +12,9 @@ import time
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
+import pytest
+
+from steptrace import lifetime
 from steptrace.lifetime import end_workers, worker_start
 
 _ORPHANING = """
@@ -64,4 +67,26 @@ def test_workers_leave_ctrl_c_to_their_parent_and_end_at_once_when_asked() -> No
     started = time.monotonic()
     end_workers(pool)  # not waiting for the minute of work
     assert time.monotonic() - started < 10 and not _running(worker)
+    assert busy.cancelled() or busy.exception() is not None
+
+
+def _deaf_to_sigterm() -> int:
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    return os.getpid()
+
+
+def test_a_worker_that_outlives_sigterm_is_killed_within_the_bound(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(lifetime, "_END_S", 1.0)
+    pool = ProcessPoolExecutor(
+        1, mp_context=multiprocessing.get_context("fork"), initializer=worker_start,
+        initargs=(os.getpid(),),
+    )  # fmt: skip
+    worker = pool.submit(_deaf_to_sigterm).result()
+    busy = pool.submit(time.sleep, 60)
+    started = time.monotonic()
+    end_workers(pool)
+    assert time.monotonic() - started < 5  # one second for SIGTERM, then SIGKILL
+    assert not _running(worker)
     assert busy.cancelled() or busy.exception() is not None

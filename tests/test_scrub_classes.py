@@ -11,7 +11,7 @@ import json
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from steptrace.tools.scrub import scrub_document
@@ -38,6 +38,9 @@ def test_each_class_is_removed_from_every_kind_of_field(
     small_doc: dict[str, Any], name: str, data: st.DataObject
 ) -> None:
     secret: Secret = data.draw(CLASSES[name], label="secret")
+    # a secret the trace already holds (a Bearer token ``record_s``, as in ``record_shapes``)
+    # would be found after scrubbing whatever scrub did: not a planted one
+    assume(survivors(small_doc, [secret]) == [])
     place = data.draw(st.sampled_from(list(PLACES)), label="place")
     planted = plant(small_doc, [(secret, place)])
     scrubbed, report = scrub_document(planted)

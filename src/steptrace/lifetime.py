@@ -22,6 +22,7 @@ from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 _WATCH_S = 0.5
+_END_S = 5.0  # the longest end_workers waits on one process, then on the pool
 
 
 def worker_start(parent: int) -> None:
@@ -52,10 +53,19 @@ def _alive(pid: int) -> bool:
 
 
 def end_workers(pool: ProcessPoolExecutor) -> None:
-    """Terminate the pool's processes now, then let it go (its items are dropped)."""
+    """Terminate the pool's processes now, then let it go (its items are dropped). Each
+    wait is bounded (``_END_S``): a worker that outlives SIGTERM is killed, and a pool
+    whose manager thread does not end is left to the process's exit, so that Ctrl-C never
+    waits on a stuck pool (one run in a full test suite once hung there, silently)."""
     processes = dict(getattr(pool, "_processes", None) or {})  # before shutdown forgets them
     for process in processes.values():
         process.terminate()
     for process in processes.values():
-        process.join()
-    pool.shutdown(wait=True, cancel_futures=True)  # its queues closed: nothing said leaked
+        process.join(_END_S)
+        if process.is_alive():
+            process.kill()
+            process.join(_END_S)
+    manager = getattr(pool, "_executor_manager_thread", None)  # before shutdown forgets it
+    pool.shutdown(wait=False, cancel_futures=True)
+    if manager is not None:
+        manager.join(_END_S)  # its queues closed: nothing said leaked
