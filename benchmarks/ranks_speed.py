@@ -49,7 +49,7 @@ def main() -> None:
         for _ in range(args.repeats):
             t = time.perf_counter()
             for path in paths:
-                steptrace.analyze(path, progress=False)
+                steptrace.analyze(path)
             single.append(time.perf_counter() - t)
             t = time.perf_counter()
             report = steptrace.analyze_ranks(paths, progress=False)

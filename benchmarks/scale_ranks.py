@@ -94,7 +94,7 @@ def _step_ms(trace: Path) -> float:
     """The median step's wall time, by steptrace."""
     import steptrace
 
-    return steptrace.analyze(trace, progress=False).analysis.summary.wall_ms.median
+    return steptrace.analyze(trace).analysis.summary.wall_ms.median
 
 
 def _phase(events: list[dict[str, Any]], spans: list[tuple[float, float]]) -> str:

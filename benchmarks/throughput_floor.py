@@ -58,13 +58,15 @@ def cut_pieces(path: Path) -> list[bytes]:
     """The events' text of ``path`` in steptrace's pieces, each a JSON list of events."""
     from isal import igzip
 
+    from steptrace.analysis.registry import fields_for, figures
+    from steptrace.trace.decode import codec
     from steptrace.trace.split import start_pieces
 
     with igzip.open(path, "rb") as handle:
         text = handle.read()
     view = memoryview(text)
     chunks = (view[i : i + (4 << 20)] for i in range(0, len(text), 4 << 20))
-    rest, _, start = start_pieces(chunks)
+    rest, _, start = start_pieces(chunks, codec(fields_for(figures())))
     pieces = [b"".join((b"[", *parts, b"]")) for parts, _ in rest.raw_pieces(start)]
     del rest, view, text
     return pieces
@@ -77,18 +79,20 @@ def _decode_share(depth: str, share: int, processes: int, ready: Any, ends: Any)
     try:
         import msgspec
 
+        from steptrace.analysis.registry import fields_for, figures
         from steptrace.trace.columns import ColumnBuilder
-        from steptrace.trace.decode import EVENT_LIST
+        from steptrace.trace.decode import codec
 
         gc.disable()  # as steptrace's workers
+        coded = codec(fields_for(figures()))  # what analyze decodes
         raw = msgspec.json.Decoder(list[msgspec.Raw])
-        decoder = raw if depth == "raw" else EVENT_LIST
+        decoder = raw if depth == "raw" else coded.event_list
         ready.wait(timeout=_WAIT_S)
         start = time.perf_counter()
         for piece in _PIECES[share::processes]:
             events = decoder.decode(piece)
             if depth == "columns":
-                builder = ColumnBuilder()
+                builder = ColumnBuilder(coded)
                 builder.add(events)
                 del builder
             del events

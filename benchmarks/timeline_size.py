@@ -4,11 +4,12 @@ What is measured
 ----------------
 For each trace (by default the 216k-event DDP trace and the V100 ResNet50 one of
 ``STEPTRACE_TRACES``), once loaded: the median time of ``analysis.lanes.step_lanes`` over
-``--repeats`` rounds beside the median time of the whole ``measure``, both given the
-operator tree and GPU links once as the pipeline does (what the timeline adds to an
-analysis), the items it keeps (bars, bands, gaps) against the events it covers,
-and the size of the HTML report with and without the timeline section (the budget: under
-3 MB for the 216k-event trace). The JSON report writes ``"timeline": null``.
+``--repeats`` rounds beside the median time of the registry's other figures, both over one
+``TraceContext`` whose operator tree and GPU links are computed once, as the pipeline
+shares them (what the timeline adds to an analysis), the items it keeps (bars, bands,
+gaps) against the events it covers, and the size of the HTML report with and without the
+timeline section (the budget: under 3 MB for the 216k-event trace). The JSON report holds
+no timeline: only HTML draws it, from the trace.
 """
 
 from __future__ import annotations
@@ -19,13 +20,13 @@ import statistics
 import time
 from pathlib import Path
 
-import msgspec
-
 import steptrace
+from steptrace.analysis.compose import compute
+from steptrace.analysis.context import TraceContext
 from steptrace.analysis.lanes import step_lanes
-from steptrace.analysis.measure import linked_events, measure
+from steptrace.analysis.registry import figures
 from steptrace.report.registry import renderer
-from steptrace.report.trace_sections import report_document
+from steptrace.report.trace_sections import View, report_document
 from steptrace.trace.load import load_trace
 
 TRACES = Path(
@@ -54,20 +55,19 @@ def main() -> None:
     print(f"{'trace':<42} {'events':>8} {'items':>7} {'lanes ms':>9} {'measure ms':>10} "
           f"{'html KB':>8} {'without KB':>10}")  # fmt: skip
     for name in args.traces:
-        trace = load_trace(name, progress=False)
-        linked = linked_events(trace.events)  # shared with measure, as the pipeline does
-        lanes_s = _median_s(lambda t=trace, k=linked: step_lanes(t, linked=k), args.repeats)
-        measure_s = _median_s(lambda t=trace, k=linked: measure(t, linked=k), args.repeats)
+        trace = load_trace(name, groups=(), progress=False)
+        context = TraceContext(trace)
+        _ = context.tree, context.links, context.timeline  # shared, as the pipeline does
+        lanes_s = _median_s(lambda c=context: step_lanes(c), args.repeats)
+        measure_s = _median_s(lambda c=context: compute(c, figures()), args.repeats)
         report = steptrace.analyze_trace(trace)
-        timeline = report.timeline
-        assert timeline is not None
+        timeline = step_lanes(context)
         items = sum(
             len(lane.bars) + len(lane.bands) for s in timeline.steps for lane in s.lanes
         ) + sum(len(s.gaps) for s in timeline.steps)
         events = sum(lane.events for s in timeline.steps for lane in s.lanes)
-        html = renderer("html").render([report_document(report)])
-        bare = msgspec.structs.replace(report, timeline=None)
-        without = renderer("html").render([report_document(bare)])
+        html = renderer("html").render([report_document(report, View(lanes=timeline))])
+        without = renderer("html").render([report_document(report)])
         print(
             f"{Path(name).name[:42]:<42} {events:>8} {items:>7} {1000 * lanes_s:>9.1f} "
             f"{1000 * measure_s:>10.1f} {len(html.encode()) / 1024:>8.0f} "

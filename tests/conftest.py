@@ -18,6 +18,9 @@ from typing import Any, NamedTuple
 import pytest
 
 import steptrace
+from steptrace import pipeline
+from steptrace.analysis.lanes import Timeline
+from steptrace.analysis.measure import TraceAnalysis
 from tests import reference
 
 REPO = Path(__file__).resolve().parents[1]
@@ -107,6 +110,12 @@ def report_of(name_part: str) -> steptrace.Report:
     return _report(gpu_trace(name_part))
 
 
+@functools.cache
+def lanes_of(name_part: str) -> Timeline:
+    """The steps' lanes of a real trace (what the HTML report draws), once per session."""
+    return pipeline.lanes_of(gpu_trace(name_part))
+
+
 def read_json(path: Path) -> Any:
     raw = path.read_bytes()
     return json.loads(gzip.decompress(raw) if raw[:2] == b"\x1f\x8b" else raw)
@@ -135,7 +144,7 @@ class Case(NamedTuple):
 
     path: Path
     evs: list[reference.Ev]
-    result: steptrace.TraceAnalysis
+    result: TraceAnalysis
 
 
 @pytest.fixture(scope="module", params=trace_params())

@@ -14,7 +14,7 @@ from typing import Any
 import msgspec
 import torch
 
-import steptrace
+from steptrace.capturing import Workload
 from steptrace.devices import to_device
 from tests import compare_steps, workloads
 
@@ -22,10 +22,10 @@ DEVICE = "cuda"
 EXTRA = 4096  # side of the square matmul the slower candidate adds: a few ms of GPU work
 
 
-def cuda_training() -> steptrace.Workload:
+def cuda_training() -> Workload:
     """The tiny MLP training workload with the model, and so the step, on the GPU."""
     model = workloads.tiny_model().to(DEVICE)
-    return steptrace.Workload(
+    return Workload(
         scenario=workloads.training_scenario(device=DEVICE),
         model=model,
         optimizer=torch.optim.Adam(model.parameters()),
@@ -34,7 +34,7 @@ def cuda_training() -> steptrace.Workload:
     )
 
 
-def cuda_inference() -> steptrace.Workload:
+def cuda_inference() -> Workload:
     """The tiny inference workload with the model loaded onto the GPU."""
     work = workloads.tiny_inference()
 

@@ -17,6 +17,7 @@ import torch
 from torch.utils.data import DataLoader, Dataset
 
 import steptrace
+from steptrace.capturing import Workload
 
 SAMPLE_SLEEP_S, BATCH, FEATURES = 0.003, 8, 64
 
@@ -40,9 +41,9 @@ def _mlp(hidden: int = 128) -> torch.nn.Module:
     )
 
 
-def slow_loader() -> steptrace.Workload:
+def slow_loader() -> Workload:
     model = _mlp()
-    return steptrace.Workload(
+    return Workload(
         scenario=steptrace.Scenario(
             question="Does the step wait for data?",
             batch_size=BATCH,
@@ -55,14 +56,14 @@ def slow_loader() -> steptrace.Workload:
     )
 
 
-def served_with_autograd() -> steptrace.Workload:
+def served_with_autograd() -> Workload:
     def load() -> torch.nn.Module:
         return _mlp(512).eval()
 
     def request(model: torch.nn.Module, x: torch.Tensor) -> torch.Tensor:
         return model(x).softmax(-1)  # planted: no inference_mode, autograd records
 
-    return steptrace.Workload(
+    return Workload(
         scenario=steptrace.Scenario(question="How long does a request take?", kind="inference"),
         load_model=load,
         request=request,
@@ -72,7 +73,7 @@ def served_with_autograd() -> steptrace.Workload:
     )
 
 
-def healthy() -> steptrace.Workload:
+def healthy() -> Workload:
     def load() -> torch.nn.Module:
         torch.manual_seed(0)
         return torch.nn.Sequential(
@@ -83,7 +84,7 @@ def healthy() -> steptrace.Workload:
         with torch.inference_mode():
             return model(x)
 
-    return steptrace.Workload(
+    return Workload(
         scenario=steptrace.Scenario(question="How long does a request take?", kind="inference"),
         load_model=load,
         request=request,

@@ -15,13 +15,13 @@ import math
 from pathlib import Path
 from typing import Any, NamedTuple
 
-import msgspec
 import numpy as np
 import pytest
 
 from steptrace.analysis.steps import StepWindow
+from steptrace.trace.fields import FIELDS, MISSING, Value
 from steptrace.trace.kinds import Kind
-from steptrace.trace.table import MISSING, EventTable, Trace, TraceInfo
+from steptrace.trace.table import EventTable, Trace, TraceInfo
 
 CPU_PID, DEVICE = 1, 0
 HTOD = "Memcpy HtoD (Pageable -> Device)"
@@ -102,11 +102,23 @@ def table(*rows: Row) -> EventTable:
     ordered = sorted(rows, key=lambda r: (r.start, -r.dur))  # stable: ties keep given order
     names: dict[str, int] = {}
     threads: dict[tuple[int | str, int | str], int] = {}
-    shapes: dict[tuple[str, str], int] = {}
-    shape_id = [MISSING if r.shapes is None else shapes.setdefault(r.shapes, len(shapes))
-                for r in ordered]  # fmt: skip
+    texts: dict[str, int] = {}
+
+    def text_ids(values: list[str | None]) -> np.ndarray[Any, np.dtype[np.int32]]:
+        ids = [MISSING if v is None else texts.setdefault(v, len(texts)) for v in values]
+        return np.array(ids, dtype=np.int32)
+
     start = np.array([r.start for r in ordered], dtype=np.float64)
     dur = np.array([r.dur for r in ordered], dtype=np.float64)
+    columns = {
+        "correlation": np.array([r.correlation for r in ordered], dtype=np.int64),
+        "device": np.array([r.device for r in ordered], dtype=np.int64),
+        "stream": np.array([r.stream for r in ordered], dtype=np.int64),
+        "bytes": np.array([r.bytes for r in ordered], dtype=np.float64),
+        "records_grad": np.array([r.grad for r in ordered], dtype=np.bool_),
+        "input_dims": text_ids([r.shapes[0] if r.shapes else None for r in ordered]),
+        "input_types": text_ids([r.shapes[1] or None if r.shapes else None for r in ordered]),
+    }
     return EventTable(
         kind=np.array([int(r.kind) for r in ordered], dtype=np.int8),
         name_id=np.array([names.setdefault(r.name, len(names)) for r in ordered], np.int32),
@@ -116,32 +128,43 @@ def table(*rows: Row) -> EventTable:
         start_us=start,
         dur_us=dur,
         end_us=start + dur,
-        correlation=np.array([r.correlation for r in ordered], dtype=np.int64),
-        device=np.array([r.device for r in ordered], dtype=np.int64),
-        stream=np.array([r.stream for r in ordered], dtype=np.int64),
-        bytes=np.array([r.bytes for r in ordered], dtype=np.float64),
-        shape_id=np.array(shape_id, dtype=np.int32),
-        records_grad=np.array([r.grad for r in ordered], dtype=np.bool_),
-        shapes=tuple(dims for dims, _ in shapes),
-        shape_types=tuple(types for _, types in shapes),
+        columns=columns,
+        texts=tuple(texts),
     )
 
 
 def assert_same_table(a: EventTable, b: EventTable) -> None:
-    """Every column equal, dtypes included (NaN equal to NaN), and the collectives' args."""
+    """Every column equal, dtypes included (NaN equal to NaN), sparse ones too; texts by value."""
     assert len(a) == len(b)
     for field in a.__struct_fields__:
         x, y = getattr(a, field), getattr(b, field)
-        if field == "comm":
-            x, y = msgspec.structs.asdict(x), msgspec.structs.asdict(y)
-            assert {k: np.asarray(v).tolist() for k, v in x.items()} == {
-                k: np.asarray(v).tolist() for k, v in y.items()
-            }, field
+        if field == "columns":
+            assert x.keys() == y.keys()
+            for name in x:
+                _same_column(a, b, x[name], y[name], name)
+        elif field == "sparse":
+            assert x.keys() == y.keys()
+            for name in x:
+                assert np.array_equal(x[name].rows, y[name].rows), name
+                _same_column(a, b, x[name].values, y[name].values, name)
+        elif field == "texts":
+            continue  # compared through the columns that use them
         elif isinstance(x, np.ndarray):
-            assert x.dtype == y.dtype, field
-            assert np.array_equal(x, y, equal_nan=x.dtype.kind == "f"), field
+            _same_column(a, b, x, y, field)
         else:
             assert x == y, field
+
+
+def _same_column(a: EventTable, b: EventTable, x: Any, y: Any, name: str) -> None:
+    assert x.dtype == y.dtype, name
+    if name in TEXT_COLUMNS:  # ids may differ where texts were interned in another order
+        x, y = [a.text(int(i)) for i in x], [b.text(int(i)) for i in y]
+        assert x == y, name
+        return
+    assert np.array_equal(x, y, equal_nan=x.dtype.kind == "f"), name
+
+
+TEXT_COLUMNS = frozenset(f.column for f in FIELDS if f.value in (Value.TEXT, Value.JSON))
 
 
 def trace(events: EventTable, **info: Any) -> Trace:

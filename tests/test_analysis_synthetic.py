@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 import steptrace
+from steptrace.analysis.measure import TraceAnalysis
 from tests.conftest import WriteTrace
 from tests.tracegen import cpu, document, gpu, kernel, label, launch, step
 
@@ -43,11 +44,11 @@ def events() -> list[dict]:  # type: ignore[type-arg]
 
 
 @pytest.fixture
-def result(write_trace: WriteTrace) -> steptrace.TraceAnalysis:
+def result(write_trace: WriteTrace) -> TraceAnalysis:
     return steptrace.analyze(write_trace(document(events()))).analysis
 
 
-def test_steps_and_first_step_apart(result: steptrace.TraceAnalysis) -> None:
+def test_steps_and_first_step_apart(result: TraceAnalysis) -> None:
     assert [(s.name, s.wall_ms) for s in result.steps] == [
         ("ProfilerStep#1", 10.0),
         ("ProfilerStep#2", 3.0),
@@ -57,7 +58,7 @@ def test_steps_and_first_step_apart(result: steptrace.TraceAnalysis) -> None:
     assert first.ratio == pytest.approx(10 / 3)
 
 
-def test_gpu_busy_is_a_union_over_streams(result: steptrace.TraceAnalysis) -> None:
+def test_gpu_busy_is_a_union_over_streams(result: TraceAnalysis) -> None:
     gpu_step = result.steps[0].gpu
     assert gpu_step is not None
     # copy 300 + gemm 3000 (small and nccl lie inside it) + add 500
@@ -79,7 +80,7 @@ def test_gpu_busy_is_a_union_over_streams(result: steptrace.TraceAnalysis) -> No
     assert (delay.min, delay.max) == (pytest.approx(40), pytest.approx(2340))
 
 
-def test_labels_exclusive_of_nested_labels(result: steptrace.TraceAnalysis) -> None:
+def test_labels_exclusive_of_nested_labels(result: TraceAnalysis) -> None:
     phases = {p.name: p for p in result.steps[0].phases}
     assert list(phases) == ["read_batch", DATALOADER, "transfer", "train", "forward", "backward"]
     expected_exclusive = {
@@ -101,7 +102,7 @@ def test_labels_exclusive_of_nested_labels(result: steptrace.TraceAnalysis) -> N
     assert result.steps[0].unlabeled_ms == pytest.approx(0.5)
 
 
-def test_operators_own_the_kernels_they_launched(result: steptrace.TraceAnalysis) -> None:
+def test_operators_own_the_kernels_they_launched(result: TraceAnalysis) -> None:
     ops = {o.name: o for o in result.operators}
     assert ops["aten::mm"].self_ms == pytest.approx(1.0)  # its launch calls stay in it
     assert ops["aten::mm"].gpu_ms == pytest.approx(3.5)
@@ -110,7 +111,7 @@ def test_operators_own_the_kernels_they_launched(result: steptrace.TraceAnalysis
     assert ops["aten::copy_"].gpu_ms == pytest.approx(0.3)  # the memcpy it launched
 
 
-def test_kernel_table(result: steptrace.TraceAnalysis) -> None:
+def test_kernel_table(result: TraceAnalysis) -> None:
     gemm = next(k for k in result.kernels if k.name == "gemm")
     assert (gemm.calls, gemm.total_ms, gemm.min_us, gemm.max_us) == (2, 3.5, 500, 3000)
     assert gemm.mean_us == 1750
@@ -160,7 +161,7 @@ def test_path_is_reported(write_trace: WriteTrace) -> None:
     assert Path(steptrace.analyze(path).analysis.trace.path) == path
 
 
-def test_why_the_gpu_was_idle(result: steptrace.TraceAnalysis) -> None:
+def test_why_the_gpu_was_idle(result: TraceAnalysis) -> None:
     gpu_step = result.steps[0].gpu
     assert gpu_step is not None
     # gap 4400-5000: gemm's launch ended at 4710, after the GPU went idle -> host-bound.
@@ -171,7 +172,7 @@ def test_why_the_gpu_was_idle(result: steptrace.TraceAnalysis) -> None:
     assert gpu_step.kernels.shorter_than_launch == 0
 
 
-def test_launches_per_label_and_cpu_busy(result: steptrace.TraceAnalysis) -> None:
+def test_launches_per_label_and_cpu_busy(result: TraceAnalysis) -> None:
     launches = {p.name: p.gpu_launches for p in result.steps[0].phases}
     assert launches == {
         "read_batch": 0,
@@ -185,7 +186,7 @@ def test_launches_per_label_and_cpu_busy(result: steptrace.TraceAnalysis) -> Non
     assert cpu.busy_ms == pytest.approx(1.3) and cpu.operators == 3
 
 
-def test_copy_patterns(result: steptrace.TraceAnalysis) -> None:
+def test_copy_patterns(result: TraceAnalysis) -> None:
     (pattern,) = result.copies
     assert (pattern.direction, pattern.bytes, pattern.operator) == ("HtoD", 1000, "aten::copy_")
     assert pattern.label == "transfer"

@@ -10,12 +10,24 @@ import pytest
 import steptrace
 
 PUBLIC = [
-    "Capture", "CaptureError", "CaptureResult", "Comparison", "Finding", "RanksReport",
-    "Report", "Scenario", "Thresholds", "TraceAnalysis", "TraceError", "Window", "Workload",
-    "analyze", "analyze_ranks", "analyze_trace", "capture", "compare", "investigate",
+    "Finding",
+    "RankThresholds",
+    "RanksReport",
+    "Report",
+    "Scenario",
+    "Thresholds",
+    "Window",
+    "analyze",
+    "analyze_ranks",
+    "analyze_trace",
+    "capture",
+    "compare",
+    "diff",
+    "investigate",
     "load_trace",
-    "profile_inference", "profile_training", "trace_handler",
-]  # fmt: skip
+    "profile_inference",
+    "profile_training",
+]
 
 
 def test_the_exported_names_are_exactly_the_curated_list() -> None:
@@ -41,7 +53,7 @@ def test_a_window_value_replaces_the_capture_keyword_lists() -> None:
     pytest.importorskip("torch")
     import inspect
 
-    for entry in (steptrace.profile_training, steptrace.profile_inference, steptrace.Capture):
+    for entry in (steptrace.profile_training, steptrace.profile_inference, steptrace.capture):
         parameters = inspect.signature(entry).parameters
         assert "window" in parameters and "active" not in parameters, entry
         assert any(p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters.values())

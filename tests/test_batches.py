@@ -12,6 +12,7 @@ import pytest
 torch = pytest.importorskip("torch", reason="capture needs torch")
 
 import steptrace  # noqa: E402
+from steptrace.capturing import CaptureResult  # noqa: E402
 from steptrace.capturing.batches import split_batch  # noqa: E402
 from steptrace.errors import CaptureError  # noqa: E402
 
@@ -45,7 +46,7 @@ def _dicts(count: int = 64) -> list[dict[str, torch.Tensor]]:
     ]
 
 
-def _capture(tmp_path: Path, loader: object, **options: object) -> steptrace.CaptureResult:
+def _capture(tmp_path: Path, loader: object, **options: object) -> CaptureResult:
     model = TokenClassifier()
     return steptrace.profile_training(
         model, torch.optim.SGD(model.parameters(), lr=0.1), torch.nn.functional.cross_entropy,

@@ -12,6 +12,7 @@ import pytest
 torch = pytest.importorskip("torch", reason="capture needs torch (installed by make test)")
 
 import steptrace  # noqa: E402
+from steptrace.capturing import CaptureResult  # noqa: E402
 from steptrace.errors import CaptureError, CaptureWarning  # noqa: E402
 from steptrace.scenario import sidecar_path  # noqa: E402
 from tests import workloads  # noqa: E402
@@ -21,7 +22,7 @@ from tests.test_decode_split import split_or_none  # noqa: E402
 LABELS = ["read_batch", "transfer", "train", "forward", "backward", "optimizer_step"]
 
 
-def train(tmp_path: Path, name: str = "trace.json", **options: object) -> steptrace.CaptureResult:
+def train(tmp_path: Path, name: str = "trace.json", **options: object) -> CaptureResult:
     work = workloads.tiny_training()
     return steptrace.profile_training(
         work.model, work.optimizer, work.loss_fn, work.loader,

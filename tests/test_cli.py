@@ -35,12 +35,12 @@ def analyze(*args: str) -> str:
 
 def test_json_has_the_documented_names() -> None:
     out = json.loads(analyze(str(nccl()), "--format", "json", "--top", "3"))
-    assert out["schema"] == "steptrace.report/2"
+    assert out["schema"] == "steptrace.report/3"
+    # no lanes: the HTML report draws them, from the trace
     assert set(out) == {
         "schema", "scenario", "capture", "analysis", "throughput", "findings", "thresholds",
-        "warnings", "checks", "timeline",
+        "warnings", "checks",
     }  # fmt: skip
-    assert out["timeline"] is None  # drawn by the HTML report only (docs/json-schema.md)
     analysis = out["analysis"]
     assert analysis["trace"]["gpu_observed"] is True
     assert analysis["trace"]["rank"] == 0 and analysis["trace"]["world_size"] == 2

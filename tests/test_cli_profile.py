@@ -43,7 +43,7 @@ def test_profile_inference_workload_from_a_module(tmp_path: Path) -> None:
     [
         ("tests.workloads", "expected MODULE:FUNCTION"),
         ("tests.workloads:missing", "has no function 'missing'"),
-        ("tests.workloads:not_a_workload", "returned int, not a steptrace.Workload"),
+        ("tests.workloads:not_a_workload", "returned int, not a steptrace.capturing.Workload"),
         ("no_such_module_xyz:f", "cannot import"),
         ("nowhere/file.py:f", "no such file"),
     ],

@@ -21,6 +21,7 @@ from steptrace.cli import app  # noqa: E402
 from steptrace.errors import CaptureError, NotTestable, TraceError  # noqa: E402
 from steptrace.validate import (  # noqa: E402
     CheckPlan,
+    Comparison,
     Instruments,
     TimingPlan,
     operator_script,
@@ -33,7 +34,7 @@ from tests.conftest import report_of  # noqa: E402
 QUICK = TimingPlan(warmup=2, block_steps=3, min_blocks=6, max_blocks=9, budget_s=3)
 
 
-def run(candidate: Any, **options: Any) -> steptrace.Comparison:
+def run(candidate: Any, **options: Any) -> Comparison:
     return steptrace.compare(
         steps.step, candidate, make_state=steps.make_state, batches=steps.make_batches(),
         plan=QUICK, **options,

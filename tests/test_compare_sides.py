@@ -18,7 +18,7 @@ pytest.importorskip("scipy")
 import steptrace  # noqa: E402
 from steptrace.cli import app  # noqa: E402
 from steptrace.errors import CaptureError  # noqa: E402
-from steptrace.validate import CheckPlan, Instruments, TimingPlan  # noqa: E402
+from steptrace.validate import CheckPlan, Comparison, Instruments, TimingPlan  # noqa: E402
 from steptrace.validate.correctness import compare_values  # noqa: E402
 from tests import compare_steps as steps  # noqa: E402
 
@@ -32,7 +32,7 @@ def adam_state(foreach: bool, seed: int = 0) -> dict[str, Any]:
     return {"model": model, "optimizer": torch.optim.Adam(model.parameters(), foreach=foreach)}
 
 
-def ab(**options: Any) -> steptrace.Comparison:
+def ab(**options: Any) -> Comparison:
     options.setdefault("make_state", lambda: adam_state(False))
     options.setdefault("batches", steps.make_batches())
     return steptrace.compare(steps.step, steps.step, plan=QUICK, **options)

@@ -25,20 +25,23 @@ from steptrace.trace.columns import ColumnBuilder
 from steptrace.trace.decode import (
     METADATA_FIELDS,
     AnyEvent,
-    Document,
-    Event,
+    RawDocument,
     TolerantEvent,
     UnsplittableError,
+    codec,
     exact_documents,
 )
-from steptrace.trace.load import load_trace
+from steptrace.trace.fields import ALL_GROUPS, select
+from steptrace.trace.load import load_trace, read_trace
 from steptrace.trace.source import FileText, decompress
 from steptrace.trace.split import split_documents, stream_documents
 from tests.conftest import WriteTrace, trace_params
 from tests.tracegen import cpu, document, kernel, step
 
+CODEC = codec(select(ALL_GROUPS))  # every field, the instants and the flows kept
 
-def flatten(documents: list[Document[AnyEvent]]) -> tuple[list[AnyEvent], dict[str, Any]]:
+
+def flatten(documents: list[RawDocument[AnyEvent]]) -> tuple[list[AnyEvent], dict[str, Any]]:
     """Every event in order, and the metadata of all pieces (a later piece wins)."""
     events: list[AnyEvent] = []
     metadata: dict[str, Any] = {}
@@ -52,15 +55,15 @@ def _same_dur(event: AnyEvent) -> AnyEvent:
     """The exact path keeps ``dur`` as text (``TolerantEvent``): compare it as a number."""
     if not isinstance(event, TolerantEvent):
         return event
-    fields = {f: getattr(event, f) for f in Event.__struct_fields__}
+    fields = {f: getattr(event, f) for f in CODEC.event.__struct_fields__}
     dur = bytes(event.dur)
-    return Event(**(fields | {"dur": msgspec.json.decode(dur) if dur else None}))
+    return CODEC.event(**(fields | {"dur": msgspec.json.decode(dur) if dur else None}))
 
 
-def split_or_none(data: bytes, piece_bytes: int) -> list[Document[AnyEvent]] | None:
+def split_or_none(data: bytes, piece_bytes: int) -> list[RawDocument[AnyEvent]] | None:
     with mock.patch.object(splitting, "_PIECE_BYTES", piece_bytes):
         try:
-            return list(split_documents(data))
+            return list(split_documents(data, CODEC))
         except UnsplittableError:
             return None
 
@@ -70,7 +73,7 @@ def test_real_traces_take_the_one_pass_path_and_match_the_exact_one(path: Path) 
     data = decompress(path.read_bytes(), str(path))
     pieces = split_or_none(data, 64 << 10)  # many cuts even in the small traces
     assert pieces is not None, "a real Kineto trace fell back to the two-pass path"
-    exact = flatten(list(exact_documents(data, str(path))))
+    exact = flatten(list(exact_documents(data, str(path), CODEC)))
     assert flatten(pieces) == exact
     assert len(pieces) > min(3, len(data) // (64 << 10))
 
@@ -113,14 +116,14 @@ def documents(draw: st.DrawFn) -> bytes:
 def test_one_pass_equals_two_passes_or_refuses(data: bytes, piece_bytes: int) -> None:
     pieces = split_or_none(data, piece_bytes)
     if pieces is not None:
-        assert flatten(pieces) == flatten(list(exact_documents(data, "t.json")))
+        assert flatten(pieces) == flatten(list(exact_documents(data, "t.json", CODEC)))
 
 
 def test_a_second_events_key_is_left_to_the_exact_path() -> None:
     one = '{"ph": "X", "name": "a", "ts": 1, "dur": 1}'
     data = f'{{"traceEvents": [{one}, {one}], "traceEvents": [{one}]}}'.encode()
     assert split_or_none(data, 1) is None
-    assert len(flatten(list(exact_documents(data, "t.json")))[0]) == 1  # the last key wins
+    assert len(flatten(list(exact_documents(data, "t.json", CODEC)))[0]) == 1  # the last key wins
 
 
 def test_a_cut_inside_a_string_is_passed_over_not_believed() -> None:
@@ -128,7 +131,7 @@ def test_a_cut_inside_a_string_is_passed_over_not_believed() -> None:
     data = json.dumps({"traceEvents": [{"ph": "X", "name": name, "ts": 1, "dur": 2}]}).encode()
     pieces = split_or_none(data, 10)
     assert pieces is not None
-    assert flatten(pieces) == flatten(list(exact_documents(data, "t.json")))
+    assert flatten(pieces) == flatten(list(exact_documents(data, "t.json", CODEC)))
     assert [e.name for e in flatten(pieces)[0]] == [name]  # type: ignore[union-attr]
 
 
@@ -147,14 +150,14 @@ def test_the_events_name_as_a_value_first_is_refused() -> None:
     escaped = b'{"note": "\\"traceEvents\\": [", "traceEvents": [{"ph": "i", "name": "a"}]}'
     pieces = split_or_none(escaped, 1)  # an escaped quote is no mention: one pass
     assert pieces is not None
-    assert flatten(pieces) == flatten(list(exact_documents(escaped, "t.json")))
+    assert flatten(pieces) == flatten(list(exact_documents(escaped, "t.json", CODEC)))
 
 
 def _refusing_after(pieces: int, splitter: Any = split_documents) -> Any:
     """A one-pass splitter that gives up after ``pieces`` documents, as a bad cut would."""
 
-    def split(text: Any) -> Iterator[Document[AnyEvent]]:
-        for index, piece in enumerate(splitter(text)):
+    def split(text: Any, coded: Any) -> Iterator[RawDocument[AnyEvent]]:
+        for index, piece in enumerate(splitter(text, coded)):
             if index == pieces:
                 raise UnsplittableError
             yield piece
@@ -172,7 +175,7 @@ def test_loading_falls_back_to_the_exact_path_with_the_same_table(
     text = FileText(path.read_bytes(), path.stat().st_size)  # the one-pass over a text
     monkeypatch.setattr(splitting, "_PIECE_BYTES", 1)
     monkeypatch.setattr(loading, "split_documents", _refusing_after(2))
-    fell_back = load_trace(path, text=text)
+    fell_back = read_trace(path, select(ALL_GROUPS), text=text)
     for field in ("kind", "name_id", "start_us", "dur_us", "correlation", "stream"):
         assert (getattr(fell_back.events, field) == getattr(whole.events, field)).all()
     assert fell_back.events.names == whole.events.names
@@ -207,7 +210,7 @@ def test_an_escaped_first_key_still_loses_to_the_plain_one_after_it() -> None:
     assert json.loads(data)["traceEvents"][0]["name"] == "A"  # the last key wins
     pieces = split_or_none(data, 1)
     assert pieces is not None
-    assert flatten(pieces) == flatten(list(exact_documents(data, "t.json")))
+    assert flatten(pieces) == flatten(list(exact_documents(data, "t.json", CODEC)))
     assert [e.name for e in flatten(pieces)[0]] == ["A", "Z"]  # type: ignore[union-attr]
 
 
@@ -217,13 +220,15 @@ def test_a_failed_one_pass_is_let_go_before_the_exact_pass(
     builders: list[weakref.ref[ColumnBuilder]] = []
 
     class Spy(ColumnBuilder):
-        def __init__(self) -> None:
-            super().__init__()
+        def __init__(self, coded: Any) -> None:
+            super().__init__(coded)
             builders.append(weakref.ref(self))
 
-    def exact(data: bytes, where: str, skipped: list[str]) -> Iterator[Document[AnyEvent]]:
+    def exact(
+        data: bytes, where: str, coded: Any, skipped: list[str]
+    ) -> Iterator[RawDocument[AnyEvent]]:
         assert builders[0]() is None, "the one-pass columns are still held"
-        yield from exact_documents(data, where, skipped)
+        yield from exact_documents(data, where, coded, skipped)
 
     monkeypatch.setattr(loading, "ColumnBuilder", Spy)
     monkeypatch.setattr(loading, "exact_documents", exact)
@@ -278,7 +283,7 @@ def test_raw_pieces_hold_every_byte_once_in_order(sizes: list[int], piece: int) 
         at += size
     chunks = [c for c in chunks if c]
     with mock.patch.object(splitting, "_PIECE_BYTES", piece):
-        cut, head, start = splitting.start_pieces(iter(chunks))
+        cut, head, start = splitting.start_pieces(iter(chunks), CODEC)
         assert head is not None
         seen = b"".join(
             b"".join(bytes(p) for p in parts) + between for parts, between in cut.raw_pieces(start)

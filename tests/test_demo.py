@@ -79,7 +79,7 @@ def test_demo_ranks_part_finds_the_planted_straggler(tmp_path: Path) -> None:
     names = {p.name for p in folder.iterdir()}
     assert {"ranks.json", "ranks.md", "ranks.html", "ranks", "report.html"} <= names
     job = json.loads((folder / "ranks.json").read_text())
-    assert job["schema"] == "steptrace.ranks/1"
+    assert job["schema"] == "steptrace.ranks/2"
     assert [r["path"] for r in job["ranks"]] == [f"ranks/rank-{k}.json.gz" for k in range(4)]
     assert all((folder / r["path"]).is_file() for r in job["ranks"])
     first = job["stragglers"][0]

@@ -22,6 +22,7 @@ from steptrace.across.diff import (
 )
 from steptrace.errors import TraceError
 from steptrace.pipeline import diff as diff_paths
+from steptrace.report.model import SCHEMA as REPORT_SCHEMA
 from steptrace.scenario import Scenario, record_payload, sidecar_path
 from tests.conftest import WriteTrace, report_of, shared_file
 from tests.tracegen import cpu, document, kernel, step
@@ -181,18 +182,16 @@ def test_a_formatted_analysis_json_is_read(tmp_path: Path) -> None:
     assert same_but_paths(diff_paths(saved, cpu_train()), diff_paths(cpu_train(), cpu_train()))
 
 
-def test_a_report_of_the_first_schema_is_read(tmp_path: Path) -> None:
-    """``steptrace.analysis/1`` put the figures at the top; its findings are not read."""
+@pytest.mark.parametrize("old", ["steptrace.analysis/1", "steptrace.report/2"])
+def test_a_report_of_an_earlier_schema_is_refused_in_one_line(tmp_path: Path, old: str) -> None:
+    """No reader of earlier schemas is kept: the message says which schema is read."""
     report = report_of("cpu_train_trace.json")
-    figures = msgspec.to_builtins(report.analysis)
-    old = {"schema": "steptrace.analysis/1", "scenario": None, "capture": None, **figures,
-           "findings": [{"evidence": {"where": {}}}], "thresholds": {}}  # fmt: skip
     saved = tmp_path / "old.json"
-    saved.write_text(json.dumps(old))
-    assert same_but_paths(diff_paths(saved, cpu_train()), diff_paths(cpu_train(), cpu_train()))
-    read = steptrace.pipeline.read_report(saved)
-    assert read.analysis == report.analysis and read.findings == ()
-    assert "its findings were not" in read.warnings[0]
+    saved.write_text(json.dumps({**msgspec.to_builtins(report), "schema": old}))
+    with pytest.raises(TraceError) as error:
+        steptrace.pipeline.read_report(saved)
+    assert f"schema {old!r} is not {REPORT_SCHEMA!r}" in str(error.value)
+    assert "\n" not in str(error.value)
 
 
 def test_a_list_cut_to_its_top_tells_no_absence(tmp_path: Path) -> None:
@@ -277,11 +276,11 @@ def test_diff_analyses_is_pure_and_keeps_trace_paths() -> None:
     [
         ('{"schema": "steptrace.diff/1", "before": "a"}', "schema 'steptrace.diff/1' is not"),
         ('{"schema": "other"}', "schema 'other' is not"),
-        ('[{"schema": "steptrace.report/2"}]', "holds a list of reports"),
-        ('{"schema": "steptrace.findings/2"}', "holds only findings"),
-        ('{"schema": "steptrace.report/2", "analysis": {}}', "not a complete steptrace report"),
-        ('{"schema": "steptrace.report/2", ', "not a complete steptrace report"),
-        ('{"schema": "steptrace.analysis/1", "trace": {}}', "not a complete steptrace report"),
+        ('[{"schema": "steptrace.report/3"}]', "holds a list of reports"),
+        ('{"schema": "steptrace.findings/3"}', "holds only findings"),
+        ('{"schema": "steptrace.report/3", "analysis": {}}', "not a complete steptrace report"),
+        ('{"schema": "steptrace.report/3", ', "not a complete steptrace report"),
+        ('{"schema": "steptrace.analysis/1", "trace": {}}', "is not 'steptrace.report/3'"),
         ('{"something": "else"}', "not a torch.profiler trace"),
         ("", "empty file"),
     ],

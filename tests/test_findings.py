@@ -446,7 +446,7 @@ def test_json_findings_and_findings_only(write_trace: WriteTrace) -> None:
     assert set(only) == {
         "schema", "trace", "scenario", "capture", "findings", "thresholds", "warnings", "checks"
     }  # fmt: skip
-    assert only["schema"] == "steptrace.findings/2" and only["findings"] == full["findings"]
+    assert only["schema"] == "steptrace.findings/3" and only["findings"] == full["findings"]
     text = runner.invoke(app, ["analyze", str(path), "--findings-only"]).stdout
     assert "input-pipeline" in text and "Steps (wall time" not in text
     md = runner.invoke(app, ["analyze", str(path), "--format", "md"]).stdout

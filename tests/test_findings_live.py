@@ -18,6 +18,7 @@ import pytest
 from click.testing import CliRunner
 
 import steptrace
+from steptrace.capturing import CaptureResult
 from steptrace.cli import app
 from steptrace.errors import CaptureWarning
 from steptrace.hypotheses import Finding
@@ -161,7 +162,7 @@ def conv_net() -> nn.Module:
     )  # fmt: skip
 
 
-def train_conv(tmp_path: Path, **window: Any) -> tuple[steptrace.CaptureResult, dict[str, Finding]]:
+def train_conv(tmp_path: Path, **window: Any) -> tuple[CaptureResult, dict[str, Finding]]:
     model = conv_net()
     generator = torch.Generator().manual_seed(1)
     batches = [(torch.randn(16, 3, 32, 32, generator=generator), torch.randint(0, 10, (16,)))

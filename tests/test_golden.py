@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
-import steptrace
+from steptrace.pipeline import analyze_source
 from steptrace.report.registry import formats, renderer
-from steptrace.report.trace_sections import report_document
+from steptrace.report.trace_sections import View, report_document
 from tests.conftest import TRACES, gpu_trace
 
 GOLDEN = Path(__file__).with_name("golden")
@@ -30,8 +30,9 @@ def rendered(kind: str, name: str, monkeypatch: pytest.MonkeyPatch) -> str:
     """The report as a reader gets it, with the trace named relative to the traces folder."""
     path = gpu_trace(TRACES_RENDERED[kind])
     monkeypatch.chdir(TRACES)
-    report = steptrace.analyze(path.relative_to(TRACES)).top(10)
-    return renderer(name).render([report_document(report)])
+    found = analyze_source(path.relative_to(TRACES), lanes=name == "html")  # as the CLI does
+    view = View(lanes=found.lanes)
+    return renderer(name).render([report_document(found.report.top(10), view)])
 
 
 @pytest.mark.parametrize("name", sorted(SUFFIX))
@@ -66,7 +67,8 @@ def test_the_formats_show_the_same_sections_in_the_same_order(
     kind: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     path = gpu_trace(TRACES_RENDERED[kind])
-    document = report_document(steptrace.analyze(path).top(10))
+    found = analyze_source(path, lanes=True)  # every section, the timeline's included
+    document = report_document(found.report.top(10), View(lanes=found.lanes))
     expected = [s.heading for s in document.sections]
     html = renderer("html").render([document])
     assert [h.replace("&amp;", "&") for h in headings("html", html)] == expected

@@ -21,6 +21,8 @@ torch = pytest.importorskip("torch", reason="the CUDA paths need torch")
 pytest.importorskip("scipy")
 
 import steptrace  # noqa: E402
+from steptrace.analysis.measure import TraceAnalysis  # noqa: E402
+from steptrace.capturing import CaptureResult, Workload  # noqa: E402
 from steptrace.cli import app  # noqa: E402
 from steptrace.errors import CaptureWarning  # noqa: E402
 from steptrace.validate import TimingPlan, operator_script, pinned_memory_check  # noqa: E402
@@ -36,8 +38,8 @@ TRANSFER_BYTES = {
 
 
 def train_on_cuda(
-    tmp_path: Path, window: steptrace.Window, work: steptrace.Workload | None = None
-) -> steptrace.CaptureResult:
+    tmp_path: Path, window: steptrace.Window, work: Workload | None = None
+) -> CaptureResult:
     work = work or gpu_workloads.cuda_training()
     assert work.model is not None and work.optimizer is not None
     assert work.loss_fn is not None and work.loader is not None
@@ -47,7 +49,7 @@ def train_on_cuda(
     )  # fmt: skip
 
 
-def assert_gpu_steps(analysis: steptrace.TraceAnalysis, count: int) -> None:
+def assert_gpu_steps(analysis: TraceAnalysis, count: int) -> None:
     """``count`` steps, each with GPU work inside its wall time."""
     assert analysis.trace.gpu_observed and analysis.trace.launch_calls > 0
     assert len(analysis.steps) == count

@@ -9,14 +9,16 @@ from pathlib import Path
 import pytest
 
 import steptrace
+from steptrace.analysis.lanes import Timeline
+from steptrace.pipeline import analyze_source
 from steptrace.report.registry import renderer
-from steptrace.report.trace_sections import report_document
+from steptrace.report.trace_sections import View, report_document
 from tests.browser import loaded
-from tests.conftest import report_of
+from tests.conftest import lanes_of, report_of
 
 
-def render_html(report: steptrace.Report) -> str:
-    return renderer("html").render([report_document(report)])
+def render_html(report: steptrace.Report, lanes: Timeline | None = None) -> str:
+    return renderer("html").render([report_document(report, View(lanes=lanes))])
 
 
 class Page(HTMLParser):
@@ -48,13 +50,14 @@ def parse(html: str) -> Page:
 
 def test_structure_of_a_gpu_report() -> None:
     report = report_of("resnet50_train").top(10)
-    page = parse(render_html(report))
+    lanes = lanes_of("resnet50_train")
+    page = parse(render_html(report, lanes))
     assert [h.split(" (")[0] for h in page.headings[:6]] == [
         "Question", "What this trace can tell", "Steps", "Timeline of the steps",
         "Labels per step", "GPU per step",
     ]  # fmt: skip
     assert "Findings" in page.headings and "Open the trace on the timeline" in page.headings
-    html = render_html(report)
+    html = render_html(report, lanes)
     views = html.count('<svg class="tlv"')  # the timeline: one per step, each with its plot
     assert views == len(report.analysis.steps)
     assert page.tags.count("svg") == 4 + 2 * views  # steps, labels, GPU, GPU by kind, timeline
@@ -73,7 +76,7 @@ def test_names_are_escaped(write_trace) -> None:  # type: ignore[no-untyped-def]
     from tests.tracegen import document, label, step
 
     path = write_trace(document([step(1, 0, 100), label("<img src=x onerror=alert(1)>", 0, 50)]))
-    html = render_html(steptrace.analyze(path))
+    html = render_html(*analyze_source(path, lanes=True))  # the lanes name it too
     assert "<img" not in html and "&lt;img" in html
 
 
@@ -81,7 +84,7 @@ def test_names_are_escaped(write_trace) -> None:  # type: ignore[no-untyped-def]
 def test_the_report_loads_in_headless_chromium(tmp_path: Path) -> None:
     image = pytest.importorskip("PIL.Image")
     report = tmp_path / "report.html"
-    report.write_text(render_html(report_of("resnet50_train").top(10)))
+    report.write_text(render_html(report_of("resnet50_train").top(10), lanes_of("resnet50_train")))
     with loaded(report) as (page, problems):
         shot = page.screenshot(full_page=True)
         svg_count = page.evaluate(

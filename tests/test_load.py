@@ -98,8 +98,8 @@ def test_collective_args_follow_their_rows_into_table_order(write_trace: WriteTr
     events = [step(1, 0, 100), *comms, *(cpu("aten::add", k, 0.5) for k in range(60))]
     trace = steptrace.load_trace(write_trace(document(events)))
     table = trace.events
-    comm = table.comm
-    assert comm.rows.tolist() == sorted(comm.rows.tolist())
-    written = [f"c{round(table.start_us[r] + table.origin_ns / 1000)}" for r in comm.rows]
-    assert list(comm.collective) == written == ["c10", "c20", "c30", "c50"]
-    assert comm.seq.tolist() == [10, 20, 30, 50]
+    names = table.sparse_column("collective")
+    assert names.rows.tolist() == sorted(names.rows.tolist())
+    written = [f"c{round(table.start_us[r] + table.origin_ns / 1000)}" for r in names.rows]
+    assert [table.text(int(i)) for i in names.values] == written == ["c10", "c20", "c30", "c50"]
+    assert table.sparse_column("seq").values.tolist() == [10, 20, 30, 50]

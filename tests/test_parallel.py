@@ -27,9 +27,12 @@ from steptrace.trace import load as loading
 from steptrace.trace import parallel, source
 from steptrace.trace import split as splitting
 from steptrace.trace import stream as streaming
+from steptrace.trace.assemble import assemble
 from steptrace.trace.columns import Piece
+from steptrace.trace.decode import codec
+from steptrace.trace.fields import select
 from steptrace.trace.load import load_trace
-from tests.conftest import NOT_A_TRACE, WriteTrace
+from tests.conftest import NOT_A_TRACE, TRACES, WriteTrace
 from tests.tables import assert_same_table
 from tests.test_stream import _exact_report, _nasty_text, _real_traces
 from tests.tracegen import cpu, document, step
@@ -112,19 +115,22 @@ def test_an_event_of_the_wrong_shape_takes_the_exact_path(
     assert counted == [1]  # tried in parallel, then read exactly
 
 
+CORE = select()
+
+
 def test_workers_decode_the_pieces_and_the_builder_merges_their_ids() -> None:
     """Two pieces with names in another order: the merged ids are the builder's own."""
     first = json.dumps([cpu("b", 1, 1), cpu("a", 2, 1)]).encode()[1:-1]
     second = json.dumps([cpu("a", 3, 1), cpu("c", 4, 1), cpu("b", 5, 1)]).encode()[1:-1]
     with parallel.worker_pool(2) as pool:
         assert pool is not None
-        pieces = list(pool.pool.map(parallel.piece_columns, [first, second]))
+        pieces = list(pool.pool.map(parallel.piece_columns, [first, second], [CORE, CORE]))
     assert all(isinstance(p, Piece) for p in pieces)
-    builder = parallel.ColumnBuilder()
+    builder = parallel.ColumnBuilder(codec(CORE))
     for piece in pieces:
         assert isinstance(piece, Piece)
         builder.merge(piece)
-    table, _ = builder.table()
+    table = assemble(builder.columns()).events
     assert [table.names[i] for i in table.name_id.tolist()] == ["b", "a", "a", "c", "b"]
     assert np.array_equal(table.start_us, [0, 1, 2, 3, 4])
 
@@ -133,7 +139,7 @@ def test_columns_written_back_in_the_ring_are_the_columns_piped() -> None:
     """A piece's columns packed in a room come out as they went in; a room too small for
     them leaves them to the pipe."""
     text = json.dumps([cpu("b", 1, 1), cpu("a", 2, 5), cpu("b", 9, 1)]).encode()[1:-1]
-    piece = parallel.piece_columns(text)
+    piece = parallel.piece_columns(text, CORE)
     assert isinstance(piece, Piece)
     room = memoryview(bytearray(4096))
     packed = parallel._pack(piece, room)
@@ -171,8 +177,8 @@ def test_columns_come_back_through_the_ring_or_the_pipe_alike(
 
 
 def test_a_piece_that_is_not_a_list_of_events_says_why() -> None:
-    assert parallel.piece_columns(b'{"ph": "X", "name": "a}') == "cut"
-    assert parallel.piece_columns(b'{"ph": "X", "name": 7}') == "shape"
+    assert parallel.piece_columns(b'{"ph": "X", "name": "a}', CORE) == "cut"
+    assert parallel.piece_columns(b'{"ph": "X", "name": 7}', CORE) == "shape"
 
 
 def _pool_inside_a_worker(_: int) -> bool:
@@ -199,7 +205,7 @@ def test_load_trace_with_workers_equals_one_process(
     assert_same_table(one.events, two.events)
 
 
-def _dies(offset: int, length: int, room: slice) -> object:
+def _dies(offset: int, length: int, room: slice, selection: object) -> object:
     os._exit(3)
 
 
@@ -248,3 +254,29 @@ def test_one_file_gets_at_most_max_workers() -> None:
     with parallel.worker_pool(parallel.MAX_WORKERS + 5) as pool:
         assert pool is not None
         assert pool.workers == parallel.MAX_WORKERS
+
+
+def test_instants_and_flows_merge_from_the_workers_as_read_alone(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The profile_memory trace in many pieces decoded by two processes: its instants and
+    flows are the tables one process builds."""
+    path = TRACES / "gpu" / "v100_ddp2_rank1_train_profmem__df_index_resolver.json.gz"
+    if not path.exists():
+        pytest.skip("real traces not found")
+    one = load_trace(path, progress=False)
+    _small_pieces(monkeypatch, 256 << 10)
+    two = load_trace(path, progress=False, workers=2)
+    assert one.instants is not None and two.instants is not None
+    assert one.flows is not None and two.flows is not None
+    for a, b in ((one.instants, two.instants), (one.flows, two.flows)):
+        for field in a.__struct_fields__:
+            x, y = getattr(a, field), getattr(b, field)
+            if field == "columns":
+                assert x.keys() == y.keys()
+                assert all(np.array_equal(x[k], y[k]) for k in x)
+            elif field in ("name", "category"):  # text ids: compared by their texts
+                assert [a.texts[i] for i in x] == [b.texts[i] for i in y]
+            elif field != "texts":
+                assert np.array_equal(x, y, equal_nan=True), field
+    assert_same_table(one.events, two.events)

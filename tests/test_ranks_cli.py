@@ -24,7 +24,7 @@ def test_a_fixture_folder_gives_one_ranks_report() -> None:
     result = run(str(SET), "--format", "json")
     assert result.exit_code == 0, result.stderr
     data = json.loads(result.stdout)
-    assert data["schema"] == "steptrace.ranks/1"
+    assert data["schema"] == "steptrace.ranks/2"
     assert [r["rank"] for r in data["ranks"]] == [0, 1, 2, 3]
     assert (data["stragglers"][0]["rank"], data["stragglers"][0]["phase"]) == (2, "read_batch")
     assert "truth.json: skipped, not a trace" in result.stderr  # the sidecars: silently
@@ -42,14 +42,14 @@ def test_per_rank_keeps_one_report_per_trace() -> None:
     result = run(str(SET), "--per-rank", "--format", "json", "--top", "1")
     assert result.exit_code == 0, result.stderr
     data = json.loads(result.stdout)
-    assert [r["schema"] for r in data] == ["steptrace.report/2"] * 4
+    assert [r["schema"] for r in data] == ["steptrace.report/3"] * 4
     assert [r["analysis"]["trace"]["rank"] for r in data] == [0, 1, 2, 3]
 
 
 def test_a_single_trace_is_analyzed_as_before() -> None:
     result = run(str(rank_paths(SET)[0]), "--format", "json")
     assert result.exit_code == 0, result.stderr
-    assert json.loads(result.stdout)["schema"] == "steptrace.report/2"
+    assert json.loads(result.stdout)["schema"] == "steptrace.report/3"
 
 
 def _copy(folder: Path, ranks: list[int], source: Path = FIXTURES / "slow-read-8") -> None:

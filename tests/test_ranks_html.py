@@ -15,8 +15,7 @@ from typing import Any
 
 import pytest
 
-from steptrace.pipeline import analyze_ranks
-from steptrace.report.model import RanksReport
+from steptrace.pipeline import Job, analyze_job
 from steptrace.report.ranks_sections import ranks_document
 from steptrace.report.registry import renderer
 from tests.browser import loaded, need_chromium
@@ -41,13 +40,13 @@ OVERLAPS = """() => {
 
 
 @functools.cache
-def synthetic(ranks: int) -> RanksReport:
-    """A job with rank 5 slower by 6 ms in read_batch, and scheduling noise."""
+def synthetic(ranks: int) -> Job:
+    """A job with rank 5 slower by 6 ms in read_batch, and scheduling noise, its lanes."""
     plan = Plan(ranks=ranks, steps=3, collectives=1, slow_rank=5, delay_ns=6_000_000,
                 noise_ns=300_000, seed=ranks)  # fmt: skip
     with tempfile.TemporaryDirectory() as folder:
         paths, _ = write_job(plan, Path(folder))
-        return analyze_ranks(paths, progress=False)
+        return analyze_job(paths, progress=False, lanes=True)
 
 
 def _browse(html: str, folder: Path, shot: str) -> dict[str, Any]:
@@ -80,9 +79,10 @@ def _browse(html: str, folder: Path, shot: str) -> dict[str, Any]:
 @pytest.mark.parametrize("ranks", [8, 64, 512])
 def test_the_ranks_page_renders_cleanly(ranks: int, tmp_path: Path) -> None:
     need_chromium()  # before building 512 ranks
-    report = synthetic(ranks)
+    job = synthetic(ranks)
+    report = job.report
     assert len(report.ranks) == ranks and report.stragglers[0].rank == 5
-    html = renderer("html").render([ranks_document(report)])
+    html = renderer("html").render([ranks_document(report, timelines=job.timelines)])
     seen = _browse(html, tmp_path, f"ranks-{ranks}.png")
     assert seen["problems"] == []
     assert seen["svgs"] == 2  # the rank x step heatmap and the phases one

@@ -15,17 +15,22 @@ import statistics
 import msgspec
 import pytest
 
+from steptrace.across.ranks.model import RankTimeline
 from steptrace.report import rank_fold
 from steptrace.report.document import Heatmap, Table
 from steptrace.report.model import RanksReport
 from steptrace.report.ranks_sections import ranks_document
 from steptrace.report.registry import formats, renderer
-from tests.ranks.reports import fixture_report, widened
+from tests.ranks.reports import fixture_job, fixture_report, widened
 from tests.test_golden import GOLDEN, SUFFIX, headings
 
 
-def render(report: RanksReport, name: str) -> str:
-    return renderer(name).render([ranks_document(report)])
+def render(
+    report: RanksReport, name: str, timelines: tuple[RankTimeline, ...] | None = None
+) -> str:
+    """The report in format ``name``, its HTML with the fixture's lanes unless given."""
+    drawn = fixture_job().timelines if timelines is None else timelines
+    return renderer(name).render([ranks_document(report, timelines=drawn)])
 
 
 @pytest.mark.parametrize("name", sorted(SUFFIX))
@@ -43,7 +48,7 @@ def test_every_format_renders_a_ranks_report() -> None:
 
 
 def test_the_formats_show_exactly_the_documents_sections_in_order() -> None:
-    document = ranks_document(fixture_report())
+    document = ranks_document(fixture_report(), timelines=fixture_job().timelines)
     expected = [s.heading for s in document.sections]
     assert expected[0].startswith("The job") and expected[-1] == "Findings" and len(expected) == 9
     assert "Timeline of a step across ranks" in expected
@@ -60,10 +65,9 @@ def test_the_formats_show_exactly_the_documents_sections_in_order() -> None:
 def test_json_is_the_report_itself() -> None:
     report = fixture_report()
     data = json.loads(render(report, "json"))
-    assert data["schema"] == "steptrace.ranks/1"
-    assert report.timelines  # carried by the report, drawn by HTML, not written to JSON
-    lean = msgspec.structs.replace(report, timelines=())
-    assert msgspec.json.decode(render(report, "json"), type=RanksReport) == lean
+    assert data["schema"] == "steptrace.ranks/2"
+    assert "timelines" not in data  # the lanes are HTML's, from the traces
+    assert msgspec.json.decode(render(report, "json"), type=RanksReport) == report
 
 
 def test_the_straggler_and_its_phase_lead_the_report() -> None:
@@ -140,8 +144,9 @@ def test_phase_comparison_is_each_rank_against_the_others_median() -> None:
 HOSTILE = "<img src=x onerror=alert(1)>\x1b]0;pwn\x07`|[bold]x[/]"
 
 
-def hostile_report() -> RanksReport:
-    """The fixture with its straggler's phase and every path renamed to hostile text."""
+def hostile_report() -> tuple[RanksReport, tuple[RankTimeline, ...]]:
+    """The fixture with its straggler's phase and every path renamed to hostile text, and
+    its ranks' lanes with hostile names."""
     report = fixture_report()
     ranks = tuple(
         msgspec.structs.replace(
@@ -165,16 +170,18 @@ def hostile_report() -> RanksReport:
                 t.timeline, names=tuple(f"{HOSTILE}</script>{n}" for n in t.timeline.names)
             ),
         )
-        for t in report.timelines
+        for t in fixture_job().timelines
     )  # fmt: skip
-    return msgspec.structs.replace(
-        report, ranks=ranks, stragglers=stragglers, collectives=collectives, timelines=timelines
+    hostile = msgspec.structs.replace(
+        report, ranks=ranks, stragglers=stragglers, collectives=collectives
     )
+    return hostile, timelines
 
 
 @pytest.mark.parametrize("name", sorted(SUFFIX))
 def test_hostile_names_and_paths_are_escaped(name: str) -> None:
-    out = render(hostile_report(), name)
+    report, timelines = hostile_report()
+    out = render(report, name, timelines)
     assert "\x1b" not in out and "\x07" not in out
     if name == "json":
         assert json.loads(out)["stragglers"][0]["phase"] == HOSTILE  # data, kept exactly

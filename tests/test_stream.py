@@ -27,12 +27,12 @@ from steptrace.trace import load as loading
 from steptrace.trace import source
 from steptrace.trace import split as splitting
 from steptrace.trace import stream as streaming
-from steptrace.trace.decode import AnyEvent, Document, UnsplittableError, exact_documents
+from steptrace.trace.decode import AnyEvent, RawDocument, UnsplittableError, exact_documents
 from steptrace.trace.source import decompress
 from steptrace.trace.split import stream_documents
 from steptrace.trace.stream import TextStream
 from tests.conftest import NOT_A_TRACE, WriteTrace, real_traces, trace_params
-from tests.test_decode_split import flatten
+from tests.test_decode_split import CODEC, flatten
 from tests.tracegen import cpu, kernel, launch, step
 
 runner = CliRunner()
@@ -45,7 +45,7 @@ def _report(path: Path) -> str:
     return result.stdout
 
 
-def _never_split(*_: object) -> Iterator[Document[AnyEvent]]:
+def _never_split(*_: object) -> Iterator[RawDocument[AnyEvent]]:
     raise UnsplittableError
     yield  # a generator, as the splitters are
 
@@ -169,8 +169,8 @@ def test_chunks_of_any_size_give_the_exact_events(
     text = _nasty_text()
     monkeypatch.setattr(splitting, "_PIECE_BYTES", piece)
     chunks = (text[i : i + chunk] for i in range(0, len(text), chunk))
-    streamed = flatten(list(stream_documents(chunks)))
-    exact = flatten(list(exact_documents(text, "t.json")))
+    streamed = flatten(list(stream_documents(chunks, CODEC)))
+    exact = flatten(list(exact_documents(text, "t.json", CODEC)))
     assert streamed == exact
     assert len(streamed[0]) == len(_nasty_events())
     assert streamed[1]["deviceProperties"][0]["name"] == "}, {"
@@ -193,7 +193,7 @@ def test_the_splitter_holds_a_few_pieces_not_the_text(monkeypatch: pytest.Monkey
     events = 0
     tracemalloc.start()
     try:
-        for part in stream_documents(_events_text(copies)):
+        for part in stream_documents(_events_text(copies), CODEC):
             events += len(part.traceEvents or [])
         _, peak = tracemalloc.get_traced_memory()
     finally:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import sys
 import threading
 from pathlib import Path
 from typing import Any
@@ -10,13 +9,12 @@ from typing import Any
 import msgspec
 import pytest
 
+from steptrace.analysis import context, copies, cpu, gpu, phases
 from steptrace.analysis.measure import measure
-from steptrace.trace import columns, memory, threads
+from steptrace.trace import assemble, heap, threads
 from steptrace.trace.load import load_trace
 from tests.conftest import trace_params
 from tests.tables import assert_same_table
-
-measure_module = sys.modules[measure.__module__]  # the module, not the function it exports
 
 
 def _where() -> int:
@@ -50,15 +48,15 @@ def test_a_table_built_with_the_helper_is_the_same(
     threads, equals the one built in one thread."""
     alone = load_trace(path, progress=False).events
     monkeypatch.setattr(threads, "LARGE_ROWS", 0)
-    monkeypatch.setattr(memory, "TRIM_ROWS", 0)
+    monkeypatch.setattr(heap, "TRIM_ROWS", 0)
     gathered_by: set[int] = set()
-    pop = columns.ColumnBuilder._pop
+    pop = assemble._pop
 
-    def spied(self: columns.ColumnBuilder, name: str) -> object:
+    def spied(batches: Any, name: str, total: int) -> object:
         gathered_by.add(threading.get_ident())
-        return pop(self, name)
+        return pop(batches, name, total)
 
-    monkeypatch.setattr(columns.ColumnBuilder, "_pop", spied)
+    monkeypatch.setattr(assemble, "_pop", spied)
     helped = load_trace(path, progress=False).events
     assert len(gathered_by) == 2  # this thread and the helper
     assert len(alone) > 0
@@ -69,27 +67,32 @@ def test_a_table_built_with_the_helper_is_the_same(
 def test_figures_measured_on_two_threads_are_the_same(
     path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Every real trace's analysis with the operator tree, then some figures, measured by
-    the helper thread (forced here: the shared traces are below ``LARGE_ROWS``) encodes to
-    the same bytes as the one measured in one thread."""
+    """Every real trace's analysis with the operator tree, then the figures that read only
+    the links, computed by the helper thread (forced here: the shared traces are below
+    ``LARGE_ROWS``) encodes to the same bytes as the one computed in one thread
+    (``analysis.compose``'s policy)."""
     trace = load_trace(path, progress=False)
     alone = msgspec.json.encode(measure(trace))
     monkeypatch.setattr(threads, "LARGE_ROWS", 0)
     measured_by: dict[str, int] = {}
 
-    def spied(name: str) -> None:
-        function = getattr(measure_module, name)
+    def spied(module: Any, name: str) -> None:
+        function = getattr(module, name)
 
         def call(*args: Any) -> Any:
             measured_by[name] = threading.get_ident()
             return function(*args)
 
-        monkeypatch.setattr(measure_module, name, call)
+        monkeypatch.setattr(module, name, call)
 
-    for name in ("cpu_tree", "gpu_per_step", "phases_per_step", "cpu_per_step"):
-        spied(name)
+    spied(context, "cpu_tree")
+    spied(gpu, "gpu_per_step")
+    spied(phases, "phases_per_step")
+    spied(copies, "copy_patterns")
+    spied(cpu, "cpu_per_step")
     helped = msgspec.json.encode(measure(trace))
     here = threading.get_ident()
-    assert measured_by["gpu_per_step"] == measured_by["cpu_per_step"] == here
-    assert measured_by["cpu_tree"] == measured_by["phases_per_step"] != here  # the helper
+    assert measured_by["gpu_per_step"] == measured_by["phases_per_step"] == here
+    assert measured_by["cpu_per_step"] == here
+    assert measured_by["cpu_tree"] == measured_by["copy_patterns"] != here  # the helper
     assert helped == alone

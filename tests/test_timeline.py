@@ -20,16 +20,18 @@ import msgspec
 import numpy as np
 import pytest
 
-import steptrace
+from steptrace.analysis.context import TraceContext
 from steptrace.analysis.lane_gaps import AFTER_SYNC, NOT_KNOWN, NOTHING_AFTER, WAITING_ON_HOST
 from steptrace.analysis.lane_merge import merge
 from steptrace.analysis.lanes import BUDGET, Timeline, step_lanes
+from steptrace.pipeline import Analyzed, analyze_source
+from steptrace.report.model import SCHEMA, Report
 from steptrace.report.registry import renderer
 from steptrace.report.timeline_sections import ranks_timeline_section
-from steptrace.report.trace_sections import report_document
+from steptrace.report.trace_sections import View, report_document
 from steptrace.trace.load import load_trace
 from tests.conftest import WriteTrace, gpu_trace
-from tests.ranks.reports import fixture_report
+from tests.ranks.reports import fixture_job, fixture_report
 from tests.tracegen import cpu, document, kernel, label, launch, step
 
 GPU_CATS = {"kernel", "gpu_memcpy", "gpu_memset"}
@@ -92,7 +94,7 @@ def lane_key(name: str) -> tuple[str, ...]:
 @pytest.mark.parametrize("part", CHECKED)
 def test_every_event_of_every_step_is_drawn_or_counted_in_a_band(part: str) -> None:
     path = gpu_trace(part)
-    timeline = step_lanes(load_trace(path, progress=False))
+    timeline = step_lanes(TraceContext(load_trace(path, progress=False)))
     expected = reference_lanes(path)
     assert [s.name for s in timeline.steps] == list(expected)
     for shown in timeline.steps:
@@ -112,17 +114,17 @@ def test_every_event_of_every_step_is_drawn_or_counted_in_a_band(part: str) -> N
 
 
 def test_the_median_step_is_shown_first() -> None:
-    report = steptrace.analyze(gpu_trace("v100_1rank_train_nsres"), progress=False)
-    assert report.timeline is not None
+    report, timeline = analyze_source(gpu_trace("v100_1rank_train_nsres"), lanes=True)
+    assert timeline is not None
     walls = [s.wall_ms for s in report.analysis.steps]
-    shown = report.timeline.steps[report.timeline.shown]
+    shown = timeline.steps[timeline.shown]
     assert shown.wall_ns / 1e6 == pytest.approx(sorted(walls)[(len(walls) - 1) // 2])
 
 
 def test_the_gaps_add_up_to_the_steps_gpu_idle_time() -> None:
-    report = steptrace.analyze(gpu_trace("v100_1rank_train_nsres"), progress=False)
-    assert report.timeline is not None
-    for lanes, result in zip(report.timeline.steps, report.analysis.steps, strict=True):
+    report, timeline = analyze_source(gpu_trace("v100_1rank_train_nsres"), lanes=True)
+    assert timeline is not None
+    for lanes, result in zip(timeline.steps, report.analysis.steps, strict=True):
         assert result.gpu is not None
         drawn = sum(g.end_ns - g.start_ns for g in lanes.gaps)
         count = len(lanes.gaps) + lanes.small_gaps
@@ -141,7 +143,7 @@ def test_each_gap_has_its_cause(write_trace: WriteTrace) -> None:
         launch(300, 10, correlation=3), kernel("c", 320, 30, correlation=3),  # 125-320: sync
         launch(335, 3, correlation=4), kernel("d", 500, 10, correlation=4),  # 350-500: queued
     ]  # fmt: skip  # and 510-1000: nothing after it
-    timeline = steptrace.analyze(write_trace(document(events)), progress=False).timeline
+    timeline = analyze_source(write_trace(document(events)), lanes=True).lanes
     assert timeline is not None
     (only,) = timeline.steps
     shown = [(g.start_ns, g.end_ns, g.cause) for g in only.gaps]
@@ -162,7 +164,7 @@ def test_a_kernel_names_the_top_operator_that_launched_it(write_trace: WriteTrac
         step(1, 0, 1_000), cpu("aten::linear", 10, 200), cpu("aten::addmm", 20, 100),
         launch(30, 5, correlation=1), kernel("gemm", 40, 300, correlation=1),
     ]  # fmt: skip
-    timeline = steptrace.analyze(write_trace(document(events)), progress=False).timeline
+    timeline = analyze_source(write_trace(document(events)), lanes=True).lanes
     assert timeline is not None
     lanes = timeline.steps[0].lanes
     bars = {timeline.names[b.name]: b for lane in lanes for b in lane.bars}
@@ -189,7 +191,7 @@ def test_short_events_merge_into_bands_that_count_them() -> None:
 def test_many_short_kernels_stay_within_the_budget(write_trace: WriteTrace) -> None:
     events: list[dict[str, Any]] = [step(1, 0, 100_000)]
     events += [kernel(f"k{i % 7}", 10 + i * 2, 1, correlation=-1) for i in range(40_000)]
-    timeline = steptrace.analyze(write_trace(document(events)), progress=False).timeline
+    timeline = analyze_source(write_trace(document(events)), lanes=True).lanes
     assert timeline is not None
     (gpu_lane,) = [lane for lane in timeline.steps[0].lanes if lane.kind == "gpu"]
     assert gpu_lane.events == 40_000 == len(gpu_lane.bars) + sum(b.count for b in gpu_lane.bands)
@@ -197,21 +199,29 @@ def test_many_short_kernels_stay_within_the_budget(write_trace: WriteTrace) -> N
 
 
 def test_the_json_report_leaves_the_timeline_to_the_html(write_trace: WriteTrace) -> None:
-    report = steptrace.analyze(write_trace(document([step(1, 0, 100)])), progress=False)
-    data = json.loads(renderer("json").render([report_document(report)]))
-    assert report.timeline is not None and data["timeline"] is None
-    assert msgspec.json.decode(msgspec.json.encode(report.timeline), type=Timeline) == (
-        report.timeline
-    )  # the Python value round-trips, for who wants to save it
+    """The report holds no lanes (the HTML renderer has them from the trace); lanes asked for
+    are drawn, and round-trip as a Python value for who wants to save them."""
+    report, lanes = analyze_source(write_trace(document([step(1, 0, 100)])), lanes=True)
+    assert lanes is not None and "timeline" not in report.__struct_fields__
+    data = json.loads(renderer("json").render([report_document(report, View(lanes=lanes))]))
+    assert "timeline" not in data and data["schema"] == SCHEMA
+    assert msgspec.json.decode(msgspec.json.encode(lanes), type=Timeline) == lanes
+    html = renderer("html").render([report_document(report, View(lanes=lanes))])
+    assert 'class="tl-data"' in html
+    assert 'class="tl-data"' not in renderer("html").render([report_document(report)])
 
 
 HOSTILE = "</script><script>alert(1)</script><!--\u2028\x1b[2J"
 
 
+def _with_lanes(found: Analyzed) -> tuple[Report, View]:
+    return found.report, View(lanes=found.lanes)
+
+
 def test_a_hostile_name_stays_data_in_the_figure(write_trace: WriteTrace) -> None:
     events = [step(1, 0, 1_000), label(HOSTILE, 10, 500), cpu("aten::mm", 20, 100)]
     html = renderer("html").render(
-        [report_document(steptrace.analyze(write_trace(document(events)), progress=False))]
+        [report_document(*_with_lanes(analyze_source(write_trace(document(events)), lanes=True)))]
     )
     assert html.count("<script") == 2 and html.count("</script>") == 2  # the data, the code
     assert "<!--" not in html and "\x1b" not in html
@@ -224,14 +234,15 @@ def test_a_hostile_name_stays_data_in_the_figure(write_trace: WriteTrace) -> Non
 
 def test_the_ranks_figure_is_aligned_only_on_trusted_clocks() -> None:
     report = fixture_report()
-    untrusted = ranks_timeline_section(report)
+    carried = fixture_job().timelines
+    untrusted = ranks_timeline_section(report, carried)
     assert untrusted is not None
     figure = untrusted.blocks[1]
     views = figure.views  # type: ignore[union-attr]
     assert "not trusted" in figure.caption  # type: ignore[union-attr]
     assert all(g.offset_ns == 0 for v in views for g in v.groups)
     clocks = msgspec.structs.replace(report.clocks, trusted=True, offsets_applied=True)
-    trusted = ranks_timeline_section(msgspec.structs.replace(report, clocks=clocks))
+    trusted = ranks_timeline_section(msgspec.structs.replace(report, clocks=clocks), carried)
     assert trusted is not None
     for view in trusted.blocks[1].views:  # type: ignore[union-attr]
         number = int(view.label.split("#")[1])
@@ -246,18 +257,19 @@ def test_the_ranks_figure_is_aligned_only_on_trusted_clocks() -> None:
 
 
 def test_the_largest_shared_trace_stays_under_3_mb_of_html() -> None:
-    report = steptrace.analyze(gpu_trace("v100_ddp2_rank1_train_profmem"), progress=False)
-    assert report.timeline is not None
-    items = sum(len(lane.bars) + len(lane.bands) for s in report.timeline.steps for lane in s.lanes)
-    assert items + sum(len(s.gaps) for s in report.timeline.steps) <= BUDGET
-    size = len(renderer("html").render([report_document(report)]).encode())
+    found = analyze_source(gpu_trace("v100_ddp2_rank1_train_profmem"), lanes=True)
+    timeline = found.lanes
+    assert timeline is not None
+    items = sum(len(lane.bars) + len(lane.bands) for s in timeline.steps for lane in s.lanes)
+    assert items + sum(len(s.gaps) for s in timeline.steps) <= BUDGET
+    size = len(renderer("html").render([report_document(*_with_lanes(found))]).encode())
     print(f"HTML report of the 216k-event trace: {size / 1e6:.2f} MB")
     assert size < 3_000_000
 
 
 def test_the_straggler_finding_marks_its_rank_and_phase_on_the_ranks_figure() -> None:
     report = fixture_report()
-    section = ranks_timeline_section(report)
+    section = ranks_timeline_section(report, fixture_job().timelines)
     assert section is not None
     figure = section.blocks[1]
     marks = figure.marks  # type: ignore[union-attr]

@@ -14,8 +14,10 @@ from typing import Any
 import pytest
 
 import steptrace
+from steptrace.analysis.lanes import Timeline
+from steptrace.pipeline import analyze_source
 from steptrace.report.registry import renderer
-from steptrace.report.trace_sections import report_document
+from steptrace.report.trace_sections import View, report_document
 from tests.browser import loaded
 from tests.conftest import gpu_trace, read_json
 
@@ -24,11 +26,13 @@ pytestmark = pytest.mark.slow
 VISIBLE = "[...document.querySelectorAll('.tl svg.tlv')].filter(s => s.style.display !== 'none')[0]"
 
 
-def page_of(part: str, folder: Path) -> tuple[Path, steptrace.Report]:
-    report = steptrace.analyze(gpu_trace(part), progress=False)
+def page_of(part: str, folder: Path) -> tuple[Path, steptrace.Report, Timeline]:
+    report, lanes = analyze_source(gpu_trace(part), lanes=True)
+    assert lanes is not None
     path = folder / "report.html"
-    path.write_text(renderer("html").render([report_document(report)]), encoding="utf-8")
-    return path, report
+    page = renderer("html").render([report_document(report, View(lanes=lanes))])
+    path.write_text(page, encoding="utf-8")
+    return path, report, lanes
 
 
 def threads_with_step_work(trace: Any, step_name: str) -> set[tuple[Any, Any]]:
@@ -50,9 +54,9 @@ def shot(page: Any, name: str) -> None:
 
 
 def test_the_timeline_draws_zooms_and_follows_a_finding(tmp_path: Path) -> None:
-    path, report = page_of("cpu_train_trace.json", tmp_path)
-    assert report.timeline is not None and report.findings
-    shown = report.timeline.steps[report.timeline.shown]
+    path, report, timeline = page_of("cpu_train_trace.json", tmp_path)
+    assert report.findings
+    shown = timeline.steps[timeline.shown]
     expected_lanes = len(threads_with_step_work(read_json(gpu_trace("cpu_train_trace.json")),
                                                 shown.name))  # fmt: skip
     with loaded(path) as (page, problems):
@@ -93,8 +97,7 @@ def page_data(path: Path) -> str:
 
 
 def test_a_kernel_links_to_its_launch_and_steps_can_be_chosen(tmp_path: Path) -> None:
-    path, report = page_of("kineto_v100_resnet50", tmp_path)
-    assert report.timeline is not None
+    path, _, timeline = page_of("kineto_v100_resnet50", tmp_path)
     with loaded(path) as (page, problems):
         kernel = page.locator(".tl svg.tlv:visible rect.b[data-o][data-l]").first
         kernel.dispatch_event("click")
@@ -102,7 +105,7 @@ def test_a_kernel_links_to_its_launch_and_steps_can_be_chosen(tmp_path: Path) ->
         selected = page.evaluate(f"{VISIBLE}.querySelectorAll('.sel').length")
         info = page.evaluate("document.querySelector('.tl .info').textContent")
         shot(page, "resnet50-timeline-link.png")
-        other = (report.timeline.shown + 1) % len(report.timeline.steps)
+        other = (timeline.shown + 1) % len(timeline.steps)
         page.locator(".tl .pick").select_option(str(other))
         now = page.evaluate(f"{VISIBLE}.dataset.v")
     assert problems == []

@@ -6,6 +6,7 @@ import torch
 from torch.utils.data import DataLoader, TensorDataset
 
 import steptrace
+from steptrace.capturing import Workload
 
 BATCH, FEATURES, HIDDEN, CLASSES = 16, 32, 64, 4
 
@@ -36,9 +37,9 @@ def training_scenario(**fields: object) -> steptrace.Scenario:
     )
 
 
-def tiny_training() -> steptrace.Workload:
+def tiny_training() -> Workload:
     model = tiny_model()
-    return steptrace.Workload(
+    return Workload(
         scenario=training_scenario(),
         model=model,
         optimizer=torch.optim.Adam(model.parameters()),
@@ -47,7 +48,7 @@ def tiny_training() -> steptrace.Workload:
     )
 
 
-def tiny_inference() -> steptrace.Workload:
+def tiny_inference() -> Workload:
     def load() -> torch.nn.Module:
         return tiny_model().eval()
 
@@ -55,7 +56,7 @@ def tiny_inference() -> steptrace.Workload:
         with torch.inference_mode():
             return model(x).softmax(-1)
 
-    return steptrace.Workload(
+    return Workload(
         scenario=steptrace.Scenario(question="How long does one request take?", kind="inference"),
         load_model=load,
         request=request,

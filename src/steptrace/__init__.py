@@ -6,85 +6,61 @@
 
 Analysis needs no torch. Every name is imported on first use only: the capture names
 (``profile_training``, ``capture``, ...) with torch, the analysis with numpy; so the
-command line starts reading a trace before those imports are done.
+command line starts reading a trace before those imports are done. The errors it raises
+are in ``steptrace.errors`` (``TraceError``, ``CaptureError``); a workload for
+``investigate`` is a ``steptrace.capturing.Workload``.
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from steptrace.errors import CaptureError, TraceError
 from steptrace.lazy import lazy_names
 
 if TYPE_CHECKING:
-    from steptrace.analysis.measure import TraceAnalysis
-    from steptrace.capturing import (
-        Capture,
-        CaptureResult,
-        Workload,
-        capture,
-        profile_inference,
-        profile_training,
-        trace_handler,
-    )
+    from steptrace.across.ranks.thresholds import RankThresholds
+    from steptrace.capturing import capture, profile_inference, profile_training
     from steptrace.hypotheses import Finding, Thresholds
     from steptrace.investigation import investigate
-    from steptrace.pipeline import analyze, analyze_ranks, analyze_trace
+    from steptrace.pipeline import analyze, analyze_ranks, analyze_trace, diff
     from steptrace.report.model import RanksReport, Report
     from steptrace.scenario import Scenario
     from steptrace.trace.load import load_trace
-    from steptrace.validate import Comparison, compare
+    from steptrace.validate import compare
     from steptrace.window import Window
 
 _NEED_TORCH = ("steptrace.capturing", "steptrace.validate", "steptrace.investigation")
 _MODULE_OF = {
-    **dict.fromkeys(("analyze", "analyze_ranks", "analyze_trace"), "steptrace.pipeline"),
-    "TraceAnalysis": "steptrace.analysis.measure",
+    **dict.fromkeys(("analyze", "analyze_ranks", "analyze_trace", "diff"), "steptrace.pipeline"),
     **dict.fromkeys(("RanksReport", "Report"), "steptrace.report.model"),
     **dict.fromkeys(("Finding", "Thresholds"), "steptrace.hypotheses"),
+    "RankThresholds": "steptrace.across.ranks.thresholds",
     "Scenario": "steptrace.scenario",
     "Window": "steptrace.window",
     "load_trace": "steptrace.trace.load",
-    **dict.fromkeys(
-        (
-            "Capture",
-            "CaptureResult",
-            "Workload",
-            "capture",
-            "profile_inference",
-            "profile_training",
-            "trace_handler",
-        ),
-        "steptrace.capturing",
-    ),
-    **dict.fromkeys(("Comparison", "compare"), "steptrace.validate"),
+    **dict.fromkeys(("capture", "profile_inference", "profile_training"), "steptrace.capturing"),
+    "compare": "steptrace.validate",
     "investigate": "steptrace.investigation",
 }
 
 __all__ = [
-    "Capture",
-    "CaptureError",
-    "CaptureResult",
-    "Comparison",
     "Finding",
+    "RankThresholds",
     "RanksReport",
     "Report",
     "Scenario",
     "Thresholds",
-    "TraceAnalysis",
-    "TraceError",
     "Window",
-    "Workload",
     "analyze",
     "analyze_ranks",
     "analyze_trace",
     "capture",
     "compare",
+    "diff",
     "investigate",
     "load_trace",
     "profile_inference",
     "profile_training",
-    "trace_handler",
 ]
 
 

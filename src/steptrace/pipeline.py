@@ -16,38 +16,32 @@ import re
 import zlib
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, TypeVar
+from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar
 
 import msgspec
 
 from steptrace.across.ranks.thresholds import RankThresholds
-from steptrace.analysis.copies import CopyPattern
-from steptrace.analysis.kernels import KernelStat
-from steptrace.analysis.lanes import step_lanes
-from steptrace.analysis.measure import (
-    StepResult,
-    StepSummary,
-    TraceAnalysis,
-    TraceSummary,
-    measure_linked,
-)
-from steptrace.analysis.operators import OperatorStat
+from steptrace.analysis.compose import compute
+from steptrace.analysis.context import Figure, TraceContext
+from steptrace.analysis.lanes import Timeline
+from steptrace.analysis.measure import analysis_of
+from steptrace.analysis.registry import fields_for, figures
 from steptrace.errors import TraceError
 from steptrace.hypotheses import Case, find
 from steptrace.hypotheses.thresholds import Thresholds
 from steptrace.hypotheses.variation import step_variation
 from steptrace.report.model import FINDINGS_SCHEMA, SCHEMA, RanksReport, Report
-from steptrace.scenario import Scenario, decode_record, read_sidecar, sidecar_path, throughput
-from steptrace.trace.load import load_trace
-from steptrace.trace.remote import is_url, load_url, read_sidecar_url
+from steptrace.scenario import decode_record, read_sidecar, sidecar_path, throughput
+from steptrace.trace.load import read_trace
+from steptrace.trace.remote import is_url, read_sidecar_url
 from steptrace.trace.source import GZIP_MAGIC, FileText, decompress, file_size, read_file
 from steptrace.trace.table import Trace
 
 if TYPE_CHECKING:
     from steptrace.across.diff import TraceDiff
+    from steptrace.across.ranks.model import RankTimeline
     from steptrace.across.ranks.work import RankFailure
 
-OLD_SCHEMA = "steptrace.analysis/1"  # reports written before the Report value (read by diff)
 _PEEK_BYTES = 64 * 1024
 # A saved report opens with its schema (msgspec writes struct fields in order); a list of
 # them is what ``analyze --format json`` writes for several traces.
@@ -55,58 +49,73 @@ _SCHEMA_FIRST = re.compile(rb'\A\s*(\[\s*)?\{\s*"schema"\s*:\s*"([^"\\]*)"')
 _Saved = TypeVar("_Saved")
 
 
-def analyze(
+def analyze(path: str | Path, *, thresholds: Thresholds | None = None, workers: int = 1) -> Report:
+    """Load a trace file and its scenario, measure it, find what its figures suggest.
+
+    ``path`` may be an fsspec URL (``s3://...``, ``file://...``: ``trace.remote``);
+    ``workers`` > 1 decodes a large file in that many processes."""
+    return analyze_source(path, thresholds=thresholds, workers=workers).report
+
+
+class Analyzed(NamedTuple):
+    """A report, and the steps' lanes when they were asked for (HTML draws them)."""
+
+    report: Report
+    lanes: Timeline | None = None
+
+
+def analyze_source(
     path: str | Path,
     *,
     thresholds: Thresholds | None = None,
+    workers: int = 1,
     progress: bool | None = None,
     text: FileText | None = None,
-    timeline: bool = True,
-    workers: int = 1,
-) -> Report:
-    """Load a trace file and its scenario, measure it, find what its figures suggest.
-
-    ``path`` may be an fsspec URL (``s3://...``, ``file://...``: ``trace.remote``).
-    ``text`` is the file's content when it was read already (``trace.source.ReadAhead``);
-    ``timeline=False`` leaves out the steps' lanes, which only the HTML report draws (they
-    cost about as much as every other figure together: 85 ms on the 216k-event trace);
-    ``workers`` > 1 decodes a large (streamed) file in that many processes.
-    """
-    if isinstance(path, str) and is_url(path):
-        trace = load_url(path, workers=workers, progress=progress)
-        sidecar, unreadable = read_sidecar_url(path)
-        return _report(trace, sidecar, unreadable, thresholds, timeline)
-    trace = load_trace(path, progress=progress, text=text, workers=workers)
+    lanes: bool = False,
+) -> Analyzed:
+    """``analyze`` for the command line: ``text`` is the file's content when it was read
+    already (``trace.source.ReadAhead``), ``progress`` shows the loading, ``lanes`` also
+    computes the steps' lanes (``analysis.lanes``) for the HTML report."""
+    chosen = figures() + (figures(["lanes"]) if lanes else ())
+    trace = read_trace(path, fields_for(chosen), progress=progress, text=text, workers=workers)
     del text  # the analysis needs the columns, not the file's text: let it go
-    sidecar, unreadable = read_sidecar(trace.info.path)
-    return _report(trace, sidecar, unreadable, thresholds, timeline)
+    if isinstance(path, str) and is_url(path):
+        sidecar, unreadable = read_sidecar_url(path)
+    else:
+        sidecar, unreadable = read_sidecar(trace.info.path)
+    return _analyzed(trace, sidecar, unreadable, thresholds, chosen)
 
 
-def analyze_trace(
-    trace: Trace, *, thresholds: Thresholds | None = None, timeline: bool = True
-) -> Report:
-    """The report of a loaded trace, with the scenario the trace itself carries. No I/O.
+def lanes_of(path: str | Path) -> Timeline:
+    """The steps' lanes of a trace file (what the HTML report draws), alone."""
+    chosen = figures(["lanes"])
+    trace = read_trace(path, fields_for(chosen), progress=False)
+    lanes: Timeline = compute(TraceContext(trace), chosen)["lanes"]
+    return lanes
 
-    ``timeline=False`` leaves out the steps' lanes, as ``analyze`` does."""
-    return _report(trace, None, [], thresholds, timeline)
+
+def analyze_trace(trace: Trace, *, thresholds: Thresholds | None = None) -> Report:
+    """The report of a loaded trace, with the scenario the trace itself carries. No I/O."""
+    return _analyzed(trace, None, [], thresholds, figures()).report
 
 
-def _report(
+def _analyzed(
     trace: Trace,
     sidecar: object | None,
     unreadable: list[str],
     thresholds: Thresholds | None,
-    timeline: bool = True,
-) -> Report:
+    chosen: tuple[Figure[Any], ...],
+) -> Analyzed:
     name = sidecar_path(trace.info.path).name
     record, warnings = decode_record(sidecar, trace.info.scenario_block, name)
     scenario = record.scenario if record else None
     capture = record.capture if record else None
-    partial = capture.partial_step if capture else None
-    analysis, linked = measure_linked(trace, partial_step=partial)  # linked: for the timeline
+    context = TraceContext(trace, partial_step=capture.partial_step if capture else None)
+    computed = compute(context, chosen)
+    analysis = analysis_of(context, computed)
     limits = thresholds or Thresholds()
     varied = step_variation(analysis, limits)
-    return Report(
+    report = Report(
         scenario=scenario,
         capture=capture,
         analysis=analysis,
@@ -114,8 +123,8 @@ def _report(
         findings=find(Case(analysis, scenario, capture), limits),
         thresholds=limits,
         warnings=tuple(unreadable + warnings + ([varied] if varied else [])),
-        timeline=step_lanes(trace, linked=linked) if timeline else None,
     )
+    return Analyzed(report, computed.get("lanes"))
 
 
 def diff(before: str | Path, after: str | Path) -> TraceDiff:
@@ -135,8 +144,6 @@ def read_report(path: str | Path) -> Report:
         return analyze(path)
     if schema == SCHEMA:
         return _decode(path, Report)
-    if schema == OLD_SCHEMA:
-        return _decode(path, _OldReport).upgraded()
     if schema == FINDINGS_SCHEMA:
         raise TraceError(
             f"{path}: holds only findings (--findings-only): a diff needs the whole report"
@@ -145,34 +152,6 @@ def read_report(path: str | Path) -> Report:
         f"{path}: schema {schema!r} is not {SCHEMA!r}: steptrace reads traces and reports "
         "written by `steptrace analyze --format json`"
     )
-
-
-class _OldReport(msgspec.Struct, frozen=True):
-    """A ``steptrace.analysis/1`` report: the figures were at the top; findings are not read."""
-
-    trace: TraceSummary
-    summary: StepSummary
-    steps: tuple[StepResult, ...]
-    operators: tuple[OperatorStat, ...]
-    operators_total: int
-    kernels: tuple[KernelStat, ...]
-    kernels_total: int
-    copies: tuple[CopyPattern, ...]
-    scenario: Scenario | None = None
-
-    def upgraded(self) -> Report:
-        analysis = TraceAnalysis(
-            self.trace, self.summary, self.steps, self.operators, self.operators_total,
-            self.kernels, self.kernels_total, self.copies,
-        )  # fmt: skip
-        return Report(
-            scenario=self.scenario,
-            capture=None,
-            analysis=analysis,
-            findings=(),
-            thresholds=Thresholds(),
-            warnings=(f"a {OLD_SCHEMA} report: its figures were read, its findings were not",),
-        )
 
 
 def _schema_of(path: Path) -> str | None:
@@ -231,7 +210,16 @@ def analyze_ranks(
     """
     return analyze_job(
         paths, thresholds=thresholds, progress=progress, jobs=jobs, scheduler=scheduler
-    )[0]
+    ).report
+
+
+class Job(NamedTuple):
+    """A job's report, the rank traces that could not be analyzed (also warned of in the
+    report), and some ranks' lanes when they were asked for (HTML draws them)."""
+
+    report: RanksReport
+    failures: tuple[RankFailure, ...]
+    timelines: tuple[RankTimeline, ...] = ()
 
 
 def analyze_job(
@@ -241,23 +229,28 @@ def analyze_job(
     progress: bool | None = None,
     jobs: int = 1,
     scheduler: str | None = None,
-) -> tuple[RanksReport, tuple[RankFailure, ...]]:
-    """``analyze_ranks``, and the rank traces that could not be analyzed (also warned of)."""
+    lanes: bool = False,
+) -> Job:
+    """``analyze_ranks`` for the command line: also the ranks that failed, and with
+    ``lanes`` the lanes of some ranks' first steps (the stragglers' first)."""
     from steptrace.across.ranks.analyze import analyze_ranks_data
     from steptrace.across.ranks.discover import identify
     from steptrace.across.ranks.executors import executor
     from steptrace.across.ranks.gather import failure_warnings, gather, kept
+    from steptrace.across.ranks.matrix import DEFAULT_PARTS, Part
     from steptrace.across.ranks.progress import ranks_progress
     from steptrace.hypotheses.rules.ranks import rank_findings
 
     limits = thresholds or RankThresholds()
     locations = [p if isinstance(p, str) else str(p) for p in paths]
+    parts: tuple[Part, ...] = (*DEFAULT_PARTS, "lanes") if lanes else DEFAULT_PARTS
     with ranks_progress(len(locations), progress) as done:
-        gathered = gather(locations, executor(jobs, scheduler), done)
+        gathered = gather(locations, executor(jobs, scheduler), done, parts)
     measured = kept(gathered)
     identified = identify([m.origin for m in measured])
     identified = msgspec.structs.replace(
         identified, warnings=(*failure_warnings(gathered), *identified.warnings)
     )
     analysis = analyze_ranks_data(measured, identified, limits)
-    return RanksReport.of(analysis, rank_findings(analysis, limits), limits), gathered.failures
+    report = RanksReport.of(analysis, rank_findings(analysis, limits), limits)
+    return Job(report, gathered.failures, analysis.timelines)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import html
 import re
 
 # C0 and C1 control characters but tab and newline (which the layouts use), and DEL
@@ -22,6 +23,12 @@ def one_line(text: str) -> str:
 def _escaped(found: re.Match[str]) -> str:
     code = ord(found.group())
     return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+
+
+def html_text(text: str) -> str:
+    """``visible`` and HTML-escaped (quotes too): text from a trace stays text in a page,
+    in an element or an attribute alike. The one HTML escape of the reports."""
+    return html.escape(visible(text))
 
 
 def visible(text: str) -> str:

@@ -15,6 +15,7 @@ from torch.profiler import ProfilerAction, profile, schedule  # noqa: E402
 
 import steptrace  # noqa: E402
 from steptrace.capturing import handler as handler_module  # noqa: E402
+from steptrace.capturing import trace_handler  # noqa: E402
 from steptrace.capturing.schedule_probe import probe  # noqa: E402
 from steptrace.errors import CaptureWarning  # noqa: E402
 from steptrace.scenario import Scenario, sidecar_path  # noqa: E402
@@ -25,7 +26,7 @@ NAME = re.compile(r"^worker-a\.\d+\.pt\.trace\.json\.gz$")
 
 
 def run_loop(out: Path, steps: int, repeat: int) -> steptrace.capturing.handler.TraceHandler:
-    handler = steptrace.trace_handler(out, scenario=SCENARIO, worker_name="worker-a")
+    handler = trace_handler(out, scenario=SCENARIO, worker_name="worker-a")
     model = torch.nn.Linear(8, 2)
     with profile(
         schedule=schedule(wait=1, warmup=1, active=2, repeat=repeat), on_trace_ready=handler

@@ -8,6 +8,7 @@ from typing import Any
 
 import torch
 
+from steptrace.capturing import trace_handler
 from steptrace.scenario import Scenario
 
 QUESTION = "Which part of my framework's step takes the time?"
@@ -78,13 +79,11 @@ def gloo_rank(rank: int, folder: str, world_size: int, port: int) -> None:
     import torch.distributed as dist
     from torch.profiler import profile, schedule
 
-    import steptrace
-
     os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
     dist.init_process_group("gloo", rank=rank, world_size=world_size)
     try:
         model = torch.nn.Linear(16, 4)
-        handler = steptrace.trace_handler(folder, scenario=SCENARIO)
+        handler = trace_handler(folder, scenario=SCENARIO)
         with profile(schedule=schedule(wait=1, warmup=1, active=2, repeat=1),
                      on_trace_ready=handler) as prof:  # fmt: skip
             for _ in range(4):

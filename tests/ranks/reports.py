@@ -16,7 +16,7 @@ from pathlib import Path
 import msgspec
 
 from steptrace.across.ranks.model import RankResult, Straggler
-from steptrace.pipeline import analyze_ranks
+from steptrace.pipeline import Job, analyze_job
 from steptrace.report.model import RanksReport
 
 FIXTURES = Path(__file__).parents[1] / "fixtures" / "ranks"
@@ -28,13 +28,18 @@ def rank_paths(folder: Path) -> list[Path]:
 
 
 @functools.cache
-def fixture_report(name: str = GOLDEN_SET) -> RanksReport:
+def fixture_job(name: str = GOLDEN_SET) -> Job:
+    """The fixture set analyzed, with the ranks' lanes (what the HTML report draws)."""
     here = Path.cwd()
     os.chdir(FIXTURES)
     try:
-        return analyze_ranks(rank_paths(Path(name)), progress=False)
+        return analyze_job(rank_paths(Path(name)), progress=False, lanes=True)
     finally:
         os.chdir(here)
+
+
+def fixture_report(name: str = GOLDEN_SET) -> RanksReport:
+    return fixture_job(name).report
 
 
 def widened(

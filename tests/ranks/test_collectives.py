@@ -53,11 +53,18 @@ def test_collective_args_written_as_other_json_types(write_trace: WriteTrace) ->
         cpu("record_param_comms", 20, 80, **written),
         cpu("record_param_comms", 10, 5, **RPC),
     ])), progress=False)  # fmt: skip
-    comm = trace.events.comm
-    assert comm.process_group == ("7", "7")
-    assert comm.dtype == ("BFloat16", "3")
-    assert comm.seq.tolist() == [4, 4] and comm.in_nelems.tolist() == [1000, 1000]
-    assert comm.out_nelems.tolist() == [-1, -1]
+    events = trace.events
+
+    def texts(field: str) -> list[str | None]:
+        return [events.text(int(i)) for i in events.sparse_column(field).values]
+
+    def numbers(field: str) -> list[int]:
+        return events.sparse_column(field).values.tolist()  # type: ignore[no-any-return]
+
+    assert texts("process_group") == ["7", "7"]
+    assert texts("dtype") == ["BFloat16", "3"]
+    assert numbers("seq") == [4, 4] and numbers("in_nelems") == [1000, 1000]
+    assert numbers("out_nelems") == [-1, -1]
 
 
 def test_c10d_operator_and_a_kernel_alone_in_either_vocabulary(write_trace: WriteTrace) -> None:

@@ -15,6 +15,7 @@ import msgspec
 import numpy as np
 from numpy.typing import NDArray
 
+from steptrace.analysis.context import Figure, TraceContext
 from steptrace.analysis.gpu import copy_kind
 from steptrace.analysis.links import GpuLinks
 from steptrace.analysis.phases import label_rows
@@ -109,3 +110,10 @@ def _launch_labels(events: EventTable, launches: NDArray[np.int64]) -> NDArray[n
     label_of = np.full(launches.size, -1, dtype=np.int64)
     label_of[launches >= 0] = label_of_known[back.reshape(-1)]
     return label_of
+
+
+def _figure(context: TraceContext) -> tuple[CopyPattern, ...]:
+    return copy_patterns(context.events, context.links, context.windows)
+
+
+FIGURE = Figure("copies", _figure, frozenset({"steps", "links"}))

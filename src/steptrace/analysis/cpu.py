@@ -11,6 +11,7 @@ from __future__ import annotations
 import msgspec
 import numpy as np
 
+from steptrace.analysis.context import Figure, TraceContext
 from steptrace.analysis.links import CpuTree
 from steptrace.analysis.stats import Spread
 from steptrace.analysis.steps import StepWindow, indices_by_step, step_of
@@ -47,3 +48,10 @@ def cpu_per_step(
             )
         )
     return tuple(results)
+
+
+def _figure(context: TraceContext) -> tuple[CpuStep, ...]:
+    return cpu_per_step(context.events, context.tree, context.windows)
+
+
+FIGURE = Figure("cpu", _figure, frozenset({"steps", "tree"}))

@@ -28,6 +28,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from steptrace.analysis.categories import CategoryTime, category_per_step
+from steptrace.analysis.context import Figure, TraceContext
 from steptrace.analysis.idle import after_sync_us, waiting_on_host_us
 from steptrace.analysis.stats import Spread
 from steptrace.analysis.steps import StepWindow, indices_by_step, step_of
@@ -300,3 +301,10 @@ def _syncs(events: EventTable, rows: NDArray[np.int64]) -> tuple[SyncSummary, ..
         SyncSummary(name, len(members), _busy_ms(events, np.array(members, dtype=np.int64)))
         for name, members in sorted(by_name.items())
     )
+
+
+def _figure(context: TraceContext) -> tuple[GpuStep | None, ...]:
+    return gpu_per_step(context.events, context.windows, context.timeline)
+
+
+FIGURE = Figure("gpu", _figure, frozenset({"steps", "timeline"}))

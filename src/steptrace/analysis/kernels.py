@@ -14,6 +14,8 @@ import msgspec
 import numpy as np
 from numpy.typing import NDArray
 
+from steptrace.analysis.context import Figure, TraceContext
+from steptrace.analysis.steps import step_of
 from steptrace.trace.kinds import Kind
 from steptrace.trace.table import EventTable
 
@@ -64,3 +66,16 @@ def kernel_stats(
         )
     ]
     return tuple(sorted(stats, key=lambda s: (-s.total_ms, s.name)))
+
+
+def _figure(context: TraceContext) -> tuple[KernelStat, ...]:
+    """Per-step means over the complete steps, of the kernels each launched."""
+    events, timeline, counted = context.events, context.timeline, context.counted
+    if timeline is None:
+        return kernel_stats(events, None, len(counted))
+    launched = np.zeros(len(events), dtype=bool)
+    launched[timeline.rows] = step_of(counted, timeline.issued_us) >= 0
+    return kernel_stats(events, launched, len(counted))
+
+
+FIGURE = Figure("kernels", _figure, frozenset({"steps", "timeline"}))

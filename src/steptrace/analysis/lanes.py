@@ -1,6 +1,7 @@
 """The steps on the timeline: one lane per CPU thread and per GPU stream, bounded in size.
 
-Contract: ``step_lanes(trace) -> Timeline``, pure. For every step (``steps.find_steps``)
+Contract: ``step_lanes(context) -> Timeline``, pure (``FIGURE``: on demand, for the HTML
+report). For every step (``steps.find_steps``)
 the events that *start* inside its window ``[start, end)`` are laid out in lanes, with
 times in integer nanoseconds from the step's start:
 
@@ -28,13 +29,12 @@ import msgspec
 import numpy as np
 from numpy.typing import NDArray
 
+from steptrace.analysis.context import Figure, TraceContext
 from steptrace.analysis.gpu import COMMUNICATION, copy_kind
 from steptrace.analysis.lane_gaps import Gap, IdleGaps, idle_gaps, sync_ends
 from steptrace.analysis.lane_merge import Band, Bar, merge
 from steptrace.analysis.links import CpuTree, GpuLinks
-from steptrace.analysis.measure import linked_events
-from steptrace.analysis.steps import StepWindow, find_steps
-from steptrace.analysis.timeline import gpu_timeline
+from steptrace.analysis.steps import StepWindow
 from steptrace.trace.arrays import distinct
 from steptrace.trace.kinds import Kind
 from steptrace.trace.nesting import parents
@@ -103,21 +103,18 @@ class _Names:
 
 
 def step_lanes(
-    trace: Trace,
+    context: TraceContext,
     *,
     budget: int = BUDGET,
     max_depth: int | None = None,
     max_steps: int | None = None,
     step_min: int = STEP_MIN,
-    linked: tuple[CpuTree, GpuLinks] | None = None,
 ) -> Timeline:
     """The timeline of the steps (the first ``max_steps`` when given); ``max_depth`` keeps
-    only CPU bars that shallow; each step gets at least ``step_min`` items of ``budget``;
-    ``linked``: the trace's ``cpu_tree`` and ``gpu_links`` when they are computed already."""
-    events = trace.events
-    windows = find_steps(events).windows[:max_steps]
-    tree, links = linked or linked_events(events)
-    observed = gpu_timeline(events, links)
+    only CPU bars that shallow; each step gets at least ``step_min`` items of ``budget``."""
+    trace, events = context.trace, context.events
+    windows = context.windows[:max_steps]
+    tree, links, observed = context.tree, context.links, context.timeline
     cpu_rows = _cpu_rows(events, tree)
     depth = _depths(events, cpu_rows)
     if max_depth is not None:
@@ -130,9 +127,9 @@ def step_lanes(
     streams = np.stack((events.device[links.rows], events.stream[links.rows]), axis=1)
     lane = np.unique(streams, axis=0, return_inverse=True)[1].reshape(-1).astype(np.int32)
     gpu_depth = _depths(events, links.rows, lane)
-    context = _Context(events, tree, links, cpu_rows, depth, names, trace, kinds, gpu_depth)
+    drawing = _Drawing(events, tree, links, cpu_rows, depth, names, trace, kinds, gpu_depth)
     steps = tuple(
-        _step(context, w, share, idle_gaps(observed, ends, w) if observed else None)
+        _step(drawing, w, share, idle_gaps(observed, ends, w) if observed else None)
         for w in windows
     )
     walls = sorted(range(len(windows)), key=lambda k: windows[k].end_us - windows[k].start_us)
@@ -146,7 +143,7 @@ def step_lanes(
 
 
 @dataclass(frozen=True)
-class _Context:
+class _Drawing:
     events: EventTable
     tree: CpuTree
     links: GpuLinks
@@ -177,7 +174,7 @@ def _depths(events: EventTable, rows: Rows, lane: NDArray[np.int32] | None = Non
     return depth
 
 
-def _step(c: _Context, w: StepWindow, share: int, gaps: IdleGaps | None) -> StepLanes:
+def _step(c: _Drawing, w: StepWindow, share: int, gaps: IdleGaps | None) -> StepLanes:
     events = c.events
     lo_ns = round(w.start_us * 1000)
     wall_ns = round(w.end_us * 1000) - lo_ns
@@ -208,7 +205,7 @@ def _ns(values: NDArray[np.float64], lo_ns: int) -> NDArray[np.int64]:
 
 
 def _lanes(
-    c: _Context,
+    c: _Drawing,
     w: StepWindow,
     lo_ns: int,
     cpu: Rows,
@@ -249,7 +246,7 @@ def _lanes(
 
 
 def _gpu_lanes(
-    c: _Context, lo_ns: int, gpu_at: Rows, resolution: int, drawn: dict[int, int], first_id: int
+    c: _Drawing, lo_ns: int, gpu_at: Rows, resolution: int, drawn: dict[int, int], first_id: int
 ) -> list[Lane]:
     events, links = c.events, c.links
     rows = links.rows[gpu_at]
@@ -329,3 +326,8 @@ def _thread_label(trace: Trace, thread: int) -> str:
     pid, tid = trace.events.threads[thread]
     name = trace.info.thread_names.get((pid, tid))
     return f"pid {pid} tid {tid}" + (f" ({name})" if name else "")
+
+
+FIGURE = Figure(
+    "lanes", step_lanes, frozenset({"steps", "timeline", "tree", "links"}), on_demand=True
+)

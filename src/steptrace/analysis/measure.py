@@ -1,45 +1,32 @@
-"""``measure``: one loaded trace -> its ``TraceAnalysis``, every analysis composed.
+"""``measure``: one loaded trace -> its ``TraceAnalysis``, the registry's figures composed.
 
 Contract: ``measure(trace) -> TraceAnalysis``, pure (no I/O, no findings): steps, labels,
 CPU and GPU per step, GPU work outside the steps, operators, kernels and copies, as frozen
 typed results. It mirrors the ``analysis`` object of the JSON report (``docs/json-schema.md``).
+The figures are those of ``registry`` over one ``TraceContext``, computed by ``compose``;
+``analysis_of`` assembles them when the caller computed them (with figures on demand).
 """
 
 from __future__ import annotations
 
+from typing import Any
+
 import msgspec
-import numpy as np
-from numpy.typing import NDArray
 
 from steptrace.analysis.categories import CategorySummary, summarize
-from steptrace.analysis.copies import CopyPattern, copy_patterns
-from steptrace.analysis.cpu import CpuStep, cpu_per_step
-from steptrace.analysis.gpu import GpuStep, gpu_per_step
-from steptrace.analysis.kernels import KernelStat, kernel_stats
-from steptrace.analysis.links import (
-    CpuTree,
-    GpuLaunches,
-    GpuLinks,
-    cpu_tree,
-    gpu_launches,
-    gpu_links,
-)
-from steptrace.analysis.operators import OperatorStat, operator_stats
-from steptrace.analysis.outside import GpuOutsideSteps, gpu_outside_steps, outside_warnings
-from steptrace.analysis.phases import Phase, Reading, StepPhases, phases_per_step
+from steptrace.analysis.compose import compute
+from steptrace.analysis.context import TraceContext
+from steptrace.analysis.copies import CopyPattern
+from steptrace.analysis.cpu import CpuStep
+from steptrace.analysis.gpu import GpuStep
+from steptrace.analysis.kernels import KernelStat
+from steptrace.analysis.operators import OperatorStat
+from steptrace.analysis.outside import GpuOutsideSteps, outside_warnings
+from steptrace.analysis.phases import Phase, Reading, StepPhases
+from steptrace.analysis.registry import figures
 from steptrace.analysis.stats import Spread
-from steptrace.analysis.steps import (
-    StepWindow,
-    find_steps,
-    marker_warnings,
-    overlap_warnings,
-    step_of,
-)
-from steptrace.analysis.timeline import GpuTimeline, gpu_timeline
-from steptrace.trace import memory
-from steptrace.trace.arrays import distinct
-from steptrace.trace.table import Device, EventTable, Trace
-from steptrace.trace.threads import helper_for
+from steptrace.analysis.steps import marker_warnings, overlap_warnings
+from steptrace.trace.table import Device, Trace
 
 # The first step is shown apart when its wall time is this far (relative) from the others'.
 FIRST_STEP_TOLERANCE = 0.10
@@ -136,56 +123,22 @@ class TraceAnalysis(msgspec.Struct, frozen=True):
         return msgspec.structs.replace(self, operators=self.operators[:n], kernels=self.kernels[:n])
 
 
-def measure(
-    trace: Trace,
-    *,
-    partial_step: int | None = None,
-    linked: tuple[CpuTree, GpuLinks] | None = None,
-) -> TraceAnalysis:
+def measure(trace: Trace, *, partial_step: int | None = None) -> TraceAnalysis:
     """Every figure of a loaded trace; ``partial_step`` is the number of a ProfilerStep
-    known to be cut short (its capture says so): it is marked ``partial``. ``linked``: the
-    trace's ``cpu_tree`` and ``gpu_links`` when computed already (``lanes`` shares them)."""
-    return measure_linked(trace, partial_step=partial_step, linked=linked)[0]
+    known to be cut short (its capture says so): it is marked ``partial``."""
+    context = TraceContext(trace, partial_step=partial_step)
+    return analysis_of(context, compute(context, figures()))
 
 
-def measure_linked(
-    trace: Trace,
-    *,
-    partial_step: int | None = None,
-    linked: tuple[CpuTree, GpuLinks] | None = None,
-) -> tuple[TraceAnalysis, tuple[CpuTree, GpuLinks]]:
-    """``measure``, and the ``cpu_tree`` and ``gpu_links`` it read, for other figures
-    (``lanes``). Computed here, the tree is built beside the GPU figures, which need
-    only the launch calls (``gpu_launches``)."""
-    events = trace.events
-    with helper_for(len(events)) as helper:  # two sides at once, each in order (``threads``)
-        # the largest parts (the tree, the GPU figures, the operators) at most two at a time,
-        # so that their temporaries never add up three at once
-        tree_built = helper.submit(cpu_tree, events) if linked is None else None
-        steps = find_steps(events)
-        partial = [
-            steps.from_markers and w.number is not None and w.number == partial_step
-            for w in steps.windows
-        ]
-        counted = tuple(w for w, p in zip(steps.windows, partial, strict=True) if not p)
-        counted = counted or steps.windows  # as the summary: all when every one is partial
-        launched = linked[1] if linked else gpu_launches(events)  # all the GPU figures need
-        timeline = gpu_timeline(events, launched)
-        gpu = gpu_per_step(events, steps.windows, timeline)
-        if linked is None:
-            assert tree_built is not None and isinstance(launched, GpuLaunches)
-            tree = tree_built.result()
-            linked = tree, gpu_links(events, tree, launched)
-        tree, links = linked
-        if len(events) >= memory.TRIM_ROWS:  # the tree's and GPU figures' temporaries back
-            memory.release_freed_memory()  # before the next pair's (peak 0.49 -> 0.46x)
-        side = helper.submit(_timeline_side, events, steps.windows, links, timeline, counted)
-        copied = helper.submit(copy_patterns, events, links, steps.windows)  # after the side
-        operators = operator_stats(events, tree, links if timeline else None, counted)
-        cpu = cpu_per_step(events, tree, steps.windows)
-    phases, outside, kernels = side.result()
-    copies = copied.result()
-    results = tuple(
+def analysis_of(context: TraceContext, computed: dict[str, Any]) -> TraceAnalysis:
+    """The ``TraceAnalysis`` of the registry's figures, computed (``compose.compute``)."""
+    trace, events = context.trace, context.events
+    windows = context.windows
+    phases: tuple[StepPhases, ...] = computed["phases"]
+    cpu: tuple[CpuStep, ...] = computed["cpu"]
+    gpu: tuple[GpuStep | None, ...] = computed["gpu"]
+    outside: GpuOutsideSteps | None = computed["gpu_outside_steps"]
+    steps = tuple(
         StepResult(
             name=w.name,
             number=w.number,
@@ -199,84 +152,46 @@ def measure_linked(
             gpu=g,
             partial=cut,
         )
-        for w, p, c, g, cut in zip(steps.windows, phases, cpu, gpu, partial, strict=True)
+        for w, p, c, g, cut in zip(windows, phases, cpu, gpu, context.partial, strict=True)
     )
     info = trace.info
     dist = info.distributed
     noticed = [
         *info.warnings,
         *marker_warnings(events),
-        *overlap_warnings(steps.windows),
+        *overlap_warnings(windows),
         *outside_warnings(outside),
-        *_partial_warnings(results),
+        *_partial_warnings(steps),
     ]
-    analysis = TraceAnalysis(
+    operators: tuple[OperatorStat, ...] = computed["operators"]
+    kernels: tuple[KernelStat, ...] = computed["kernels"]
+    return TraceAnalysis(
         trace=TraceSummary(
             path=info.url or str(info.path),
             rank=dist.rank if dist else None,
             world_size=dist.world_size if dist else None,
             backend=dist.backend if dist else None,
-            gpu_observed=timeline is not None,
+            gpu_observed=context.timeline is not None,
             devices=info.devices,
             events=info.events_total,
-            steps_from_markers=steps.from_markers,
+            steps_from_markers=context.steps.from_markers,
             options=info.options,
             memory_events=info.memory_events,
             fwdbwd_flows=info.fwdbwd_flows,
-            launch_calls=int(tree.launches.size),
+            launch_calls=int(context.tree.launches.size),
             warnings=tuple(noticed),
             base_time_ns=info.base_time_ns,
             origin_ns=events.origin_ns,
         ),
-        summary=_summary(results),
-        steps=results,
+        summary=_summary(steps),
+        steps=steps,
         operators=operators,
         operators_total=len(operators),
         kernels=kernels,
         kernels_total=len(kernels),
-        copies=copies,
+        copies=computed["copies"],
         gpu_outside_steps=outside,
     )
-    return analysis, linked
-
-
-def _timeline_side(
-    events: EventTable,
-    windows: tuple[StepWindow, ...],
-    links: GpuLinks,
-    timeline: GpuTimeline | None,
-    counted: tuple[StepWindow, ...],
-) -> tuple[tuple[StepPhases, ...], GpuOutsideSteps | None, tuple[KernelStat, ...]]:
-    """The figures ``measure`` computes beside the operators', the copies and the CPU's:
-    the phases, the GPU work outside the steps and the kernels (``counted``: the complete
-    steps)."""
-    launch_starts = events.start_us[distinct(links.launch[links.launch >= 0])]
-    phases = phases_per_step(
-        events,
-        windows,
-        timeline.busy if timeline else None,
-        launch_starts if timeline else None,
-    )
-    outside = gpu_outside_steps(events, windows, timeline)
-    kernels = kernel_stats(events, _launched_in(events, timeline, counted), len(counted))
-    return phases, outside, kernels
-
-
-def _launched_in(
-    events: EventTable, timeline: GpuTimeline | None, windows: tuple[StepWindow, ...]
-) -> NDArray[np.bool_] | None:
-    """Per event row: GPU work launched in one of ``windows`` (as ``GpuStep`` counts it)."""
-    if timeline is None:
-        return None
-    launched = np.zeros(len(events), dtype=bool)
-    launched[timeline.rows] = step_of(windows, timeline.issued_us) >= 0
-    return launched
-
-
-def linked_events(events: EventTable) -> tuple[CpuTree, GpuLinks]:
-    """The operator tree and the GPU links, computed once for every figure that reads them."""
-    tree = cpu_tree(events)
-    return tree, gpu_links(events, tree)
 
 
 def _thread_label(trace: Trace, thread: int) -> str | None:

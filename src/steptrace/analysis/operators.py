@@ -19,6 +19,7 @@ import msgspec
 import numpy as np
 from numpy.typing import NDArray
 
+from steptrace.analysis.context import Figure, TraceContext
 from steptrace.analysis.links import CpuTree, GpuLinks
 from steptrace.analysis.steps import StepWindow, step_of
 from steptrace.trace.nesting import has_same_name_ancestor, self_time
@@ -81,8 +82,8 @@ def operator_stats(
             inclusive_ms=float(inclusive_us[i]) / 1000,
             gpu_ms=None if gpu_us is None else float(gpu_us[i]) / 1000,
             gpu_launches=None if gpu_count is None else int(gpu_count[i]),
-            input_shapes=events.shapes[shapes[i]] if i in shapes else None,
-            input_types=(events.shape_types[shapes[i]] or None) if i in shapes else None,
+            input_shapes=events.text(shapes[i][0]) if i in shapes else None,
+            input_types=events.text(shapes[i][1]) if i in shapes else None,
             calls_per_step=float(step_calls[i]),
             self_ms_per_step=float(step_self[i]) / 1000,
             inclusive_ms_per_step=float(step_inclusive[i]) / 1000,
@@ -119,18 +120,28 @@ def _gpu_in_steps(
     return total
 
 
-def _typical_shapes(events: EventTable, ops: NDArray[np.int64]) -> dict[int, int]:
-    """Most frequent recorded inputs (shape id) per operator name."""
-    recorded = ops[events.shape_id[ops] >= 0]
+def _typical_shapes(events: EventTable, ops: NDArray[np.int64]) -> dict[int, tuple[int, int]]:
+    """Most frequent recorded inputs (ids of their dims and types) per operator name; of
+    equally frequent ones, those of the earliest call."""
+    dims, types = events.input_dims, events.input_types
+    recorded = ops[dims[ops] >= 0]  # in table order: by start
     if recorded.size == 0:
         return {}
-    pairs, counts = np.unique(
-        np.stack((events.name_id[recorded], events.shape_id[recorded]), axis=1),
-        axis=0,
-        return_counts=True,
-    )
-    best: dict[int, tuple[int, int]] = {}
-    for (name, shape), count in zip(pairs.tolist(), counts.tolist(), strict=True):
-        if name not in best or count > best[name][1]:
-            best[name] = (shape, count)
-    return {name: shape for name, (shape, _) in best.items()}
+    keys = np.stack((events.name_id[recorded], dims[recorded], types[recorded]), axis=1)
+    groups, first, counts = np.unique(keys, axis=0, return_index=True, return_counts=True)
+    best: dict[int, tuple[tuple[int, int], int, int]] = {}
+    rows = zip(groups.tolist(), first.tolist(), counts.tolist(), strict=True)
+    for (name, dims_id, types_id), at, count in rows:
+        held = best.get(name)
+        if held is None or (count, -at) > (held[2], -held[1]):
+            best[name] = ((dims_id, types_id), at, count)
+    return {name: shape for name, (shape, _, _) in best.items()}
+
+
+def _figure(context: TraceContext) -> tuple[OperatorStat, ...]:
+    """GPU time per operator only where the GPU was observed."""
+    links = context.links if context.timeline is not None else None
+    return operator_stats(context.events, context.tree, links, context.counted)
+
+
+FIGURE = Figure("operators", _figure, frozenset({"steps", "tree", "links"}))

@@ -22,6 +22,7 @@ import msgspec
 import numpy as np
 from numpy.typing import NDArray
 
+from steptrace.analysis.context import Figure, TraceContext
 from steptrace.analysis.steps import StepWindow, step_of
 from steptrace.analysis.timeline import GpuTimeline
 from steptrace.trace import intervals as iv
@@ -132,3 +133,10 @@ def _plural(word: str, n: int) -> str:
 
 def _ms(value: float) -> str:
     return f"{value:.3f}" if value >= 0.001 or value == 0 else "< 0.001"
+
+
+def _figure(context: TraceContext) -> GpuOutsideSteps | None:
+    return gpu_outside_steps(context.events, context.windows, context.timeline)
+
+
+FIGURE = Figure("gpu_outside_steps", _figure, frozenset({"steps", "timeline"}))

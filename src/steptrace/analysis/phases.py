@@ -18,6 +18,7 @@ import msgspec
 import numpy as np
 from numpy.typing import NDArray
 
+from steptrace.analysis.context import Figure, TraceContext
 from steptrace.analysis.parts import part_of
 from steptrace.analysis.steps import StepWindow
 from steptrace.scenario import TRAINING_STEP
@@ -215,3 +216,16 @@ def _unlabeled_ms(events: EventTable, step: StepWindow, rows: NDArray[np.int64])
     own = rows[events.thread_id[rows] == step.thread]
     labels = iv.union(events.start_us[own], events.end_us[own])
     return iv.total(iv.gaps(labels, step.start_us, step.end_us)) / 1000
+
+
+def _figure(context: TraceContext) -> tuple[StepPhases, ...]:
+    """Idle GPU time per label needs the GPU busy intervals and the launch calls' starts."""
+    events, timeline = context.events, context.timeline
+    if timeline is None:
+        return phases_per_step(events, context.windows, None, None)
+    launch = context.launches.launch
+    starts = events.start_us[distinct(launch[launch >= 0])]
+    return phases_per_step(events, context.windows, timeline.busy, starts)
+
+
+FIGURE = Figure("phases", _figure, frozenset({"steps", "timeline"}))

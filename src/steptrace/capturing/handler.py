@@ -3,7 +3,7 @@ the question with each trace.
 
     with torch.profiler.profile(
         schedule=torch.profiler.schedule(wait=1, warmup=1, active=2, repeat=1),
-        on_trace_ready=steptrace.trace_handler("traces", scenario=scenario),
+        on_trace_ready=steptrace.capturing.trace_handler("traces", scenario=scenario),
     ) as prof:
         for batch in loader:
             train_step(batch)

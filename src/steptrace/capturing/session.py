@@ -235,7 +235,7 @@ class Capture(AbstractContextManager["Capture"]):
             files.release(sidecar_path(path))
         warned = [] if self.done else [self._ended_early(cut)]
         gpu_requested = devices.wants_gpu(self.device)
-        gpu_observed = all(load_trace(p).events.mask(*GPU_WORK).any() for p in written)
+        gpu_observed = all(load_trace(p, groups=()).events.mask(*GPU_WORK).any() for p in written)
         if gpu_requested and not gpu_observed:
             warned.append(
                 f"the scenario asked for {self.device} but a trace holds no GPU event: GPU "

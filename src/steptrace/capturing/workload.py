@@ -1,8 +1,8 @@
 """A workload for ``steptrace profile``: the pieces a user function returns, and their run.
 
-    def my_workload() -> steptrace.Workload:
+    def my_workload() -> steptrace.capturing.Workload:
         model = ...
-        return steptrace.Workload(
+        return steptrace.capturing.Workload(
             scenario=steptrace.Scenario(question="Does the step wait for data?"),
             model=model, optimizer=..., loss_fn=..., loader=...,
         )

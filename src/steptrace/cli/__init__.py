@@ -30,6 +30,7 @@ from steptrace.errors import CaptureError, TraceError
 from steptrace.safe_text import one_line, visible
 
 if TYPE_CHECKING:
+    from steptrace.pipeline import Analyzed
     from steptrace.report.document import Document
     from steptrace.report.model import Report
 
@@ -127,21 +128,22 @@ def analyze(
         return
     texts = ReadAhead(files)  # reading starts now, beside the imports
     from steptrace.cli.ranks import usable_cores
-    from steptrace.pipeline import analyze as analyze_file
+    from steptrace.pipeline import analyze_source
 
     limits = _thresholds(list(threshold))
-    timeline, workers = output_format == "html", jobs or usable_cores()
-    reports, failures = [], []
+    lanes, workers = output_format == "html", jobs or usable_cores()
+    reports: list[Analyzed] = []
+    failures = []
     given: Iterable[tuple[str | Path, BackgroundRead | None]] = chain(
         texts, ((url, None) for url in remote)
     )  # lazy: two texts held at most
     for where, reading in given:
         try:  # one trace that cannot be analyzed costs only its own report
             text = reading.take() if reading is not None else None
-            reports.append(
-                analyze_file(where, thresholds=limits, text=text, timeline=timeline,
-                             workers=workers).top(top)
-            )  # fmt: skip
+            found = analyze_source(
+                where, thresholds=limits, text=text, lanes=lanes, workers=workers
+            )
+            reports.append(found)
         except TraceError as error:
             failures.append(str(error))
     if not reports:
@@ -149,9 +151,8 @@ def analyze(
         _fail(f"{failures[0]}{more}")
     for failure in failures:
         _warn(f"{failure}; the other traces' reports are written")
-    reports.sort(key=lambda r: (r.analysis.trace.rank is None, r.analysis.trace.rank or 0,
-                                r.analysis.trace.path))  # fmt: skip
-    _report(reports, output_format, findings_only=findings_only, totals=totals)
+    reports.sort(key=lambda r: _order_of(r.report))
+    _report(reports, output_format, findings_only=findings_only, totals=totals, top=top)
     if failures:
         raise SystemExit(1)
 
@@ -172,7 +173,12 @@ def _analyze_ranks(
 
     try:
         found = job_document(
-            locations, rank_thresholds(assignments), findings_only, jobs, scheduler
+            locations,
+            rank_thresholds(assignments),
+            findings_only,
+            jobs,
+            scheduler,
+            lanes=output_format == "html",
         )
     except ValueError as error:
         _fail(f"--threshold: {error}")
@@ -214,11 +220,11 @@ def profile(
 ) -> None:
     """Capture a labelled window of a workload with torch.profiler, then analyze it.
 
-    TARGET is MODULE:FUNCTION or FILE.py:FUNCTION returning a steptrace.Workload.
+    TARGET is MODULE:FUNCTION or FILE.py:FUNCTION returning a steptrace.capturing.Workload.
     """
     import warnings
 
-    from steptrace.pipeline import analyze as analyze_file
+    from steptrace.pipeline import analyze_source
 
     try:
         from steptrace.capturing.workload import run_workload
@@ -230,7 +236,8 @@ def profile(
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # the result carries them; printed below once
             captured = run_workload(load_workload(target), out=path, window=window)
-        reports = [analyze_file(trace).top(top) for trace in captured.facts.traces]
+        lanes = output_format == "html"
+        reports = [analyze_source(trace, lanes=lanes) for trace in captured.facts.traces]
     except (CaptureError, TraceError) as error:
         _fail(str(error))
     for message in captured.facts.warnings:
@@ -239,7 +246,7 @@ def profile(
         f"steptrace: trace {', '.join(captured.facts.traces)}; scenario {captured.facts.sidecar}",
         file=sys.stderr,
     )
-    _report(reports, output_format, findings_only=findings_only, totals=totals)
+    _report(reports, output_format, findings_only=findings_only, totals=totals, top=top)
 
 
 @app.command(short_help="The method end to end: capture, findings, each one's check run.")
@@ -256,7 +263,7 @@ def investigate(target: str, out: Path | None, checks: int, budget: float, outpu
     """Capture a workload, analyze it, and run each finding's controlled check outside the
     profiler: each hypothesis supported, not supported, outputs differ, or not testable here.
 
-    TARGET is MODULE:FUNCTION or FILE.py:FUNCTION returning a steptrace.Workload.
+    TARGET is MODULE:FUNCTION or FILE.py:FUNCTION returning a steptrace.capturing.Workload.
     """
     from steptrace.cli.investigating import run
 
@@ -267,7 +274,11 @@ def investigate(target: str, out: Path | None, checks: int, budget: float, outpu
         _fail(f"investigate needs torch ({error})")
     except (CaptureError, TraceError) as error:
         _fail(str(error))
-    _report([report.top(top)], output_format, findings_only=findings_only, totals=totals)
+    from steptrace.pipeline import Analyzed, lanes_of
+
+    lanes = lanes_of(report.analysis.trace.path) if output_format == "html" else None
+    found = Analyzed(report, lanes)
+    _report([found], output_format, findings_only=findings_only, totals=totals, top=top)
 
 
 @app.command(short_help="A/B outside the profiler: correctness first, then timing.")
@@ -426,16 +437,31 @@ def demo(out: Path, device: str, quick: bool, ranks: bool) -> None:
 
 
 def _report(
-    reports: list[Report], output_format: str, *, findings_only: bool = False, totals: bool = False
+    found: list[Analyzed],
+    output_format: str,
+    *,
+    findings_only: bool = False,
+    totals: bool = False,
+    top: int,
 ) -> None:
+    """Each report, its first ``top`` operators and kernels listed, and its lanes drawn
+    (HTML); their warnings on stderr."""
     from steptrace.report.trace_sections import View, report_document
 
-    for report in reports:
+    documents = []
+    for report, lanes in found:
         path = report.analysis.trace.path
         for warning in report.analysis.trace.warnings + report.warnings:
             _warn(f"{path}: {warning}")
-    view = View(findings_only=findings_only, totals=totals)
-    _write([report_document(r, view) for r in reports], output_format)
+        view = View(findings_only=findings_only, totals=totals, lanes=lanes)
+        documents.append(report_document(report.top(top), view))
+    _write(documents, output_format)
+
+
+def _order_of(report: Report) -> tuple[bool, int, str]:
+    """Rank traces by rank, then the others by path."""
+    trace = report.analysis.trace
+    return (trace.rank is None, trace.rank or 0, trace.path)
 
 
 def _write(documents: list[Document], output_format: str) -> None:

@@ -59,13 +59,17 @@ def job_document(
     findings_only: bool,
     jobs: int | None = None,
     scheduler: str | None = None,
+    lanes: bool = False,
 ) -> JobDocument:
-    """The job's report as a document, and its warnings (``TraceError`` for bad input)."""
+    """The job's report as a document, and its warnings (``TraceError`` for bad input);
+    ``lanes``: with some ranks' lanes (the HTML report draws them)."""
     from steptrace.pipeline import analyze_job
     from steptrace.report.ranks_sections import ranks_document
 
     if jobs is None:  # a LocalCluster: one worker per core
         jobs = usable_cores() if scheduler else default_jobs(locations)
-    report, failures = analyze_job(locations, thresholds=limits, jobs=jobs, scheduler=scheduler)
-    failed = tuple(w for w in report.warnings if any(f.error in w for f in failures))
-    return JobDocument(ranks_document(report, findings_only=findings_only), report.warnings, failed)
+    job = analyze_job(locations, thresholds=limits, jobs=jobs, scheduler=scheduler, lanes=lanes)
+    report = job.report
+    failed = tuple(w for w in report.warnings if any(f.error in w for f in job.failures))
+    document = ranks_document(report, findings_only=findings_only, timelines=job.timelines)
+    return JobDocument(document, report.warnings, failed)

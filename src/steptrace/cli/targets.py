@@ -68,6 +68,6 @@ def load_workload(target: str) -> Workload:
         raise CaptureError(f"{target}: the workload function failed: {exc!r}") from None
     if not isinstance(workload, Workload):
         raise CaptureError(
-            f"{target}: returned {type(workload).__name__}, not a steptrace.Workload"
+            f"{target}: returned {type(workload).__name__}, not a steptrace.capturing.Workload"
         )
     return workload

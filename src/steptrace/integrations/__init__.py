@@ -8,5 +8,5 @@
   which ``accelerator.profile()`` writes traces steptrace reads, the scenario attached.
 
 Importing this package imports none of the frameworks (nor torch); importing a module
-imports its framework (and torch). ``steptrace.trace_handler`` serves any torch.profiler.
+imports its framework (and torch). ``steptrace.capturing.trace_handler`` serves any torch.profiler.
 """

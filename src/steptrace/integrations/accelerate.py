@@ -15,7 +15,7 @@ The schedule is the window's (``steptrace.Window(cold_steps=0)`` by default: wai
 warm-up 1, active 2, ``repeat`` 1, so that one window is written, not Accelerate's endless
 cycles whose last, partial one is all its own export keeps), its profiler options are the
 window's, the activities the scenario's device's, and ``on_trace_ready`` is
-``steptrace.trace_handler(out, scenario=...)``: each process writes
+``steptrace.capturing.trace_handler(out, scenario=...)``: each process writes
 ``<out>/rank<R>.<time_ns>.pt.trace.json.gz`` with the scenario embedded, and its sidecar
 (R: Accelerate's process index). ``output_trace_dir`` is left unset: Accelerate's own export
 would write the same window again, without the scenario.

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 from typing import Any, Literal, Protocol
 
+import msgspec
+
 from steptrace.report.document import (
     Block,
     Cell,
@@ -68,6 +70,7 @@ class ComparisonLike(Protocol):
 def comparison_document(result: ComparisonLike, names: tuple[str, str]) -> Document:
     """``steptrace compare``'s output: A and B named, then the comparison."""
     title = f"A/B outside the profiler: A = {names[0]}, B = {names[1]}"
+    assert isinstance(result, msgspec.Struct)  # a Comparison: what JSON writes
     return Document(title, result, lambda: (comparison_section("", result),))
 
 

@@ -2,12 +2,13 @@
 
 A ``Document`` is a title and ``Section``s in reading order; a section is a heading and
 blocks: ``Paragraph``s, ``Table``s (typed columns, raw cell values) and charts (``Bars``,
-``Stacked``, ``Strips``, ``Heatmap``). Formats that cannot draw leave the charts out: a
-chart draws numbers of the report (its tables, or finer ones the JSON holds), never a
-figure of its own, and its caption is drawn with it; a ``TimelineFigure`` (the steps'
-lanes) and its ``Jumps`` (links to places on it) are drawn by HTML alone. A ``Heatmap``
-carries its numbers as a ``Table`` too, which the formats that cannot draw show in its
-place. Builders compute everything here; renderers only format and escape.
+``Stacked``, ``Strips``, ``Heatmap``), the steps' lanes (``TimelineFigure``) and links to
+places on them (``Jumps``). Every renderer knows paragraphs and tables; a block it does
+not know, it renders as the block's ``fallback()`` (``shown``), as rich renders an
+object's ``__rich__``: so a new kind of block is one new class, not an edit of every
+renderer. A chart draws numbers of the report (its tables, or finer ones the JSON holds),
+never a figure of its own: its fallback is nothing, or the table it carries (a
+``Heatmap``'s). Builders compute everything here; renderers only format and escape.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from __future__ import annotations
 import functools
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Literal, Protocol
 
 import msgspec
 
@@ -30,9 +31,21 @@ Cell = str | int | float | Spread | None  # None: not observed
 Tone = Literal["plain", "question", "warning"]
 
 
+class Block(Protocol):
+    """What a section holds: anything that says how to show it with simpler blocks."""
+
+    def fallback(self) -> tuple[Block, ...]:
+        """The simpler blocks (in the end paragraphs and tables) that stand in for this one
+        where a renderer cannot show it; () where the section says it already."""
+        ...
+
+
 class Paragraph(msgspec.Struct, frozen=True, tag="paragraph"):
     text: str
     tone: Tone = "plain"
+
+    def fallback(self) -> tuple[Block, ...]:
+        return ()  # every renderer shows paragraphs
 
 
 class Column(msgspec.Struct, frozen=True):
@@ -48,6 +61,9 @@ class Table(msgspec.Struct, frozen=True, tag="table"):
     columns: tuple[Column, ...]
     rows: tuple[tuple[Cell, ...], ...]
     caption: str = ""  # one line under the table
+
+    def fallback(self) -> tuple[Block, ...]:
+        return ()  # every renderer shows tables
 
 
 class Series(msgspec.Struct, frozen=True):
@@ -65,6 +81,9 @@ class Bars(msgspec.Struct, frozen=True, tag="bars"):
     highlight: int | None = None
     caption: str = ""  # what the drawing shows beyond its numbers (colours, highlights)
 
+    def fallback(self) -> tuple[Block, ...]:
+        return ()  # the numbers are in the section's tables
+
 
 class Stacked(msgspec.Struct, frozen=True, tag="stacked"):
     """One horizontal bar per row, split into series, drawn over the row's total."""
@@ -75,6 +94,9 @@ class Stacked(msgspec.Struct, frozen=True, tag="stacked"):
     unit: str
     caption: str = ""
 
+    def fallback(self) -> tuple[Block, ...]:
+        return ()  # the numbers are in the section's tables
+
 
 class Strips(msgspec.Struct, frozen=True, tag="strips"):
     """Every raw value as a dot, one row per group: the distributions."""
@@ -82,6 +104,9 @@ class Strips(msgspec.Struct, frozen=True, tag="strips"):
     groups: tuple[Series, ...]
     unit: str
     caption: str = ""
+
+    def fallback(self) -> tuple[Block, ...]:
+        return ()  # the numbers are in the section's tables
 
 
 class Heatmap(msgspec.Struct, frozen=True, tag="heatmap"):
@@ -100,6 +125,9 @@ class Heatmap(msgspec.Struct, frozen=True, tag="heatmap"):
     diverging: bool = False
     caption: str = ""
     marked: tuple[int, ...] = ()  # rows whose label is always drawn (the stragglers')
+
+    def fallback(self) -> tuple[Block, ...]:
+        return (self.table,)
 
 
 class LaneGroup(msgspec.Struct, frozen=True):
@@ -143,6 +171,9 @@ class TimelineFigure(msgspec.Struct, frozen=True, tag="timeline"):
     marks: tuple[Mark, ...] = ()
     caption: str = ""
 
+    def fallback(self) -> tuple[Block, ...]:
+        return ()  # the section's paragraph says what it draws
+
 
 class Jump(msgspec.Struct, frozen=True):
     text: str
@@ -155,9 +186,19 @@ class Jumps(msgspec.Struct, frozen=True, tag="jumps"):
     target: str  # the section key of the timeline
     items: tuple[Jump, ...]
 
+    def fallback(self) -> tuple[Block, ...]:
+        return ()  # links into a figure that is not drawn
+
 
 Chart = Bars | Stacked | Strips | Heatmap
-Block = Paragraph | Table | Chart | TimelineFigure | Jumps
+
+
+def shown(block: Block, known: tuple[type, ...]) -> tuple[Block, ...]:
+    """What a renderer that knows the ``known`` kinds of block shows for ``block``: the block
+    itself, or its fallback's, recursively."""
+    if isinstance(block, known):
+        return (block,)
+    return tuple(b for simpler in block.fallback() for b in shown(simpler, known))
 
 
 class Section(msgspec.Struct, frozen=True):
@@ -175,7 +216,7 @@ class Document:
     """
 
     title: str
-    data: Any  # the typed value (or findings-only subset) that ``--format json`` encodes
+    data: msgspec.Struct  # the typed value (a report, a comparison...) JSON writes
     build: Callable[[], tuple[Section, ...]]
 
     @functools.cached_property

@@ -1,7 +1,7 @@
 """``Report``: one trace's analysis, its findings, the question it answers, and warnings.
 
 It is what ``steptrace.analyze`` returns and what ``--format json`` writes (schema
-``steptrace.report/2``, see ``docs/json-schema.md``).
+``steptrace.report/3``, see ``docs/json-schema.md``).
 """
 
 from __future__ import annotations
@@ -14,20 +14,18 @@ from steptrace.across.ranks.model import (
     CollectiveSummary,
     RankResult,
     RanksAnalysis,
-    RankTimeline,
     Straggler,
     Unmatched,
 )
 from steptrace.across.ranks.thresholds import RankThresholds
-from steptrace.analysis.lanes import Timeline
 from steptrace.analysis.measure import TraceAnalysis, TraceSummary
 from steptrace.hypotheses.finding import Finding
 from steptrace.hypotheses.thresholds import Thresholds
 from steptrace.scenario import CaptureFacts, Scenario, Throughput
 from steptrace.validate.results import CheckResult
 
-SCHEMA = "steptrace.report/2"
-FINDINGS_SCHEMA = "steptrace.findings/2"  # what ``--findings-only --format json`` writes
+SCHEMA = "steptrace.report/3"
+FINDINGS_SCHEMA = "steptrace.findings/3"  # what ``--findings-only --format json`` writes
 
 
 class Report(msgspec.Struct, frozen=True, kw_only=True):
@@ -38,9 +36,8 @@ class Report(msgspec.Struct, frozen=True, kw_only=True):
     with their next controlled check, most severe first; ``warnings`` are about the
     report's other inputs (an unreadable scenario) and its certainty (steps that differ by
     more than ``thresholds.step_spread``: more steps are needed). ``checks`` are the
-    findings' checks when ``investigate`` ran them; ``timeline`` holds the steps' lanes drawn
-    by the HTML report (``steptrace.analysis.lanes``); ``None`` in a report saved before it
-    existed.
+    findings' checks when ``investigate`` ran them. The steps' lanes the HTML report draws
+    are not part of it: the renderer has them from the trace (``pipeline.analyze_source``).
     """
 
     schema: str = SCHEMA
@@ -53,7 +50,6 @@ class Report(msgspec.Struct, frozen=True, kw_only=True):
     thresholds: Thresholds  # the thresholds the findings used
     warnings: tuple[str, ...] = ()
     checks: tuple[CheckResult, ...] = ()  # each finding's check, run by ``investigate``
-    timeline: Timeline | None = None
 
     def top(self, n: int) -> Report:
         """The same report listing only the first ``n`` operators and kernels."""
@@ -89,7 +85,7 @@ class RanksReport(msgspec.Struct, frozen=True, kw_only=True):
     """Several rank traces of one job: cross-rank figures, findings, warnings.
 
     What ``steptrace.analyze_ranks`` returns and what its JSON writes (schema
-    ``steptrace.ranks/1``, see ``docs/json-schema.md``). The figures are those of
+    ``steptrace.ranks/2``, see ``docs/json-schema.md``). The figures are those of
     ``RanksAnalysis`` (``steptrace.across.ranks.model``), at the top level.
     """
 
@@ -103,7 +99,6 @@ class RanksReport(msgspec.Struct, frozen=True, kw_only=True):
     findings: tuple[Finding, ...]  # straggler, exposed-communication, collective-imbalance, ...
     thresholds: RankThresholds
     warnings: tuple[str, ...] = ()
-    timelines: tuple[RankTimeline, ...] = ()  # some ranks' lanes, for the HTML figure
 
     @classmethod
     def of(
@@ -119,5 +114,4 @@ class RanksReport(msgspec.Struct, frozen=True, kw_only=True):
             findings=findings,
             thresholds=thresholds,
             warnings=analysis.warnings,
-            timelines=analysis.timelines,
         )

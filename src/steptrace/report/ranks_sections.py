@@ -5,7 +5,7 @@ duplicate ranks, warnings), the clocks, the stragglers, one step across ranks on
 timeline (HTML draws it), the rank x step matrix, each phase across ranks, the
 collectives, the unmatched instances, the findings. Beyond
 ``rank_fold.FOLD_ABOVE`` ranks the tables name the ranks that deviate most and fold the
-others into median / p90 / max rows; the JSON (``steptrace.ranks/1``) is the report itself,
+others into median / p90 / max rows; the JSON (``steptrace.ranks/2``) is the report itself,
 never folded. ``None`` is shown as *not observed* (or a dash), never 0.
 """
 
@@ -17,7 +17,7 @@ from collections import defaultdict
 
 import msgspec
 
-from steptrace.across.ranks.model import RankResult
+from steptrace.across.ranks.model import RankResult, RankTimeline
 from steptrace.report import rank_fold
 from steptrace.report.document import Block, Cell, Column, Document, Paragraph, Section, Table
 from steptrace.report.model import RanksReport
@@ -31,13 +31,20 @@ SOURCE_WORDS = {
 
 
 def ranks_document(
-    report: RanksReport, title: str | None = None, *, findings_only: bool = False
+    report: RanksReport,
+    title: str | None = None,
+    *,
+    findings_only: bool = False,
+    timelines: tuple[RankTimeline, ...] = (),
 ) -> Document:
     """The job's document: its title, the data JSON writes (the whole report, also with
-    ``findings_only``, which keeps the job and the findings sections), sections on demand."""
-    build = functools.partial(findings_sections if findings_only else sections, report)
-    data = msgspec.structs.replace(report, timelines=())  # the lanes are drawn by HTML only
-    return Document(title or job_title(report), data, build)
+    ``findings_only``, which keeps the job and the findings sections), sections on demand;
+    ``timelines``: some ranks' lanes, which HTML draws (``pipeline.analyze_job``)."""
+    if findings_only:
+        build = functools.partial(findings_sections, report)
+    else:
+        build = functools.partial(sections, report, timelines)
+    return Document(title or job_title(report), report, build)
 
 
 def job_title(report: RanksReport) -> str:
@@ -45,14 +52,14 @@ def job_title(report: RanksReport) -> str:
     return f"steptrace: {len(report.ranks)} rank traces{world}"
 
 
-def sections(report: RanksReport) -> tuple[Section, ...]:
+def sections(report: RanksReport, timelines: tuple[RankTimeline, ...]) -> tuple[Section, ...]:
     """The sections in reading order (imported here: JSON needs none)."""
     from steptrace.report.collective_sections import collectives, unmatched
     from steptrace.report.finding_sections import findings_section
     from steptrace.report.rank_matrix_sections import matrix, phases
     from steptrace.report.timeline_sections import ranks_jumps, ranks_timeline_section
 
-    drawn = ranks_timeline_section(report)
+    drawn = ranks_timeline_section(report, timelines)
     found = findings_section(report.findings, report.thresholds.to_dict(), ranks=True)
     jumps = ranks_jumps(report, drawn)
     if jumps is not None:

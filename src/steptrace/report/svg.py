@@ -8,9 +8,8 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from html import escape as _escape
 
-from steptrace.safe_text import visible
+from steptrace.safe_text import html_text
 from steptrace.units import short
 
 PALETTE = (
@@ -167,22 +166,17 @@ def strips(groups: Sequence[tuple[str, Sequence[float]]], unit: str) -> str:
     return _svg(width, bottom + 10, parts)
 
 
-def escape(text: str) -> str:
-    """HTML-escaped with control characters made visible: a name from a trace stays text."""
-    return _escape(visible(text))
-
-
 def _rect(x: float, y: float, w: float, h: float, color: str, tip: str) -> str:
     return (
         f'<rect x="{x:.1f}" y="{y:.1f}" width="{w:.1f}" height="{h:.1f}" fill="{color}">'
-        f"<title>{escape(tip)}</title></rect>"
+        f"<title>{html_text(tip)}</title></rect>"
     )
 
 
 def _text(x: float, y: float, text: str, anchor: str, size: int = 10) -> str:
     return (
         f'<text x="{x:.1f}" y="{y:.1f}" font-size="{size}" text-anchor="{anchor}">'
-        f"{escape(text)}</text>"
+        f"{html_text(text)}</text>"
     )
 
 
@@ -190,7 +184,7 @@ def _tilted(x: float, y: float, text: str, size: int = 10) -> str:
     """A label ending under ``x``, rising at ``LABEL_TILT`` degrees (upright: read upwards)."""
     return (
         f'<text x="{x:.1f}" y="{y:.1f}" font-size="{size}" text-anchor="end" '
-        f'transform="rotate(-{LABEL_TILT} {x:.1f} {y:.1f})">{escape(text)}</text>'
+        f'transform="rotate(-{LABEL_TILT} {x:.1f} {y:.1f})">{html_text(text)}</text>'
     )
 
 

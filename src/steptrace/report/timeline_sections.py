@@ -1,8 +1,9 @@
 """The timeline as a section: one trace's steps (or a job's step across ranks) on one axis.
 
-``timeline_section(report)`` draws every step's lanes (``Report.timeline``), the median
-step first, and marks each finding's ``evidence.where`` on it; ``finding_jumps(report)``
-is the block of links from the findings to those marks. ``ranks_timeline_section(report)``
+``timeline_section(report, lanes)`` draws every step's lanes (``analysis.lanes``, computed
+from the trace for the HTML report), the median step first, and marks each finding's
+``evidence.where`` on it; ``finding_jumps(report, lanes)`` is the block of links from the
+findings to those marks. ``ranks_timeline_section(report)``
 draws one step across the ranks, one lane group per rank, shifted by the clock alignment
 when the clocks are trusted and aligned at the step's start otherwise (its caption says
 which). HTML draws the figure; the other formats show the section's paragraph only.
@@ -10,6 +11,7 @@ which). HTML draws the figure; the other formats show the section's paragraph on
 
 from __future__ import annotations
 
+from steptrace.across.ranks.model import RankTimeline
 from steptrace.analysis.lanes import StepLanes, Timeline
 from steptrace.hypotheses.finding import Finding
 from steptrace.report.document import (
@@ -34,9 +36,8 @@ CAPTION = (
 )
 
 
-def timeline_section(report: Report) -> Section | None:
-    """The figure, or ``None`` when the report carries no timeline (saved before it)."""
-    timeline = report.timeline
+def timeline_section(report: Report, timeline: Timeline | None) -> Section | None:
+    """The figure, or ``None`` without lanes (a format that does not draw them)."""
     if timeline is None or not timeline.steps:
         return None
     views = tuple(TimelineView(s.name, s.wall_ns, (LaneGroup("", 0, s),)) for s in timeline.steps)
@@ -98,9 +99,8 @@ def _named(found: Finding, timeline: Timeline) -> set[int]:
     return {i for i, name in enumerate(timeline.names) if name in listed}
 
 
-def finding_jumps(report: Report) -> Jumps | None:
+def finding_jumps(report: Report, timeline: Timeline | None) -> Jumps | None:
     """One link per finding that has a place on the timeline, in the findings' order."""
-    timeline = report.timeline
     if timeline is None or not timeline.steps:
         return None
     items: list[Jump] = []
@@ -114,15 +114,16 @@ def finding_jumps(report: Report) -> Jumps | None:
     return Jumps(KEY, tuple(items)) if items else None
 
 
-def ranks_timeline_section(report: RanksReport) -> Section | None:
-    """The job's steps across ranks, one lane group per rank (at most the ranks carried)."""
-    carried = report.timelines
+def ranks_timeline_section(
+    report: RanksReport, carried: tuple[RankTimeline, ...]
+) -> Section | None:
+    """The job's steps across ranks, one lane group per rank (the ranks ``carried``)."""
     if not carried:
         return None
     aligned = report.clocks.trusted and report.clocks.offsets_applied
     by_rank = {r.rank: r for r in report.ranks}
     numbers = sorted({s.number for t in carried for s in t.timeline.steps}, key=_order)
-    bases, names = _names(report)
+    bases, names = _names(carried)
     views: list[TimelineView] = []
     for number in numbers:
         groups = []
@@ -205,11 +206,11 @@ def _order(number: int | None) -> int:
     return -1 if number is None else number
 
 
-def _names(report: RanksReport) -> tuple[dict[int, int], tuple[str, ...]]:
+def _names(carried: tuple[RankTimeline, ...]) -> tuple[dict[int, int], tuple[str, ...]]:
     """The ranks' name tables one after the other, and where each rank's begins."""
     bases: dict[int, int] = {}
     names: list[str] = []
-    for t in report.timelines:
+    for t in carried:
         bases[t.rank] = len(names)
         names.extend(t.timeline.names)
     return bases, tuple(names)

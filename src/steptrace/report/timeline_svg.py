@@ -12,14 +12,13 @@ characters made visible; nothing is fetched.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from html import escape as _escape
 
 import msgspec
 
 from steptrace.analysis.lane_gaps import AFTER_SYNC, NOT_KNOWN, NOTHING_AFTER, WAITING_ON_HOST
 from steptrace.analysis.lanes import Lane
 from steptrace.report.document import LaneGroup, TimelineFigure, TimelineView
-from steptrace.safe_text import visible
+from steptrace.safe_text import html_text, visible
 from steptrace.units import short
 
 WIDTH, LABELS, ROW, LANE_GAP, AXIS = 1060, 210, 11, 5, 30
@@ -46,10 +45,6 @@ STYLE = (
 )
 
 
-def escape(text: str) -> str:
-    return _escape(visible(text))
-
-
 def safe_json(value: object) -> str:
     """JSON that cannot end or open markup inside ``<script>``: ``<``, ``>``, ``&`` and the
     line separators are written as ``\\u`` escapes (the same value once parsed)."""
@@ -63,7 +58,8 @@ def safe_json(value: object) -> str:
 def figure(block: TimelineFigure, anchor: str) -> str:
     """The controls, one SVG per view (the shown one visible), the legend and the data."""
     options = "".join(
-        f'<option value="{k}"{" selected" if k == block.shown else ""}>{escape(v.label)}</option>'
+        f'<option value="{k}"{" selected" if k == block.shown else ""}>'
+        f"{html_text(v.label)}</option>"
         for k, v in enumerate(block.views)
     )
     controls = (
@@ -91,9 +87,8 @@ def figure(block: TimelineFigure, anchor: str) -> str:
         ],
     }
     script = f'<script type="application/json" class="tl-data">{safe_json(data)}</script>'
-    return (
-        f'<div class="tl" id="{escape(anchor)}-fig">{controls}{views}{_legend(block)}{script}</div>'
-    )
+    body = f"{controls}{views}{_legend(block)}{script}"
+    return f'<div class="tl" id="{html_text(anchor)}-fig">{body}</div>'
 
 
 def _legend(block: TimelineFigure) -> str:
@@ -106,10 +101,10 @@ def _legend(block: TimelineFigure) -> str:
                 used_kinds.update(b.kind for b in lane.bars)
                 used_kinds.update(b.kind for b in lane.bands)
     keys = [
-        f'<span class="key" style="background:{COLORS[k]}"></span>{escape(block.kinds[k])}'
+        f'<span class="key" style="background:{COLORS[k]}"></span>{html_text(block.kinds[k])}'
         for k in sorted(used_kinds)
     ] + [
-        f'<span class="key" style="background:{GAP_COLORS[i]}"></span>GPU idle: {escape(c)}'
+        f'<span class="key" style="background:{GAP_COLORS[i]}"></span>GPU idle: {html_text(c)}'
         for i, c in enumerate(CAUSES)
         if c in used_causes
     ]
@@ -125,7 +120,7 @@ def _view(view: TimelineView, index: int, shown: bool, block: TimelineFigure) ->
     lane_index = 0
     for group in view.groups:
         if group.label:
-            title = escape(group.label)
+            title = html_text(group.label)
             labels.append(f'<text x="4" y="{y + 10}" font-weight="bold">{title}</text>')
             y += 14
         group_top = y
@@ -172,8 +167,8 @@ def _group(
     for lane in group.lanes.lanes:
         labels.append(
             f'<text class="ln" data-lane="{lane_index}" x="{LABELS - 6}" y="{y + 9}" '
-            f'text-anchor="end"><title>{escape(lane.name)}</title>'
-            f"{escape(short(lane.label, 34))}</text>"
+            f'text-anchor="end"><title>{html_text(lane.name)}</title>'
+            f"{html_text(short(lane.label, 34))}</text>"
         )
         rows.append(
             f'<rect class="lane" data-lane="{lane_index}" x="0" y="{y}" width="{PLOT}" '
@@ -202,7 +197,7 @@ def _bars(
             f'data-d="{b.dur_ns}"{link}/>'
         )
         if w >= TEXT_MIN_PX:
-            text = escape(short(visible(block.names[name]), int(w / 7)))
+            text = html_text(short(visible(block.names[name]), int(w / 7)))
             texts.append(
                 f'<text data-x="{x:.2f}" data-w="{w:.2f}" x="{x + 2:.2f}" y="{top + 8}">'
                 f"{text}</text>"
@@ -235,7 +230,7 @@ def _gaps(group: LaneGroup, scale: float, top: int, bottom: int, texts: list[str
             f'data-c="{cause}"/>'
         )
         if w >= TEXT_MIN_PX:
-            text = escape(short(CAUSES[cause], int(w / 7)))
+            text = html_text(short(CAUSES[cause], int(w / 7)))
             texts.append(
                 f'<text data-x="{x:.2f}" data-w="{w:.2f}" x="{x + 2:.2f}" y="{y + 8}">{text}</text>'
             )

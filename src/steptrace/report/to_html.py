@@ -10,10 +10,9 @@ JSON blocks escaped so that no text can close them.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from html import escape as _escape
 
 from steptrace.report import svg, timeline_svg
-from steptrace.report.cells import cell_text, visible
+from steptrace.report.cells import cell_text
 from steptrace.report.document import (
     Bars,
     Block,
@@ -24,10 +23,13 @@ from steptrace.report.document import (
     Paragraph,
     Section,
     Stacked,
+    Strips,
     Table,
     TimelineFigure,
+    shown,
 )
 from steptrace.report.timeline_script import SCRIPT
+from steptrace.safe_text import html_text
 
 STYLE = (
     """
@@ -47,18 +49,13 @@ summary{font-size:.85rem;color:#555;cursor:pointer}
 )
 
 
-def escape(text: str) -> str:
-    """HTML-escaped, control characters made visible: text from a trace stays text."""
-    return _escape(visible(text))
-
-
 class HtmlRenderer:
     def __init__(self, *, terminal: bool = False) -> None:
         del terminal  # a page is the same wherever it goes
 
     def render(self, documents: Sequence[Document]) -> str:
         named = documents[0].title if len(documents) == 1 else f"{len(documents)} reports"
-        title = escape(named if named.startswith("steptrace") else f"steptrace: {named}")
+        title = html_text(named if named.startswith("steptrace") else f"steptrace: {named}")
         body = "".join(_document(d, f"d{k}-") for k, d in enumerate(documents))
         drawn = any(
             isinstance(b, TimelineFigure) for d in documents for s in d.sections for b in s.blocks
@@ -74,7 +71,7 @@ class HtmlRenderer:
 def _document(document: Document, prefix: str) -> str:
     """One document; ids are ``d<document>-<section key>[-<n>]``, unique on the page."""
     seen: dict[str, int] = {}
-    parts = [f"<h1>{escape(document.title)}</h1>"]
+    parts = [f"<h1>{html_text(document.title)}</h1>"]
     for section in document.sections:
         count = seen[section.key] = seen.get(section.key, 0) + 1
         key = section.key if count == 1 else f"{section.key}-{count}"
@@ -82,10 +79,14 @@ def _document(document: Document, prefix: str) -> str:
     return "".join(parts)
 
 
+_DRAWN = (Paragraph, Table, Bars, Stacked, Strips, Heatmap, TimelineFigure, Jumps)
+
+
 def _section(section: Section, anchor: str, prefix: str = "") -> str:
-    """The heading and blocks; the lines of the question share one box."""
+    """The heading and blocks (those HTML does not draw, as their fallback); the lines of
+    the question share one box."""
     parts: list[str] = []
-    for block in section.blocks:
+    for block in (b for each in section.blocks for b in shown(each, _DRAWN)):
         joined = (
             parts and parts[-1].endswith("</p>") and parts[-1].startswith('<p class="question">')
         )
@@ -94,7 +95,8 @@ def _section(section: Section, anchor: str, prefix: str = "") -> str:
         else:
             parts.append(_block(block, anchor, prefix))
     blocks = "".join(parts)
-    return f'<section id="{escape(anchor)}"><h2>{escape(section.heading)}</h2>{blocks}</section>'
+    heading = f"<h2>{html_text(section.heading)}</h2>"
+    return f'<section id="{html_text(anchor)}">{heading}{blocks}</section>'
 
 
 def _block(block: Block, anchor: str = "", prefix: str = "") -> str:
@@ -107,7 +109,8 @@ def _block(block: Block, anchor: str = "", prefix: str = "") -> str:
         return f"<p{kind}>{_lines(block.text)}</p>"
     if isinstance(block, Table):
         return _table(block)
-    caption = f"<p><small>{escape(block.caption)}</small></p>" if block.caption else ""
+    assert isinstance(block, Bars | Stacked | Strips | Heatmap)  # what ``_DRAWN`` leaves
+    caption = f"<p><small>{html_text(block.caption)}</small></p>" if block.caption else ""
     if isinstance(block, Heatmap):  # its numbers under it, folded away (no script needed)
         numbers = f"<details><summary>the numbers</summary>{_table(block.table)}</details>"
         return _chart(block) + caption + numbers
@@ -115,14 +118,14 @@ def _block(block: Block, anchor: str = "", prefix: str = "") -> str:
 
 
 def _caption(text: str) -> str:
-    return f"<p><small>{escape(text)}</small></p>" if text else ""
+    return f"<p><small>{html_text(text)}</small></p>" if text else ""
 
 
 def _jumps(block: Jumps, target: str) -> str:
     """Links that scroll to the timeline; its script then selects and marks the place."""
     items = "".join(
-        f'<li><a class="tl-jump" href="#{escape(target)}" data-fig="{escape(target)}" '
-        f'data-mark="{item.mark}">{escape(item.text)}</a></li>'
+        f'<li><a class="tl-jump" href="#{html_text(target)}" data-fig="{html_text(target)}" '
+        f'data-mark="{item.mark}">{html_text(item.text)}</a></li>'
         for item in block.items
     )
     return f'<p>On the timeline:</p><ul class="jumps">{items}</ul>'
@@ -144,13 +147,13 @@ def _chart(block: Chart) -> str:
 
 
 def _lines(text: str) -> str:
-    return "<br>".join(escape(line) for line in text.splitlines())
+    return "<br>".join(html_text(line) for line in text.splitlines())
 
 
 def _table(table: Table) -> str:
     kinds = ["" if c.numeric else ' class="text"' for c in table.columns]
     head = "".join(
-        f"<th{k}>{escape(c.title)}</th>" for c, k in zip(table.columns, kinds, strict=True)
+        f"<th{k}>{html_text(c.title)}</th>" for c, k in zip(table.columns, kinds, strict=True)
     )
     body = "".join(
         "<tr>"
@@ -161,12 +164,12 @@ def _table(table: Table) -> str:
         + "</tr>"
         for row in table.rows
     )
-    caption = f"<caption>{escape(table.caption)}</caption>" if table.caption else ""
+    caption = f"<caption>{html_text(table.caption)}</caption>" if table.caption else ""
     return f"<table>{caption}<thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
 
 
 def _cell(value: str, name: bool) -> str:
-    lines = "<br>".join(escape(line) for line in value.splitlines())
+    lines = "<br>".join(html_text(line) for line in value.splitlines())
     return f"<code>{lines}</code>" if name else lines
 
 

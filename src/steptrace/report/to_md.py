@@ -1,5 +1,5 @@
-"""Markdown: headings, paragraphs and GitHub tables; charts are left to the tables (a
-heatmap is shown as the table it carries).
+"""Markdown: headings, paragraphs and GitHub tables; every other block as its fallback
+(``document.shown``: charts are left to the tables, a heatmap is the table it carries).
 
 Everything read from a trace is escaped: names go in code spans fenced longer than any
 backtick inside them, other text has Markdown's and HTML's special characters escaped and
@@ -13,7 +13,7 @@ import re
 from collections.abc import Sequence
 
 from steptrace.report.cells import cell_text, visible
-from steptrace.report.document import Column, Document, Heatmap, Paragraph, Section, Table
+from steptrace.report.document import Column, Document, Paragraph, Section, Table, shown
 
 _SPECIAL = re.compile(r"([\\`*_\[\]<>|~#&!])")
 _BACKTICKS = re.compile(r"`+")
@@ -36,13 +36,11 @@ def _document(document: Document) -> str:
 
 def _section(section: Section) -> str:
     out = [f"## {text(section.heading)}\n"]
-    for block in section.blocks:
+    for block in (b for each in section.blocks for b in shown(each, (Paragraph, Table))):
         if isinstance(block, Paragraph):
             out.append(_paragraph(block))
         elif isinstance(block, Table):
             out.append(_table(block))
-        elif isinstance(block, Heatmap):
-            out.append(_table(block.table))
     return "\n".join(out)
 
 

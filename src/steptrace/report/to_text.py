@@ -1,6 +1,8 @@
 """Terminal text: rich tables and rules, colour only on an interactive terminal.
 
-Text read from a trace is shown as plain text, never as rich markup, and its control
+Paragraphs and tables; every other block as its fallback (``document.shown``: charts are
+left to the tables, a heatmap is the table it carries). Text read from a trace is shown as
+plain text, never as rich markup, and its control
 characters are made visible (``\\x1b``), so a name cannot drive the terminal.
 """
 
@@ -16,7 +18,7 @@ from rich.table import Table as RichTable
 from rich.text import Text
 
 from steptrace.report.cells import cell_text, visible
-from steptrace.report.document import Cell, Document, Heatmap, Paragraph, Section, Table, Unit
+from steptrace.report.document import Cell, Document, Paragraph, Section, Table, Unit, shown
 from steptrace.safe_text import one_line
 
 WIDTH = 160  # when the output is not a terminal (a pipe, a file, a golden render)
@@ -46,13 +48,11 @@ class TextRenderer:
 
 def _section(console: Console, section: Section) -> None:
     console.print(Text(plain(section.heading), style="bold underline"))
-    for block in section.blocks:
+    for block in (b for each in section.blocks for b in shown(each, (Paragraph, Table))):
         if isinstance(block, Paragraph):
             console.print(Text(plain(block.text), style=_STYLE[block.tone]))
         elif isinstance(block, Table):
             console.print(_table(block))
-        elif isinstance(block, Heatmap):  # its numbers, as the table it carries
-            console.print(_table(block.table))
     console.print()
 
 

@@ -19,6 +19,7 @@ from steptrace.report.document import Document, Paragraph, Section
 from steptrace.report.model import FindingsReport, Report
 
 if TYPE_CHECKING:
+    from steptrace.analysis.lanes import Timeline
     from steptrace.report.check_sections import ComparisonLike
 
 
@@ -31,21 +32,14 @@ class View:
     trace_name: str | None = None  # the trace as the reader will find it (default: its path)
     notes: tuple[str, ...] = ()  # about this run, from whoever made it (the demo: its plants)
     totals: bool = False  # operator and kernel tables: totals over the trace, not per step
+    lanes: Timeline | None = None  # the steps' lanes, drawn by HTML (``analysis.lanes``)
 
 
 def report_document(report: Report, view: View | None = None) -> Document:
     """One report's document: its title, the data JSON writes, and its sections on demand."""
     view = view or View()
-    # the lanes are drawn by HTML only: JSON writes ``"timeline": null`` (docs/json-schema.md)
-    data = FindingsReport.of(report) if view.findings_only else lean(report)
+    data = FindingsReport.of(report) if view.findings_only else report
     return Document(title(report), data, functools.partial(sections, report, view))
-
-
-def lean(report: Report) -> Report:
-    """The report as JSON writes it: without its timeline, which is 30 times the rest of a
-    report once indented (2.1 MB against 72 KB on a 216k-event trace) and is recomputed
-    from the trace in a fraction of a second."""
-    return msgspec.structs.replace(report, timeline=None)
 
 
 def title(report: Report) -> str:
@@ -78,8 +72,8 @@ def sections(report: Report, view: View) -> tuple[Section, ...]:
     )
     if view.findings_only:
         return (question(report), findings(report), *checks, *warnings(report))
-    drawn = timeline_section(report)
-    jumps = finding_jumps(report) if drawn else None
+    drawn = timeline_section(report, view.lanes)
+    jumps = finding_jumps(report, view.lanes) if drawn else None
     found = findings(report)
     if jumps is not None:
         found = msgspec.structs.replace(found, blocks=(*found.blocks, jumps))

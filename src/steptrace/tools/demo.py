@@ -202,7 +202,7 @@ def planted_notes(report: Report, device: torch.device) -> tuple[str, ...]:
 def _ranks_part(folder: Path, say: Say) -> Document:
     """Four gloo ranks, rank 2 reading slowly: recorded, analyzed together, written."""
     from steptrace.capturing.distributed import DEMO_PLANT, record_demo_ranks
-    from steptrace.pipeline import analyze_ranks
+    from steptrace.pipeline import analyze_job
     from steptrace.report.ranks_sections import ranks_document
 
     plant = DEMO_PLANT
@@ -210,9 +210,10 @@ def _ranks_part(folder: Path, say: Say) -> Document:
         "slower ...")  # fmt: skip
     paths = record_demo_ranks(folder / RANKS)
     say("Analyzing the 4 ranks together ...")
-    report = _ranks_in_folder(analyze_ranks(paths, progress=False), folder)
+    job = analyze_job(paths, progress=False, lanes=True)
+    report = _ranks_in_folder(job.report, folder)
     say(straggler_line(report))
-    document = ranks_document(report)
+    document = ranks_document(report, timelines=job.timelines)
     from steptrace.report.registry import renderer
 
     for name in ("json", "md", "html"):
@@ -267,10 +268,12 @@ def _named_in_folder(report: Report, folder: Path) -> Report:
 def _write(folder: Path, report: Report, notes: tuple[str, ...], job: Document | None) -> None:
     """The trace's reports in every file format, each showing the same sections; the HTML
     page shows the job's report after it when the ranks part ran."""
+    from steptrace.pipeline import lanes_of
     from steptrace.report.registry import renderer
     from steptrace.report.trace_sections import View, report_document
 
-    document = report_document(report.top(15), View(trace_name=TRACE, notes=notes))
+    view = View(trace_name=TRACE, notes=notes, lanes=lanes_of(folder / TRACE))
+    document = report_document(report.top(15), view)
     for name, file in (("json", "report.json"), ("md", "report.md")):
         (folder / file).write_text(renderer(name).render([document]), encoding="utf-8")
     page = [document] if job is None else [document, job]

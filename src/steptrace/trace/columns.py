@@ -1,66 +1,46 @@
-"""Decoded events -> numpy columns, one batch at a time, names interned across batches.
+"""Decoded events -> numpy columns, one batch at a time, names and texts interned across batches.
 
-Only complete events (``ph == "X"``) become rows. Integer fields are accepted as written
-by every Kineto vintage (``7``, ``"7"``, ``"stream 7"``, ``"0x0"``); what cannot be read
-is ``MISSING``. The builder also keeps what the metadata and instant events say.
+Complete events (``ph == "X"``) become the event table's rows; their ``args`` become the
+columns the ``Selection`` declares (``fields``), each read as its ``Value`` says, only
+for the rows whose kinds carry it. Integer fields are accepted as written by every Kineto
+vintage (``7``, ``"7"``, ``"stream 7"``, ``"0x0"``); what cannot be read is ``MISSING``.
+Instants and flows become their own tables when selected (``instants``, ``flows``), else
+they are counted. The builder also keeps what the metadata events say.
 """
 
 from __future__ import annotations
 
 import math
 import re
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Iterable, Iterator
 from itertools import compress, repeat
-from operator import attrgetter, is_, is_not, itemgetter
+from operator import attrgetter, is_, is_not
 from typing import Any, NamedTuple, TypeVar, cast
 
 import numpy as np
 from numpy.typing import NDArray
 
-from steptrace.trace import memory
-from steptrace.trace.arrays import by_start_longer_first
-from steptrace.trace.decode import (
-    METADATA_FIELDS,
-    AnyEvent,
-    Document,
-    Event,
-    EventArgs,
-    FlowStart,
-    Instant,
-    Metadata,
-    TolerantEvent,
-)
-from steptrace.trace.kinds import GPU_WORK, LAUNCHES, Kind, kind_of, legacy_operator_kind
-from steptrace.trace.table import MISSING, CommArgs, EventTable
-from steptrace.trace.threads import helper_for
-from steptrace.trace.timestamps import (
-    LIMIT_NS,
-    NOT_A_NUMBER,
-    OK,
-    OUT_OF_RANGE,
-    durations,
-    nanoseconds,
-)
+from steptrace.trace.decode import METADATA_FIELDS, AnyEvent, Codec, Metadata, RawDocument
+from steptrace.trace.fields import MISSING, Field, Value
+from steptrace.trace.kinds import Kind, kind_of, legacy_operator_kind
+from steptrace.trace.timestamps import durations, nanoseconds
 
 ThreadKey = tuple[int | str, int | str]
 Ints = NDArray[np.int64]
-_Phase = TypeVar("_Phase", Event, Instant, Metadata, FlowStart)
+Rows = NDArray[np.intp]
+Batch = dict[str, NDArray[np.generic]]
+_S = TypeVar("_S")
 
 _DIGITS = re.compile(r"-?\d+")
-_NO_ARGS = EventArgs()
-_CORRELATED = np.array([*GPU_WORK, *LAUNCHES, Kind.CUDA_SYNC], dtype=np.int8)
-_GPU_WORK = np.array([*GPU_WORK, Kind.CUDA_SYNC], dtype=np.int8)
-_COPIES = np.array([Kind.MEMCPY, Kind.MEMSET], dtype=np.int8)
-# Rows whose collective args are read: record_param_comms operators and NCCL/RCCL kernels.
-_COMM_NAME = re.compile(r"^record_param_comms$|nccl|rccl", re.IGNORECASE)
-_COMM_KINDS = np.array([Kind.CPU_OP, Kind.KERNEL], dtype=np.int8)
-# The collective args a row keeps, as a tuple (EventArgs itself would also carry the shapes).
-_COMM_FIELD_NAMES = ("collective", "process_group", "group_ranks", "dtype", "seq",
-                     "in_nelems", "out_nelems", "group_size")  # fmt: skip
-_comm_fields_of = attrgetter(*_COMM_FIELD_NAMES)
-CommFields = tuple[Any, ...]
-_TEXT_OR_NONE = {str, type(None)}
-_NONE = {type(None)}
+_FLOW_PHASES = {"s": 0, "t": 1, "f": 2}
+_TEXT_VALUES = (Value.TEXT, Value.JSON)
+_DTYPES: dict[Value, type[np.generic]] = {
+    Value.INT: np.int64,
+    Value.FLOAT: np.float64,
+    Value.TEXT: np.int32,
+    Value.JSON: np.int32,
+    Value.FLAG: np.bool_,
+}
 
 
 class _Interner(dict[Any, int]):
@@ -71,53 +51,74 @@ class _Interner(dict[Any, int]):
         return value
 
 
-class ColumnBuilder:
-    """Accumulates batches of decoded events into the columns of an ``EventTable``."""
+class Counts(NamedTuple):
+    """Events seen, whatever was kept of them."""
 
-    def __init__(self) -> None:
+    events: int = 0
+    memory: int = 0  # [memory] instants (profile_memory)
+    fwdbwd: int = 0  # forward-to-backward flows: autograd ran a backward pass
+
+    def __add__(self, other: object) -> Counts:
+        assert isinstance(other, Counts)
+        return Counts(*(a + b for a, b in zip(self, other, strict=True)))
+
+
+class ColumnBuilder:
+    """Accumulates batches of decoded events into the columns of the trace's tables."""
+
+    def __init__(self, codec: Codec) -> None:
+        self.codec = codec
         self.names = _Interner()
         self.categories = _Interner()
         self.category_kinds: list[Kind | None] = []
         self.raw_threads = _Interner()
-        self.shapes = _Interner()
+        self.texts = _Interner()  # TEXT and JSON values, instants' names, flows' categories
         self.thread_names: dict[ThreadKey, str] = {}
-        self.memory_events = 0
-        self.fwdbwd_flows = 0
-        self.events_seen = 0
-        self._batches: list[dict[str, NDArray[np.generic]]] = []
-        self._comm_names: list[bool] = []  # per interned name: may carry collective args
-        self._comm: list[tuple[NDArray[np.int64], list[CommFields]]] = []  # (rows, fields)
-        self._rows = 0  # complete events taken so far
+        self.counts = Counts()
+        self.batches: list[Batch] = []  # complete events' columns
+        self.instants: list[Batch] = []
+        self.flows: list[Batch] = []
+        self._name_flags: dict[str, list[bool]] = {}  # per sparse pattern: per name id
+        self._fields = codec.selection.complete
+        self._instant_fields = codec.selection.instant
 
     def add(self, events: list[AnyEvent]) -> None:
         """Take one batch of decoded events (see ``piece`` and ``merge`` for another process's)."""
-        self.events_seen += len(events)
+        codec = self.codec
         types = list(map(type, events))
         present = set(types)  # a batch seldom holds every phase: no pass for those it lacks
 
-        def of_phase(phase: type[_Phase]) -> Iterator[_Phase]:  # a C-level filter
-            if phase not in present:
-                return iter(())
-            return cast(Iterator[_Phase], compress(events, map(is_, types, repeat(phase))))
+        def of(*classes: type[_S]) -> list[_S]:  # a C-level filter
+            taken: list[_S] = []
+            for c in classes:
+                if c in present:
+                    taken += cast(Iterator[_S], compress(events, map(is_, types, repeat(c))))
+            return taken
 
-        complete = list(of_phase(Event)) or list(of_phase(TolerantEvent))
-        self.memory_events += list(map(attrgetter("name"), of_phase(Instant))).count("[memory]")
-        self.fwdbwd_flows += list(map(attrgetter("cat"), of_phase(FlowStart))).count("fwdbwd")
-        for e in of_phase(Metadata):
+        complete = of(codec.event) or of(codec.tolerant)
+        instants = of(codec.instant)
+        flows = of(*codec.flows)
+        memory = list(map(attrgetter("name"), instants)).count("[memory]")
+        starts = list(map(attrgetter("cat"), of(codec.flows[0])))  # CountedFlow or FlowStart
+        self.counts += Counts(len(events), memory, starts.count("fwdbwd"))
+        for e in of(Metadata):
             if e.name == "thread_name" and e.args and e.args.name:
                 self.thread_names[(_id(e.pid), _id(e.tid))] = str(e.args.name)
         if complete:
-            self._batches.append(self._columns(complete))
-            self._rows += len(complete)
+            self.batches.append(self._columns(complete))
+        if instants and self._instant_fields:
+            self.instants.append(self._instant_columns(instants))
+        if flows and len(codec.flows) > 1:
+            self.flows.append(self._flow_columns(flows))
 
-    def take(self, documents: Iterable[Document[AnyEvent]]) -> Document[AnyEvent]:
+    def take(self, documents: Iterable[RawDocument[AnyEvent]]) -> RawDocument[AnyEvent]:
         """Take the events of every (partial) document; their metadata together."""
         metadata: dict[str, Any] = {}
         for part in documents:
             if part.traceEvents:
                 self.add(part.traceEvents)
             metadata |= {k: v for k in METADATA_FIELDS if (v := getattr(part, k)) is not None}
-        return Document(**metadata)
+        return RawDocument(**metadata)
 
     def piece(self) -> Piece:
         """What this builder took, with its own ids, for another builder to ``merge``."""
@@ -125,265 +126,218 @@ class ColumnBuilder:
             names=list(self.names),
             categories=list(self.categories),
             raw_threads=list(self.raw_threads),
-            shapes=list(self.shapes),
-            batches=self._batches,
-            comm=self._comm,
-            rows=self._rows,
+            texts=list(self.texts),
+            batches=self.batches,
+            instants=self.instants,
+            flows=self.flows,
             thread_names=self.thread_names,
-            counts=(self.events_seen, self.memory_events, self.fwdbwd_flows),
+            counts=self.counts,
         )
 
     def merge(self, piece: Piece) -> None:
         """Take the batches of a ``piece`` (built in another process), its ids made ours."""
-        events_seen, memory_events, fwdbwd_flows = piece.counts
-        self.events_seen += events_seen
-        self.memory_events += memory_events
-        self.fwdbwd_flows += fwdbwd_flows
+        self.counts += piece.counts
         self.thread_names |= piece.thread_names
-        if not piece.batches:
-            return
         names = _remap(self.names, piece.names)
         categories = _remap(self.categories, piece.categories)
-        self.category_kinds += [
-            kind_of(c) for c in list(self.categories)[len(self.category_kinds) :]
-        ]
+        self._learn_categories()
         threads = _remap(self.raw_threads, piece.raw_threads)
-        shapes = np.append(_remap(self.shapes, piece.shapes), np.int32(MISSING))  # [-1]: none
+        texts = np.append(_remap(self.texts, piece.texts), np.int32(MISSING))  # [-1]: none
         for batch in piece.batches:
             batch["name_id"] = names[batch["name_id"]]
             batch["category"] = categories[batch["category"]]
             batch["raw_thread"] = threads[batch["raw_thread"]]
-            batch["shape_id"] = shapes[batch["shape_id"]]
-            self._batches.append(batch)
-        self._comm += [(rows + self._rows, args) for rows, args in piece.comm]
-        self._rows += piece.rows
+            for f in self._fields:
+                if f.value in _TEXT_VALUES:
+                    batch[f.column] = texts[batch[f.column]]
+            self.batches.append(batch)
+        for batch in (*piece.instants, *piece.flows):
+            batch["raw_thread"] = threads[batch["raw_thread"]]
+            for column in ("name", "category"):
+                if column in batch:
+                    batch[column] = texts[batch[column]]
+        self.instants += piece.instants
+        self.flows += piece.flows
 
-    def _columns(self, complete: list[Event]) -> dict[str, NDArray[np.generic]]:
-        """Columns of one batch; ``map`` with ``attrgetter`` keeps the loops in C."""
-        n = len(complete)
-        category = _ids(self.categories, map(attrgetter("cat"), complete), n)
+    def _learn_categories(self) -> None:
         self.category_kinds += [
             kind_of(c) for c in list(self.categories)[len(self.category_kinds) :]
         ]
+
+    def _columns(self, complete: list[Any]) -> Batch:
+        """Columns of one batch of complete events; ``map`` with ``attrgetter`` keeps the
+        loops in C."""
+        n = len(complete)
+        category = _ids(self.categories, map(attrgetter("cat"), complete), n)
+        self._learn_categories()
         by_category = np.array([Kind.OTHER if k is None else k for k in self.category_kinds])
         kind = by_category[category].astype(np.int8)
         legacy = np.flatnonzero(kind == Kind.LEGACY_OPERATOR)
         kind[legacy] = [_legacy_kind(complete[i]) for i in legacy.tolist()]
         name_id = _ids(self.names, map(attrgetter("name"), complete), n)
-        self._comm_args(complete, kind, name_id)
-        return {
-            **_times("start", nanoseconds(list(map(attrgetter("ts"), complete)))),
-            **_times("dur", durations(list(map(attrgetter("dur"), complete)))),
+        start_ns, start_status = nanoseconds(list(map(attrgetter("ts"), complete)))
+        dur_ns, dur_status = durations(list(map(attrgetter("dur"), complete)))
+        batch: Batch = {
+            "start_ns": start_ns,
+            "start_status": start_status,
+            "dur_ns": dur_ns,
+            "dur_status": dur_status,
             "name_id": name_id,
             "category": category,
             "raw_thread": _ids(self.raw_threads, map(attrgetter("pid", "tid"), complete), n),
             "kind": kind,
-            **self._args(complete, kind),
-        }  # fmt: skip
-
-    def _args(
-        self, complete: list[Event], kind: NDArray[np.int8]
-    ) -> dict[str, NDArray[np.generic]]:
-        """The ``args`` columns, filled only for the rows whose analyses read them."""
-        n = len(complete)
-        columns: dict[str, NDArray[np.generic]] = {
-            "correlation": np.full(n, MISSING, np.int64),
-            "device": np.full(n, MISSING, np.int64),
-            "stream": np.full(n, MISSING, np.int64),
-            "bytes": np.full(n, math.nan, np.float64),
-            "shape_id": np.full(n, MISSING, np.int32),
-            "records_grad": np.zeros(n, dtype=bool),
         }
-        launched = np.flatnonzero(np.isin(kind, _CORRELATED))
-        columns["correlation"][launched] = _ints(_args_of(complete, launched), "correlation")
-        work = np.flatnonzero(np.isin(kind, _GPU_WORK))
-        events, args = _pick(complete, work), _args_of(complete, work)
-        columns["device"][work] = _ints(args, "device", fallback=map(attrgetter("pid"), events))
-        columns["stream"][work] = _ints(args, "stream", fallback=map(attrgetter("tid"), events))
-        copies = np.flatnonzero(np.isin(kind, _COPIES))
-        columns["bytes"][copies] = [
-            b if isinstance(b, int | float) else math.nan
-            for b in map(attrgetter("bytes"), _args_of(complete, copies))
-        ]
-        ops = np.flatnonzero(kind == Kind.CPU_OP)
-        op_args = _args_of(complete, ops)
-        columns["records_grad"][ops] = np.fromiter(
-            map(is_not, map(attrgetter("sequence"), op_args), repeat(None)), bool, ops.size
-        )
-        self._shapes(columns["shape_id"], ops, op_args)
-        labels = np.flatnonzero(kind == Kind.USER_ANNOTATION)  # gloo:all_reduce records its input
-        self._shapes(columns["shape_id"], labels, _args_of(complete, labels))
-        return columns  # fmt: skip
+        carriers = _Carriers(complete, kind, name_id, self.codec.no_args)
+        for field in self._fields:
+            flags = self._flags(field) if field.sparse else None
+            rows, args = carriers.of(field, flags)
+            values = self._read(field, args, carriers.fallback(field, rows), rows.size)
+            if field.sparse:
+                batch[f"{field.column}.rows"] = rows.astype(np.int32)
+                batch[field.column] = values
+                continue
+            column = np.full(n, field.value.missing, dtype=_DTYPES[field.value])
+            column[rows] = values
+            batch[field.column] = column
+        return batch
 
-    def _shapes(
-        self, shape_id: NDArray[np.generic], rows: NDArray[np.intp], args: list[EventArgs]
-    ) -> None:
-        """The ids of the ``rows``' input shapes, where they have some (``record_shapes``)."""
-        has_dims = np.fromiter(map(len, map(attrgetter("input_dims"), args)), np.int64, rows.size)
-        for k in np.flatnonzero(has_dims).tolist():
-            a = args[k]
-            shape_id[rows[k]] = self.shapes[bytes(a.input_dims), bytes(a.input_types)]
+    def _flags(self, field: Field) -> NDArray[np.bool_]:
+        """Per interned name: does it match the sparse ``field``'s pattern?"""
+        pattern = field.name_pattern
+        assert pattern is not None
+        flags = self._name_flags.setdefault(pattern.pattern, [])
+        flags += [bool(pattern.search(n)) for n in list(self.names)[len(flags) :]]
+        return np.array(flags, dtype=bool)
 
-    def _comm_args(
-        self, complete: list[Event], kind: NDArray[np.int8], name_id: NDArray[np.int32]
-    ) -> None:
-        """Keep the args of the few rows that may be collectives (by name, then kind)."""
-        names = list(self.names)
-        self._comm_names += [bool(_COMM_NAME.search(n)) for n in names[len(self._comm_names) :]]
-        flagged = np.flatnonzero(np.array(self._comm_names, dtype=bool))
-        if not flagged.size:
-            return
-        hits = np.isin(name_id, flagged) & np.isin(kind, _COMM_KINDS)
-        rows = np.flatnonzero(hits)
-        if rows.size:
-            fields = list(map(_comm_fields_of, _args_of(complete, rows)))  # a few, compact to send
-            self._comm.append((rows + self._rows, fields))
+    def _read(
+        self, field: Field, args: list[Any], fallback: Iterator[int | str] | None, n: int
+    ) -> Any:
+        """The ``field``'s value in each of ``args``, as its column holds it."""
+        values: list[Any] = list(map(attrgetter(field.column), args))
+        value = field.value
+        if value is Value.INT:
+            return np.asarray(_ints(values, fallback), dtype=np.int64)
+        if value is Value.FLOAT:
+            return np.array(
+                [v if isinstance(v, int | float) else math.nan for v in values], np.float64
+            )
+        if value is Value.FLAG:
+            return np.fromiter(map(is_not, values, repeat(None)), bool, n)
+        texts = self.texts
+        ids = np.full(n, MISSING, dtype=np.int32)
+        if value is Value.JSON:
+            for k in np.flatnonzero(np.fromiter(map(len, values), np.int64, n)).tolist():
+                ids[k] = texts[bytes(values[k])]
+            return ids
+        for k, v in enumerate(values):
+            if v is not None:
+                ids[k] = texts[v if type(v) is str else str(v)]
+        return ids
 
-    def _comm_table(self, order: NDArray[np.intp]) -> CommArgs:
-        """The collective args of the kept rows, indexed by their row in the sorted table."""
-        if not self._comm:
-            return CommArgs()
-        written = np.concatenate([r for r, _ in self._comm])  # rows as read: increasing
-        args = [a for _, batch in self._comm for a in batch]
-        is_written = np.zeros(self._rows, dtype=bool)
-        is_written[written] = True
-        rows = np.flatnonzero(is_written[order])  # where the usable ones are in the table
-        keep = np.searchsorted(written, order[rows])
-        kept = [args[i] for i in keep.tolist()]
+    def _instant_columns(self, instants: list[Any]) -> Batch:
+        n = len(instants)
+        at_ns, at_status = nanoseconds(list(map(attrgetter("ts"), instants)))
+        empty = self.codec.no_instant_args
+        args = [a or empty for a in map(attrgetter("args"), instants)]
+        batch: Batch = {
+            "at_ns": at_ns,
+            "at_status": at_status,
+            "name": _ids(self.texts, map(attrgetter("name"), instants), n),
+            "category": _ids(self.texts, map(attrgetter("cat"), instants), n),
+            "raw_thread": _ids(self.raw_threads, map(attrgetter("pid", "tid"), instants), n),
+        }
+        for field in self._instant_fields:
+            batch[field.column] = self._read(field, args, None, n)
+        return batch
 
-        def text(field: str) -> tuple[str | None, ...]:
-            values = tuple(map(itemgetter(_COMM_FIELD_NAMES.index(field)), kept))
-            if set(map(type, values)) <= _TEXT_OR_NONE:  # as written, the usual case
-                return values
-            return tuple(None if v is None else str(v) for v in values)
-
-        def ints(field: str) -> NDArray[np.int64]:
-            # mostly absent (None) or plain ints
-            values = list(map(itemgetter(_COMM_FIELD_NAMES.index(field)), kept))
-            if set(map(type, values)) <= _NONE:
-                return np.full(len(values), MISSING, dtype=np.int64)
-            read = [MISSING if v is None else v if type(v) is int else as_int(v) for v in values]
-            try:
-                return np.array(read, dtype=np.int64)
-            except OverflowError:  # an integer beyond int64 (hostile input): not a number here
-                read = [as_int(v) for v in read]
-            return np.array(read, dtype=np.int64)
-
-        return CommArgs(
-            rows=rows, collective=text("collective"), process_group=text("process_group"),
-            group_ranks=text("group_ranks"), dtype=text("dtype"), seq=ints("seq"),
-            in_nelems=ints("in_nelems"), out_nelems=ints("out_nelems"),
-            group_size=ints("group_size"),
-        )  # fmt: skip
+    def _flow_columns(self, flows: list[Any]) -> Batch:
+        n = len(flows)
+        at_ns, at_status = nanoseconds(list(map(attrgetter("ts"), flows)))
+        phases = [_FLOW_PHASES[str(type(f).__struct_config__.tag)] for f in flows]
+        return {
+            "at_ns": at_ns,
+            "at_status": at_status,
+            "phase": np.array(phases, dtype=np.int8),
+            "flow_id": np.asarray(_ints(list(map(attrgetter("id"), flows))), dtype=np.int64),
+            "category": _ids(self.texts, map(attrgetter("cat"), flows), n),
+            "raw_thread": _ids(self.raw_threads, map(attrgetter("pid", "tid"), flows), n),
+            "encloses": np.array([b == "e" for b in map(attrgetter("bp"), flows)], dtype=bool),
+        }
 
     def unknown_categories(self) -> dict[str, int]:
         """Categories no analysis knows, with how many complete events each has."""
-        if not self._batches:
+        if not self.batches:
             return {}
-        counts = np.bincount(self._concat("category"), minlength=len(self.categories))
+        counts = np.bincount(
+            np.concatenate([b["category"] for b in self.batches]), minlength=len(self.categories)
+        )
         return {
             c or "<none>": int(counts[i])
             for c, i in self.categories.items()
             if self.category_kinds[i] is None
         }
 
-    def table(self) -> tuple[EventTable, Unusable]:
-        """The sorted table of usable rows (times from the first one), and what was skipped.
-
-        The batches are consumed column by column, each freed once taken, so that the
-        columns are held about once (not twice) while the table is built. Once the order
-        is known, a helper thread puts half of the columns in it while this one does the
-        times and the rest (numpy's take releases the GIL: both run at once).
-        """
-        start = self._pop("start_ns").astype(np.int64, copy=False)
-        dur = self._pop("dur_ns").astype(np.int64, copy=False)
-        order, unusable = self._order(start, dur)
-        column = self._take(order)
-        helped: dict[str, type[np.generic]] = {
-            "correlation": np.int64, "device": np.int64, "stream": np.int64,
-            "bytes": np.float64, "shape_id": np.int32,
-        }  # fmt: skip
-
-        def gather(typed: dict[str, type[np.generic]]) -> dict[str, Any]:
-            return {name: column(name, dtype) for name, dtype in typed.items()}
-
-        with helper_for(self._rows) as helper:
-            other = helper.submit(gather, helped)
-            origin, start_ns, dur_ns = _sorted_times(start, dur, order)
-            del start, dur
-            start_us, dur_us = start_ns / 1000, dur_ns / 1000
-            end_us = np.add(start_ns, dur_ns, out=start_ns) / 1000  # start_ns not needed after
-            del start_ns, dur_ns
-            thread_of_raw, threads = self._canonical_threads()
-            comm = self._comm_table(order)
-            taken = gather({"kind": np.int8, "name_id": np.int32, "raw_thread": np.int32,
-                            "records_grad": np.bool_})  # fmt: skip
-        taken |= other.result()
-        table = EventTable(
-            kind=taken["kind"],
-            name_id=taken["name_id"],
+    def columns(self) -> Columns:
+        """Everything taken, for ``table.build``: the batches are handed over (and emptied
+        here) so that their memory goes as soon as each column is taken."""
+        batches, self.batches = self.batches, []
+        return Columns(
+            batches=batches,
+            instants=self.instants,
+            flows=self.flows,
             names=tuple(self.names),
-            thread_id=thread_of_raw[taken["raw_thread"]],
-            threads=threads,
-            origin_ns=origin,
-            start_us=start_us,
-            dur_us=dur_us,
-            end_us=end_us,
-            correlation=taken["correlation"],
-            device=taken["device"],
-            stream=taken["stream"],
-            bytes=taken["bytes"],
-            shape_id=taken["shape_id"],
-            records_grad=taken["records_grad"],
-            shapes=tuple(d.decode("utf-8", "replace") for d, _ in self.shapes),
-            shape_types=tuple(t.decode("utf-8", "replace") for _, t in self.shapes),
-            comm=comm,
+            texts=tuple(
+                t.decode("utf-8", "replace") if isinstance(t, bytes) else t for t in self.texts
+            ),
+            threads=_canonical_threads(self.raw_threads),
+            fields=self._fields,
+            instant_fields=self._instant_fields,
+            flows_kept=len(self.codec.flows) > 1,
+            instants_kept=bool(self._instant_fields),
         )
-        return table, unusable
 
-    def _order(self, start: Ints, dur: Ints) -> tuple[NDArray[np.intp], Unusable]:
-        """The usable rows by start, longer first on ties; the others counted by reason."""
-        statuses = np.maximum(self._pop("start_status"), self._pop("dur_status"))
-        negative = (statuses == OK) & (dur < 0)
-        overflow = (statuses == OK) & ~negative & (start >= LIMIT_NS - dur)
-        usable = (statuses == OK) & ~negative & ~overflow
-        unusable = Unusable(
-            not_a_number=int((statuses == NOT_A_NUMBER).sum()),
-            negative=int(negative.sum()),
-            out_of_range=int((statuses == OUT_OF_RANGE).sum() + overflow.sum()),
-        )
-        del statuses, negative, overflow
-        if usable.all():
-            return by_start_longer_first(start, dur), unusable
-        rows = np.flatnonzero(usable)
-        return rows[by_start_longer_first(start[rows], dur[rows])], unusable
 
-    def _take(self, order: NDArray[np.intp]) -> Callable[[str, type[np.generic]], Any]:
-        """A column in table order, of the given type; its batches are let go."""
+class _Carriers:
+    """The rows of one batch that carry a field, and their args: found once per kinds
+    (and name pattern, for a sparse field)."""
 
-        def column(name: str, dtype: type[np.generic]) -> Any:
-            return self._pop(name)[order].astype(dtype, copy=False)
+    def __init__(
+        self,
+        complete: list[Any],
+        kind: NDArray[np.int8],
+        name_id: NDArray[np.int32],
+        no_args: object,
+    ) -> None:
+        self.complete = complete
+        self.no_args = no_args
+        self.kind = kind
+        self.name_id = name_id
+        self._found: dict[tuple[tuple[Kind, ...], str | None], tuple[Rows, list[Any]]] = {}
 
-        return column
+    def of(self, field: Field, flags: NDArray[np.bool_] | None) -> tuple[Rows, list[Any]]:
+        """The rows carrying ``field`` and their ``args`` (an empty one for events without);
+        ``flags``: per name id, whether a sparse field's pattern matches it."""
+        key = (field.carriers, field.names)
+        if key not in self._found:
+            member = np.zeros(256, dtype=bool)
+            member[np.array([int(k) for k in field.carriers], dtype=np.uint8)] = True
+            rows = np.flatnonzero(member[self.kind.view(np.uint8)])
+            if flags is not None:
+                rows = rows[flags[self.name_id[rows]]] if flags.any() else rows[:0]
+            empty = self.no_args
+            args = [a or empty for a in map(attrgetter("args"), self._events(rows))]
+            self._found[key] = rows, args
+        return self._found[key]
 
-    def _pop(self, name: str) -> NDArray[np.generic]:
-        """A column of every batch, concatenated, and taken out of the batches (whose
-        memory is given back at once: see ``memory``)."""
-        column = np.concatenate([batch.pop(name) for batch in self._batches])
-        if self._rows >= memory.TRIM_ROWS:  # a few ms each: worth it only for large tables
-            memory.release_freed_memory()
-        return column
+    def fallback(self, field: Field, rows: Rows) -> Iterator[int | str] | None:
+        """Where ``field`` falls back on the event's pid or tid: those, per row."""
+        if field.fallback is None:
+            return None
+        return map(attrgetter(field.fallback), self._events(rows))
 
-    def _concat(self, name: str) -> NDArray[np.generic]:
-        return np.concatenate([batch[name] for batch in self._batches])
-
-    def _canonical_threads(self) -> tuple[NDArray[np.int32], tuple[ThreadKey, ...]]:
-        """``"25738"`` and ``25738`` are the same thread."""
-        canonical: dict[ThreadKey, int] = {}
-        remap = [
-            canonical.setdefault((_id(p), _id(t)), len(canonical)) for p, t in self.raw_threads
-        ]
-        return np.array(remap, dtype=np.int32), tuple(canonical)  # fmt: skip
+    def _events(self, rows: Rows) -> list[Any]:
+        complete = self.complete
+        return [complete[i] for i in rows.tolist()]
 
 
 class Piece(NamedTuple):
@@ -393,33 +347,27 @@ class Piece(NamedTuple):
     names: list[str]
     categories: list[str]
     raw_threads: list[ThreadKey]
-    shapes: list[tuple[bytes, bytes]]
-    batches: list[dict[str, NDArray[np.generic]]]
-    comm: list[tuple[NDArray[np.int64], list[CommFields]]]
-    rows: int
+    texts: list[str | bytes]
+    batches: list[Batch]
+    instants: list[Batch]
+    flows: list[Batch]
     thread_names: dict[ThreadKey, str]
-    counts: tuple[int, int, int]  # events seen, [memory] instants, fwdbwd flows
+    counts: Counts
 
 
-class Unusable(NamedTuple):
-    """Complete events skipped for their ``ts`` or ``dur``, by reason."""
+class Columns(NamedTuple):
+    """What a builder took, handed over to ``assemble``."""
 
-    not_a_number: int  # missing, a string, null...
-    negative: int  # a negative duration
-    out_of_range: int  # beyond ±2**62 ns, or ending there
-
-
-def _sorted_times(start: Ints, dur: Ints, order: NDArray[np.intp]) -> tuple[int, Ints, Ints]:
-    """The origin and, in table order, starts from it and durations (integer ns)."""
-    start = start[order]
-    origin = int(start[0]) if order.size else 0
-    start -= origin  # exact: |values| < 2**62
-    return origin, start, dur[order]
-
-
-def _times(field: str, read: tuple[Ints, NDArray[np.int8]]) -> dict[str, NDArray[np.generic]]:
-    ns, status = read
-    return {f"{field}_ns": ns, f"{field}_status": status}
+    batches: list[Batch]
+    instants: list[Batch]
+    flows: list[Batch]
+    names: tuple[str, ...]
+    texts: tuple[str, ...]
+    threads: tuple[NDArray[np.int32], tuple[ThreadKey, ...]]  # per raw thread: canonical id
+    fields: tuple[Field, ...]
+    instant_fields: tuple[Field, ...]
+    flows_kept: bool
+    instants_kept: bool
 
 
 def _ids(interner: _Interner, keys: Iterator[Any], n: int) -> NDArray[np.int32]:
@@ -431,27 +379,25 @@ def _remap(interner: _Interner, keys: list[Any]) -> NDArray[np.int32]:
     return np.fromiter(map(interner.__getitem__, keys), dtype=np.int32, count=len(keys))
 
 
-def _legacy_kind(event: Event) -> Kind:
+def _legacy_kind(event: Any) -> Kind:
     has_inputs = event.args is not None and len(event.args.input_dims) > 0
     return legacy_operator_kind(event.name, has_inputs)
 
 
-def _pick(complete: list[Event], rows: NDArray[np.intp]) -> list[Event]:
-    return [complete[i] for i in rows.tolist()]
-
-
-def _args_of(complete: list[Event], rows: NDArray[np.intp]) -> list[EventArgs]:
-    return [a or _NO_ARGS for a in map(attrgetter("args"), _pick(complete, rows))]
+def _canonical_threads(
+    raw_threads: Iterable[ThreadKey],
+) -> tuple[NDArray[np.int32], tuple[ThreadKey, ...]]:
+    """``"25738"`` and ``25738`` are the same thread: per raw thread, its canonical id."""
+    canonical: dict[ThreadKey, int] = {}
+    remap = [canonical.setdefault((_id(p), _id(t)), len(canonical)) for p, t in raw_threads]
+    return np.array(remap, dtype=np.int32), tuple(canonical)
 
 
 _INT64 = (-(2**63), 2**63)
 
 
-def _ints(
-    args: list[EventArgs], field: str, fallback: Iterator[int | str] | None = None
-) -> NDArray[np.int64] | list[int]:
-    """An integer ``args`` field per row; where it is absent, ``fallback`` (pid or tid)."""
-    values: list[object] = list(map(attrgetter(field), args))
+def _ints(values: list[Any], fallback: Iterator[int | str] | None = None) -> Ints | list[int]:
+    """An integer field per row; where it is absent, ``fallback`` (pid or tid)."""
     if set(map(type, values)) <= {int}:  # the usual case, converted in C
         try:
             return np.array(values, dtype=np.int64)

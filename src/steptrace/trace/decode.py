@@ -1,11 +1,12 @@
 """Bytes of a trace file -> typed partial documents, with one-line errors for bad input.
 
-A trace is decoded as a sequence of partial documents, each holding one batch of events
-as small typed structs (a tagged union on the event phase), so that only one batch of
-Python objects is alive at a time. Complete, metadata and instant events keep the few
-fields the analyses use; every other phase (flows are a third of a Kineto trace) and
-every other ``args`` key is skipped without building an object. The structs hold no
-reference cycles, so they are left out of the garbage collector (``gc=False``).
+A trace is decoded as a sequence of partial documents (``RawDocument``), each holding one
+batch of events as small typed structs (a tagged union on the event phase), so that only
+one batch of Python objects is alive at a time. What the structs keep is what a
+``Selection`` of fields asks for (``fields``): ``codec(selection)`` builds their classes
+from the declared fields, so that every other ``args`` key, and every phase not asked for,
+is skipped without building an object (flows are a third of a Kineto trace). The structs
+hold no reference cycles, so they are left out of the garbage collector (``gc=False``).
 
 Two ways produce the batches:
 
@@ -22,41 +23,21 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Iterator
+from dataclasses import dataclass
+from functools import cache
 from typing import Any, Generic, TypeVar, Union, cast
 
 import msgspec
 
 from steptrace.errors import TraceError
+from steptrace.trace.fields import Field, Selection, Value
 
 Scalar = int | float | str | None
 
 
-class EventArgs(msgspec.Struct, gc=False):
-    """The few ``args`` the analyses read; every other key is skipped."""
-
-    correlation: Scalar = None
-    device: Scalar = None
-    stream: Scalar = None
-    bytes: Scalar = None
-    name: Scalar = None  # metadata events: thread and process names
-    input_dims: msgspec.Raw = msgspec.field(default=msgspec.Raw(), name="Input Dims")
-    input_types: msgspec.Raw = msgspec.field(default=msgspec.Raw(), name="Input type")
-    # autograd numbers the operators it records: present only while grad mode is on
-    sequence: Scalar = msgspec.field(default=None, name="Sequence number")
-    # collectives (record_param_comms ops and NCCL kernels of newer Kineto): only those
-    # events carry these keys, so the other events decode as fast as before
-    collective: Scalar = msgspec.field(default=None, name="Collective name")
-    process_group: Scalar = msgspec.field(default=None, name="Process Group Name")
-    group_ranks: Scalar = msgspec.field(default=None, name="Process Group Ranks")
-    seq: Scalar = msgspec.field(default=None, name="Seq")
-    in_nelems: Scalar = msgspec.field(default=None, name="In msg nelems")
-    out_nelems: Scalar = msgspec.field(default=None, name="Out msg nelems")
-    group_size: Scalar = msgspec.field(default=None, name="Group size")
-    dtype: Scalar = None
-
-
 class Event(msgspec.Struct, tag_field="ph", tag="X", gc=False):
-    """A complete event (``ph == "X"``): the only kind that becomes a row."""
+    """A complete event (``ph == "X"``): the only kind that becomes a row. Its ``args``
+    (the selected fields) are added by ``codec``."""
 
     name: str = ""
     cat: str = ""
@@ -64,7 +45,6 @@ class Event(msgspec.Struct, tag_field="ph", tag="X", gc=False):
     dur: float | None = None  # exact enough as a float: durations are small numbers
     pid: int | str = ""
     tid: int | str = ""
-    args: EventArgs | None = None
 
 
 class TolerantEvent(Event, tag="X", gc=False):
@@ -74,40 +54,76 @@ class TolerantEvent(Event, tag="X", gc=False):
     dur: msgspec.Raw = msgspec.Raw()  # type: ignore[assignment]
 
 
+class MetadataArgs(msgspec.Struct, gc=False):
+    name: Scalar = None  # a thread's or a process's name
+
+
 class Metadata(msgspec.Struct, tag_field="ph", tag="M", gc=False):
     """A metadata event: process and thread names."""
 
     name: str = ""
     pid: int | str = ""
     tid: int | str = ""
-    args: EventArgs | None = None
+    args: MetadataArgs | None = None
 
 
-class Instant(msgspec.Struct, tag_field="ph", tag="i", gc=False):
-    """An instant event; ``[memory]`` ones come from ``profile_memory``."""
+class CountedInstant(msgspec.Struct, tag_field="ph", tag="i", gc=False):
+    """An instant event when instants are only counted (``[memory]`` ones)."""
 
     name: str = ""
 
 
-class FlowStart(msgspec.Struct, tag_field="ph", tag="s", gc=False):
-    """The start of a flow; ``fwdbwd`` ones link a forward operator to its backward."""
+class Instant(msgspec.Struct, tag_field="ph", tag="i", gc=False):
+    """An instant event when the instants are kept; ``args`` added by ``codec``."""
+
+    name: str = ""
+    cat: str = ""
+    ts: msgspec.Raw = msgspec.Raw()
+    pid: int | str = ""
+    tid: int | str = ""
+
+
+class CountedFlow(msgspec.Struct, tag_field="ph", tag="s", gc=False):
+    """A flow's start when flows are only counted (``fwdbwd`` ones: a backward ran)."""
 
     cat: str = ""
 
 
-# Every other phase of the Chrome trace format decodes to an empty marker: its fields are
-# skipped without building a single object (flows alone are a third of a Kineto trace).
-_OTHER_PHASES = "BEIbnetfPNODVvRcC"
-_SKIPPED = tuple(
-    msgspec.defstruct(f"Phase{ph}", [], tag_field="ph", tag=ph, gc=False) for ph in _OTHER_PHASES
-)
-AnyEvent = Event | Metadata | Instant | FlowStart | msgspec.Struct
+class FlowEvent(msgspec.Struct, gc=False):
+    """One end (or a step) of a flow, when flows are kept."""
 
+    cat: str = ""
+    id: Scalar = None
+    ts: msgspec.Raw = msgspec.Raw()
+    pid: int | str = ""
+    tid: int | str = ""
+    bp: str | None = None  # "e": bound to the enclosing slice
+
+
+class FlowStart(FlowEvent, tag_field="ph", tag="s", gc=False):
+    pass
+
+
+class FlowStep(FlowEvent, tag_field="ph", tag="t", gc=False):
+    pass
+
+
+class FlowFinish(FlowEvent, tag_field="ph", tag="f", gc=False):
+    pass
+
+
+# Every other phase of the Chrome trace format decodes to an empty marker: its fields are
+# skipped without building a single object.
+_SKIPPED = {
+    ph: msgspec.defstruct(f"Phase{ph}", [], tag_field="ph", tag=ph, gc=False)
+    for ph in "BEIbnestfPNODVvRcC"
+}
+AnyEvent = msgspec.Struct
 
 E = TypeVar("E")
 
 
-class Document(msgspec.Struct, Generic[E]):
+class RawDocument(msgspec.Struct, Generic[E]):
     """A Kineto trace file, or part of one: events and the metadata written beside them."""
 
     traceEvents: list[E] | None = None  # noqa: N815 (the format's own key)
@@ -123,17 +139,86 @@ class Document(msgspec.Struct, Generic[E]):
     steptrace: Any = None  # the scenario block steptrace's capture writes
 
 
-METADATA_FIELDS = tuple(f for f in Document.__struct_fields__ if f != "traceEvents")
-_EVENT_TYPES: Any = Union[(Event, Metadata, Instant, FlowStart, *_SKIPPED)]  # built at run time
-_TOLERANT_TYPES: Any = Union[(TolerantEvent, Metadata, Instant, FlowStart, *_SKIPPED)]
-_DOCUMENT = msgspec.json.Decoder(Document[msgspec.Raw])
-EVENTS_DOCUMENT = msgspec.json.Decoder(Document[_EVENT_TYPES])
+METADATA_FIELDS = tuple(f for f in RawDocument.__struct_fields__ if f != "traceEvents")
+_DOCUMENT = msgspec.json.Decoder(RawDocument[msgspec.Raw])
 _RAW_LIST = msgspec.json.Decoder(list[msgspec.Raw])
-EVENT_LIST = msgspec.json.Decoder(list[_EVENT_TYPES])
-_TOLERANT_LIST = msgspec.json.Decoder(list[_TOLERANT_TYPES])
-_TOLERANT_EVENT = msgspec.json.Decoder(_TOLERANT_TYPES)
 _BATCH = 8_192  # events per batch on the exact path
 _FIRST_CHARACTER = re.compile(rb"[^ \t\n\r]")
+
+
+@dataclass(frozen=True)
+class Codec:
+    """The event classes and decoders of one ``Selection`` (see ``codec``)."""
+
+    selection: Selection
+    event: type[Event]  # a complete event, with the selected args
+    tolerant: type[Event]  # the same on the exact path
+    instant: type[msgspec.Struct]  # Instant (kept) or CountedInstant
+    no_args: msgspec.Struct  # the args of an event without any: every field at its default
+    no_instant_args: msgspec.Struct
+    flows: tuple[type[msgspec.Struct], ...]  # FlowStart/Step/Finish (kept) or CountedFlow
+    event_list: msgspec.json.Decoder[list[AnyEvent]]
+    events_document: msgspec.json.Decoder[RawDocument[AnyEvent]]
+    tolerant_list: msgspec.json.Decoder[list[AnyEvent]]
+    tolerant_event: msgspec.json.Decoder[AnyEvent]
+
+
+@cache
+def codec(selection: Selection) -> Codec:
+    """The classes and decoders that keep what ``selection`` asks for (built once each)."""
+    args = _args_struct("EventArgs", selection.complete)
+    event = _with_args(Event, args)
+    tolerant = _with_args(TolerantEvent, args)
+    instant: type[msgspec.Struct] = CountedInstant
+    instant_args = _args_struct("InstantArgs", selection.instant)
+    if selection.instant:
+        instant = _with_args(Instant, instant_args)
+    flows: tuple[type[msgspec.Struct], ...] = (CountedFlow,)
+    if selection.flows:
+        flows = (FlowStart, FlowStep, FlowFinish)
+    others = [s for ph, s in _SKIPPED.items() if ph not in {"i", *_tags(flows)}]
+    union: Any = Union[(event, Metadata, instant, *flows, *others)]
+    tolerant_union: Any = Union[(tolerant, Metadata, instant, *flows, *others)]
+    return Codec(
+        selection=selection,
+        event=event,
+        tolerant=tolerant,
+        instant=instant,
+        no_args=args(),
+        no_instant_args=instant_args(),
+        flows=flows,
+        event_list=msgspec.json.Decoder(list[union]),
+        events_document=msgspec.json.Decoder(RawDocument[union]),
+        tolerant_list=msgspec.json.Decoder(list[tolerant_union]),
+        tolerant_event=msgspec.json.Decoder(tolerant_union),
+    )
+
+
+def _tags(classes: tuple[type[msgspec.Struct], ...]) -> list[str]:
+    return [str(c.__struct_config__.tag) for c in classes]
+
+
+def _args_struct(name: str, fields: tuple[Field, ...]) -> type[msgspec.Struct]:
+    """A struct of the ``fields``' args keys: JSON values kept as text (``msgspec.Raw``),
+    the others as scalars; every other key is skipped."""
+    return msgspec.defstruct(
+        name,
+        [
+            (f.column, msgspec.Raw, msgspec.field(default=msgspec.Raw(), name=f.key))
+            if f.value is Value.JSON
+            else (f.column, Scalar, msgspec.field(default=None, name=f.key))
+            for f in fields
+        ],
+        gc=False,
+    )
+
+
+def _with_args(base: type[E], args: type[msgspec.Struct]) -> type[E]:
+    tag = base.__struct_config__.tag  # type: ignore[attr-defined]
+    made = msgspec.defstruct(
+        base.__name__, [("args", args | None, None)], bases=(base,), tag=tag, gc=False
+    )
+    return cast(type[E], made)
 
 
 class UnsplittableError(Exception):
@@ -141,8 +226,8 @@ class UnsplittableError(Exception):
 
 
 def exact_documents(
-    data: bytes, where: str, skipped: list[str] | None = None
-) -> Iterator[Document[AnyEvent]]:
+    data: bytes, where: str, codec: Codec, skipped: list[str] | None = None
+) -> Iterator[RawDocument[AnyEvent]]:
     """The trace in two passes: first its metadata, then its events in batches.
 
     An event that does not decode (``name: null``, no ``ph``, ``args`` not an object) is
@@ -155,16 +240,16 @@ def exact_documents(
     if not raw:
         raise TraceError(f"{where}: the trace holds no events")
     document.traceEvents = None
-    yield cast(Document[AnyEvent], document)
+    yield cast(RawDocument[AnyEvent], document)
     problems = [] if skipped is None else skipped
     for offset in range(0, len(raw), _BATCH):
         batch = raw[offset : offset + _BATCH]
-        yield Document(traceEvents=decode_events(batch, offset, where, problems))
+        yield RawDocument(traceEvents=decode_events(batch, offset, where, codec, problems))
     if len(problems) == len(raw):
         raise TraceError(f"{where}: not a torch.profiler trace ({problems[0]})")
 
 
-def decode(data: bytes, where: str) -> Document[msgspec.Raw]:
+def decode(data: bytes, where: str) -> RawDocument[msgspec.Raw]:
     """Decode a trace document; bad JSON or a non-trace raise a one-line ``TraceError``."""
     first = _FIRST_CHARACTER.search(data)
     if first is None:
@@ -179,14 +264,14 @@ def decode(data: bytes, where: str) -> Document[msgspec.Raw]:
         raise TraceError(f"{where}: JSON nested too deeply to be a trace") from None
 
 
-def _decode_typed(data: bytes, first: bytes) -> Document[msgspec.Raw]:
+def _decode_typed(data: bytes, first: bytes) -> RawDocument[msgspec.Raw]:
     if first == b"[":  # the Chrome trace "array format": events alone
-        return Document(traceEvents=_RAW_LIST.decode(data))
+        return RawDocument(traceEvents=_RAW_LIST.decode(data))
     return _DOCUMENT.decode(data)
 
 
 def decode_events(
-    raw: list[msgspec.Raw], offset: int, where: str, skipped: list[str]
+    raw: list[msgspec.Raw], offset: int, where: str, codec: Codec, skipped: list[str]
 ) -> list[AnyEvent]:
     """Decode a batch of raw events (``offset``: the first one's index, for messages).
 
@@ -194,15 +279,14 @@ def decode_events(
     fail are left out, each described in ``skipped``.
     """
     try:
-        events: list[AnyEvent] = _TOLERANT_LIST.decode(b"[" + b",".join(raw) + b"]")
-        return events
+        return codec.tolerant_list.decode(b"[" + b",".join(raw) + b"]")
     except (msgspec.DecodeError, RecursionError) as exc:
         if not isinstance(exc, msgspec.ValidationError):
             raise TraceError(f"{where}: invalid JSON in the events ({_short(exc)})") from None
     kept: list[AnyEvent] = []
     for index, event in enumerate(raw, start=offset):
         try:
-            kept.append(_TOLERANT_EVENT.decode(event))
+            kept.append(codec.tolerant_event.decode(event))
         except (msgspec.ValidationError, RecursionError) as exc:
             at = str(exc).replace("`$", f"`$.traceEvents[{index}]")
             if "`$" not in at:
@@ -213,7 +297,7 @@ def decode_events(
 
 def _decode_nonstandard(
     data: bytes, where: str, error: msgspec.DecodeError
-) -> Document[msgspec.Raw]:
+) -> RawDocument[msgspec.Raw]:
     """Python's json writes NaN and Infinity, which strict JSON lacks: accept them as null."""
     try:
         loose = json.loads(data)

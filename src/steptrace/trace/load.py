@@ -1,41 +1,68 @@
-"""Load a torch.profiler (Kineto) Chrome trace, ``.json`` or ``.json.gz``, into a ``Trace``."""
+"""Load a torch.profiler (Kineto) Chrome trace, ``.json`` or ``.json.gz``, into a ``Trace``.
+
+``load_trace(path, groups=...)`` decodes the field groups asked for (``fields``: all of
+them by default); ``read_trace`` is the same for a ``Selection`` and a text read already.
+"""
 
 from __future__ import annotations
 
 import gc
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 from steptrace.errors import TraceError
-from steptrace.trace.columns import ColumnBuilder, Unusable, as_int
+from steptrace.trace.assemble import Skipped, assemble
+from steptrace.trace.columns import ColumnBuilder, as_int
 from steptrace.trace.decode import (
     AnyEvent,
-    Document,
+    Codec,
+    RawDocument,
     UnsplittableError,
+    codec,
     exact_documents,
 )
-from steptrace.trace.memory import TRIM_ROWS, release_freed_memory
+from steptrace.trace.fields import ALL_GROUPS, MISSING, Selection, select
+from steptrace.trace.heap import TRIM_ROWS, release_freed_memory
 from steptrace.trace.parallel import WorkerPool, parallel_columns, worker_pool
 from steptrace.trace.progress import Stage, loading_progress
+from steptrace.trace.remote import is_url, open_url
 from steptrace.trace.source import FileText, decompress, file_size, read_text
 from steptrace.trace.split import split_documents, stream_documents
 from steptrace.trace.stream import Opener, TextStream
-from steptrace.trace.table import MISSING, Device, Distributed, Trace, TraceInfo
+from steptrace.trace.table import Device, Distributed, Trace, TraceInfo
 
 _EXACT_SPAN_NS = 2**53  # float64 microseconds keep every nanosecond up to here
 _OPTION_KEYS = ("record_shapes", "profile_memory", "with_stack", "with_flops", "with_modules")
 
 
 def load_trace(
+    path: str | Path,
+    *,
+    groups: Iterable[str] = ALL_GROUPS,
+    workers: int = 1,
+    progress: bool | None = None,
+) -> Trace:
+    """Read and decode a trace file; raise ``TraceError`` with a one-line message if unusable.
+
+    ``path`` may be an fsspec URL (``s3://...``: ``remote``). ``groups``: the field groups
+    to decode (``fields.GROUPS``; ``core`` always): all by
+    default, the complete events' columns, the instants and the flows. ``workers`` > 1
+    decodes a large file in that many processes; ``progress`` shows a progress bar (None:
+    when the output is a terminal)."""
+    return read_trace(path, select(groups), workers=workers, progress=progress)
+
+
+def read_trace(
     path: str | Path | Opener,
+    selection: Selection,
     *,
     progress: bool | None = None,
     text: FileText | None = None,
     workers: int = 1,
 ) -> Trace:
-    """Read and decode a trace file; raise ``TraceError`` with a one-line message if unusable.
+    """``load_trace`` of the fields ``selection`` names.
 
     ``text`` is the file's content when it was read already (``source.ReadAhead``). Else
     the file (a local path, or what an ``Opener`` opens: ``remote``) is streamed
@@ -44,7 +71,7 @@ def load_trace(
     processes (``parallel``). A text that cannot be cut between events (``split``) is read
     whole and decoded by the exact path.
     """
-    source = path if isinstance(path, Opener) else Path(path)
+    source = _source(path)
     where = source.name if isinstance(source, Opener) else str(source)  # in messages
     size = text.size if text is not None else _size(source)
     with (
@@ -53,18 +80,19 @@ def load_trace(
         _collector_paused(),
     ):
         data = None
+        coded = codec(selection)
         if text is not None:
             stage.read(size)
             stage.step("decoding")
             data = text.data
             del text
-            columns = _in_one_pass(split_documents(data))
+            columns = _in_one_pass(coded, split_documents(data, coded))
         else:
-            columns = _streamed(source, stage, pool)
+            columns = _streamed(source, stage, pool, coded)
         malformed: list[str] = []
         if columns is None:  # here, not in an except block whose traceback holds the first try
             data = data if data is not None else _read_whole(source)
-            columns = _columns(exact_documents(data, where, malformed))
+            columns = _columns(coded, exact_documents(data, where, coded, malformed))
         del data
         stage.step("indexing")
         url = source.name if isinstance(source, Opener) else None
@@ -73,6 +101,13 @@ def load_trace(
     if len(trace.events) >= TRIM_ROWS:
         release_freed_memory()  # its memory back before the analysis allocates its own
     return trace
+
+
+def _source(path: str | Path | Opener) -> Path | Opener:
+    """A local file's path, or an fsspec URL opened (``remote``)."""
+    if isinstance(path, str) and is_url(path):
+        return open_url(path)
+    return path if isinstance(path, Opener) else Path(path)
 
 
 def _size(source: Path | Opener) -> int:
@@ -94,17 +129,17 @@ def _read_whole(source: Path | Opener) -> bytes:
 
 
 def _in_one_pass(
-    documents: Iterator[Document[AnyEvent]],
-) -> tuple[ColumnBuilder, Document[AnyEvent]] | None:
+    coded: Codec, documents: Iterator[RawDocument[AnyEvent]]
+) -> tuple[ColumnBuilder, RawDocument[AnyEvent]] | None:
     try:
-        return _columns(documents)
+        return _columns(coded, documents)
     except UnsplittableError:
         return None
 
 
 def _streamed(
-    source: Path | Opener, stage: Stage, pool: WorkerPool | None
-) -> tuple[ColumnBuilder, Document[AnyEvent]] | None:
+    source: Path | Opener, stage: Stage, pool: WorkerPool | None, coded: Codec
+) -> tuple[ColumnBuilder, RawDocument[AnyEvent]] | None:
     """The columns of a file read and decoded chunk by chunk (progress in bytes read), by
     the ``pool``'s processes if there is one."""
     with TextStream(source) as stream:
@@ -117,9 +152,9 @@ def _streamed(
                 yield chunk
 
         if pool is None:
-            return _in_one_pass(stream_documents(chunks()))
+            return _in_one_pass(coded, stream_documents(chunks(), coded))
         try:
-            return parallel_columns(chunks(), pool)
+            return parallel_columns(chunks(), pool, coded)
         except UnsplittableError:
             return None
         finally:
@@ -139,30 +174,34 @@ def _collector_paused() -> Iterator[None]:
 
 
 def _columns(
-    documents: Iterator[Document[AnyEvent]],
-) -> tuple[ColumnBuilder, Document[AnyEvent]]:
+    coded: Codec, documents: Iterator[RawDocument[AnyEvent]]
+) -> tuple[ColumnBuilder, RawDocument[AnyEvent]]:
     """Columns of every batch of events, and the metadata of all the pieces together."""
-    builder = ColumnBuilder()
+    builder = ColumnBuilder(coded)
     return builder, builder.take(documents)
 
 
 def _build(
     builder: ColumnBuilder,
-    document: Document[AnyEvent],
+    document: RawDocument[AnyEvent],
     path: Path,
     size: int,
     malformed: list[str],
     url: str | None,
 ) -> Trace:
     where = url or str(path)
-    if not builder.events_seen:
+    if not builder.counts.events:
         raise TraceError(f"{where}: the trace holds no events")
     if not builder.names:
         raise TraceError(f"{where}: the trace holds no complete (ph 'X') events to measure")
-    table, unusable = builder.table()
+    unknown = builder.unknown_categories()
+    counts, selection = builder.counts, builder.codec.selection
+    thread_names = builder.thread_names
+    tables = assemble(builder.columns())
+    table = tables.events
     if len(table) == 0:
         raise TraceError(f"{where}: no event has a usable ts and dur")
-    warnings = _skipped(unusable)
+    warnings = _skipped(tables.skipped)
     if malformed:
         more = f"; {len(malformed) - 1} more" if len(malformed) > 1 else ""
         warnings.insert(0, f"skipped {len(malformed)} malformed events ({malformed[0]}{more})")
@@ -171,36 +210,46 @@ def _build(
             f"the events span {span / 86_400e6:.0f} days: times far from the first event "
             "lose sub-microsecond precision (a stray timestamp?)"
         )
-    if unknown := builder.unknown_categories():
+    if unknown:
         listed = ", ".join(repr(c) for c in sorted(unknown))
         warnings.append(f"ignored {sum(unknown.values())} events of unknown categories: {listed}")
     info = TraceInfo(
         path=path,
         url=url,
         size_bytes=size,
-        events_total=builder.events_seen,
+        events_total=counts.events,
         devices=_devices(document.deviceProperties),
         distributed=_distributed(document.distributedInfo),
         base_time_ns=as_int(document.baseTimeNanoseconds),
         time_unit=document.displayTimeUnit,
         options={k: str(v) for k in _OPTION_KEYS if (v := getattr(document, k)) is not None},
-        memory_events=builder.memory_events,
-        fwdbwd_flows=builder.fwdbwd_flows,
-        thread_names=builder.thread_names,
+        memory_events=counts.memory,
+        fwdbwd_flows=counts.fwdbwd,
+        thread_names=thread_names,
         scenario_block=document.steptrace,
         warnings=tuple(warnings),
+        groups=_groups(selection),
     )
-    return Trace(info=info, events=table)
+    return Trace(info=info, events=table, instants=tables.instants, flows=tables.flows)
 
 
-def _skipped(unusable: Unusable) -> list[str]:
-    """One counted warning per reason complete events were skipped."""
+def _groups(selection: Selection) -> tuple[str, ...]:
+    named = dict.fromkeys(f.group for f in selection.fields)
+    return (*named, "flows") if selection.flows else tuple(named)
+
+
+def _skipped(skipped: Skipped) -> list[str]:
+    """One counted warning per reason events were skipped."""
     reasons = (
-        (unusable.not_a_number, "a ts or dur that is missing or not a number"),
-        (unusable.negative, "a negative dur"),
-        (unusable.out_of_range, "a ts or end beyond ±2**62 ns (about 146 years)"),
+        (skipped.not_a_number, "complete events with a ts or dur that is missing or not a number"),
+        (skipped.negative, "complete events with a negative dur"),
+        (
+            skipped.out_of_range,
+            "complete events with a ts or end beyond ±2**62 ns (about 146 years)",
+        ),
+        (skipped.other_events, "instants or flow ends with a ts that is missing or not a number"),
     )
-    return [f"skipped {n} complete events with {why}" for n, why in reasons if n]
+    return [f"skipped {n} {why}" for n, why in reasons if n]
 
 
 def _devices(properties: list[dict[str, Any]] | None) -> tuple[Device, ...] | None:

@@ -38,7 +38,8 @@ from steptrace.errors import TraceError
 from steptrace.lifetime import end_workers, worker_start
 from steptrace.trace import split
 from steptrace.trace.columns import ColumnBuilder, Piece
-from steptrace.trace.decode import EVENT_LIST, AnyEvent, Document, UnsplittableError
+from steptrace.trace.decode import AnyEvent, Codec, RawDocument, UnsplittableError, codec
+from steptrace.trace.fields import Selection
 from steptrace.trace.split import end_document, start_pieces
 
 _AHEAD_PER_WORKER = 3  # pieces in flight per worker process
@@ -47,18 +48,20 @@ Failure = Literal["cut", "shape"]  # a piece that did not decode: a wrong cut, a
 _RING: mmap.mmap | None = None  # a forked worker's view of its parent's ring (see WorkerPool)
 
 
-def piece_columns(text: bytes) -> Piece | Failure:
+def piece_columns(text: bytes, selection: Selection) -> Piece | Failure:
     """The columns of one piece of events (a worker's job): ``"cut"`` if the text is not a
     list of events, ``"shape"`` if it is one with an event of the wrong shape."""
-    return _columns_of(b"".join((b"[", text, b"]")))
+    return _columns_of(b"".join((b"[", text, b"]")), codec(selection))
 
 
-def ring_columns(offset: int, length: int, room: slice) -> Piece | Packed | Failure:
+def ring_columns(
+    offset: int, length: int, room: slice, selection: Selection
+) -> Piece | Packed | Failure:
     """``piece_columns`` of the list of events written at ``offset`` of the ring, its
     columns written back in the ring's ``room`` when they fit there (``Packed``)."""
     assert _RING is not None, "ring_columns runs in a forked worker"
     ring = memoryview(_RING)  # a view of the shared mapping, let go when the call returns
-    result = _columns_of(ring[offset : offset + length])
+    result = _columns_of(ring[offset : offset + length], codec(selection))
     if isinstance(result, Piece):
         return _pack(result, ring[room]) or result
     return result
@@ -96,14 +99,14 @@ def _unpack(packed: Packed, room: memoryview) -> Piece:
     return packed.piece._replace(batches=batches)
 
 
-def _columns_of(events_text: bytes | memoryview) -> Piece | Failure:
+def _columns_of(events_text: bytes | memoryview, coded: Codec) -> Piece | Failure:
     try:
-        events: list[AnyEvent] = EVENT_LIST.decode(events_text)
+        events: list[AnyEvent] = coded.event_list.decode(events_text)
     except msgspec.ValidationError:
         return "shape"
     except (msgspec.DecodeError, RecursionError):
         return "cut"
-    builder = ColumnBuilder()
+    builder = ColumnBuilder(coded)
     builder.add(events)
     del events
     return builder.piece()
@@ -192,11 +195,11 @@ def _worker_start(parent: int) -> None:
 
 
 def parallel_columns(
-    chunks: Iterable[bytes | memoryview], workers: WorkerPool
-) -> tuple[ColumnBuilder, Document[AnyEvent]]:
+    chunks: Iterable[bytes | memoryview], workers: WorkerPool, coded: Codec
+) -> tuple[ColumnBuilder, RawDocument[AnyEvent]]:
     """The columns of a trace's text and the metadata around its events (see module)."""
-    text, head, start = start_pieces(chunks)
-    builder = ColumnBuilder()
+    text, head, start = start_pieces(chunks, coded)
+    builder = ColumnBuilder(coded)
     in_order = _InOrder(workers, builder)
     try:
         for piece, between in text.raw_pieces(start):
@@ -207,7 +210,7 @@ def parallel_columns(
             "a process decoding the trace ended abruptly (out of memory?); "
             "--jobs 1 decodes it in this process alone"
         ) from None
-    tail = end_document(head, rest)
+    tail = end_document(head, rest, coded)
     del rest
     return builder, builder.take(part for part in (head, tail) if part is not None)
 
@@ -218,6 +221,7 @@ class _InOrder:
     def __init__(self, workers: WorkerPool, builder: ColumnBuilder) -> None:
         self._workers = workers
         self._builder = builder
+        self._selection = builder.codec.selection
         # per piece in flight: its text (or where it lies in the ring), its result to come,
         # what follows it
         self._pending: deque[tuple[bytes | slice, Future[Piece | Packed | Failure], bytes]]
@@ -243,7 +247,7 @@ class _InOrder:
         size = sum(map(len, piece)) + 2
         if ring is None or size > self._workers.slot_bytes:
             text = b"".join(piece)
-            return text, pool.submit(piece_columns, text)
+            return text, pool.submit(piece_columns, text, self._selection)
         slot = self._sent % self._workers.slots
         offset = slot * self._workers.slot_bytes
         self._sent += 1
@@ -252,7 +256,7 @@ class _InOrder:
         for part in piece:
             ring[at : at + len(part)] = part
             at += len(part)
-        result = pool.submit(ring_columns, offset, size, self._workers.room(slot))
+        result = pool.submit(ring_columns, offset, size, self._workers.room(slot), self._selection)
         return slice(offset + 1, offset + size - 1), result
 
     def _text(self, kept: bytes | slice) -> bytes:
@@ -278,7 +282,7 @@ class _InOrder:
                 result = _unpack(result, ring[room])
         piece = self._carry + self._text(kept) if self._carry else None
         if piece is not None:  # the pieces before were cut inside a value: join them to this one
-            result = piece_columns(piece)
+            result = piece_columns(piece, self._selection)
         if isinstance(result, Piece):
             self._builder.merge(result)
             self._carry, self._retries = b"", 0

@@ -1,8 +1,9 @@
 """A trace at an fsspec URL (``s3://``, ``gs://``, ``file://``, ``memory://``...).
 
 Contract: ``is_url(text)`` tells a URL (a scheme of two letters or more, so never a Windows
-drive) from a path. ``load_url(url) -> Trace`` streams the file as a local one is (read in
-chunks, gunzipped when it is gzip, in bounded memory); the trace's ``info.url`` names it.
+drive) from a path. ``open_url(url)`` opens it to be streamed as a local file is (read in
+chunks, gunzipped when it is gzip, in bounded memory: ``load.read_trace``); the trace's
+``info.url`` names it.
 ``read_sidecar_url`` is ``scenario.read_sidecar`` for the scenario file beside it. Errors
 are one-line ``TraceError`` s that start with the URL. fsspec is imported only when a URL
 is read, with a one-line ``TraceError`` when it, or the backend's package (s3fs, gcsfs),
@@ -19,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 from steptrace.errors import TraceError
 
 if TYPE_CHECKING:
-    from steptrace.trace.table import Trace
+    from steptrace.trace.stream import Opener
 
 _URL = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]+://")
 _NEEDS_FSSPEC = "reading URLs needs fsspec: pip install 'steptrace[dask]'"
@@ -38,10 +39,9 @@ def fsspec_module(url: str) -> Any:
     return fsspec
 
 
-def load_url(url: str, *, workers: int = 1, progress: bool | None = False) -> Trace:
-    """The trace at ``url``, streamed as a local file is (``load.load_trace``: bounded
-    memory, ``workers`` decoding processes for a large one); see the module's contract."""
-    from steptrace.trace.load import load_trace
+def open_url(url: str) -> Opener:
+    """The trace file at ``url``, to be streamed as a local file is (``load.read_trace``:
+    bounded memory, decoding processes for a large one); see the module's contract."""
     from steptrace.trace.stream import Opener
 
     fsspec = fsspec_module(url)
@@ -59,8 +59,7 @@ def load_url(url: str, *, workers: int = 1, progress: bool | None = False) -> Tr
     if info.get("type") != "file":  # a named pipe would block the read, /dev/zero never end
         raise TraceError(f"{url}: not a regular file (a pipe or a device?)")
     # a backend's own errors while opening or reading are one line where they are read
-    opener = Opener(url, int(info.get("size") or 0), partial(fs.open, where, "rb"))
-    return load_trace(opener, progress=progress, workers=workers)
+    return Opener(url, int(info.get("size") or 0), partial(fs.open, where, "rb"))
 
 
 def read_sidecar_url(url: str) -> tuple[object | None, list[str]]:

@@ -33,11 +33,10 @@ from itertools import chain
 import msgspec
 
 from steptrace.trace.decode import (
-    EVENT_LIST,
-    EVENTS_DOCUMENT,
     METADATA_FIELDS,
     AnyEvent,
-    Document,
+    Codec,
+    RawDocument,
     UnsplittableError,
 )
 
@@ -58,31 +57,34 @@ _BETWEEN_EVENTS = re.compile(rb"\}[ \t\n\r]*,[ \t\n\r]*\{")
 _FIRST_CHARACTER = re.compile(rb"[^ \t\n\r]")
 
 
-def split_documents(data: bytes) -> Iterator[Document[AnyEvent]]:
+def split_documents(data: bytes, codec: Codec) -> Iterator[RawDocument[AnyEvent]]:
     """``stream_documents`` over a text held in memory."""
     view = memoryview(data)
-    return stream_documents(view[i : i + _SLICE_BYTES] for i in range(0, len(data), _SLICE_BYTES))
+    slices = (view[i : i + _SLICE_BYTES] for i in range(0, len(data), _SLICE_BYTES))
+    return stream_documents(slices, codec)
 
 
-def stream_documents(chunks: Iterable[bytes | memoryview]) -> Iterator[Document[AnyEvent]]:
+def stream_documents(
+    chunks: Iterable[bytes | memoryview], codec: Codec
+) -> Iterator[RawDocument[AnyEvent]]:
     """The trace in one pass over its text's chunks; see the module's docstring."""
-    text = _Text(iter(chunks))
+    text = _Text(iter(chunks), codec)
     try:
         head, start = text.start()
         if head is not None:
             yield head
         yield from text.pieces(start)
-        yield end_document(head, text.buffer)
+        yield end_document(head, text.buffer, codec)
     except (msgspec.MsgspecError, RecursionError):
         raise UnsplittableError from None
 
 
 def start_pieces(
-    chunks: Iterable[bytes | memoryview],
-) -> tuple[_Text, Document[AnyEvent] | None, int]:
+    chunks: Iterable[bytes | memoryview], codec: Codec
+) -> tuple[_Text, RawDocument[AnyEvent] | None, int]:
     """The text, its document before the events (None in the array format) and where the
     first event starts: for ``_Text.raw_pieces``, then ``end_document``."""
-    text = _Text(iter(chunks))
+    text = _Text(iter(chunks), codec)
     try:
         head, start = text.start()
     except (msgspec.MsgspecError, RecursionError):
@@ -90,16 +92,18 @@ def start_pieces(
     return text, head, start
 
 
-def end_document(head: Document[AnyEvent] | None, rest: bytes | bytearray) -> Document[AnyEvent]:
+def end_document(
+    head: RawDocument[AnyEvent] | None, rest: bytes | bytearray, codec: Codec
+) -> RawDocument[AnyEvent]:
     """The text after the last cut: the last events, the array's end and the keys after it."""
     try:
         if head is None:  # the array format
-            return Document(traceEvents=EVENT_LIST.decode(b"".join((b"[", rest))))
+            return RawDocument(traceEvents=codec.event_list.decode(b"".join((b"[", rest))))
         # a key written again after the events (escapes can spell any key) would win there
         again = (_EVENTS_NAME, _UNICODE_ESCAPE, *(_key(f) for f in _fields_set(head)))
         if any(rest.find(name) >= 0 for name in again):
             raise UnsplittableError
-        document: Document[AnyEvent] = EVENTS_DOCUMENT.decode(b"".join((b'{"traceEvents":[', rest)))
+        document = codec.events_document.decode(b"".join((b'{"traceEvents":[', rest)))
         return document
     except (msgspec.MsgspecError, RecursionError):
         raise UnsplittableError from None
@@ -108,10 +112,11 @@ def end_document(head: Document[AnyEvent] | None, rest: bytes | bytearray) -> Do
 class _Text:
     """The text not decoded yet: chunks appended at the end, decoded text cut off the front."""
 
-    def __init__(self, chunks: Iterator[bytes | memoryview]) -> None:
+    def __init__(self, chunks: Iterator[bytes | memoryview], codec: Codec) -> None:
         self.buffer = bytearray()
         self.first = 0  # where the first character is, once found
         self._chunks = chunks
+        self._codec = codec
 
     def more(self) -> bool:
         """Append the next chunk; False at the end of the text."""
@@ -121,7 +126,7 @@ class _Text:
         self.buffer += chunk
         return True
 
-    def start(self) -> tuple[Document[AnyEvent] | None, int]:
+    def start(self) -> tuple[RawDocument[AnyEvent] | None, int]:
         """The document before the events (None in the array format) and the first event's
         offset in ``buffer``."""
         first = self.first_character()
@@ -138,7 +143,7 @@ class _Text:
         self.first = found.start()
         return found.group()
 
-    def head(self) -> tuple[Document[AnyEvent], int]:
+    def head(self) -> tuple[RawDocument[AnyEvent], int]:
         """The document before the events, and where the first event starts."""
         buffer, seen = self.buffer, 0
         while (mention := buffer.find(_EVENTS_NAME, seen)) < 0 or (
@@ -151,10 +156,12 @@ class _Text:
         if key is None or buffer[mention - 1 : mention] == _ESCAPE:
             raise UnsplittableError  # absent, not an array's key, or inside a string
         # the text before the key must close as a document: the key is a top-level one
-        head = EVENTS_DOCUMENT.decode(b"".join((buffer[: key.start()], b'"traceEvents":null}')))
+        head = self._codec.events_document.decode(
+            b"".join((buffer[: key.start()], b'"traceEvents":null}'))
+        )
         return head, key.end()
 
-    def pieces(self, start: int) -> Iterator[Document[AnyEvent]]:
+    def pieces(self, start: int) -> Iterator[RawDocument[AnyEvent]]:
         """Pieces of events from ``start``; what is left in ``buffer`` is the rest."""
         buffer = self.buffer
         search, retries = start + _PIECE_BYTES, 0
@@ -168,14 +175,14 @@ class _Text:
                     continue
                 del buffer[:start]
                 return
-            events = _decoded(buffer, start, cut.start() + 1)
+            events = _decoded(buffer, start, cut.start() + 1, self._codec)
             if events is None:  # the cut was inside a value, or the events ended before it
                 retries += 1
                 if retries > _RETRIES or cut.end() - start > _MAX_PENDING:
                     raise UnsplittableError
                 search = cut.end() - 1
                 continue
-            yield Document(traceEvents=events)
+            yield RawDocument(traceEvents=events)
             del buffer[: cut.end() - 1]  # the next piece starts at the "{"
             start, retries = 0, 0
             search = _PIECE_BYTES
@@ -224,12 +231,12 @@ def worker_piece_bytes() -> int:
     return _WORKER_PIECES * _PIECE_BYTES
 
 
-def _decoded(buffer: bytearray, start: int, end: int) -> list[AnyEvent] | None:
+def _decoded(buffer: bytearray, start: int, end: int, codec: Codec) -> list[AnyEvent] | None:
     """The events of ``buffer[start:end]``; None if that text is not a list of events."""
     with memoryview(buffer) as view:
         piece = b"".join((b"[", view[start:end], b"]"))
     try:
-        events: list[AnyEvent] = EVENT_LIST.decode(piece)
+        events: list[AnyEvent] = codec.event_list.decode(piece)
     except msgspec.ValidationError:  # an event of the wrong shape: the exact path says which
         raise UnsplittableError from None
     except (msgspec.DecodeError, RecursionError):
@@ -237,7 +244,7 @@ def _decoded(buffer: bytearray, start: int, end: int) -> list[AnyEvent] | None:
     return events
 
 
-def _fields_set(document: Document[AnyEvent]) -> list[str]:
+def _fields_set(document: RawDocument[AnyEvent]) -> list[str]:
     return [f for f in METADATA_FIELDS if getattr(document, f) is not None]
 
 

@@ -92,7 +92,7 @@ def _timelines(
     chosen = list(dict.fromkeys([s.rank for s in stragglers] + sorted(data)))
     kept = sorted(chosen[:TIMELINE_RANKS])
     return tuple(
-        RankTimeline(rank=r, timeline=t) for r in kept if (t := data[r].timeline) is not None
+        RankTimeline(rank=r, timeline=t) for r in kept if (t := data[r].parts.lanes) is not None
     )
 
 

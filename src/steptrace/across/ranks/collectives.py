@@ -32,7 +32,7 @@ from numpy.typing import NDArray
 from steptrace.across.ranks.model import CollectiveSource
 from steptrace.analysis.links import CpuTree, GpuLinks
 from steptrace.trace.kinds import Kind
-from steptrace.trace.table import MISSING, EventTable
+from steptrace.trace.table import EventTable
 
 NCCL_KERNEL = re.compile(r"^(?:nccl|rccl)(?:Dev)?Kernel_?([A-Za-z]+)", re.IGNORECASE)
 COMM_KERNEL = re.compile(r"nccl|rccl", re.IGNORECASE)
@@ -128,11 +128,31 @@ def _comm_kernels(events: EventTable, links: GpuLinks) -> NDArray[np.int64]:
     return out
 
 
+class CommArgs:
+    """The collective args of the rows that carry them (the ``collective`` field group):
+    ``at(row)`` is a row's index among them, the getters read the field there."""
+
+    def __init__(self, events: EventTable) -> None:
+        self.events = events
+        self.rows = events.sparse_column("collective").rows
+
+    def at(self, row: int) -> int | None:
+        k = int(np.searchsorted(self.rows, row))
+        return k if k < self.rows.size and int(self.rows[k]) == row else None
+
+    def text(self, field: str, k: int) -> str | None:
+        return self.events.text(int(self.events.sparse_column(field).values[k]))
+
+    def number(self, field: str, k: int) -> int:
+        return int(self.events.sparse_column(field).values[k])
+
+
 def _param_comms(events: EventTable) -> dict[int, int]:
-    """record_param_comms rows with a collective name -> their index in ``events.comm``."""
-    comm = events.comm
+    """record_param_comms rows with a collective name -> their index in ``CommArgs``."""
+    comm = CommArgs(events)
     is_op = (events.kind[comm.rows] == Kind.CPU_OP).tolist()
-    rows = zip(comm.rows.tolist(), is_op, comm.collective, strict=True)
+    names = [comm.text("collective", k) for k in range(comm.rows.size)]
+    rows = zip(comm.rows.tolist(), is_op, names, strict=True)
     return {
         row: k
         for k, (row, op, name) in enumerate(rows)
@@ -196,15 +216,15 @@ def _kernels_inside(
 def _cpu_instance(
     events: EventTable, row: int, k: int | None, kernels: list[int], clock_ns: int, gpu: bool
 ) -> Instance:
-    comm = events.comm
+    comm = CommArgs(events)
     if k is not None:
-        kind = kind_of(comm.collective[k] or "unknown")
-        group = comm.process_group[k] or DEFAULT_GROUP
-        seq_k, size_k = int(comm.seq[k]), int(comm.group_size[k])
+        kind = kind_of(comm.text("collective", k) or "unknown")
+        group = comm.text("process_group", k) or DEFAULT_GROUP
+        seq_k, size_k = comm.number("seq", k), comm.number("group_size", k)
         seq = seq_k if seq_k >= 0 else None
-        nbytes = _bytes(int(comm.in_nelems[k]), comm.dtype[k])
+        nbytes = _bytes(comm.number("in_nelems", k), comm.text("dtype", k))
         size = size_k if size_k > 0 else None
-        ranks = _ranks(comm.group_ranks[k])
+        ranks = _ranks(comm.text("group_ranks", k))
     else:
         match = _C10D.match(events.name_of(row))
         kind = kind_of(match.group(1) if match else "unknown")
@@ -238,22 +258,36 @@ def _gloo_instance(events: EventTable, row: int, clock_ns: int) -> Instance:
 
 
 def _kernel_instance(events: EventTable, row: int, clock_ns: int) -> Instance:
-    comm = events.comm
-    at = int(np.searchsorted(comm.rows, row))
-    k = at if at < comm.rows.size and int(comm.rows[at]) == row else None
+    comm = CommArgs(events)
+    k = comm.at(row)
     match = NCCL_KERNEL.match(events.name_of(row))
-    name = (comm.collective[k] if k is not None else None) or (match.group(1) if match else "")
     start = _ns(float(events.start_us[row]), clock_ns)
-    return Instance(
-        kind=kind_of(name or "unknown"),
-        process_group=(comm.process_group[k] if k is not None else None) or DEFAULT_GROUP,
-        seq=int(comm.seq[k]) if k is not None and comm.seq[k] >= 0 else None,
-        lane=f"stream {int(events.stream[row])}", source="nccl_kernel", issued_ns=start,
-        start_ns=start, end_ns=_ns(float(events.end_us[row]), clock_ns), blocking=True,
-        nbytes=_bytes(int(comm.in_nelems[k]), comm.dtype[k]) if k is not None else None,
-        group_size=int(comm.group_size[k]) if k is not None and comm.group_size[k] > 0 else None,
-        group_ranks=_ranks(comm.group_ranks[k]) if k is not None else None,
-    )  # fmt: skip
+    instance = Instance(
+        kind=kind_of((match.group(1) if match else "") or "unknown"),
+        process_group=DEFAULT_GROUP,
+        seq=None,
+        lane=f"stream {int(events.stream[row])}",
+        source="nccl_kernel",
+        issued_ns=start,
+        start_ns=start,
+        end_ns=_ns(float(events.end_us[row]), clock_ns),
+        blocking=True,
+        nbytes=None,
+        group_size=None,
+        group_ranks=None,
+    )
+    if k is None:
+        return instance
+    seq, size = comm.number("seq", k), comm.number("group_size", k)
+    return msgspec.structs.replace(
+        instance,
+        kind=kind_of(comm.text("collective", k) or (match.group(1) if match else "") or "unknown"),
+        process_group=comm.text("process_group", k) or DEFAULT_GROUP,
+        seq=seq if seq >= 0 else None,
+        nbytes=_bytes(comm.number("in_nelems", k), comm.text("dtype", k)),
+        group_size=size if size > 0 else None,
+        group_ranks=_ranks(comm.text("group_ranks", k)),
+    )
 
 
 def _bytes(nelems: int, dtype: str | None) -> int | None:
@@ -263,14 +297,12 @@ def _bytes(nelems: int, dtype: str | None) -> int | None:
 
 def _shape_bytes(events: EventTable, row: int) -> int | None:
     """The first input tensor's size from the recorded shapes, when shapes were recorded."""
-    shape = int(events.shape_id[row])
-    if shape == MISSING:
+    dims_text = events.text(int(events.input_dims[row]))
+    if dims_text is None:
         return None
     try:
-        dims, types = (
-            json.loads(events.shapes[shape]),
-            json.loads(events.shape_types[shape] or "[]"),
-        )
+        dims = json.loads(dims_text)
+        types = json.loads(events.text(int(events.input_types[row])) or "[]")
     except ValueError:
         return None
     while dims and isinstance(dims[0], list) and dims[0] and isinstance(dims[0][0], list):

@@ -1,7 +1,8 @@
 """The per-rank stage over many ranks: each summarized by an executor, failures kept apart.
 
 Contract: ``gather(locations, executor, done) -> Gathered``: every location's summary
-(``work.summarize``, run by the executor: here, in a process pool, on a Dask cluster), in
+(``work.summarize`` of the parts asked for, run by the executor: here, in a process pool,
+on a Dask cluster; a summary of another version is a failure), in
 the order the locations were given whatever order they finished in (so that the
 cross-rank reduce, and the report, are the same byte for byte on every executor), and the
 ranks that could not be analyzed, each with one line naming its file. Relative paths are
@@ -15,6 +16,7 @@ remain when at least ``MIN_RANKS`` (2) do, with one warning per failed rank
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
@@ -22,7 +24,7 @@ import msgspec
 
 from steptrace.across.ranks.discover import rank_in_name
 from steptrace.across.ranks.executors import Executor
-from steptrace.across.ranks.matrix import RankData
+from steptrace.across.ranks.matrix import DEFAULT_PARTS, RANK_DATA_VERSION, Part, RankData
 from steptrace.across.ranks.work import RankFailure, failure, summarize
 from steptrace.errors import TraceError
 from steptrace.trace.remote import is_url
@@ -36,15 +38,27 @@ class Gathered(msgspec.Struct, frozen=True, kw_only=True):
     total: int  # locations given
 
 
-def gather(locations: Sequence[str], runner: Executor, done: Callable[[str], None]) -> Gathered:
-    """Every location summarized by ``runner`` (see the module's contract)."""
+def gather(
+    locations: Sequence[str],
+    runner: Executor,
+    done: Callable[[str], None],
+    parts: Sequence[Part] = DEFAULT_PARTS,
+) -> Gathered:
+    """Every location summarized by ``runner``, its ``parts`` kept (see the module's
+    contract)."""
     results: list[RankData | RankFailure | None] = [None] * len(locations)
     sent = [_absolute(where) for where in locations]  # workers may run elsewhere
-    for index, result in runner.run(summarize, sent):
+    for index, result in runner.run(functools.partial(summarize, parts=tuple(parts)), sent):
         where = locations[index]
         if not isinstance(result, (RankData, RankFailure)):  # the machinery failed for it
             text = f"{type(result).__name__}: {result}".rstrip(": ")
             result = failure(where, f"the worker analyzing it failed ({text})")
+        elif isinstance(result, RankData) and result.version != RANK_DATA_VERSION:
+            result = failure(
+                where,
+                f"summarized by another steptrace (rank summary version {result.version}, "
+                f"this one reads {RANK_DATA_VERSION}): run the same version on the workers",
+            )
         results[index] = _as_given(result, sent[index], where)
         done(where.rstrip("/").rsplit("/", 1)[-1])
     return Gathered(

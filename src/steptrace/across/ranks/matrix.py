@@ -1,11 +1,10 @@
 """One rank's trace reduced to what the cross-rank analysis needs, then its step rows.
 
-Contract: ``rank_data(trace, location) -> RankData`` measures the trace once
-(``steptrace.analysis.measure``), finds its collectives and, per step, its communication
-time and the part of it not overlapped by compute, and keeps only those figures: a
-compact, picklable summary (steps, labels, GPU figures, collectives with their timings;
-no event table, no operator or kernel table), so that it can cross processes or a
-network and the trace can be let go. ``rank_steps(data, offset_ns, origin_ns, waits)``
+Contract: ``rank_data(trace, location, parts) -> RankData`` computes, once, only the
+figures the asked ``parts`` keep (``RankParts``: the steps' figures, the collectives, the
+steps' lanes for the HTML report) and keeps only those: a compact, picklable, versioned
+summary (no event table, no operator or kernel table), so that it can cross processes or
+a network and the trace can be let go. ``rank_steps(data, offset_ns, origin_ns, waits)``
 gives the rank's row of the rank x step matrix: wall, GPU busy and idle (``None``: not
 observed), communication, exposed communication, collective wait, and each label's
 exclusive ms.
@@ -19,7 +18,8 @@ other than collectives: the part of it the rank could not hide behind its own wo
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
+from typing import Any, Literal
 
 import msgspec
 import numpy as np
@@ -27,11 +27,16 @@ import numpy as np
 from steptrace.across.ranks.collectives import Instance, collective_instances
 from steptrace.across.ranks.discover import RankOrigin
 from steptrace.across.ranks.model import RankStep
+from steptrace.analysis.compose import compute
+from steptrace.analysis.context import Figure, TraceContext
+from steptrace.analysis.gpu import GpuStep
 from steptrace.analysis.lanes import Timeline, step_lanes
-from steptrace.analysis.links import cpu_tree, gpu_links
-from steptrace.analysis.measure import StepResult, TraceAnalysis, measure
-from steptrace.analysis.steps import StepWindow, find_steps
+from steptrace.analysis.outside import outside_warnings
+from steptrace.analysis.phases import StepPhases
+from steptrace.analysis.registry import fields_for, figures
+from steptrace.analysis.steps import StepWindow, marker_warnings, overlap_warnings
 from steptrace.trace import intervals as iv
+from steptrace.trace.fields import Selection
 from steptrace.trace.kinds import Kind
 from steptrace.trace.table import EventTable, Trace
 
@@ -41,6 +46,9 @@ RANK_STEPS = 8  # the first steps of each rank, drawn
 RANK_STEP_MIN = 40  # items for one step at least
 RANK_DEPTH = 3  # CPU nesting drawn per rank
 _COLLECTIVE_LABEL = re.compile(r"^(gloo|nccl|rccl):")  # the library's labels, not the user's
+RANK_DATA_VERSION = 2  # bumped when a part changes meaning: other versions are refused
+Part = Literal["steps", "collectives", "lanes"]
+DEFAULT_PARTS: tuple[Part, ...] = ("steps", "collectives")
 
 
 class StepFigures(msgspec.Struct, frozen=True, kw_only=True):
@@ -59,82 +67,159 @@ class StepFigures(msgspec.Struct, frozen=True, kw_only=True):
     unlabeled_ms: float | None
 
 
+class RankParts(msgspec.Struct, frozen=True, kw_only=True):
+    """What a rank's summary carries besides what identifies it, one field per part; a part
+    that was not asked for is None. A cross-rank analysis that needs more of each rank adds
+    a part here (its figures in ``_PART_FIGURES``)."""
+
+    steps: tuple[StepFigures, ...] | None = None
+    collectives: tuple[Instance, ...] | None = None
+    lanes: Timeline | None = None  # compact: RANK_BUDGET items, RANK_STEPS, RANK_DEPTH
+
+
 class RankData(msgspec.Struct, frozen=True, kw_only=True):
     """One rank, measured: all that is kept of its trace (a few KB per step)."""
 
+    version: int = RANK_DATA_VERSION
     origin: RankOrigin  # where it was read, and what it says about its rank
     world_size: int | None
     backend: str | None
     gpu_observed: bool
     warnings: tuple[str, ...]  # what loading and measuring this trace noticed
-    steps: tuple[StepFigures, ...]
-    instances: tuple[Instance, ...]
     base_time_ns: int | None
     clock_ns: int  # absolute ns (own clock) of the trace's origin: base + first ts
-    timeline: Timeline | None = None  # compact: RANK_BUDGET items, RANK_STEPS, RANK_DEPTH
+    parts: RankParts
 
     @property
     def path(self) -> str:
         return self.origin.location
 
+    @property
+    def steps(self) -> tuple[StepFigures, ...]:
+        return self.parts.steps or ()
 
-def rank_data(trace: Trace, location: str | None = None) -> RankData:
+    @property
+    def instances(self) -> tuple[Instance, ...]:
+        return self.parts.collectives or ()
+
+
+def _clock_ns(context: TraceContext) -> int:
+    base = context.trace.info.base_time_ns
+    return (base if base is not None and base >= 0 else 0) + context.events.origin_ns
+
+
+def _collectives(context: TraceContext) -> tuple[Instance, ...]:
+    return collective_instances(context.events, context.tree, context.links, _clock_ns(context))
+
+
+def _lanes(context: TraceContext) -> Timeline:
+    return step_lanes(
+        context,
+        budget=RANK_BUDGET,
+        max_depth=RANK_DEPTH,
+        max_steps=RANK_STEPS,
+        step_min=RANK_STEP_MIN,
+    )
+
+
+_COLLECTIVES = Figure(
+    "collectives", _collectives, frozenset({"tree", "links"}), groups=frozenset({"collective"})
+)
+_RANK_LANES = Figure("rank_lanes", _lanes, frozenset({"steps", "timeline", "tree", "links"}))
+# The figures each part reads (the steps' warnings need the GPU work outside the steps).
+_PART_FIGURES: dict[Part, tuple[Figure[Any], ...]] = {
+    "steps": (*figures(["gpu", "phases", "gpu_outside_steps"]), _COLLECTIVES),
+    "collectives": (_COLLECTIVES,),
+    "lanes": (_RANK_LANES,),
+}
+
+
+def part_figures(parts: Iterable[Part]) -> tuple[Figure[Any], ...]:
+    """The figures ``parts`` read, each once."""
+    return tuple(dict.fromkeys(f for p in parts for f in _PART_FIGURES[p]))
+
+
+def rank_fields(parts: Iterable[Part]) -> Selection:
+    """The trace fields the ``parts`` read: what loading a rank's trace decodes."""
+    return fields_for(part_figures(parts))
+
+
+def rank_data(
+    trace: Trace, location: str | None = None, parts: Iterable[Part] = DEFAULT_PARTS
+) -> RankData:
     """The trace's summary; ``location``: where it was read, when not its path (a URL)."""
-    events = trace.events
-    base = trace.info.base_time_ns
-    clock = (base if base is not None and base >= 0 else 0) + events.origin_ns
-    tree = cpu_tree(events)
-    links = gpu_links(events, tree)
-    instances = collective_instances(events, tree, links, clock)
-    analysis = measure(trace, linked=(tree, links))
-    windows = find_steps(events).windows
-    comm, exposed = _exposure(events, analysis, windows, instances, clock)
-    summary = analysis.trace
+    asked = tuple(parts)
+    context = TraceContext(trace)
+    computed = compute(context, part_figures(asked))
+    instances: tuple[Instance, ...] = computed.get("collectives", ())
+    steps = None
+    if "steps" in asked:
+        steps = _step_figures(context, computed["gpu"], computed["phases"], instances)
+    info = trace.info
+    dist = info.distributed
+    base = info.base_time_ns
+    noticed = (
+        *info.warnings,
+        *marker_warnings(context.events),
+        *overlap_warnings(context.windows),
+        *(outside_warnings(computed["gpu_outside_steps"]) if "steps" in asked else ()),
+    )
     return RankData(
-        origin=RankOrigin.of(trace.info, location), world_size=summary.world_size,
-        backend=summary.backend, gpu_observed=summary.gpu_observed, warnings=summary.warnings,
-        steps=tuple(
-            _figures(step, w, c, e)
-            for step, w, c, e in zip(analysis.steps, windows, comm, exposed, strict=True)
+        origin=RankOrigin.of(info, location),
+        world_size=dist.world_size if dist else None,
+        backend=dist.backend if dist else None,
+        gpu_observed=context.timeline is not None,
+        warnings=noticed,
+        base_time_ns=base if base is not None and base >= 0 else None,
+        clock_ns=_clock_ns(context),
+        parts=RankParts(
+            steps=steps,
+            collectives=instances if "collectives" in asked else None,
+            lanes=computed.get("rank_lanes"),
         ),
-        instances=instances, base_time_ns=base if base is not None and base >= 0 else None,
-        clock_ns=clock,
-        timeline=step_lanes(
-            trace, budget=RANK_BUDGET, max_depth=RANK_DEPTH, max_steps=RANK_STEPS,
-            step_min=RANK_STEP_MIN, linked=(tree, links),
-        ),
-    )  # fmt: skip
+    )
 
 
-def _figures(
-    step: StepResult, window: StepWindow, comm_ms: float | None, exposed_ms: float | None
-) -> StepFigures:
-    return StepFigures(
-        name=step.name, number=step.number, start_us=window.start_us, end_us=window.end_us,
-        wall_ms=step.wall_ms, gpu_busy_ms=step.gpu.busy_ms if step.gpu else None,
-        idle_ms=step.gpu.idle_ms if step.gpu else None, comm_ms=comm_ms, exposed_ms=exposed_ms,
-        phases_ms={
-            p.name: p.exclusive_ms for p in step.phases if not _COLLECTIVE_LABEL.match(p.name)
-        },
-        unlabeled_ms=step.unlabeled_ms,
-    )  # fmt: skip
+def _step_figures(
+    context: TraceContext,
+    gpu: tuple[GpuStep | None, ...],
+    phases: tuple[StepPhases, ...],
+    instances: tuple[Instance, ...],
+) -> tuple[StepFigures, ...]:
+    windows = context.windows
+    comm, exposed = _exposure(context.events, gpu, windows, instances, _clock_ns(context))
+    return tuple(
+        StepFigures(
+            name=w.name,
+            number=w.number,
+            start_us=w.start_us,
+            end_us=w.end_us,
+            wall_ms=w.wall_ms,
+            gpu_busy_ms=g.busy_ms if g else None,
+            idle_ms=g.idle_ms if g else None,
+            comm_ms=c,
+            exposed_ms=e,
+            phases_ms={
+                p.name: p.exclusive_ms for p in ph.phases if not _COLLECTIVE_LABEL.match(p.name)
+            },
+            unlabeled_ms=ph.unlabeled_ms,
+        )
+        for w, g, ph, c, e in zip(windows, gpu, phases, comm, exposed, strict=True)
+    )
 
 
 def _exposure(
     events: EventTable,
-    analysis: TraceAnalysis,
+    gpu: tuple[GpuStep | None, ...],
     windows: tuple[StepWindow, ...],
     instances: tuple[Instance, ...],
     clock_ns: int,
 ) -> tuple[tuple[float | None, ...], tuple[float | None, ...]]:
-    gpu_comm = any(s.gpu is not None and s.gpu.communication.count for s in analysis.steps)
-    if gpu_comm:
-        comm = tuple(s.gpu.communication.busy_ms if s.gpu else None for s in analysis.steps)
+    if any(g is not None and g.communication.count for g in gpu):
+        comm = tuple(g.communication.busy_ms if g else None for g in gpu)
         exposed = tuple(
-            s.gpu.communication.busy_ms - s.gpu.communication.overlap_with_compute_ms
-            if s.gpu
-            else None
-            for s in analysis.steps
+            g.communication.busy_ms - g.communication.overlap_with_compute_ms if g else None
+            for g in gpu
         )
         return comm, exposed
     cpu = [i for i in instances if i.blocking]

@@ -1,9 +1,9 @@
-"""The cross-rank analysis of one job's rank traces: the typed result (``steptrace.ranks/1``).
+"""The cross-rank analysis of one job's rank traces: the typed result (``steptrace.ranks/2``).
 
 Contract: plain frozen data, no computation. ``RanksAnalysis`` is what
 ``steptrace.across.ranks.analyze.analyze_ranks_traces`` returns;
 ``steptrace.report.model.RanksReport`` adds the findings and writes the JSON object
-documented in ``docs/json-schema.md`` (section "steptrace.ranks/1"). Field names are
+documented in ``docs/json-schema.md`` (section "steptrace.ranks/2"). Field names are
 stable: a change that removes or renames one bumps the schema number.
 
 Units are in the names. Times ``*_us`` on the aligned clock count from ``clocks.origin_ns``
@@ -20,7 +20,7 @@ import msgspec
 
 from steptrace.analysis.lanes import Timeline
 
-RANKS_SCHEMA = "steptrace.ranks/1"
+RANKS_SCHEMA = "steptrace.ranks/2"
 
 # How a rank's number was known: the trace's distributedInfo, a number in its file name,
 # or only the order of the files given (a warning says so).

@@ -15,7 +15,8 @@ from functools import lru_cache
 from typing import Literal
 
 from steptrace.tools.scrub.patterns import PLACEHOLDER
-from steptrace.trace.decode import Document, Event, EventArgs
+from steptrace.trace.decode import Event, FlowEvent, Instant, RawDocument
+from steptrace.trace.fields import FIELDS
 from steptrace.trace.kinds import CATEGORY_KINDS, IGNORED_CATEGORIES
 
 FieldKind = Literal["user", "host", "secret", "id", "version"]
@@ -45,8 +46,9 @@ _NOT_A_VALUE = frozenset(
 _ID_FIELDS = frozenset({"trace_id", "pg_name"})
 # The keys the analyses read, and the vocabularies of the format (phases, categories).
 FORMAT_KEYS = frozenset(
-    {*Document.__struct_encode_fields__, *Event.__struct_encode_fields__,
-     *EventArgs.__struct_encode_fields__, "ph", "traceEvents", "External id", "id", "s", "bp",
+    {*RawDocument.__struct_encode_fields__, *Event.__struct_encode_fields__,
+     *Instant.__struct_encode_fields__, *FlowEvent.__struct_encode_fields__,
+     *(f.key for f in FIELDS), "ph", "traceEvents", "External id", "id", "s", "bp",
      "computeMajor", "computeMinor", "totalGlobalMem", "rank", "world_size", "backend",
      "pg_config", "Collective name", "Process Group Name", "Seq", "In msg nelems",
      "Group size", "dtype", "schema", "scenario", "capture"}

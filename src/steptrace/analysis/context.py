@@ -1,0 +1,103 @@
+"""``TraceContext``: one loaded trace and what its figures share, each computed once.
+
+Contract: ``TraceContext(trace, partial_step=None)`` holds the shared intermediates as
+properties, each computed on first use and kept: the steps (``steps.find_steps``), which
+of them are partial and which counted, the operator tree (``links.cpu_tree``), the launch
+calls and links of the GPU work (``links``) and the GPU timeline (``timeline``). A figure
+module reads what it needs from it (its ``FIGURE``, see ``registry``); ``compose`` decides
+where and in which order figures run. Nothing here does I/O or finds anything.
+
+Several threads may read one context once what they read is computed (``compose``
+computes the intermediates a side reads before it starts that side).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from functools import cached_property
+from typing import Generic, Literal, TypeVar
+
+from steptrace.analysis.links import (
+    CpuTree,
+    GpuLaunches,
+    GpuLinks,
+    cpu_tree,
+    gpu_launches,
+    gpu_links,
+)
+from steptrace.analysis.steps import Steps, StepWindow, find_steps
+from steptrace.analysis.timeline import GpuTimeline, gpu_timeline
+from steptrace.trace.table import EventTable, Trace
+
+T = TypeVar("T")
+# What a figure reads of the context beyond the events: "tree" (the operator tree) and
+# "links" (GPU work -> its operator, which needs the tree) decide where it can run.
+Need = Literal["steps", "timeline", "tree", "links"]
+
+
+class TraceContext:
+    """A trace and its shared intermediates (see module)."""
+
+    def __init__(self, trace: Trace, *, partial_step: int | None = None) -> None:
+        self.trace = trace
+        self.events: EventTable = trace.events
+        self.partial_step = partial_step  # a ProfilerStep its capture cut short
+
+    @cached_property
+    def steps(self) -> Steps:
+        return find_steps(self.events)
+
+    @property
+    def windows(self) -> tuple[StepWindow, ...]:
+        return self.steps.windows
+
+    @cached_property
+    def partial(self) -> tuple[bool, ...]:
+        """Per step: cut short by the profiler's stop (its capture said which)."""
+        marked = self.steps.from_markers and self.partial_step is not None
+        return tuple(marked and w.number == self.partial_step for w in self.windows)
+
+    @cached_property
+    def counted(self) -> tuple[StepWindow, ...]:
+        """The complete steps (all of them when every one is partial): the summary's."""
+        kept = tuple(w for w, cut in zip(self.windows, self.partial, strict=True) if not cut)
+        return kept or self.windows
+
+    @cached_property
+    def tree(self) -> CpuTree:
+        return cpu_tree(self.events)
+
+    @cached_property
+    def launches(self) -> GpuLaunches:
+        """Each GPU activity's launch call (no tree needed)."""
+        return gpu_launches(self.events)
+
+    @cached_property
+    def links(self) -> GpuLinks:
+        """Each GPU activity's launch call and operator (needs the tree)."""
+        return gpu_links(self.events, self.tree, self.launches)
+
+    @cached_property
+    def timeline(self) -> GpuTimeline | None:
+        """The GPU work merged; None: the GPU was not observed."""
+        return gpu_timeline(self.events, self.launches)
+
+
+@dataclass(frozen=True)
+class Figure(Generic[T]):
+    """One figure of a trace: its name, how it is computed from the context, what it reads.
+
+    ``on_demand`` figures (the steps' lanes that only HTML draws, heavy analyses) are
+    computed only when asked for by name. ``groups``: the trace's field groups it reads
+    beyond ``core`` (``trace.fields``), which loading then decodes."""
+
+    name: str
+    compute: Callable[[TraceContext], T]
+    needs: frozenset[Need]
+    on_demand: bool = False
+    groups: frozenset[str] = frozenset()
+
+    @property
+    def reads_tree(self) -> bool:
+        return bool(self.needs & {"tree", "links"})

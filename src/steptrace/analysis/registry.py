@@ -1,0 +1,44 @@
+"""The figures of a trace, in the order they are computed: one entry per figure module.
+
+Each figure module declares its ``FIGURE`` (``context.Figure``): its name, how it is
+computed from a ``TraceContext``, and what it reads. ``measure`` computes the figures that
+are not ``on_demand``; a caller asks for the others by name (the HTML report for the
+steps' lanes), and the per-rank summary for only those it keeps. A new figure is a module
+with a ``FIGURE`` and one line here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from steptrace.analysis import copies, cpu, gpu, kernels, lanes, operators, outside, phases
+from steptrace.analysis.context import Figure
+from steptrace.trace.fields import Selection, select
+
+FIGURES: tuple[Figure[Any], ...] = (
+    gpu.FIGURE,
+    phases.FIGURE,
+    outside.FIGURE,
+    kernels.FIGURE,
+    copies.FIGURE,
+    operators.FIGURE,
+    cpu.FIGURE,
+    lanes.FIGURE,
+)
+
+
+def figures(names: Iterable[str] | None = None) -> tuple[Figure[Any], ...]:
+    """The figures named (in registry order), or every one that is not on demand; a
+    ``KeyError`` names one that does not exist."""
+    if names is None:
+        return tuple(f for f in FIGURES if not f.on_demand)
+    wanted = set(names)
+    if unknown := wanted - {f.name for f in FIGURES}:
+        raise KeyError(f"no figure named {', '.join(sorted(unknown))}")
+    return tuple(f for f in FIGURES if f.name in wanted)
+
+
+def fields_for(chosen: Iterable[Figure[Any]]) -> Selection:
+    """The trace fields the ``chosen`` figures read: what loading must decode for them."""
+    return select({group for figure in chosen for group in figure.groups})
