@@ -1,5 +1,7 @@
-"""benchmarks/results.py, which writes each benchmark's own section of RESULTS.md and keeps
-the others (driven here with hand-made rows: no benchmark runs)."""
+"""The documentation: a short README that links every reference page, links and anchors
+that resolve, commands and options that exist; and benchmarks/results.py, which writes each
+benchmark's own section of RESULTS.md and keeps the others (driven here with hand-made rows:
+no benchmark runs)."""
 
 from __future__ import annotations
 
@@ -11,10 +13,71 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
+import click
 import pytest
+
+from steptrace.cli import app
 
 ROOT = Path(__file__).resolve().parents[1]
 BENCHMARKS = ROOT / "benchmarks"
+PAGES = [ROOT / "README.md", ROOT / "CHANGELOG.md", *sorted((ROOT / "docs").glob("*.md"))]
+_LINK = re.compile(r"\]\(([^)\s]+)\)")
+_FENCE = re.compile(r"^```[^\n]*\n(.*?)^```", re.M | re.S)
+
+
+def test_the_readme_is_short_and_links_every_reference_page() -> None:
+    readme = (ROOT / "README.md").read_text()
+    assert len(readme.splitlines()) <= 250
+    pages = sorted(p.name for p in (ROOT / "docs").glob("*.md"))
+    assert len(pages) >= 8
+    for name in [*(f"docs/{p}" for p in pages), "benchmarks/RESULTS.md", "CHANGELOG.md"]:
+        assert f"]({name})" in readme, name
+
+
+def anchors(page: Path) -> set[str]:
+    """GitHub's anchors for the page's headings (outside code blocks)."""
+    text = _FENCE.sub("", page.read_text())
+    titles = re.findall(r"^#+ +(.+?) *$", text, re.M)
+    return {re.sub(r"[^\w\- ]", "", t.lower()).replace(" ", "-") for t in titles}
+
+
+@pytest.mark.parametrize("page", PAGES, ids=lambda p: p.name)
+def test_every_relative_link_and_anchor_resolves(page: Path) -> None:
+    for link in _LINK.findall(page.read_text()):
+        if link.startswith(("http://", "https://")):
+            continue
+        name, _, anchor = link.partition("#")
+        target = (page.parent / name).resolve() if name else page
+        assert target.exists(), f"{page.name}: {link}"
+        if anchor:
+            assert anchor in anchors(target), f"{page.name}: {link}"
+
+
+def documented_commands(page: Path) -> list[list[str]]:
+    """Each ``steptrace ...`` command line of the page's code blocks, as words, its
+    continuation lines joined, comments and redirections cut."""
+    commands = []
+    for block in _FENCE.findall(page.read_text()):
+        for line in block.replace("\\\n", " ").splitlines():
+            words = line.split("#")[0].split(">")[0].split()
+            while words and "=" in words[0]:  # an environment variable set before it
+                words.pop(0)
+            if words[:1] == ["steptrace"]:
+                commands.append(words[1:])
+    return commands
+
+
+@pytest.mark.parametrize("page", PAGES, ids=lambda p: p.name)
+def test_every_documented_command_and_option_exists(page: Path) -> None:
+    for words in documented_commands(page):
+        if words == ["--version"]:
+            continue
+        command = app.commands.get(words[0])
+        assert isinstance(command, click.Command), f"{page.name}: steptrace {words[0]}"
+        options = {o for p in command.params for o in (*p.opts, *p.secondary_opts)}
+        for word in words[1:]:
+            if word.startswith("-"):
+                assert word.split("=")[0] in options, f"{page.name}: steptrace {' '.join(words)}"
 
 
 @pytest.fixture
