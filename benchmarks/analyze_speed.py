@@ -62,6 +62,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import results
+
 HERE = Path(__file__).resolve().parent
 WORK = HERE / ".work"
 DEFAULT_TRACE = Path(
@@ -438,6 +440,51 @@ def print_ratios(tools: list[Tool], info: TraceInfo) -> None:
         print(f"  steptrace scrub MB/s            {speed:6.1f}  (informational, whole process)")
 
 
+RESULT_NOTES = (
+    "Whole processes, medians of the rounds, interleaved. Targets: steptrace / json.loads <= 1,"
+    " HTA / steptrace >= 8, peak RSS / JSON < 3 (the largest single process's ru_maxrss)."
+)
+RESULT_COLUMNS = (
+    "trace",
+    "events",
+    "JSON MB",
+    "steptrace s",
+    "json.loads s",
+    "steptrace / json.loads",
+    "HTA s",
+    "HTA / steptrace",
+    "steptrace peak RSS / JSON",
+    "scrub MB/s",
+    "rounds",
+)
+
+
+def result_row(info: TraceInfo, tools: list[Tool]) -> list[object]:
+    """One trace's medians and ratios for RESULTS.md ("–": the tool did not run)."""
+    by_name = {tool.name: tool for tool in tools}
+    walls = {name: median_wall(tool) for name, tool in by_name.items()}
+    st, loads, hta, scrub = (walls.get(n) for n in ("steptrace", "json.loads", "HTA", "scrub"))
+    runs = by_name["steptrace"].runs
+    peak = max((run.rss_bytes for run in runs), default=None)
+    return [
+        info.label,
+        f"{info.events:,}",
+        f"{info.uncompressed_bytes / MB:.0f}",
+        _fixed(st),
+        _fixed(loads),
+        _fixed(st / loads if st and loads else None),
+        _fixed(hta),
+        _fixed(hta / st if hta and st else None),
+        _fixed(peak / info.uncompressed_bytes if peak else None),
+        _fixed(info.uncompressed_bytes / MB / scrub if scrub else None, 1),
+        len(runs),
+    ]
+
+
+def _fixed(value: float | None, digits: int = 2) -> str | None:
+    return None if value is None else f"{value:.{digits}f}"
+
+
 def report(info: TraceInfo, tools: list[Tool]) -> None:
     print(f"\n=== {info.label}: {info.path.name}")
     print(
@@ -510,6 +557,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     if not args.steptrace.exists():
         sys.exit(f"no steptrace at {args.steptrace}; pass --steptrace")
+    run = results.Run.start()
     t_start = time.perf_counter()
     traces = trace_infos(args.trace, args.rebuild)
     hta_python: Path | None = None
@@ -524,21 +572,23 @@ def main(argv: list[str] | None = None) -> int:
     root = Path(tempfile.mkdtemp(prefix="hta-", dir=WORK))
     try:
         dirs = hta_dirs(traces, root)
-        results: list[tuple[TraceInfo, list[Tool]]] = []
+        timed: list[tuple[TraceInfo, list[Tool]]] = []
         for info, repeats in zip(traces, args.repeats, strict=True):
             print(f"\ntiming {info.label} ({repeats} rounds)", flush=True)
             tools = make_tools(args, hta_python, dirs)
             time_tools(tools, info.path, repeats, args.timeout)
-            results.append((info, tools))
+            timed.append((info, tools))
     finally:
         shutil.rmtree(root, ignore_errors=True)
         shutil.rmtree(SCRUB_OUT, ignore_errors=True)
-    for info, tools in results:
+    for info, tools in timed:
         report(info, tools)
     own = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024 / MB
     print(
         f"\ntotal {time.perf_counter() - t_start:.0f} s (benchmark process peak RSS {own:.0f} MB)"
     )
+    rows = [result_row(info, tools) for info, tools in timed]
+    results.write("analyze_speed", run, RESULT_COLUMNS, rows, notes=RESULT_NOTES)
     return 0
 
 

@@ -30,12 +30,29 @@ import torch
 from torch.profiler import ProfilerActivity, profile, record_function, schedule
 from torch.utils.data import DataLoader, TensorDataset
 
+import results
 import steptrace
 from steptrace.validate import CheckPlan, TimingPlan
 from steptrace.validate.estimators import decide
 from steptrace.validate.stats import sentence, verdict
 
 BATCH, FEATURES, HIDDEN, CLASSES = 64, 256, 512, 10
+RESULT_COLUMNS = (
+    "active steps",
+    "bare ms per window",
+    "harness ms per window",
+    "whole window (compare)",
+    "windows paired",
+    "bare ms per step",
+    "harness ms per step",
+    "inside a step: harness / bare [CI]",
+    "harness adds at most %",
+    "target < 2%",
+)
+RESULT_NOTES = (
+    "A = a bare torch.profiler loop, B = profile_training, one step of compare being one whole"
+    " captured window; inside a step: each window's median ProfilerStep wall time, paired."
+)
 
 
 def make_state() -> dict[str, Any]:
@@ -110,8 +127,9 @@ def step_ms(trace: Path) -> float:
     return statistics.median(s.wall_ms for s in steptrace.analyze(trace).analysis.steps)
 
 
-def in_window(folder: Path, band: float) -> None:
-    """The harness inside the steps: per-window step medians of both sides, paired."""
+def in_window(folder: Path, band: float) -> list[object]:
+    """The harness inside the steps: per-window step medians of both sides, paired; its
+    figures for RESULTS.md."""
     medians = {
         kind: [step_ms(p) for p in sorted(folder.glob(f"{kind}-*[0-9].json"), key=_index)]
         for kind in ("bare", "harness")
@@ -127,6 +145,15 @@ def in_window(folder: Path, band: float) -> None:
     upper = (deciding.ci[1] - 1) * 100
     print(f"  the harness adds at most {upper:+.2f}% inside a step (CI upper end; target < 2%): "
           f"{'PASS' if upper < 2 else 'FAIL'}")  # fmt: skip
+    low, high = deciding.ci
+    return [
+        pairs,
+        f"{statistics.median(bare):.3f}",
+        f"{statistics.median(harness):.3f}",
+        f"{deciding.ratio:.4f} [{low:.4f}, {high:.4f}]",
+        f"{upper:+.2f}",
+        "PASS" if upper < 2 else "FAIL",
+    ]
 
 
 def _index(path: Path) -> int:
@@ -138,6 +165,7 @@ def main() -> None:
     parser.add_argument("--budget", type=float, default=30.0, help="seconds of timing")
     parser.add_argument("--active", type=int, default=20)
     args = parser.parse_args()
+    run = results.Run.start()
     torch.set_num_threads(1)  # a 2-core machine: leave one core to the rest of the system
     with tempfile.TemporaryDirectory() as scratch:
         windows = Windows(Path(scratch), args.active)
@@ -156,7 +184,10 @@ def main() -> None:
         print(f"  verdict: {result.verdict}; {result.sentence}")
         if result.noise_warning:
             print(f"  warning: {result.noise_warning}")
-        in_window(Path(scratch), result.band)
+        inside = in_window(Path(scratch), result.band)
+    medians = [f"{s.median:.1f}" if s else None for s in (result.baseline, result.candidate)]
+    row = [args.active, *medians, result.sentence, *inside]
+    results.write("capture_overhead", run, RESULT_COLUMNS, [row], notes=RESULT_NOTES)
 
 
 if __name__ == "__main__":

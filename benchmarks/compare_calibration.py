@@ -31,6 +31,7 @@ from typing import Any
 import torch
 from torch.utils import benchmark
 
+import results
 import steptrace
 from steptrace.validate import TimingPlan
 
@@ -40,6 +41,17 @@ KINDS = {"A/A": 1.0, "+5%": 1.05, "+15%": 1.15}
 TARGETS = {("quiet", "A/A"): 0.05, ("quiet", "+5%"): 0.95, ("busy", "A/A"): 0.05,
            ("busy", "+5%"): 0.50, ("busy", "+15%"): 0.90}  # fmt: skip
 Step = Callable[[dict[str, Any], Any], torch.Tensor]
+RESULT_COLUMNS = (
+    "mode",
+    "kind",
+    "designed B/A (measured quiet)",
+    "trials",
+    "compare: called (A/A) or caught",
+    "target",
+    "compare B/A median [min, max]",
+    "torch.utils.benchmark B/A median [min, max]",
+    "torch medians read as a difference (beyond ±1%)",
+)
 
 
 def make_state() -> dict[str, Any]:
@@ -215,6 +227,7 @@ def main() -> None:
     parser.add_argument("--spinners", type=int, default=max(1, round(2.5 * cores) - 1),
                         help="busy: spinning processes (default: load 2.5x the cores)")  # fmt: skip
     args = parser.parse_args()
+    run = results.Run.start()
     torch.set_num_threads(1)  # two cores: one for the workload, one for everything else
     made = {kind: calibrate(factor - 1) for kind, factor in KINDS.items() if factor > 1}
     print("extra work, calibrated quiet: " + "; ".join(
@@ -222,6 +235,7 @@ def main() -> None:
     ))  # fmt: skip
     steps = {"A/A": step, **{kind: candidate(k) for kind, (k, _) in made.items()}}
     failures = []
+    table: list[list[object]] = []
     for mode in args.modes.split(","):
         load = spinning(args.spinners) if mode == "busy" else _nothing()
         print(f"\n{mode}" + (f": {args.spinners} spinning processes on {cores} cores"
@@ -230,7 +244,39 @@ def main() -> None:
             rows = steptrace_trials(steps, args.trials, args.budget)
             torch_ratios = torch_trials(steps, args.torch_trials)
         failures += report(mode, rows, torch_ratios)
+        table += result_rows(mode, rows, torch_ratios, {k: r for k, (_, r) in made.items()})
     print("\nall targets met" if not failures else f"\ntargets missed: {', '.join(failures)}")
+    busy = f"{args.spinners} spinning processes when busy; " if "busy" in args.modes else ""
+    notes = f"{busy}{args.budget:g} s of timing per trial."
+    results.write("compare_calibration", run, RESULT_COLUMNS, table, notes=notes)
+
+
+def result_rows(
+    mode: str, rows: dict[str, Any], torch_ratios: dict[str, list[float]], made: dict[str, float]
+) -> list[list[object]]:
+    """The mode's figures for RESULTS.md, one row per kind."""
+    out: list[list[object]] = []
+    for kind, row in rows.items():
+        target = TARGETS.get((mode, kind))
+        value = rate(kind, row["verdict"])
+        met = target is None or (value <= target if kind == "A/A" else value >= target)
+        goal = "–" if target is None else f"{'<=' if kind == 'A/A' else '>='} {100 * target:.0f}%"
+        ratios = [r for r in row["ratio"] if r == r] or [float("nan")]
+        t = torch_ratios[kind]
+        out.append(
+            [
+                mode,
+                kind,
+                f"{made[kind]:.3f}" if kind in made else "1",
+                len(row["verdict"]),
+                f"{100 * value:.0f}%",
+                goal if target is None else f"{goal} {'PASS' if met else 'FAIL'}",
+                f"{statistics.median(ratios):.3f} [{min(ratios):.3f}, {max(ratios):.3f}]",
+                f"{statistics.median(t):.3f} [{min(t):.3f}, {max(t):.3f}]",
+                f"{100 * sum(abs(r - 1) > 0.01 for r in t) / len(t):.0f}%",
+            ]
+        )
+    return out
 
 
 @contextmanager

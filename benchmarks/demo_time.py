@@ -18,6 +18,8 @@ import sys
 import tempfile
 import time
 
+import results
+
 
 def run(flags: list[str]) -> float:
     with tempfile.TemporaryDirectory() as folder:
@@ -32,6 +34,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=2)
     args = parser.parse_args()
+    run_info = results.Run.start()
     times: dict[str, list[float]] = {"without": [], "with": []}
     for _ in range(args.repeats):
         for name, flags in (("without", ["--no-ranks"]), ("with", ["--ranks"])):
@@ -40,6 +43,10 @@ def main() -> None:
             print(f"{name:>8} ranks: {seconds:6.1f} s (load {os.getloadavg()[0]:.1f})")
     without, with_ranks = (statistics.median(times[k]) for k in ("without", "with"))
     print(f"median: {without:.1f} s without, {with_ranks:.1f} s with: {with_ranks / without:.2f}×")
+    each = "; ".join(f"{k}: {', '.join(f'{t:.1f}' for t in runs)}" for k, runs in times.items())
+    row = [args.repeats, f"{without:.1f}", f"{with_ranks:.1f}", f"{with_ranks / without:.2f}", each]
+    columns = ["rounds", "--no-ranks s", "with ranks s", "with / without", "each run s"]
+    results.write("demo_time", run_info, columns, [row])
 
 
 if __name__ == "__main__":

@@ -23,6 +23,7 @@ sys.path.insert(0, str(ROOT))  # the constructed reports live with the tests
 
 from tests.ranks.reports import widened  # noqa: E402
 
+import results  # noqa: E402
 from steptrace.report.ranks_sections import ranks_document  # noqa: E402
 from steptrace.report.registry import renderer  # noqa: E402
 
@@ -34,6 +35,8 @@ def main() -> None:
     parser.add_argument("--ranks", type=int, nargs="+", default=[8, 64, 512])
     parser.add_argument("--repeats", type=int, default=5)
     args = parser.parse_args()
+    run = results.Run.start()
+    rows: list[list[object]] = []
     print(f"{'ranks':>6} " + " ".join(f"{f + ' ms':>9} {f + ' KB':>9}" for f in FORMATS))
     for ranks in args.ranks:
         report = widened(ranks, slow_rank=ranks // 2)
@@ -49,6 +52,15 @@ def main() -> None:
             f"{1000 * statistics.median(times[f]):9.1f} {sizes[f] / 1024:9.1f}" for f in FORMATS
         )
         print(f"{ranks:>6} {cells}")
+        rows.append([ranks, *cells.split(), args.repeats])
+    columns = [f"{f} {unit}" for f in FORMATS for unit in ("ms", "KB")]
+    results.write("ranks_render", run, ["ranks", *columns, "rounds"], rows, notes=RESULT_NOTES)
+
+
+RESULT_NOTES = (
+    "Medians of the rounds: building the sections and rendering each format, from a"
+    " RanksReport constructed with one rank slower in read_batch; the size of each output."
+)
 
 
 if __name__ == "__main__":

@@ -28,6 +28,7 @@ sys.path.insert(0, str(ROOT))  # the synthetic job lives with the tests
 
 from tests.ranks.synthetic import Plan, write_job  # noqa: E402
 
+import results  # noqa: E402
 import steptrace  # noqa: E402
 
 
@@ -38,6 +39,7 @@ def main() -> None:
     parser.add_argument("--collectives", type=int, default=8)
     parser.add_argument("--repeats", type=int, default=5)
     args = parser.parse_args()
+    run = results.Run.start()
     plan = Plan(
         ranks=args.ranks, steps=args.steps, collectives=args.collectives,
         slow_rank=args.ranks // 3, delay_ns=3_000_000, max_offset_ns=50_000_000,
@@ -62,6 +64,33 @@ def main() -> None:
     print(f"  ratio analyze_ranks / single analyses: {b / a:.2f} "
           f"({'PASS' if b / a <= 1.25 else 'FAIL'} <= 1.25)")  # fmt: skip
     print(f"  stragglers found: {[(s.rank, s.phase) for s in report.stragglers]}")
+    row = [
+        args.ranks,
+        args.steps,
+        args.collectives,
+        f"{size / 1e6:.1f}",
+        args.repeats,
+        f"{a:.3f}",
+        f"{b:.3f}",
+        f"{b / a:.2f}",
+        "PASS" if b / a <= 1.25 else "FAIL",
+        ", ".join(f"rank {s.rank} in {s.phase}" for s in report.stragglers) or "none",
+    ]
+    results.write("ranks_speed", run, RESULT_COLUMNS, [row])
+
+
+RESULT_COLUMNS = (
+    "ranks",
+    "steps",
+    "collectives per step",
+    "JSON MB",
+    "rounds",
+    "single analyses s",
+    "analyze_ranks s",
+    "analyze_ranks / single analyses",
+    "target <= 1.25",
+    "stragglers found",
+)
 
 
 if __name__ == "__main__":

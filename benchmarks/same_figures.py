@@ -23,6 +23,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import results
+
 REPO = Path(__file__).resolve().parents[1]
 TRACES = Path(os.environ.get("STEPTRACE_TRACES", REPO.parent / "shared" / "traces"))
 NOT_A_TRACE = "memory_timeline_export_raw__memory_analysis.raw.gz"
@@ -97,6 +99,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--before", required=True, help="git ref of the version to compare with")
     args = parser.parse_args()
+    run = results.Run.start()
     traces = sorted(p for p in TRACES.glob("*/*.gz") if p.name != NOT_A_TRACE)
     if not traces:
         print(f"no traces in {TRACES}", file=sys.stderr)
@@ -122,6 +125,8 @@ def main() -> int:
         finally:
             subprocess.run(["git", "-C", str(REPO), "worktree", "remove", "--force", str(tree)])
     print(f"{len(traces) - failed} of {len(traces)} traces: every figure identical")
+    row = [args.before, len(traces), len(traces) - failed, failed]
+    results.write("same_figures", run, ("before", "traces", "same", "differ"), [row])
     return 1 if failed else 0
 
 

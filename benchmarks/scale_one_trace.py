@@ -55,6 +55,7 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+import results
 from analyze_speed import (
     DEFAULT_TRACE,
     JSON_CHILD,
@@ -273,6 +274,54 @@ def report(items: list[Sized]) -> None:
     print(f"  {largest.copies}x: steptrace MB/s {speed:.0f} (>= 250) {verdict(speed >= 250)}")
 
 
+RESULT_COLUMNS = (
+    "copies",
+    "JSON MB",
+    "steptrace s",
+    "MB/s",
+    "peak RSS MB (process tree)",
+    "peak RSS / JSON",
+    "--jobs 1 s",
+    "steptrace / --jobs 1",
+    "json.loads s",
+    "json.loads peak RSS MB",
+    "rounds",
+)
+RESULT_NOTES = (
+    "Whole processes, medians of the rounds (the largest peak), interleaved. Targets on the"
+    " largest trace of 1 GB or more: MB/s >= 250, peak RSS / JSON <= 0.5."
+)
+
+
+def result_rows(items: list[Sized]) -> list[list[object]]:
+    """Each size's medians for RESULTS.md ("–": not run, or failed)."""
+    rows: list[list[object]] = []
+    for item in items:
+        st, one, js = (item.runs.get(n) for n in ("steptrace", "steptrace -j1", "json.loads"))
+        wall = statistics.median(r.wall_s for r in st) if st else None
+        peak = max(r.rss_bytes for r in st) if st else None
+        rows.append(
+            [
+                f"{item.copies}x",
+                f"{item.text_bytes / MB:.0f}",
+                _fixed(wall),
+                _fixed(item.text_bytes / MB / wall if wall else None, 0),
+                _fixed(peak / MB if peak else None, 0),
+                _fixed(peak / item.text_bytes if peak else None),
+                _fixed(statistics.median(r.wall_s for r in one) if one else None),
+                _fixed(_ratio(st, one) if st and one else None),
+                _fixed(statistics.median(r.wall_s for r in js) if js else None),
+                _fixed(max(r.rss_bytes for r in js) / MB if js else None, 0),
+                len(st or []),
+            ]
+        )
+    return rows
+
+
+def _fixed(value: float | None, digits: int = 2) -> str | None:
+    return None if value is None else f"{value:.{digits}f}"
+
+
 # ----------------------------------------------------------------------------- main
 
 
@@ -297,6 +346,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     if not args.steptrace.exists():
         sys.exit(f"no steptrace at {args.steptrace}; pass --steptrace")
+    run = results.Run.start()
     print(bytecode_compiled())
     work = args.work or Path(tempfile.mkdtemp(prefix="steptrace-scale-", dir="/tmp"))
     work.mkdir(parents=True, exist_ok=True)
@@ -330,6 +380,7 @@ def main(argv: list[str] | None = None) -> int:
             shutil.rmtree(work, ignore_errors=True)
     print(f"\nload average {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
     report(done)
+    results.write("scale_one_trace", run, RESULT_COLUMNS, result_rows(done), notes=RESULT_NOTES)
     return 0
 
 

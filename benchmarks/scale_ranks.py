@@ -51,6 +51,7 @@ import msgspec
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "benchmarks"))
+import results  # noqa: E402
 from analyze_speed import bytecode_compiled  # noqa: E402
 from process_tree import run_tree  # noqa: E402
 
@@ -71,6 +72,7 @@ def main() -> None:
     parser.add_argument("--modes", default="one,pool,dask")
     parser.add_argument("--folder", type=Path, default=None, help="where to write (default: tmp)")
     args = parser.parse_args()
+    run = results.Run.start()
     print(bytecode_compiled())
     raw = _read(args.trace)
     extra_ms = args.extra_ms if args.extra_ms is not None else max(2.0, _step_ms(args.trace) / 4)
@@ -78,11 +80,31 @@ def main() -> None:
     print(f"source: {args.trace.name}, {len(raw) / 1e6:.1f} MB of JSON; straggler phase "
           f"{phase!r} +{extra_ms:.1f} ms per instance; jobs {args.jobs}; "
           f"{os.cpu_count()} cores, load {os.getloadavg()[0]:.1f}")  # fmt: skip
+    rows: list[list[object]] = []
     for n in (int(x) for x in args.ranks.split(",")):
         with tempfile.TemporaryDirectory(dir=args.folder) as folder:
             slow = n // 3
             _write_job((late, waiting), n, slow, Path(folder))
-            _measure(Path(folder), n, len(raw), slow, phase, args.jobs, args.modes.split(","))
+            modes = args.modes.split(",")
+            measured = _measure(Path(folder), n, len(raw), slow, phase, args.jobs, modes)
+            rows += [[n, f"{n * len(raw) / 1e9:.2f}", *row] for row in measured]
+    notes = (
+        f"Source {args.trace.name}; straggler phase {phase!r} +{extra_ms:.1f} ms per instance;"
+        " the reports identical in every mode and the planted straggler found (else no table)."
+    )
+    results.write("scale_ranks", run, RESULT_COLUMNS, rows, notes=notes)
+
+
+RESULT_COLUMNS = (
+    "ranks",
+    "JSON GB",
+    "mode",
+    "wall s",
+    "CPU s (process tree)",
+    "cores used",
+    "peak RSS MB (process tree)",
+    "wall / one process",
+)
 
 
 def _read(path: Path) -> bytes:
@@ -222,25 +244,27 @@ def _stretched(
 
 def _measure(
     folder: Path, n: int, size: int, slow: int, phase: str, jobs: int, modes: list[str]
-) -> None:
+) -> list[list[object]]:
+    """Each mode's wall, CPU and peak for RESULTS.md, once its report is the others' and
+    names the planted straggler (else the script stops)."""
     options = {
         "one": ["--jobs", "1"],
         "pool": ["--jobs", str(jobs)],
         "dask": ["--scheduler", "local", "--jobs", str(jobs)],
     }
-    results = {}
+    measured = {}
     for mode in modes:
         out = folder.parent / f"{folder.name}.{mode}.json"
         wall, cpu, peak = _run([*_analyze(folder), *options[mode]], out)
-        results[mode] = (wall, cpu, peak, out.read_bytes())
+        measured[mode] = (wall, cpu, peak, out.read_bytes())
         out.unlink()
     print(f"{n} ranks, {n * size / 1e9:.2f} GB of JSON:")
-    base = results.get("one")
-    for mode, (wall, cpu, peak, _) in results.items():
+    base = measured.get("one")
+    for mode, (wall, cpu, peak, _) in measured.items():
         ratio = f", {wall / base[0]:.2f}x one process" if base and mode != "one" else ""
         print(f"  {mode:4}: {wall:7.2f} s (cpu {cpu:6.1f} s, {cpu / wall:.2f} cores), peak RSS "
               f"of the process tree {peak / 1e6:6.0f} MB{ratio}")  # fmt: skip
-    reports = {mode: r[3] for mode, r in results.items()}
+    reports = {mode: r[3] for mode, r in measured.items()}
     if len(set(reports.values())) != 1:
         raise SystemExit(f"  the reports differ between {sorted(reports)}")
     found = msgspec.json.decode(next(iter(reports.values())))["stragglers"]
@@ -249,12 +273,23 @@ def _measure(
         raise SystemExit(f"  straggler found {first}, planted {(slow, phase)}")
     print(f"  reports identical in {len(reports)} modes; straggler found: rank {slow} in {phase!r} "
           f"(+{found[0]['excess_ms']:.1f} ms per step), as planted")  # fmt: skip
-    if base and "pool" in results and n >= 64:
-        ratio = results["pool"][0] / base[0]
-        peak_gb = results["pool"][2] / 1e9
+    if base and "pool" in measured and n >= 64:
+        ratio = measured["pool"][0] / base[0]
+        peak_gb = measured["pool"][2] / 1e9
         verdicts = ("PASS" if ratio <= 0.6 else "FAIL", "PASS" if peak_gb <= 1.5 else "FAIL")
         print(f"  targets: pool / one {ratio:.2f} ({verdicts[0]} <= 0.6), "
               f"pool peak {peak_gb:.2f} GB ({verdicts[1]} <= 1.5)")  # fmt: skip
+    return [
+        [
+            mode,
+            f"{wall:.2f}",
+            f"{cpu:.1f}",
+            f"{cpu / wall:.2f}",
+            f"{peak / 1e6:.0f}",
+            f"{wall / base[0]:.2f}" if base else None,
+        ]
+        for mode, (wall, cpu, peak, _) in measured.items()
+    ]
 
 
 def _analyze(folder: Path) -> list[str]:

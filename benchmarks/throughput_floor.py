@@ -42,6 +42,7 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+import results
 from analyze_speed import DEFAULT_TRACE, bytecode_compiled, run_child
 from scale_one_trace import build_replica, in_fresh_process
 from steptrace.cli.ranks import usable_cores
@@ -155,6 +156,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 def main(argv: list[str] | None = None) -> int:
     global _PIECES
     args = parse_args(argv)
+    run = results.Run.start()
     print(bytecode_compiled())
     processes = min(usable_cores(), MAX_WORKERS)  # as many as steptrace would start
     with tempfile.TemporaryDirectory(prefix="steptrace-floor-") as work:
@@ -180,7 +182,40 @@ def main(argv: list[str] | None = None) -> int:
     median = {name: statistics.median(times) for name, times in runs.items()}
     median["analysis"] = statistics.median(analysis)
     report(size, median)
+    row = [f"{args.copies}x", f"{size / MB:.0f}", processes, *result_cells(size, median)]
+    results.write("throughput_floor", run, RESULT_COLUMNS, [row])
     return 0
+
+
+RESULT_COLUMNS = (
+    "copies",
+    "JSON MB",
+    "decoding processes",
+    f"budget s ({TARGET_MB_S} MB/s)",
+    "start s",
+    "decode raw s",
+    "decode typed s",
+    "decode columns s",
+    "analysis s",
+    "floor s (start + columns + analysis)",
+    "floor MB/s",
+    "steptrace analyze s",
+    "steptrace MB/s",
+)
+
+
+def result_cells(size: int, median: dict[str, float]) -> list[object]:
+    """The medians and the floor for RESULTS.md, after the copies, size and processes."""
+    floor = median["start"] + median["columns"] + median["analysis"]
+    parts = ("start", *DEPTHS, "analysis")
+    return [
+        f"{size / (TARGET_MB_S * MB):.2f}",
+        *(f"{median[name]:.2f}" for name in parts),
+        f"{floor:.2f}",
+        f"{size / MB / floor:.0f}",
+        f"{median['steptrace']:.2f}",
+        f"{size / MB / median['steptrace']:.0f}",
+    ]
 
 
 def report(size: int, median: dict[str, float]) -> None:

@@ -20,6 +20,7 @@ import statistics
 import time
 from pathlib import Path
 
+import results
 import steptrace
 from steptrace.analysis.compose import compute
 from steptrace.analysis.context import TraceContext
@@ -52,6 +53,8 @@ def main() -> None:
     parser.add_argument("traces", nargs="*", default=[str(TRACES / p) for p in DEFAULT])
     parser.add_argument("--repeats", type=int, default=5)
     args = parser.parse_args()
+    run = results.Run.start()
+    rows: list[list[object]] = []
     print(f"{'trace':<42} {'events':>8} {'items':>7} {'lanes ms':>9} {'measure ms':>10} "
           f"{'html KB':>8} {'without KB':>10}")  # fmt: skip
     for name in args.traces:
@@ -73,6 +76,21 @@ def main() -> None:
             f"{1000 * measure_s:>10.1f} {len(html.encode()) / 1024:>8.0f} "
             f"{len(without.encode()) / 1024:>10.0f}"
         )
+        rows.append(
+            [
+                Path(name).name,
+                events,
+                items,
+                f"{1000 * lanes_s:.1f}",
+                f"{1000 * measure_s:.1f}",
+                f"{len(html.encode()) / 1024:.0f}",
+                f"{len(without.encode()) / 1024:.0f}",
+                args.repeats,
+            ]
+        )
+    columns = ["trace", "events", "items drawn", "lanes ms", "measure ms", "HTML KB"]
+    columns += ["HTML KB without the timeline", "rounds"]
+    results.write("timeline_size", run, columns, rows)
 
 
 if __name__ == "__main__":
