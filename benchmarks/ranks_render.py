@@ -25,7 +25,7 @@ from tests.ranks.reports import widened  # noqa: E402
 
 import results  # noqa: E402
 from steptrace.report.ranks_sections import ranks_document  # noqa: E402
-from steptrace.report.registry import renderer  # noqa: E402
+from steptrace.report.renderers import renderer  # noqa: E402
 
 FORMATS = ("text", "md", "html", "json")
 

@@ -45,7 +45,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import results
 from analyze_speed import DEFAULT_TRACE, bytecode_compiled, run_child
 from scale_one_trace import build_replica, in_fresh_process
-from steptrace.cli.ranks import usable_cores
+from steptrace.cli.jobs import usable_cores
 from steptrace.trace.parallel import MAX_WORKERS
 
 MB = 1_000_000

@@ -26,7 +26,7 @@ from steptrace.analysis.compose import compute
 from steptrace.analysis.context import TraceContext
 from steptrace.analysis.lanes import step_lanes
 from steptrace.analysis.registry import figures
-from steptrace.report.registry import renderer
+from steptrace.report.renderers import renderer
 from steptrace.report.trace_sections import View, report_document
 from steptrace.trace.load import load_trace
 
@@ -60,7 +60,7 @@ def main() -> None:
     for name in args.traces:
         trace = load_trace(name, groups=(), progress=False)
         context = TraceContext(trace)
-        _ = context.tree, context.links, context.timeline  # shared, as the pipeline does
+        _ = context.tree, context.links, context.gpu_busy  # shared, as the pipeline does
         lanes_s = _median_s(lambda c=context: step_lanes(c), args.repeats)
         measure_s = _median_s(lambda c=context: compute(c, figures()), args.repeats)
         report = steptrace.analyze_trace(trace)

@@ -35,7 +35,7 @@ from steptrace.analysis.measure import (
 from steptrace.analysis.operators import OperatorStat
 from steptrace.analysis.parts import part_of
 from steptrace.analysis.phases import Phase, Reading
-from steptrace.analysis.stats import Spread
+from steptrace.analysis.spread import Spread
 from steptrace.trace.table import Device
 
 THREAD = "pid 1 tid 1 (python)"

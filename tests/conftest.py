@@ -19,7 +19,7 @@ import pytest
 
 import steptrace
 from steptrace import pipeline
-from steptrace.analysis.lanes import Timeline
+from steptrace.analysis.lanes import Lanes
 from steptrace.analysis.measure import TraceAnalysis
 from tests import reference
 
@@ -111,7 +111,7 @@ def report_of(name_part: str) -> steptrace.Report:
 
 
 @functools.cache
-def lanes_of(name_part: str) -> Timeline:
+def lanes_of(name_part: str) -> Lanes:
     """The steps' lanes of a real trace (what the HTML report draws), once per session."""
     return pipeline.lanes_of(gpu_trace(name_part))
 

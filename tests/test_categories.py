@@ -8,7 +8,7 @@ import pytest
 
 import steptrace
 from steptrace.analysis.categories import CATEGORIES, PRIORITY, category_of
-from steptrace.report.registry import renderer
+from steptrace.report.renderers import renderer
 from steptrace.report.trace_sections import report_document
 from tests import reference, tracegen
 from tests.conftest import Case, WriteTrace, report_of

@@ -19,7 +19,7 @@ from steptrace.across.labels import LabelChange
 from steptrace.analysis.measure import StepResult, TraceAnalysis
 from steptrace.pipeline import diff as diff_paths
 from steptrace.report.diff_sections import diff_document
-from steptrace.report.registry import renderer
+from steptrace.report.renderers import renderer
 from tests.analyses import analysis, phase, step, steps
 from tests.conftest import read_json
 

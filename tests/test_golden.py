@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from steptrace.pipeline import analyze_source
-from steptrace.report.registry import formats, renderer
+from steptrace.report.renderers import formats, renderer
 from steptrace.report.trace_sections import View, report_document
 from tests.conftest import TRACES, gpu_trace
 

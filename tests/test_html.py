@@ -9,15 +9,15 @@ from pathlib import Path
 import pytest
 
 import steptrace
-from steptrace.analysis.lanes import Timeline
+from steptrace.analysis.lanes import Lanes
 from steptrace.pipeline import analyze_source
-from steptrace.report.registry import renderer
+from steptrace.report.renderers import renderer
 from steptrace.report.trace_sections import View, report_document
 from tests.browser import loaded
 from tests.conftest import lanes_of, report_of
 
 
-def render_html(report: steptrace.Report, lanes: Timeline | None = None) -> str:
+def render_html(report: steptrace.Report, lanes: Lanes | None = None) -> str:
     return renderer("html").render([report_document(report, View(lanes=lanes))])
 
 

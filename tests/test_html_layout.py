@@ -12,7 +12,7 @@ import pytest
 
 import steptrace
 from steptrace.report import svg
-from steptrace.report.registry import renderer
+from steptrace.report.renderers import renderer
 from steptrace.report.trace_sections import report_document
 from tests import tracegen
 from tests.browser import loaded

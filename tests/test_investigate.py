@@ -13,7 +13,7 @@ import pytest
 torch = pytest.importorskip("torch", reason="investigate captures with torch")
 
 from steptrace.hypotheses import RULES  # noqa: E402
-from steptrace.hypotheses.rules.ranks import RANK_RULES  # noqa: E402
+from steptrace.hypotheses.rules.job import RANK_RULES  # noqa: E402
 from steptrace.investigation import CHECKS, investigate  # noqa: E402
 from tests import investigate_workloads as planted  # noqa: E402 (after the torch check)
 

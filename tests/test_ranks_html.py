@@ -17,7 +17,7 @@ import pytest
 
 from steptrace.pipeline import Job, analyze_job
 from steptrace.report.ranks_sections import ranks_document
-from steptrace.report.registry import renderer
+from steptrace.report.renderers import renderer
 from tests.browser import loaded, need_chromium
 from tests.ranks.synthetic import Plan, write_job
 
@@ -82,7 +82,7 @@ def test_the_ranks_page_renders_cleanly(ranks: int, tmp_path: Path) -> None:
     job = synthetic(ranks)
     report = job.report
     assert len(report.ranks) == ranks and report.stragglers[0].rank == 5
-    html = renderer("html").render([ranks_document(report, timelines=job.timelines)])
+    html = renderer("html").render([ranks_document(report, lanes=job.lanes)])
     seen = _browse(html, tmp_path, f"ranks-{ranks}.png")
     assert seen["problems"] == []
     assert seen["svgs"] == 2  # the rank x step heatmap and the phases one

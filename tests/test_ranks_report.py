@@ -15,22 +15,20 @@ import statistics
 import msgspec
 import pytest
 
-from steptrace.across.ranks.model import RankTimeline
+from steptrace.across.ranks.figures import RankLanes
 from steptrace.report import rank_fold
 from steptrace.report.document import Heatmap, Table
 from steptrace.report.model import RanksReport
 from steptrace.report.ranks_sections import ranks_document
-from steptrace.report.registry import formats, renderer
+from steptrace.report.renderers import formats, renderer
 from tests.ranks.reports import fixture_job, fixture_report, widened
 from tests.test_golden import GOLDEN, SUFFIX, headings
 
 
-def render(
-    report: RanksReport, name: str, timelines: tuple[RankTimeline, ...] | None = None
-) -> str:
+def render(report: RanksReport, name: str, lanes: tuple[RankLanes, ...] | None = None) -> str:
     """The report in format ``name``, its HTML with the fixture's lanes unless given."""
-    drawn = fixture_job().timelines if timelines is None else timelines
-    return renderer(name).render([ranks_document(report, timelines=drawn)])
+    drawn = fixture_job().lanes if lanes is None else lanes
+    return renderer(name).render([ranks_document(report, lanes=drawn)])
 
 
 @pytest.mark.parametrize("name", sorted(SUFFIX))
@@ -48,7 +46,7 @@ def test_every_format_renders_a_ranks_report() -> None:
 
 
 def test_the_formats_show_exactly_the_documents_sections_in_order() -> None:
-    document = ranks_document(fixture_report(), timelines=fixture_job().timelines)
+    document = ranks_document(fixture_report(), lanes=fixture_job().lanes)
     expected = [s.heading for s in document.sections]
     assert expected[0].startswith("The job") and expected[-1] == "Findings" and len(expected) == 9
     assert "Timeline of a step across ranks" in expected
@@ -144,7 +142,7 @@ def test_phase_comparison_is_each_rank_against_the_others_median() -> None:
 HOSTILE = "<img src=x onerror=alert(1)>\x1b]0;pwn\x07`|[bold]x[/]"
 
 
-def hostile_report() -> tuple[RanksReport, tuple[RankTimeline, ...]]:
+def hostile_report() -> tuple[RanksReport, tuple[RankLanes, ...]]:
     """The fixture with its straggler's phase and every path renamed to hostile text, and
     its ranks' lanes with hostile names."""
     report = fixture_report()
@@ -164,24 +162,24 @@ def hostile_report() -> tuple[RanksReport, tuple[RankTimeline, ...]]:
     collectives = tuple(
         msgspec.structs.replace(c, process_group=HOSTILE) for c in report.collectives
     )
-    timelines = tuple(
+    lanes = tuple(
         msgspec.structs.replace(
-            t, timeline=msgspec.structs.replace(
-                t.timeline, names=tuple(f"{HOSTILE}</script>{n}" for n in t.timeline.names)
+            t, lanes=msgspec.structs.replace(
+                t.lanes, names=tuple(f"{HOSTILE}</script>{n}" for n in t.lanes.names)
             ),
         )
-        for t in fixture_job().timelines
+        for t in fixture_job().lanes
     )  # fmt: skip
     hostile = msgspec.structs.replace(
         report, ranks=ranks, stragglers=stragglers, collectives=collectives
     )
-    return hostile, timelines
+    return hostile, lanes
 
 
 @pytest.mark.parametrize("name", sorted(SUFFIX))
 def test_hostile_names_and_paths_are_escaped(name: str) -> None:
-    report, timelines = hostile_report()
-    out = render(report, name, timelines)
+    report, lanes = hostile_report()
+    out = render(report, name, lanes)
     assert "\x1b" not in out and "\x07" not in out
     if name == "json":
         assert json.loads(out)["stragglers"][0]["phase"] == HOSTILE  # data, kept exactly

@@ -11,7 +11,7 @@ from click.testing import CliRunner
 
 import steptrace
 from steptrace.cli import app
-from steptrace.report.registry import renderer
+from steptrace.report.renderers import renderer
 from steptrace.report.trace_sections import View, report_document
 from tests.conftest import WriteTrace
 from tests.tracegen import cpu, document, kernel, label, launch, step
@@ -103,7 +103,7 @@ def test_the_text_report_shows_exactly_the_document_sections(write_trace: WriteT
 
 
 def test_cells_in_every_unit() -> None:
-    from steptrace.analysis.stats import Spread
+    from steptrace.analysis.spread import Spread
     from steptrace.report.cells import cell_text
 
     assert cell_text(None, "ms") == "not observed" and cell_text("—", "ms") == "—"

@@ -22,7 +22,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from steptrace.scenario import Scenario, record_payload
-from steptrace.tools.scrub.fields import FORMAT_WORDS, GENERIC
+from steptrace.tools.scrub.field_kinds import FORMAT_WORDS, GENERIC
 
 ALNUM = string.ascii_letters + string.digits
 UPPER_DIGITS = string.ascii_uppercase + string.digits

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from steptrace.tools.scrub import scrub_document
-from steptrace.tools.scrub.fields import field_kind
+from steptrace.tools.scrub.field_kinds import field_kind
 
 
 def scrub_twice(doc: Any) -> Any:

@@ -8,7 +8,7 @@ import json
 import pytest
 
 import steptrace
-from steptrace.report.registry import renderer
+from steptrace.report.renderers import renderer
 from steptrace.report.trace_sections import report_document
 from steptrace.scenario import Scenario, record_payload, throughput
 from tests import tracegen

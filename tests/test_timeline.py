@@ -23,10 +23,10 @@ import pytest
 from steptrace.analysis.context import TraceContext
 from steptrace.analysis.lane_gaps import AFTER_SYNC, NOT_KNOWN, NOTHING_AFTER, WAITING_ON_HOST
 from steptrace.analysis.lane_merge import merge
-from steptrace.analysis.lanes import BUDGET, Timeline, step_lanes
+from steptrace.analysis.lanes import BUDGET, Lanes, step_lanes
 from steptrace.pipeline import Analyzed, analyze_source
 from steptrace.report.model import SCHEMA, Report
-from steptrace.report.registry import renderer
+from steptrace.report.renderers import renderer
 from steptrace.report.timeline_sections import ranks_timeline_section
 from steptrace.report.trace_sections import View, report_document
 from steptrace.trace.load import load_trace
@@ -205,7 +205,7 @@ def test_the_json_report_leaves_the_timeline_to_the_html(write_trace: WriteTrace
     assert lanes is not None and "timeline" not in report.__struct_fields__
     data = json.loads(renderer("json").render([report_document(report, View(lanes=lanes))]))
     assert "timeline" not in data and data["schema"] == SCHEMA
-    assert msgspec.json.decode(msgspec.json.encode(lanes), type=Timeline) == lanes
+    assert msgspec.json.decode(msgspec.json.encode(lanes), type=Lanes) == lanes
     html = renderer("html").render([report_document(report, View(lanes=lanes))])
     assert 'class="tl-data"' in html
     assert 'class="tl-data"' not in renderer("html").render([report_document(report)])
@@ -234,7 +234,7 @@ def test_a_hostile_name_stays_data_in_the_figure(write_trace: WriteTrace) -> Non
 
 def test_the_ranks_figure_is_aligned_only_on_trusted_clocks() -> None:
     report = fixture_report()
-    carried = fixture_job().timelines
+    carried = fixture_job().lanes
     untrusted = ranks_timeline_section(report, carried)
     assert untrusted is not None
     figure = untrusted.blocks[1]
@@ -269,7 +269,7 @@ def test_the_largest_shared_trace_stays_under_3_mb_of_html() -> None:
 
 def test_the_straggler_finding_marks_its_rank_and_phase_on_the_ranks_figure() -> None:
     report = fixture_report()
-    section = ranks_timeline_section(report, fixture_job().timelines)
+    section = ranks_timeline_section(report, fixture_job().lanes)
     assert section is not None
     figure = section.blocks[1]
     marks = figure.marks  # type: ignore[union-attr]

@@ -14,9 +14,9 @@ from typing import Any
 import pytest
 
 import steptrace
-from steptrace.analysis.lanes import Timeline
+from steptrace.analysis.lanes import Lanes
 from steptrace.pipeline import analyze_source
-from steptrace.report.registry import renderer
+from steptrace.report.renderers import renderer
 from steptrace.report.trace_sections import View, report_document
 from tests.browser import loaded
 from tests.conftest import gpu_trace, read_json
@@ -26,7 +26,7 @@ pytestmark = pytest.mark.slow
 VISIBLE = "[...document.querySelectorAll('.tl svg.tlv')].filter(s => s.style.display !== 'none')[0]"
 
 
-def page_of(part: str, folder: Path) -> tuple[Path, steptrace.Report, Timeline]:
+def page_of(part: str, folder: Path) -> tuple[Path, steptrace.Report, Lanes]:
     report, lanes = analyze_source(gpu_trace(part), lanes=True)
     assert lanes is not None
     path = folder / "report.html"

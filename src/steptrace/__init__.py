@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 from steptrace.lazy import lazy_names
 
 if TYPE_CHECKING:
-    from steptrace.across.ranks.thresholds import RankThresholds
+    from steptrace.across.ranks.rank_thresholds import RankThresholds
     from steptrace.capturing import capture, profile_inference, profile_training
     from steptrace.hypotheses import Finding, Thresholds
     from steptrace.investigation import investigate
@@ -34,7 +34,7 @@ _MODULE_OF = {
     **dict.fromkeys(("analyze", "analyze_ranks", "analyze_trace", "diff"), "steptrace.pipeline"),
     **dict.fromkeys(("RanksReport", "Report"), "steptrace.report.model"),
     **dict.fromkeys(("Finding", "Thresholds"), "steptrace.hypotheses"),
-    "RankThresholds": "steptrace.across.ranks.thresholds",
+    "RankThresholds": "steptrace.across.ranks.rank_thresholds",
     "Scenario": "steptrace.scenario",
     "Window": "steptrace.window",
     "load_trace": "steptrace.trace.load",

@@ -20,10 +20,10 @@ from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar
 
 import msgspec
 
-from steptrace.across.ranks.thresholds import RankThresholds
+from steptrace.across.ranks.rank_thresholds import RankThresholds
 from steptrace.analysis.compose import compute
-from steptrace.analysis.context import Figure, TraceContext
-from steptrace.analysis.lanes import Timeline
+from steptrace.analysis.context import FigureSpec, TraceContext
+from steptrace.analysis.lanes import Lanes
 from steptrace.analysis.measure import analysis_of
 from steptrace.analysis.registry import fields_for, figures
 from steptrace.errors import TraceError
@@ -39,7 +39,7 @@ from steptrace.trace.table import Trace
 
 if TYPE_CHECKING:
     from steptrace.across.diff import TraceDiff
-    from steptrace.across.ranks.model import RankTimeline
+    from steptrace.across.ranks.figures import RankLanes
     from steptrace.across.ranks.work import RankFailure
 
 _PEEK_BYTES = 64 * 1024
@@ -61,7 +61,7 @@ class Analyzed(NamedTuple):
     """A report, and the steps' lanes when they were asked for (HTML draws them)."""
 
     report: Report
-    lanes: Timeline | None = None
+    lanes: Lanes | None = None
 
 
 def analyze_source(
@@ -86,11 +86,11 @@ def analyze_source(
     return _analyzed(trace, sidecar, unreadable, thresholds, chosen)
 
 
-def lanes_of(path: str | Path) -> Timeline:
+def lanes_of(path: str | Path) -> Lanes:
     """The steps' lanes of a trace file (what the HTML report draws), alone."""
     chosen = figures(["lanes"])
     trace = read_trace(path, fields_for(chosen), progress=False)
-    lanes: Timeline = compute(TraceContext(trace), chosen)["lanes"]
+    lanes: Lanes = compute(TraceContext(trace), chosen)["lanes"]
     return lanes
 
 
@@ -104,7 +104,7 @@ def _analyzed(
     sidecar: object | None,
     unreadable: list[str],
     thresholds: Thresholds | None,
-    chosen: tuple[Figure[Any], ...],
+    chosen: tuple[FigureSpec[Any], ...],
 ) -> Analyzed:
     name = sidecar_path(trace.info.path).name
     record, warnings = decode_record(sidecar, trace.info.scenario_block, name)
@@ -219,7 +219,7 @@ class Job(NamedTuple):
 
     report: RanksReport
     failures: tuple[RankFailure, ...]
-    timelines: tuple[RankTimeline, ...] = ()
+    lanes: tuple[RankLanes, ...] = ()
 
 
 def analyze_job(
@@ -238,8 +238,8 @@ def analyze_job(
     from steptrace.across.ranks.executors import executor
     from steptrace.across.ranks.gather import failure_warnings, gather, kept
     from steptrace.across.ranks.matrix import DEFAULT_PARTS, Part
-    from steptrace.across.ranks.progress import ranks_progress
-    from steptrace.hypotheses.rules.ranks import rank_findings
+    from steptrace.across.ranks.progress_bar import ranks_progress
+    from steptrace.hypotheses.rules.job import rank_findings
 
     limits = thresholds or RankThresholds()
     locations = [p if isinstance(p, str) else str(p) for p in paths]
@@ -253,4 +253,4 @@ def analyze_job(
     )
     analysis = analyze_ranks_data(measured, identified, limits)
     report = RanksReport.of(analysis, rank_findings(analysis, limits), limits)
-    return Job(report, gathered.failures, analysis.timelines)
+    return Job(report, gathered.failures, analysis.lanes)

@@ -18,7 +18,7 @@ import msgspec
 
 from steptrace.window import Window
 
-Kind = Literal["training", "inference"]
+WorkloadKind = Literal["training", "inference"]  # what the step runs
 StepPart = Literal["data_read", "transfer", "forward", "backward", "optimizer_step"]
 
 TRAINING_STEP: tuple[StepPart, ...] = (
@@ -45,7 +45,7 @@ class Scenario(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=
     """What is asked, and of which step. Only ``question`` is required."""
 
     question: str
-    kind: Kind = "training"
+    kind: WorkloadKind = "training"
     step: tuple[StepPart, ...] | None = None  # None: the kind's usual step (see ``parts``)
     model_load_in_step: bool = False  # inference: is loading the model part of a request?
     batch_size: int | None = None

@@ -5,10 +5,10 @@ from __future__ import annotations
 import numpy as np
 
 from steptrace.analysis.gpu import GpuStep, gpu_per_step
+from steptrace.analysis.gpu_busy import gpu_busy
 from steptrace.analysis.links import cpu_tree, gpu_links
 from steptrace.analysis.measure import measure
 from steptrace.analysis.steps import find_steps
-from steptrace.analysis.timeline import gpu_timeline
 from steptrace.trace.table import EventTable
 from tests.tables import kernel, memcpy, memset, ms, op, runtime, step, table, trace
 
@@ -16,7 +16,7 @@ NCCL = "ncclDevKernel_AllReduce_Sum_f32_RING_LL"
 
 
 def one_step(t: EventTable) -> GpuStep:
-    (gpu,) = gpu_per_step(t, find_steps(t).windows, gpu_timeline(t, gpu_links(t, cpu_tree(t))))
+    (gpu,) = gpu_per_step(t, find_steps(t).windows, gpu_busy(t, gpu_links(t, cpu_tree(t))))
     assert gpu is not None
     return gpu
 
@@ -58,7 +58,7 @@ def test_without_any_correlated_launch_call_nothing_is_marked() -> None:
 
 def test_the_timeline_has_no_issue_time_for_it() -> None:
     t = qwen_like()
-    timeline = gpu_timeline(t, gpu_links(t, cpu_tree(t)))
+    timeline = gpu_busy(t, gpu_links(t, cpu_tree(t)))
     assert timeline is not None
     names = [t.name_of(int(r)) for r in timeline.rows]
     issued = dict(zip(names, timeline.issued_us.tolist(), strict=True))

@@ -13,9 +13,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from steptrace.analysis.gpu import GpuStep, gpu_per_step
+from steptrace.analysis.gpu_busy import gpu_busy
 from steptrace.analysis.links import cpu_tree, gpu_links
 from steptrace.analysis.steps import StepWindow, find_steps
-from steptrace.analysis.timeline import gpu_timeline
 from steptrace.trace.kinds import Kind
 from steptrace.trace.table import EventTable
 from tests.strategies import GRID
@@ -25,9 +25,7 @@ ALL_REDUCE = "ncclKernel_AllReduce_RING_LL_Sum_float"
 
 
 def per_step(t: EventTable, steps: tuple[StepWindow, ...] | None = None) -> list[GpuStep]:
-    found = gpu_per_step(
-        t, steps or find_steps(t).windows, gpu_timeline(t, gpu_links(t, cpu_tree(t)))
-    )
+    found = gpu_per_step(t, steps or find_steps(t).windows, gpu_busy(t, gpu_links(t, cpu_tree(t))))
     return [g for g in found if g is not None]
 
 

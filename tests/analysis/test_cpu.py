@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 
 from steptrace.analysis.cpu import CpuStep, cpu_per_step
 from steptrace.analysis.links import cpu_tree
-from steptrace.analysis.stats import Spread
+from steptrace.analysis.spread import Spread
 from steptrace.analysis.steps import StepWindow, find_steps
 from steptrace.trace.table import EventTable
 from tests.strategies import GRID

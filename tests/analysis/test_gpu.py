@@ -15,10 +15,10 @@ from steptrace.analysis.gpu import (
     copy_kind,
     gpu_per_step,
 )
+from steptrace.analysis.gpu_busy import gpu_busy
 from steptrace.analysis.links import cpu_tree, gpu_links
-from steptrace.analysis.stats import Spread
+from steptrace.analysis.spread import Spread
 from steptrace.analysis.steps import StepWindow, find_steps
-from steptrace.analysis.timeline import gpu_timeline
 from steptrace.trace.kinds import Kind
 from steptrace.trace.table import EventTable
 from tests.strategies import GRID
@@ -39,7 +39,7 @@ from tests.tables import (
 
 def per_step(t: EventTable, steps: tuple[StepWindow, ...] | None = None) -> list[GpuStep]:
     results = gpu_per_step(
-        t, steps or find_steps(t).windows, gpu_timeline(t, gpu_links(t, cpu_tree(t)))
+        t, steps or find_steps(t).windows, gpu_busy(t, gpu_links(t, cpu_tree(t)))
     )
     assert all(r is not None for r in results)
     return [r for r in results if r is not None]
@@ -48,7 +48,7 @@ def per_step(t: EventTable, steps: tuple[StepWindow, ...] | None = None) -> list
 def test_without_gpu_work_every_step_is_none_not_zero() -> None:
     t = table(step(1, 0, 100), step(2, 100, 100), op("aten::mm", 10, 50))
     steps = find_steps(t).windows
-    assert gpu_per_step(t, steps, gpu_timeline(t, gpu_links(t, cpu_tree(t)))) == (None, None)
+    assert gpu_per_step(t, steps, gpu_busy(t, gpu_links(t, cpu_tree(t)))) == (None, None)
     assert gpu_per_step(t, steps, None) == (None, None)
 
 

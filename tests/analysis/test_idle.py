@@ -5,15 +5,15 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from steptrace.analysis.gpu_busy import GpuBusy, gpu_busy
 from steptrace.analysis.idle import after_sync_us, waiting_on_host_us
 from steptrace.analysis.links import cpu_tree, gpu_links
-from steptrace.analysis.timeline import GpuTimeline, gpu_timeline
 from tests.tables import Row, kernel, runtime, table
 
 
-def timeline(*rows: Row) -> GpuTimeline:
+def timeline(*rows: Row) -> GpuBusy:
     t = table(*rows)
-    found = gpu_timeline(t, gpu_links(t, cpu_tree(t)))
+    found = gpu_busy(t, gpu_links(t, cpu_tree(t)))
     assert found is not None
     return found
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from steptrace.analysis.measure import TraceAnalysis, measure
-from steptrace.analysis.stats import Spread
+from steptrace.analysis.spread import Spread
 from steptrace.trace.table import Device, Distributed, EventTable
 from tests.tables import kernel, label, ms, op, runtime, step, table, trace
 

@@ -8,6 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from steptrace.analysis.gpu import gpu_per_step
+from steptrace.analysis.gpu_busy import gpu_busy
 from steptrace.analysis.links import cpu_tree, gpu_links
 from steptrace.analysis.measure import measure
 from steptrace.analysis.outside import (
@@ -17,7 +18,6 @@ from steptrace.analysis.outside import (
     outside_warnings,
 )
 from steptrace.analysis.steps import StepWindow, find_steps
-from steptrace.analysis.timeline import gpu_timeline
 from steptrace.trace.table import EventTable
 from tests.strategies import GRID
 from tests.tables import kernel, memcpy, memset, ms, op, runtime, step, table, trace, windows
@@ -27,7 +27,7 @@ NOTHING = GpuWork(0, 0, 0, 0.0)
 
 def outside_of(t: EventTable, steps: tuple[StepWindow, ...] | None = None) -> GpuOutsideSteps:
     found = gpu_outside_steps(
-        t, steps or find_steps(t).windows, gpu_timeline(t, gpu_links(t, cpu_tree(t)))
+        t, steps or find_steps(t).windows, gpu_busy(t, gpu_links(t, cpu_tree(t)))
     )
     assert found is not None
     return found
@@ -63,7 +63,7 @@ def test_work_launched_outside_every_step_is_counted_apart() -> None:
     outside = outside_of(t)
     assert outside.launched_outside_steps == GpuWork(2, 1, 1, ms(5 + 4 + 2 + 20))
     assert outside.launched_before_trace == NOTHING
-    steps = gpu_per_step(t, find_steps(t).windows, gpu_timeline(t, gpu_links(t, cpu_tree(t))))
+    steps = gpu_per_step(t, find_steps(t).windows, gpu_busy(t, gpu_links(t, cpu_tree(t))))
     counted = [(g.kernels.count, sum(c.count for c in g.memcpy)) for g in steps if g]
     assert counted == [(1, 0), (0, 0), (1, 0)]  # across_gap, late; the copy is nobody's
 
@@ -137,7 +137,7 @@ def test_counts_add_up_and_busy_time_is_partitioned(
             rows.append(runtime("cudaLaunchKernel", launch, 1, correlation=k + 1))
     t = table(*rows)
     steps = windows(*sorted((lo, lo + width) for lo, width in bounds))
-    timeline = gpu_timeline(t, gpu_links(t, cpu_tree(t)))
+    timeline = gpu_busy(t, gpu_links(t, cpu_tree(t)))
     outside = gpu_outside_steps(t, steps, timeline)
     per_step = gpu_per_step(t, steps, timeline)
     assert outside is not None

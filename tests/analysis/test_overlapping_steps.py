@@ -8,6 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from steptrace.analysis.gpu import GpuStep, gpu_per_step
+from steptrace.analysis.gpu_busy import gpu_busy
 from steptrace.analysis.links import cpu_tree, gpu_links
 from steptrace.analysis.measure import measure
 from steptrace.analysis.steps import (
@@ -17,16 +18,13 @@ from steptrace.analysis.steps import (
     overlapping,
     step_of,
 )
-from steptrace.analysis.timeline import gpu_timeline
 from steptrace.trace.table import EventTable
 from tests.strategies import GRID
 from tests.tables import kernel, runtime, step, table, trace, windows
 
 
 def per_step(t: EventTable, steps: tuple[StepWindow, ...] | None = None) -> list[GpuStep]:
-    found = gpu_per_step(
-        t, steps or find_steps(t).windows, gpu_timeline(t, gpu_links(t, cpu_tree(t)))
-    )
+    found = gpu_per_step(t, steps or find_steps(t).windows, gpu_busy(t, gpu_links(t, cpu_tree(t))))
     return [g for g in found if g is not None]
 
 

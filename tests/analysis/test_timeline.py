@@ -1,17 +1,17 @@
-"""``gpu_timeline``: GPU work rows, busy intervals over every stream, launch calls."""
+"""``gpu_busy``: GPU work rows, busy intervals over every stream, launch calls."""
 
 from __future__ import annotations
 
 import numpy as np
 
+from steptrace.analysis.gpu_busy import GpuBusy, gpu_busy
 from steptrace.analysis.links import cpu_tree, gpu_links
-from steptrace.analysis.timeline import GpuTimeline, gpu_timeline
 from steptrace.trace.table import EventTable
 from tests.tables import kernel, label, memcpy, memset, op, runtime, table
 
 
-def timeline_of(t: EventTable) -> GpuTimeline | None:
-    return gpu_timeline(t, gpu_links(t, cpu_tree(t)))
+def timeline_of(t: EventTable) -> GpuBusy | None:
+    return gpu_busy(t, gpu_links(t, cpu_tree(t)))
 
 
 def test_no_gpu_work_means_not_observed() -> None:

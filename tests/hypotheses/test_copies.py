@@ -11,7 +11,7 @@ from steptrace.analysis.copies import CopyPattern
 from steptrace.analysis.gpu import CopySummary
 from steptrace.analysis.measure import TraceAnalysis
 from steptrace.hypotheses import Case, Figure, Finding, Thresholds, Where
-from steptrace.hypotheses.rules.copies import pageable_memcpy, repeated_copy
+from steptrace.hypotheses.rules.transfers import pageable_memcpy, repeated_copy
 from tests.analyses import THREAD, analysis, copy, copy_pattern, gpu_step, steps
 
 NAMES = ("ProfilerStep#1", "ProfilerStep#2", "ProfilerStep#3")

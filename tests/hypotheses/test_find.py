@@ -11,7 +11,7 @@ import pytest
 
 from steptrace.hypotheses import RULES, Case, Thresholds, find
 from steptrace.hypotheses.finding import Evidence, Where, finding
-from steptrace.hypotheses.rules.ranks import RANK_RULES
+from steptrace.hypotheses.rules.job import RANK_RULES
 from steptrace.scenario import Scenario
 from tests.analyses import analysis, cpu, gpu_step, operator, reading, steps
 

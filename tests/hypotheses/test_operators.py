@@ -8,7 +8,7 @@ import pytest
 
 from steptrace.analysis.measure import TraceAnalysis
 from steptrace.hypotheses import Case, Figure, Finding, Thresholds, Where
-from steptrace.hypotheses.rules.operators import dominant_op, profiler_distortion
+from steptrace.hypotheses.rules.dominance import dominant_op, profiler_distortion
 from steptrace.scenario import CaptureFacts
 from tests.analyses import THREAD, analysis, cpu, gpu_step, operator, steps
 

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import msgspec
 
-from steptrace.across.ranks.model import RankResult, Straggler
+from steptrace.across.ranks.figures import RankResult, Straggler
 from steptrace.pipeline import Job, analyze_job
 from steptrace.report.model import RanksReport
 

@@ -99,7 +99,7 @@ def test_what_cannot_be_one_job_is_a_one_line_error(infos: list[TraceInfo], mess
 
 
 def test_rank_thresholds_are_overridden_by_name_and_validated() -> None:
-    from steptrace.across.ranks.thresholds import RankThresholds
+    from steptrace.across.ranks.rank_thresholds import RankThresholds
 
     changed = RankThresholds().replace(["straggler_floor_ms=2.5", "clock_residual_us = 50"])
     assert (changed.straggler_floor_ms, changed.clock_residual_us) == (2.5, 50.0)

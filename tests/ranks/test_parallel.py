@@ -30,7 +30,7 @@ from click.testing import CliRunner, Result
 from steptrace.across.ranks.executors import InProcess, Outcome, ProcessPool
 from steptrace.across.ranks.gather import gather, kept
 from steptrace.across.ranks.matrix import RankData
-from steptrace.across.ranks.progress import ranks_progress
+from steptrace.across.ranks.progress_bar import ranks_progress
 from steptrace.across.ranks.work import RankFailure, summarize
 from steptrace.cli import app
 from steptrace.errors import TraceError

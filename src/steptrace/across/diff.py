@@ -25,7 +25,7 @@ import msgspec
 from steptrace.across.changes import ChangeCounts, Status, tally, time_moved
 from steptrace.across.labels import LabelChange, label_changes
 from steptrace.analysis.measure import TraceAnalysis
-from steptrace.analysis.stats import Spread
+from steptrace.analysis.spread import Spread
 from steptrace.scenario import Scenario
 
 SCHEMA = "steptrace.diff/1"

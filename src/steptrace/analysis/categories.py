@@ -35,8 +35,8 @@ import msgspec
 import numpy as np
 from numpy.typing import NDArray
 
-from steptrace.analysis.stats import Spread
-from steptrace.analysis.timeline import GpuTimeline
+from steptrace.analysis.gpu_busy import GpuBusy
+from steptrace.analysis.spread import Spread
 from steptrace.trace import intervals as iv
 from steptrace.trace.arrays import distinct
 from steptrace.trace.kinds import Kind
@@ -118,7 +118,7 @@ def category_of(name: str) -> str:
 
 def category_per_step(
     events: EventTable,
-    timeline: GpuTimeline,
+    timeline: GpuBusy,
     lo: NDArray[np.float64],
     hi: NDArray[np.float64],
 ) -> list[tuple[CategoryTime, ...]]:

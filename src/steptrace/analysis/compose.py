@@ -20,12 +20,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from steptrace.analysis.context import Figure, TraceContext
+from steptrace.analysis.context import FigureSpec, TraceContext
 from steptrace.trace import heap
 from steptrace.trace.threads import helper_for
 
 
-def compute(context: TraceContext, figures: Sequence[Figure[Any]]) -> dict[str, Any]:
+def compute(context: TraceContext, figures: Sequence[FigureSpec[Any]]) -> dict[str, Any]:
     """Each figure's result by name (see module)."""
     early = [f for f in figures if not f.reads_tree]
     late = [f for f in figures if f.reads_tree]
@@ -38,7 +38,7 @@ def compute(context: TraceContext, figures: Sequence[Figure[Any]]) -> dict[str, 
             return results
         tree.result()
         if any("links" in f.needs for f in late):
-            _ = context.links, context.timeline, context.counted
+            _ = context.links, context.gpu_busy, context.counted
         if len(context.events) >= heap.TRIM_ROWS:
             heap.release_freed_memory()
         helped = [f for f in late if "tree" not in f.needs]
@@ -49,5 +49,5 @@ def compute(context: TraceContext, figures: Sequence[Figure[Any]]) -> dict[str, 
     return results | side.result()
 
 
-def _each(context: TraceContext, figures: Sequence[Figure[Any]]) -> dict[str, Any]:
+def _each(context: TraceContext, figures: Sequence[FigureSpec[Any]]) -> dict[str, Any]:
     return {f.name: f.compute(context) for f in figures}

@@ -3,9 +3,9 @@
 Contract: ``TraceContext(trace, partial_step=None)`` holds the shared intermediates as
 properties, each computed on first use and kept: the steps (``steps.find_steps``), which
 of them are partial and which counted, the operator tree (``links.cpu_tree``), the launch
-calls and links of the GPU work (``links``) and the GPU timeline (``timeline``). A figure
-module reads what it needs from it (its ``FIGURE``, see ``registry``); ``compose`` decides
-where and in which order figures run. Nothing here does I/O or finds anything.
+calls and links of the GPU work (``links``) and the GPU's work merged (``gpu_busy``). A
+figure module reads what it needs from it (its ``FIGURE``, see ``registry``); ``compose``
+decides where and in which order figures run. Nothing here does I/O or finds anything.
 
 Several threads may read one context once what they read is computed (``compose``
 computes the intermediates a side reads before it starts that side).
@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from functools import cached_property
 from typing import Generic, Literal, TypeVar
 
+from steptrace.analysis.gpu_busy import GpuBusy, gpu_busy
 from steptrace.analysis.links import (
     CpuTree,
     GpuLaunches,
@@ -27,13 +28,12 @@ from steptrace.analysis.links import (
     gpu_links,
 )
 from steptrace.analysis.steps import Steps, StepWindow, find_steps
-from steptrace.analysis.timeline import GpuTimeline, gpu_timeline
 from steptrace.trace.table import EventTable, Trace
 
 T = TypeVar("T")
 # What a figure reads of the context beyond the events: "tree" (the operator tree) and
 # "links" (GPU work -> its operator, which needs the tree) decide where it can run.
-Need = Literal["steps", "timeline", "tree", "links"]
+Need = Literal["steps", "gpu_busy", "tree", "links"]
 
 
 class TraceContext:
@@ -79,13 +79,13 @@ class TraceContext:
         return gpu_links(self.events, self.tree, self.launches)
 
     @cached_property
-    def timeline(self) -> GpuTimeline | None:
+    def gpu_busy(self) -> GpuBusy | None:
         """The GPU work merged; None: the GPU was not observed."""
-        return gpu_timeline(self.events, self.launches)
+        return gpu_busy(self.events, self.launches)
 
 
 @dataclass(frozen=True)
-class Figure(Generic[T]):
+class FigureSpec(Generic[T]):
     """One figure of a trace: its name, how it is computed from the context, what it reads.
 
     ``on_demand`` figures (the steps' lanes that only HTML draws, heavy analyses) are

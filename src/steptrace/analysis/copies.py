@@ -15,7 +15,7 @@ import msgspec
 import numpy as np
 from numpy.typing import NDArray
 
-from steptrace.analysis.context import Figure, TraceContext
+from steptrace.analysis.context import FigureSpec, TraceContext
 from steptrace.analysis.gpu import copy_kind
 from steptrace.analysis.links import GpuLinks
 from steptrace.analysis.phases import label_rows
@@ -116,4 +116,4 @@ def _figure(context: TraceContext) -> tuple[CopyPattern, ...]:
     return copy_patterns(context.events, context.links, context.windows)
 
 
-FIGURE = Figure("copies", _figure, frozenset({"steps", "links"}))
+FIGURE = FigureSpec("copies", _figure, frozenset({"steps", "links"}))

@@ -11,9 +11,9 @@ from __future__ import annotations
 import msgspec
 import numpy as np
 
-from steptrace.analysis.context import Figure, TraceContext
+from steptrace.analysis.context import FigureSpec, TraceContext
 from steptrace.analysis.links import CpuTree
-from steptrace.analysis.stats import Spread
+from steptrace.analysis.spread import Spread
 from steptrace.analysis.steps import StepWindow, indices_by_step, step_of
 from steptrace.trace import intervals as iv
 from steptrace.trace.table import EventTable
@@ -54,4 +54,4 @@ def _figure(context: TraceContext) -> tuple[CpuStep, ...]:
     return cpu_per_step(context.events, context.tree, context.windows)
 
 
-FIGURE = Figure("cpu", _figure, frozenset({"steps", "tree"}))
+FIGURE = FigureSpec("cpu", _figure, frozenset({"steps", "tree"}))

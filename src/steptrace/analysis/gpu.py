@@ -1,7 +1,7 @@
 """GPU activity per step, on the timeline.
 
 Contract: ``gpu_per_step(events, steps, timeline) -> tuple[GpuStep | None, ...]``, over
-the GPU timeline built once (``steptrace.analysis.timeline``). Busy time is the
+the GPU timeline built once (``steptrace.analysis.gpu_busy``). Busy time is the
 union of kernel, memcpy and memset intervals over all streams and devices, clipped to the
 step's wall-time window, so concurrent streams are never added up. Kernels, copies and
 sets are counted in the step whose CPU side launched them (their launch call's start;
@@ -28,11 +28,11 @@ import numpy as np
 from numpy.typing import NDArray
 
 from steptrace.analysis.categories import CategoryTime, category_per_step
-from steptrace.analysis.context import Figure, TraceContext
+from steptrace.analysis.context import FigureSpec, TraceContext
+from steptrace.analysis.gpu_busy import GpuBusy
 from steptrace.analysis.idle import after_sync_us, waiting_on_host_us
-from steptrace.analysis.stats import Spread
+from steptrace.analysis.spread import Spread
 from steptrace.analysis.steps import StepWindow, indices_by_step, step_of
-from steptrace.analysis.timeline import GpuTimeline
 from steptrace.trace import intervals as iv
 from steptrace.trace.arrays import distinct
 from steptrace.trace.kinds import LAUNCHES, Kind
@@ -114,7 +114,7 @@ class GpuStep(msgspec.Struct, frozen=True):
 
 
 def gpu_per_step(
-    events: EventTable, steps: tuple[StepWindow, ...], timeline: GpuTimeline | None
+    events: EventTable, steps: tuple[StepWindow, ...], timeline: GpuBusy | None
 ) -> tuple[GpuStep | None, ...]:
     """One ``GpuStep`` per step, or ``None`` for each when the GPU was not observed."""
     if timeline is None:
@@ -176,7 +176,7 @@ def _of_kind(events: EventTable, rows: NDArray[np.int64], kind: Kind) -> NDArray
     return chosen
 
 
-def _kernels(events: EventTable, timeline: GpuTimeline, inside: NDArray[np.int64]) -> KernelSummary:
+def _kernels(events: EventTable, timeline: GpuBusy, inside: NDArray[np.int64]) -> KernelSummary:
     """The kernels among the timeline's rows ``inside`` (indices into them)."""
     chosen = inside[events.kind[timeline.rows[inside]] == Kind.KERNEL]
     kernels = timeline.rows[chosen]
@@ -241,7 +241,7 @@ def _sets(events: EventTable, rows: NDArray[np.int64]) -> SetSummary:
 
 def _communication(
     events: EventTable,
-    timeline: GpuTimeline,
+    timeline: GpuBusy,
     launched_in: NDArray[np.int64],
     lo: NDArray[np.float64],
     hi: NDArray[np.float64],
@@ -304,7 +304,7 @@ def _syncs(events: EventTable, rows: NDArray[np.int64]) -> tuple[SyncSummary, ..
 
 
 def _figure(context: TraceContext) -> tuple[GpuStep | None, ...]:
-    return gpu_per_step(context.events, context.windows, context.timeline)
+    return gpu_per_step(context.events, context.windows, context.gpu_busy)
 
 
-FIGURE = Figure("gpu", _figure, frozenset({"steps", "timeline"}))
+FIGURE = FigureSpec("gpu", _figure, frozenset({"steps", "gpu_busy"}))

@@ -14,11 +14,11 @@ from __future__ import annotations
 import numpy as np
 from numpy.typing import NDArray
 
-from steptrace.analysis.timeline import GpuTimeline
+from steptrace.analysis.gpu_busy import GpuBusy
 from steptrace.trace import intervals as iv
 
 
-def waiting_on_host_us(timeline: GpuTimeline, lo: float, hi: float) -> float | None:
+def waiting_on_host_us(timeline: GpuBusy, lo: float, hi: float) -> float | None:
     """Idle gaps inside ``[lo, hi]`` whose next GPU activity was launched late."""
     if not timeline.any_launch_known:
         return None
@@ -32,9 +32,7 @@ def waiting_on_host_us(timeline: GpuTimeline, lo: float, hi: float) -> float | N
     return float((gap_end - gap_start)[launched_late].sum())
 
 
-def after_sync_us(
-    timeline: GpuTimeline, sync_ends: NDArray[np.float64], lo: float, hi: float
-) -> float:
+def after_sync_us(timeline: GpuBusy, sync_ends: NDArray[np.float64], lo: float, hi: float) -> float:
     """Idle time from each blocking call's end to the next GPU activity (or the step end)."""
     starts, ends = timeline.busy
     t = sync_ends[(sync_ends >= lo) & (sync_ends < hi)]

@@ -14,7 +14,7 @@ import msgspec
 import numpy as np
 from numpy.typing import NDArray
 
-from steptrace.analysis.context import Figure, TraceContext
+from steptrace.analysis.context import FigureSpec, TraceContext
 from steptrace.analysis.steps import step_of
 from steptrace.trace.kinds import Kind
 from steptrace.trace.table import EventTable
@@ -70,7 +70,7 @@ def kernel_stats(
 
 def _figure(context: TraceContext) -> tuple[KernelStat, ...]:
     """Per-step means over the complete steps, of the kernels each launched."""
-    events, timeline, counted = context.events, context.timeline, context.counted
+    events, timeline, counted = context.events, context.gpu_busy, context.counted
     if timeline is None:
         return kernel_stats(events, None, len(counted))
     launched = np.zeros(len(events), dtype=bool)
@@ -78,4 +78,4 @@ def _figure(context: TraceContext) -> tuple[KernelStat, ...]:
     return kernel_stats(events, launched, len(counted))
 
 
-FIGURE = Figure("kernels", _figure, frozenset({"steps", "timeline"}))
+FIGURE = FigureSpec("kernels", _figure, frozenset({"steps", "gpu_busy"}))

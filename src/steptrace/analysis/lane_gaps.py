@@ -22,8 +22,8 @@ import numpy as np
 from numpy.typing import NDArray
 
 from steptrace.analysis.gpu import SYNC_CALLS
+from steptrace.analysis.gpu_busy import GpuBusy
 from steptrace.analysis.steps import StepWindow
-from steptrace.analysis.timeline import GpuTimeline
 from steptrace.trace import intervals as iv
 from steptrace.trace.kinds import LAUNCHES
 from steptrace.trace.table import EventTable
@@ -66,7 +66,7 @@ def sync_ends(events: EventTable) -> NDArray[np.float64]:
     return np.sort(events.end_us[rows])
 
 
-def idle_gaps(timeline: GpuTimeline, ends_us: NDArray[np.float64], window: StepWindow) -> IdleGaps:
+def idle_gaps(timeline: GpuBusy, ends_us: NDArray[np.float64], window: StepWindow) -> IdleGaps:
     """The idle gaps of the window, with their causes."""
     lo, hi = window.start_us, window.end_us
     starts, ends = iv.gaps(iv.clip(timeline.busy, lo, hi), lo, hi)

@@ -1,6 +1,6 @@
 """The steps on the timeline: one lane per CPU thread and per GPU stream, bounded in size.
 
-Contract: ``step_lanes(context) -> Timeline``, pure (``FIGURE``: on demand, for the HTML
+Contract: ``step_lanes(context) -> Lanes``, pure (``FIGURE``: on demand, for the HTML
 report). For every step (``steps.find_steps``)
 the events that *start* inside its window ``[start, end)`` are laid out in lanes, with
 times in integer nanoseconds from the step's start:
@@ -29,7 +29,7 @@ import msgspec
 import numpy as np
 from numpy.typing import NDArray
 
-from steptrace.analysis.context import Figure, TraceContext
+from steptrace.analysis.context import FigureSpec, TraceContext
 from steptrace.analysis.gpu import COMMUNICATION, copy_kind
 from steptrace.analysis.lane_gaps import Gap, IdleGaps, idle_gaps, sync_ends
 from steptrace.analysis.lane_merge import Band, Bar, merge
@@ -78,7 +78,7 @@ class StepLanes(msgspec.Struct, frozen=True, kw_only=True):
     small_gaps_ns: int
 
 
-class Timeline(msgspec.Struct, frozen=True, kw_only=True):
+class Lanes(msgspec.Struct, frozen=True, kw_only=True):
     """Every step's lanes; ``shown`` is the step drawn first (the median by wall time)."""
 
     kinds: tuple[str, ...]  # Bar.kind and Band.kind index this
@@ -109,12 +109,12 @@ def step_lanes(
     max_depth: int | None = None,
     max_steps: int | None = None,
     step_min: int = STEP_MIN,
-) -> Timeline:
+) -> Lanes:
     """The timeline of the steps (the first ``max_steps`` when given); ``max_depth`` keeps
     only CPU bars that shallow; each step gets at least ``step_min`` items of ``budget``."""
     trace, events = context.trace, context.events
     windows = context.windows[:max_steps]
-    tree, links, observed = context.tree, context.links, context.timeline
+    tree, links, observed = context.tree, context.links, context.gpu_busy
     cpu_rows = _cpu_rows(events, tree)
     depth = _depths(events, cpu_rows)
     if max_depth is not None:
@@ -133,7 +133,7 @@ def step_lanes(
         for w in windows
     )
     walls = sorted(range(len(windows)), key=lambda k: windows[k].end_us - windows[k].start_us)
-    return Timeline(
+    return Lanes(
         kinds=KINDS,
         names=names.names,
         steps=steps,
@@ -328,6 +328,6 @@ def _thread_label(trace: Trace, thread: int) -> str:
     return f"pid {pid} tid {tid}" + (f" ({name})" if name else "")
 
 
-FIGURE = Figure(
-    "lanes", step_lanes, frozenset({"steps", "timeline", "tree", "links"}), on_demand=True
+FIGURE = FigureSpec(
+    "lanes", step_lanes, frozenset({"steps", "gpu_busy", "tree", "links"}), on_demand=True
 )

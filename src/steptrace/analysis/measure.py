@@ -24,7 +24,7 @@ from steptrace.analysis.operators import OperatorStat
 from steptrace.analysis.outside import GpuOutsideSteps, outside_warnings
 from steptrace.analysis.phases import Phase, Reading, StepPhases
 from steptrace.analysis.registry import figures
-from steptrace.analysis.stats import Spread
+from steptrace.analysis.spread import Spread
 from steptrace.analysis.steps import marker_warnings, overlap_warnings
 from steptrace.trace.table import Device, Trace
 
@@ -171,7 +171,7 @@ def analysis_of(context: TraceContext, computed: dict[str, Any]) -> TraceAnalysi
             rank=dist.rank if dist else None,
             world_size=dist.world_size if dist else None,
             backend=dist.backend if dist else None,
-            gpu_observed=context.timeline is not None,
+            gpu_observed=context.gpu_busy is not None,
             devices=info.devices,
             events=info.events_total,
             steps_from_markers=context.steps.from_markers,

@@ -19,7 +19,7 @@ import msgspec
 import numpy as np
 from numpy.typing import NDArray
 
-from steptrace.analysis.context import Figure, TraceContext
+from steptrace.analysis.context import FigureSpec, TraceContext
 from steptrace.analysis.links import CpuTree, GpuLinks
 from steptrace.analysis.steps import StepWindow, step_of
 from steptrace.trace.nesting import has_same_name_ancestor, self_time
@@ -140,8 +140,8 @@ def _typical_shapes(events: EventTable, ops: NDArray[np.int64]) -> dict[int, tup
 
 def _figure(context: TraceContext) -> tuple[OperatorStat, ...]:
     """GPU time per operator only where the GPU was observed."""
-    links = context.links if context.timeline is not None else None
+    links = context.links if context.gpu_busy is not None else None
     return operator_stats(context.events, context.tree, links, context.counted)
 
 
-FIGURE = Figure("operators", _figure, frozenset({"steps", "tree", "links"}))
+FIGURE = FigureSpec("operators", _figure, frozenset({"steps", "tree", "links"}))

@@ -22,9 +22,9 @@ import msgspec
 import numpy as np
 from numpy.typing import NDArray
 
-from steptrace.analysis.context import Figure, TraceContext
+from steptrace.analysis.context import FigureSpec, TraceContext
+from steptrace.analysis.gpu_busy import GpuBusy
 from steptrace.analysis.steps import StepWindow, step_of
-from steptrace.analysis.timeline import GpuTimeline
 from steptrace.trace import intervals as iv
 from steptrace.trace.kinds import Kind
 from steptrace.trace.table import EventTable
@@ -54,7 +54,7 @@ class GpuOutsideSteps(msgspec.Struct, frozen=True):
 
 
 def gpu_outside_steps(
-    events: EventTable, steps: tuple[StepWindow, ...], timeline: GpuTimeline | None
+    events: EventTable, steps: tuple[StepWindow, ...], timeline: GpuBusy | None
 ) -> GpuOutsideSteps | None:
     """What no step launched, and when the GPU was busy outside every step."""
     if timeline is None:
@@ -136,7 +136,7 @@ def _ms(value: float) -> str:
 
 
 def _figure(context: TraceContext) -> GpuOutsideSteps | None:
-    return gpu_outside_steps(context.events, context.windows, context.timeline)
+    return gpu_outside_steps(context.events, context.windows, context.gpu_busy)
 
 
-FIGURE = Figure("gpu_outside_steps", _figure, frozenset({"steps", "timeline"}))
+FIGURE = FigureSpec("gpu_outside_steps", _figure, frozenset({"steps", "gpu_busy"}))

@@ -18,7 +18,7 @@ import msgspec
 import numpy as np
 from numpy.typing import NDArray
 
-from steptrace.analysis.context import Figure, TraceContext
+from steptrace.analysis.context import FigureSpec, TraceContext
 from steptrace.analysis.parts import part_of
 from steptrace.analysis.steps import StepWindow
 from steptrace.scenario import TRAINING_STEP
@@ -220,7 +220,7 @@ def _unlabeled_ms(events: EventTable, step: StepWindow, rows: NDArray[np.int64])
 
 def _figure(context: TraceContext) -> tuple[StepPhases, ...]:
     """Idle GPU time per label needs the GPU busy intervals and the launch calls' starts."""
-    events, timeline = context.events, context.timeline
+    events, timeline = context.events, context.gpu_busy
     if timeline is None:
         return phases_per_step(events, context.windows, None, None)
     launch = context.launches.launch
@@ -228,4 +228,4 @@ def _figure(context: TraceContext) -> tuple[StepPhases, ...]:
     return phases_per_step(events, context.windows, timeline.busy, starts)
 
 
-FIGURE = Figure("phases", _figure, frozenset({"steps", "timeline"}))
+FIGURE = FigureSpec("phases", _figure, frozenset({"steps", "gpu_busy"}))

@@ -1,6 +1,6 @@
 """The figures of a trace, in the order they are computed: one entry per figure module.
 
-Each figure module declares its ``FIGURE`` (``context.Figure``): its name, how it is
+Each figure module declares its ``FIGURE`` (``context.FigureSpec``): its name, how it is
 computed from a ``TraceContext``, and what it reads. ``measure`` computes the figures that
 are not ``on_demand``; a caller asks for the others by name (the HTML report for the
 steps' lanes), and the per-rank summary for only those it keeps. A new figure is a module
@@ -13,10 +13,10 @@ from collections.abc import Iterable
 from typing import Any
 
 from steptrace.analysis import copies, cpu, gpu, kernels, lanes, operators, outside, phases
-from steptrace.analysis.context import Figure
+from steptrace.analysis.context import FigureSpec
 from steptrace.trace.fields import Selection, select
 
-FIGURES: tuple[Figure[Any], ...] = (
+FIGURES: tuple[FigureSpec[Any], ...] = (
     gpu.FIGURE,
     phases.FIGURE,
     outside.FIGURE,
@@ -28,7 +28,7 @@ FIGURES: tuple[Figure[Any], ...] = (
 )
 
 
-def figures(names: Iterable[str] | None = None) -> tuple[Figure[Any], ...]:
+def figures(names: Iterable[str] | None = None) -> tuple[FigureSpec[Any], ...]:
     """The figures named (in registry order), or every one that is not on demand; a
     ``KeyError`` names one that does not exist."""
     if names is None:
@@ -39,6 +39,6 @@ def figures(names: Iterable[str] | None = None) -> tuple[Figure[Any], ...]:
     return tuple(f for f in FIGURES if f.name in wanted)
 
 
-def fields_for(chosen: Iterable[Figure[Any]]) -> Selection:
+def fields_for(chosen: Iterable[FigureSpec[Any]]) -> Selection:
     """The trace fields the ``chosen`` figures read: what loading must decode for them."""
     return select({group for figure in chosen for group in figure.groups})

@@ -127,7 +127,7 @@ def analyze(
                        list(threshold), jobs, scheduler)  # fmt: skip
         return
     texts = ReadAhead(files)  # reading starts now, beside the imports
-    from steptrace.cli.ranks import usable_cores
+    from steptrace.cli.jobs import usable_cores
     from steptrace.pipeline import analyze_source
 
     limits = _thresholds(list(threshold))
@@ -169,7 +169,7 @@ def _analyze_ranks(
 
     Rank traces that could not be analyzed are each one warning line, always on stderr;
     the report of the others is written and the exit code is 1 (2 when too few remain)."""
-    from steptrace.cli.ranks import job_document, rank_thresholds
+    from steptrace.cli.jobs import job_document, rank_thresholds
 
     try:
         found = job_document(
@@ -465,7 +465,7 @@ def _order_of(report: Report) -> tuple[bool, int, str]:
 
 
 def _write(documents: list[Document], output_format: str) -> None:
-    from steptrace.report.registry import renderer
+    from steptrace.report.renderers import renderer
 
     sys.stdout.write(renderer(output_format, terminal=sys.stdout.isatty()).render(documents))
 

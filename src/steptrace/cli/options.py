@@ -9,7 +9,7 @@ from typing import Any, TypeVar
 
 import click
 
-from steptrace.report.registry import formats
+from steptrace.report.renderers import formats
 
 _Command = TypeVar("_Command", bound=Callable[..., Any])
 FILE = click.Path(path_type=Path)

@@ -16,11 +16,11 @@ import msgspec
 from steptrace.hypotheses.case import Case
 from steptrace.hypotheses.claims import resolve
 from steptrace.hypotheses.finding import Evidence, Figure, Finding, Where
-from steptrace.hypotheses.rules.copies import pageable_memcpy, repeated_copy
+from steptrace.hypotheses.rules.dominance import dominant_op, profiler_distortion
 from steptrace.hypotheses.rules.input import input_pipeline
 from steptrace.hypotheses.rules.launches import optimizer_kernels, small_launches
 from steptrace.hypotheses.rules.mode import gpu_not_observed, inference_autograd, precision
-from steptrace.hypotheses.rules.operators import dominant_op, profiler_distortion
+from steptrace.hypotheses.rules.transfers import pageable_memcpy, repeated_copy
 from steptrace.hypotheses.rules.waiting import comm_overlap, cpu_bound, sync_in_step
 from steptrace.hypotheses.thresholds import Thresholds
 

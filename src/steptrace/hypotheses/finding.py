@@ -16,7 +16,7 @@ import msgspec
 Level = Literal["high", "medium", "low"]
 HIGH, MEDIUM = 0.20, 0.05  # shares of step time
 # ms, µs; share (0 to 1 of something named); ratio (x times); count; bytes; names; text
-Unit = Literal["ms", "us", "share", "ratio", "count", "bytes", "names", "text"]
+FigureUnit = Literal["ms", "us", "share", "ratio", "count", "bytes", "names", "text"]
 Value = int | float | str | tuple[int | str, ...] | None
 
 
@@ -25,7 +25,7 @@ class Figure(msgspec.Struct, frozen=True):
 
     name: str
     value: Value
-    unit: Unit
+    unit: FigureUnit
 
 
 class Where(msgspec.Struct, frozen=True):

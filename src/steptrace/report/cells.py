@@ -8,15 +8,15 @@ from __future__ import annotations
 import math
 
 from steptrace import units
-from steptrace.analysis.stats import Spread
-from steptrace.report.document import Cell, Unit
+from steptrace.analysis.spread import Spread
+from steptrace.report.document import Cell, ColumnUnit
 from steptrace.safe_text import visible
 
 NOT_OBSERVED = "not observed"
 __all__ = ["NOT_OBSERVED", "cell_text", "visible"]
 
 
-def cell_text(value: Cell, unit: Unit) -> str:
+def cell_text(value: Cell, unit: ColumnUnit) -> str:
     """The words for one cell."""
     if value is None:
         return NOT_OBSERVED
@@ -27,7 +27,7 @@ def cell_text(value: Cell, unit: Unit) -> str:
     return number(value, unit)
 
 
-def number(value: float, unit: Unit | str) -> str:
+def number(value: float, unit: ColumnUnit | str) -> str:
     """A number in its unit: ms and µs with decimals, shares as %, counts whole when whole."""
     if unit == "ms":
         return units.ms(value)
@@ -49,7 +49,7 @@ def number(value: float, unit: Unit | str) -> str:
     return f"{value:.3g}"  # a number without a unit: three significant digits
 
 
-def spread(value: Spread, unit: Unit) -> str:
+def spread(value: Spread, unit: ColumnUnit) -> str:
     """``median [min–max]``, or just the value when all are equal."""
     if value.min == value.max:
         return number(value.median, unit)

@@ -21,12 +21,14 @@ from typing import Literal, Protocol
 import msgspec
 
 from steptrace.analysis.lanes import StepLanes
-from steptrace.analysis.stats import Spread
+from steptrace.analysis.spread import Spread
 
 # text: plain words; name: something read from the trace (an operator, a kernel, a label);
 # the others are numbers in that unit (share: 0 to 1, shown as a percentage; delta_ms: a
 # signed change; number: three significant digits)
-Unit = Literal["text", "name", "ms", "delta_ms", "us", "share", "ratio", "count", "bytes", "number"]
+ColumnUnit = Literal[
+    "text", "name", "ms", "delta_ms", "us", "share", "ratio", "count", "bytes", "number"
+]
 Cell = str | int | float | Spread | None  # None: not observed
 Tone = Literal["plain", "question", "warning"]
 
@@ -50,7 +52,7 @@ class Paragraph(msgspec.Struct, frozen=True, tag="paragraph"):
 
 class Column(msgspec.Struct, frozen=True):
     title: str
-    unit: Unit = "text"
+    unit: ColumnUnit = "text"
 
     @property
     def numeric(self) -> bool:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import msgspec
 
-from steptrace.across.ranks.model import (
+from steptrace.across.ranks.figures import (
     RANKS_SCHEMA,
     ClockAlignment,
     CollectiveSummary,
@@ -17,7 +17,7 @@ from steptrace.across.ranks.model import (
     Straggler,
     Unmatched,
 )
-from steptrace.across.ranks.thresholds import RankThresholds
+from steptrace.across.ranks.rank_thresholds import RankThresholds
 from steptrace.analysis.measure import TraceAnalysis, TraceSummary
 from steptrace.hypotheses.finding import Finding
 from steptrace.hypotheses.thresholds import Thresholds
@@ -86,7 +86,7 @@ class RanksReport(msgspec.Struct, frozen=True, kw_only=True):
 
     What ``steptrace.analyze_ranks`` returns and what its JSON writes (schema
     ``steptrace.ranks/2``, see ``docs/json-schema.md``). The figures are those of
-    ``RanksAnalysis`` (``steptrace.across.ranks.model``), at the top level.
+    ``RanksAnalysis`` (``steptrace.across.ranks.figures``), at the top level.
     """
 
     schema: str = RANKS_SCHEMA

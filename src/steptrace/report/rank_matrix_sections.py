@@ -12,9 +12,9 @@ from __future__ import annotations
 import statistics
 from collections.abc import Callable, Mapping, Sequence
 
-from steptrace.across.ranks.model import RankStep
+from steptrace.across.ranks.figures import RankStep
 from steptrace.report import rank_fold
-from steptrace.report.document import Cell, Column, Heatmap, Paragraph, Section, Table, Unit
+from steptrace.report.document import Cell, Column, ColumnUnit, Heatmap, Paragraph, Section, Table
 from steptrace.report.model import RanksReport
 
 Grid = dict[int, dict[str, float | None]]  # rank -> column -> value
@@ -107,7 +107,7 @@ def grid_block(
             table_rows.append((name, *(rank_fold.stat((grid[r].get(c) for r in ranks), name)
                                        for c in columns)))  # fmt: skip
         caption += "; " + rank_fold.folded_caption(len(ranks), len(named))
-    cell_unit: Unit = "delta_ms" if diverging else "ms"
+    cell_unit: ColumnUnit = "delta_ms" if diverging else "ms"
     table = Table(
         (Column("rank", "text"), *(Column(c, cell_unit) for c in columns)),
         tuple(table_rows),

@@ -17,7 +17,7 @@ from collections import defaultdict
 
 import msgspec
 
-from steptrace.across.ranks.model import RankResult, RankTimeline
+from steptrace.across.ranks.figures import RankLanes, RankResult
 from steptrace.report import rank_fold
 from steptrace.report.document import Block, Cell, Column, Document, Paragraph, Section, Table
 from steptrace.report.model import RanksReport
@@ -35,15 +35,15 @@ def ranks_document(
     title: str | None = None,
     *,
     findings_only: bool = False,
-    timelines: tuple[RankTimeline, ...] = (),
+    lanes: tuple[RankLanes, ...] = (),
 ) -> Document:
     """The job's document: its title, the data JSON writes (the whole report, also with
     ``findings_only``, which keeps the job and the findings sections), sections on demand;
-    ``timelines``: some ranks' lanes, which HTML draws (``pipeline.analyze_job``)."""
+    ``lanes``: some ranks' lanes, which HTML draws (``pipeline.analyze_job``)."""
     if findings_only:
         build = functools.partial(findings_sections, report)
     else:
-        build = functools.partial(sections, report, timelines)
+        build = functools.partial(sections, report, lanes)
     return Document(title or job_title(report), report, build)
 
 
@@ -52,14 +52,14 @@ def job_title(report: RanksReport) -> str:
     return f"steptrace: {len(report.ranks)} rank traces{world}"
 
 
-def sections(report: RanksReport, timelines: tuple[RankTimeline, ...]) -> tuple[Section, ...]:
+def sections(report: RanksReport, lanes: tuple[RankLanes, ...]) -> tuple[Section, ...]:
     """The sections in reading order (imported here: JSON needs none)."""
     from steptrace.report.collective_sections import collectives, unmatched
     from steptrace.report.finding_sections import findings_section
     from steptrace.report.rank_matrix_sections import matrix, phases
     from steptrace.report.timeline_sections import ranks_jumps, ranks_timeline_section
 
-    drawn = ranks_timeline_section(report, timelines)
+    drawn = ranks_timeline_section(report, lanes)
     found = findings_section(report.findings, report.thresholds.to_dict(), ranks=True)
     jumps = ranks_jumps(report, drawn)
     if jumps is not None:

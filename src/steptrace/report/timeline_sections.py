@@ -11,8 +11,8 @@ which). HTML draws the figure; the other formats show the section's paragraph on
 
 from __future__ import annotations
 
-from steptrace.across.ranks.model import RankTimeline
-from steptrace.analysis.lanes import StepLanes, Timeline
+from steptrace.across.ranks.figures import RankLanes
+from steptrace.analysis.lanes import Lanes, StepLanes
 from steptrace.hypotheses.finding import Finding
 from steptrace.report.document import (
     Jump,
@@ -36,7 +36,7 @@ CAPTION = (
 )
 
 
-def timeline_section(report: Report, timeline: Timeline | None) -> Section | None:
+def timeline_section(report: Report, timeline: Lanes | None) -> Section | None:
     """The figure, or ``None`` without lanes (a format that does not draw them)."""
     if timeline is None or not timeline.steps:
         return None
@@ -60,7 +60,7 @@ def stand_in(step: StepLanes) -> str:
     )
 
 
-def _mark(found: Finding, timeline: Timeline) -> Mark | None:
+def _mark(found: Finding, timeline: Lanes) -> Mark | None:
     """The finding's place: its step (the median one when listed, else the first listed),
     narrowed to the bars of the names its evidence lists when that step has some."""
     where = found.evidence.where
@@ -88,7 +88,7 @@ def _mark(found: Finding, timeline: Timeline) -> Mark | None:
     )  # fmt: skip
 
 
-def _named(found: Finding, timeline: Timeline) -> set[int]:
+def _named(found: Finding, timeline: Lanes) -> set[int]:
     """The timeline's name indices of the names listed in the finding's evidence."""
     listed = {
         str(v)
@@ -99,7 +99,7 @@ def _named(found: Finding, timeline: Timeline) -> set[int]:
     return {i for i, name in enumerate(timeline.names) if name in listed}
 
 
-def finding_jumps(report: Report, timeline: Timeline | None) -> Jumps | None:
+def finding_jumps(report: Report, timeline: Lanes | None) -> Jumps | None:
     """One link per finding that has a place on the timeline, in the findings' order."""
     if timeline is None or not timeline.steps:
         return None
@@ -114,21 +114,19 @@ def finding_jumps(report: Report, timeline: Timeline | None) -> Jumps | None:
     return Jumps(KEY, tuple(items)) if items else None
 
 
-def ranks_timeline_section(
-    report: RanksReport, carried: tuple[RankTimeline, ...]
-) -> Section | None:
+def ranks_timeline_section(report: RanksReport, carried: tuple[RankLanes, ...]) -> Section | None:
     """The job's steps across ranks, one lane group per rank (the ranks ``carried``)."""
     if not carried:
         return None
     aligned = report.clocks.trusted and report.clocks.offsets_applied
     by_rank = {r.rank: r for r in report.ranks}
-    numbers = sorted({s.number for t in carried for s in t.timeline.steps}, key=_order)
+    numbers = sorted({s.number for t in carried for s in t.lanes.steps}, key=_order)
     bases, names = _names(carried)
     views: list[TimelineView] = []
     for number in numbers:
         groups = []
         for t in carried:
-            step = next((s for s in t.timeline.steps if s.number == number), None)
+            step = next((s for s in t.lanes.steps if s.number == number), None)
             row = next((s for s in by_rank[t.rank].steps if s.number == number), None)
             if step is not None:
                 start = row.start_us if row is not None and aligned else 0.0
@@ -144,7 +142,7 @@ def ranks_timeline_section(
         views.append(TimelineView(groups[0][2].name, span, lanes))
     if not views:
         return None
-    first_names = carried[0].timeline
+    first_names = carried[0].lanes
     shown = min(first_names.shown, len(views) - 1)
     marks = tuple(_rank_mark(f, shown, views[shown], names) for f in report.findings)
     figure = TimelineFigure(
@@ -152,7 +150,7 @@ def ranks_timeline_section(
         caption=_ranks_caption(report, aligned),
     )  # fmt: skip
     across = f"{len(carried)} of {len(report.ranks)} ranks"
-    drawn_steps = max(len(t.timeline.steps) for t in carried)
+    drawn_steps = max(len(t.lanes.steps) for t in carried)
     steps = max(len(r.steps) for r in report.ranks)
     if drawn_steps < steps:
         across += f" (its first {drawn_steps} of {steps} steps to choose from)"
@@ -206,13 +204,13 @@ def _order(number: int | None) -> int:
     return -1 if number is None else number
 
 
-def _names(carried: tuple[RankTimeline, ...]) -> tuple[dict[int, int], tuple[str, ...]]:
+def _names(carried: tuple[RankLanes, ...]) -> tuple[dict[int, int], tuple[str, ...]]:
     """The ranks' name tables one after the other, and where each rank's begins."""
     bases: dict[int, int] = {}
     names: list[str] = []
     for t in carried:
         bases[t.rank] = len(names)
-        names.extend(t.timeline.names)
+        names.extend(t.lanes.names)
     return bases, tuple(names)
 
 

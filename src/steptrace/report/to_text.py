@@ -18,7 +18,7 @@ from rich.table import Table as RichTable
 from rich.text import Text
 
 from steptrace.report.cells import cell_text, visible
-from steptrace.report.document import Cell, Document, Paragraph, Section, Table, Unit, shown
+from steptrace.report.document import Cell, ColumnUnit, Document, Paragraph, Section, Table, shown
 from steptrace.safe_text import one_line
 
 WIDTH = 160  # when the output is not a terminal (a pipe, a file, a golden render)
@@ -69,7 +69,7 @@ def _table(table: Table) -> RichTable:
     return shown
 
 
-def _cell(value: Cell, unit: Unit) -> str:
+def _cell(value: Cell, unit: ColumnUnit) -> str:
     """A cell's words; a name (data from the trace) on one line, its newlines escaped,
     so that it cannot split the row (the report's own text keeps its line breaks)."""
     text = cell_text(value, unit)

@@ -19,7 +19,7 @@ from steptrace.report.document import Document, Paragraph, Section
 from steptrace.report.model import FindingsReport, Report
 
 if TYPE_CHECKING:
-    from steptrace.analysis.lanes import Timeline
+    from steptrace.analysis.lanes import Lanes
     from steptrace.report.check_sections import ComparisonLike
 
 
@@ -32,7 +32,7 @@ class View:
     trace_name: str | None = None  # the trace as the reader will find it (default: its path)
     notes: tuple[str, ...] = ()  # about this run, from whoever made it (the demo: its plants)
     totals: bool = False  # operator and kernel tables: totals over the trace, not per step
-    lanes: Timeline | None = None  # the steps' lanes, drawn by HTML (``analysis.lanes``)
+    lanes: Lanes | None = None  # the steps' lanes, drawn by HTML (``analysis.lanes``)
 
 
 def report_document(report: Report, view: View | None = None) -> Document:

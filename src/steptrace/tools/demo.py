@@ -213,8 +213,8 @@ def _ranks_part(folder: Path, say: Say) -> Document:
     job = analyze_job(paths, progress=False, lanes=True)
     report = _ranks_in_folder(job.report, folder)
     say(straggler_line(report))
-    document = ranks_document(report, timelines=job.timelines)
-    from steptrace.report.registry import renderer
+    document = ranks_document(report, lanes=job.lanes)
+    from steptrace.report.renderers import renderer
 
     for name in ("json", "md", "html"):
         (folder / f"ranks.{name}").write_text(renderer(name).render([document]), encoding="utf-8")
@@ -269,7 +269,7 @@ def _write(folder: Path, report: Report, notes: tuple[str, ...], job: Document |
     """The trace's reports in every file format, each showing the same sections; the HTML
     page shows the job's report after it when the ranks part ran."""
     from steptrace.pipeline import lanes_of
-    from steptrace.report.registry import renderer
+    from steptrace.report.renderers import renderer
     from steptrace.report.trace_sections import View, report_document
 
     view = View(trace_name=TRACE, notes=notes, lanes=lanes_of(folder / TRACE))

@@ -15,18 +15,18 @@ from collections.abc import Sequence
 
 from steptrace.across.ranks.clocks import align
 from steptrace.across.ranks.discover import Identified
-from steptrace.across.ranks.matching import match
-from steptrace.across.ranks.matrix import RankData, rank_steps
-from steptrace.across.ranks.model import (
+from steptrace.across.ranks.figures import (
+    RankLanes,
     RankResult,
     RanksAnalysis,
     RankStep,
-    RankTimeline,
     Straggler,
     Unmatched,
 )
+from steptrace.across.ranks.matching import match
+from steptrace.across.ranks.matrix import RankData, rank_steps
+from steptrace.across.ranks.rank_thresholds import RankThresholds
 from steptrace.across.ranks.stragglers import find_stragglers
-from steptrace.across.ranks.thresholds import RankThresholds
 from steptrace.across.ranks.waits import summaries, timings, unmatched_total
 
 TIMELINE_RANKS = 16  # ranks whose lanes the report carries: the stragglers', then the lowest
@@ -81,19 +81,17 @@ def analyze_ranks_data(
         unmatched=matching.unmatched,
         stragglers=stragglers,
         warnings=(*identified.warnings, *_warnings(data, matching.unmatched, clocks.trusted)),
-        timelines=_timelines(data, stragglers),
+        lanes=_lanes_carried(data, stragglers),
     )
 
 
-def _timelines(
+def _lanes_carried(
     data: dict[int, RankData], stragglers: Sequence[Straggler]
-) -> tuple[RankTimeline, ...]:
+) -> tuple[RankLanes, ...]:
     """At most ``TIMELINE_RANKS`` ranks' lanes, by rank: the stragglers', then the lowest."""
     chosen = list(dict.fromkeys([s.rank for s in stragglers] + sorted(data)))
     kept = sorted(chosen[:TIMELINE_RANKS])
-    return tuple(
-        RankTimeline(rank=r, timeline=t) for r in kept if (t := data[r].parts.lanes) is not None
-    )
+    return tuple(RankLanes(rank=r, lanes=t) for r in kept if (t := data[r].parts.lanes) is not None)
 
 
 def _warnings(

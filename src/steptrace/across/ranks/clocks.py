@@ -23,8 +23,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
+from steptrace.across.ranks.figures import ClockAlignment, RankClock
 from steptrace.across.ranks.matching import Matched
-from steptrace.across.ranks.model import ClockAlignment, RankClock
 
 
 def median_ns(values: Sequence[int]) -> int:

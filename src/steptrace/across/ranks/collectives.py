@@ -29,7 +29,7 @@ import msgspec
 import numpy as np
 from numpy.typing import NDArray
 
-from steptrace.across.ranks.model import CollectiveSource
+from steptrace.across.ranks.figures import CollectiveSource
 from steptrace.analysis.links import CpuTree, GpuLinks
 from steptrace.trace.kinds import Kind
 from steptrace.trace.table import EventTable

@@ -18,7 +18,7 @@ from itertools import count, islice
 
 import msgspec
 
-from steptrace.across.ranks.model import RankSource
+from steptrace.across.ranks.figures import RankSource
 from steptrace.errors import TraceError
 from steptrace.trace.table import Distributed, TraceInfo
 

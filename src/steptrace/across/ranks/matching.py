@@ -20,7 +20,7 @@ from collections.abc import Iterable, Mapping, Sequence
 import msgspec
 
 from steptrace.across.ranks.collectives import Instance
-from steptrace.across.ranks.model import MatchKey, Unmatched
+from steptrace.across.ranks.figures import MatchKey, Unmatched
 
 Queue = tuple[str, str]  # (process group, lane class)
 

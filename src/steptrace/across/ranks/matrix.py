@@ -26,11 +26,11 @@ import numpy as np
 
 from steptrace.across.ranks.collectives import Instance, collective_instances
 from steptrace.across.ranks.discover import RankOrigin
-from steptrace.across.ranks.model import RankStep
+from steptrace.across.ranks.figures import RankStep
 from steptrace.analysis.compose import compute
-from steptrace.analysis.context import Figure, TraceContext
+from steptrace.analysis.context import FigureSpec, TraceContext
 from steptrace.analysis.gpu import GpuStep
-from steptrace.analysis.lanes import Timeline, step_lanes
+from steptrace.analysis.lanes import Lanes, step_lanes
 from steptrace.analysis.outside import outside_warnings
 from steptrace.analysis.phases import StepPhases
 from steptrace.analysis.registry import fields_for, figures
@@ -74,7 +74,7 @@ class RankParts(msgspec.Struct, frozen=True, kw_only=True):
 
     steps: tuple[StepFigures, ...] | None = None
     collectives: tuple[Instance, ...] | None = None
-    lanes: Timeline | None = None  # compact: RANK_BUDGET items, RANK_STEPS, RANK_DEPTH
+    lanes: Lanes | None = None  # compact: RANK_BUDGET items, RANK_STEPS, RANK_DEPTH
 
 
 class RankData(msgspec.Struct, frozen=True, kw_only=True):
@@ -112,7 +112,7 @@ def _collectives(context: TraceContext) -> tuple[Instance, ...]:
     return collective_instances(context.events, context.tree, context.links, _clock_ns(context))
 
 
-def _lanes(context: TraceContext) -> Timeline:
+def _lanes(context: TraceContext) -> Lanes:
     return step_lanes(
         context,
         budget=RANK_BUDGET,
@@ -122,19 +122,19 @@ def _lanes(context: TraceContext) -> Timeline:
     )
 
 
-_COLLECTIVES = Figure(
+_COLLECTIVES = FigureSpec(
     "collectives", _collectives, frozenset({"tree", "links"}), groups=frozenset({"collective"})
 )
-_RANK_LANES = Figure("rank_lanes", _lanes, frozenset({"steps", "timeline", "tree", "links"}))
+_RANK_LANES = FigureSpec("rank_lanes", _lanes, frozenset({"steps", "gpu_busy", "tree", "links"}))
 # The figures each part reads (the steps' warnings need the GPU work outside the steps).
-_PART_FIGURES: dict[Part, tuple[Figure[Any], ...]] = {
+_PART_FIGURES: dict[Part, tuple[FigureSpec[Any], ...]] = {
     "steps": (*figures(["gpu", "phases", "gpu_outside_steps"]), _COLLECTIVES),
     "collectives": (_COLLECTIVES,),
     "lanes": (_RANK_LANES,),
 }
 
 
-def part_figures(parts: Iterable[Part]) -> tuple[Figure[Any], ...]:
+def part_figures(parts: Iterable[Part]) -> tuple[FigureSpec[Any], ...]:
     """The figures ``parts`` read, each once."""
     return tuple(dict.fromkeys(f for p in parts for f in _PART_FIGURES[p]))
 
@@ -168,7 +168,7 @@ def rank_data(
         origin=RankOrigin.of(info, location),
         world_size=dist.world_size if dist else None,
         backend=dist.backend if dist else None,
-        gpu_observed=context.timeline is not None,
+        gpu_observed=context.gpu_busy is not None,
         warnings=noticed,
         base_time_ns=base if base is not None and base >= 0 else None,
         clock_ns=_clock_ns(context),

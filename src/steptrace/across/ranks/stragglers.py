@@ -25,8 +25,8 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 from numpy.typing import NDArray
 
-from steptrace.across.ranks.model import RankStep, Straggler
-from steptrace.across.ranks.thresholds import RankThresholds
+from steptrace.across.ranks.figures import RankStep, Straggler
+from steptrace.across.ranks.rank_thresholds import RankThresholds
 
 UNLABELED = "(unlabeled)"
 

@@ -20,8 +20,8 @@ from collections.abc import Mapping, Sequence
 import msgspec
 
 from steptrace.across.ranks.collectives import Instance
+from steptrace.across.ranks.figures import CollectiveSource, CollectiveSummary, Unmatched
 from steptrace.across.ranks.matching import Matched, Queue, QueueInfo
-from steptrace.across.ranks.model import CollectiveSource, CollectiveSummary, Unmatched
 
 _BUS_FACTOR = {"all_reduce": 2.0, "all_gather": 1.0, "reduce_scatter": 1.0, "all_to_all": 1.0}
 

@@ -14,7 +14,7 @@ from typing import NamedTuple
 
 from steptrace.analysis.measure import StepResult, TraceAnalysis
 from steptrace.analysis.parts import part_of
-from steptrace.hypotheses.finding import Evidence, Figure, Unit, Value, Where
+from steptrace.hypotheses.finding import Evidence, Figure, FigureUnit, Value, Where
 
 __all__ = [
     "IdleCauses",
@@ -94,6 +94,6 @@ def where(analysis: TraceAnalysis, steps: Sequence[StepResult] | None = None) ->
     )
 
 
-def evidence(place: Where, *figures: tuple[str, Value, Unit]) -> Evidence:
+def evidence(place: Where, *figures: tuple[str, Value, FigureUnit]) -> Evidence:
     """Evidence from ``(name, value, unit)`` triples, in the order given."""
     return Evidence(tuple(Figure(name, value, unit) for name, value, unit in figures), place)

@@ -59,12 +59,12 @@ from pathlib import Path
 from typing import Any
 
 from steptrace.errors import TraceError
-from steptrace.tools.scrub.fields import FORMAT_KEYS, field_kind
-from steptrace.tools.scrub.files import check_paths, check_trace, read_trace, write_new
+from steptrace.tools.scrub.field_kinds import FORMAT_KEYS, field_kind
+from steptrace.tools.scrub.inout import check_paths, check_trace, read_trace, write_new
 from steptrace.tools.scrub.learn import learn
 from steptrace.tools.scrub.patterns import PEM_BEGIN, PEM_END, SECRET_OPTION
-from steptrace.tools.scrub.result import Place, ScrubReport
 from steptrace.tools.scrub.scrubber import Scrubber
+from steptrace.tools.scrub.tally import Place, ScrubReport
 from steptrace.tools.scrub.text import (
     FIELD_CODES,
     ID,

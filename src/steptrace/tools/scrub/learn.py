@@ -14,7 +14,7 @@ from __future__ import annotations
 import re
 from typing import NamedTuple
 
-from steptrace.tools.scrub.fields import field_kind, learnable
+from steptrace.tools.scrub.field_kinds import field_kind, learnable
 from steptrace.tools.scrub.patterns import DECLARED, PLACEHOLDER, RULES
 from steptrace.tools.scrub.shapes import cluster_user, common_folder
 from steptrace.tools.scrub.text import HOST, SECRET, USER, Strings, decode

@@ -14,7 +14,7 @@ from collections import Counter
 from collections.abc import Callable
 
 from steptrace.tools.scrub import shapes
-from steptrace.tools.scrub.fields import GENERIC, field_kind
+from steptrace.tools.scrub.field_kinds import GENERIC, field_kind
 from steptrace.tools.scrub.learn import Known
 from steptrace.tools.scrub.patterns import HASHED_ID, PLACEHOLDER, RULE_KINDS, combined
 from steptrace.tools.scrub.text import HOST, ID, PEM, SECRET, USER, VALUE, VERSION

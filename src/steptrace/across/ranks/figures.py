@@ -18,7 +18,7 @@ from typing import Literal
 
 import msgspec
 
-from steptrace.analysis.lanes import Timeline
+from steptrace.analysis.lanes import Lanes
 
 RANKS_SCHEMA = "steptrace.ranks/2"
 
@@ -143,11 +143,11 @@ class Straggler(msgspec.Struct, frozen=True, kw_only=True):
     of: int  # matched collectives it took part in
 
 
-class RankTimeline(msgspec.Struct, frozen=True, kw_only=True):
+class RankLanes(msgspec.Struct, frozen=True, kw_only=True):
     """One rank's steps on the timeline, kept compact (``analyze.TIMELINE_RANKS`` at most)."""
 
     rank: int
-    timeline: Timeline  # times from each step's own start; RankStep.start_us places it
+    lanes: Lanes  # times from each step's own start; RankStep.start_us places it
 
 
 class RanksAnalysis(msgspec.Struct, frozen=True, kw_only=True):
@@ -161,4 +161,4 @@ class RanksAnalysis(msgspec.Struct, frozen=True, kw_only=True):
     unmatched: tuple[Unmatched, ...]
     stragglers: tuple[Straggler, ...]  # most excess first
     warnings: tuple[str, ...]
-    timelines: tuple[RankTimeline, ...] = ()  # the stragglers' ranks first, then the lowest
+    lanes: tuple[RankLanes, ...] = ()  # the stragglers' ranks first, then the lowest

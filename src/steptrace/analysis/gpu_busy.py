@@ -1,6 +1,6 @@
-"""The GPU timeline of a trace: its work rows, merged busy intervals and launch calls.
+"""The GPU's work in a trace: its rows, merged busy intervals and launch calls.
 
-Contract: ``gpu_timeline(events, links) -> GpuTimeline | None``, built once per trace and
+Contract: ``gpu_busy(events, links) -> GpuBusy | None``, built once per trace and
 read by every GPU figure (per step, idle causes, labels). ``None``: the trace holds no
 kernel, copy or set, so the GPU was not observed. ``issued_us`` is when the CPU issued
 each activity (its launch call's start, else its GPU start), NaN for work launched before
@@ -18,7 +18,7 @@ from steptrace.trace import intervals as iv
 from steptrace.trace.table import EventTable
 
 
-class GpuTimeline(msgspec.Struct, frozen=True):
+class GpuBusy(msgspec.Struct, frozen=True):
     """GPU work rows, their merged busy intervals and their launch calls, once per trace."""
 
     rows: NDArray[np.int64]
@@ -31,7 +31,7 @@ class GpuTimeline(msgspec.Struct, frozen=True):
     any_launch_known: bool  # some row's launch call is known (then launch_end_us has some)
 
 
-def gpu_timeline(events: EventTable, links: GpuLaunches | GpuLinks) -> GpuTimeline | None:
+def gpu_busy(events: EventTable, links: GpuLaunches | GpuLinks) -> GpuBusy | None:
     """The GPU side of a trace, or ``None`` when it holds no GPU events."""
     rows = links.rows
     if rows.size == 0:
@@ -46,6 +46,6 @@ def gpu_timeline(events: EventTable, links: GpuLaunches | GpuLinks) -> GpuTimeli
     issued[known] = events.start_us[links.launch[known]]
     issued[links.before_trace] = np.nan
     busy = iv.union(start, end)
-    return GpuTimeline(
+    return GpuBusy(
         rows, start, busy, launch_end, launch_dur, issued, links.before_trace, bool(known.any())
     )

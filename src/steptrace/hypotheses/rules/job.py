@@ -12,9 +12,17 @@ from __future__ import annotations
 import statistics
 from collections.abc import Sequence
 
-from steptrace.across.ranks.model import RankResult, RanksAnalysis, Straggler
-from steptrace.across.ranks.thresholds import RankThresholds
-from steptrace.hypotheses.finding import Evidence, Figure, Finding, Unit, Value, Where, finding
+from steptrace.across.ranks.figures import RankResult, RanksAnalysis, Straggler
+from steptrace.across.ranks.rank_thresholds import RankThresholds
+from steptrace.hypotheses.finding import (
+    Evidence,
+    Figure,
+    FigureUnit,
+    Finding,
+    Value,
+    Where,
+    finding,
+)
 from steptrace.units import pct
 
 RANK_RULES = ("straggler", "exposed-communication", "collective-imbalance", "clock-skew")
@@ -43,7 +51,7 @@ def _where(rank: RankResult | None) -> Where:
     return Where(tuple(s.name for s in rank.steps), (first.start_us, end), None, None)
 
 
-def _evidence(where: Where, *figures: tuple[str, Value, Unit]) -> Evidence:
+def _evidence(where: Where, *figures: tuple[str, Value, FigureUnit]) -> Evidence:
     return Evidence(tuple(Figure(n, v, u) for n, v, u in figures), where)
 
 

@@ -7,7 +7,7 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
 
-from steptrace.across.ranks.thresholds import RankThresholds
+from steptrace.across.ranks.rank_thresholds import RankThresholds
 
 if TYPE_CHECKING:
     from steptrace.report.document import Document
@@ -71,5 +71,5 @@ def job_document(
     job = analyze_job(locations, thresholds=limits, jobs=jobs, scheduler=scheduler, lanes=lanes)
     report = job.report
     failed = tuple(w for w in report.warnings if any(f.error in w for f in job.failures))
-    document = ranks_document(report, findings_only=findings_only, timelines=job.timelines)
+    document = ranks_document(report, findings_only=findings_only, lanes=job.lanes)
     return JobDocument(document, report.warnings, failed)
