@@ -31,7 +31,7 @@ from torch.profiler import ProfilerActivity, profile, record_function, schedule
 from torch.utils.data import DataLoader, TensorDataset
 
 import steptrace
-from steptrace.validate import CheckPlan, TimingPlan
+from steptrace.validate import CheckPlan, Timed, TimingPlan
 from steptrace.validate.estimators import decide
 from steptrace.validate.stats import sentence, verdict
 
@@ -70,7 +70,8 @@ class Windows:
             state["model"], state["optimizer"], torch.nn.functional.cross_entropy,
             DataLoader(data, batch_size=BATCH),
             scenario=steptrace.Scenario(question="What does the harness cost?", batch_size=BATCH),
-            out=self.trace("harness"), active=self.active, cold_steps=1, restore_state=False,
+            out=self.trace("harness"), window=steptrace.Window(active=self.active, cold_steps=1),
+            restore_state=False,
         )  # fmt: skip
         return next(state["model"].parameters()).detach().sum()
 
@@ -141,22 +142,22 @@ def main() -> None:
     torch.set_num_threads(1)  # a 2-core machine: leave one core to the rest of the system
     with tempfile.TemporaryDirectory() as scratch:
         windows = Windows(Path(scratch), args.active)
+        plan = TimingPlan(budget_s=args.budget, warmup=1)
         result = steptrace.compare(
             windows.bare, windows.harness, make_state=make_state,
-            batches=[make_data(3 + args.active)],
-            check=CheckPlan(steps=1), plan=TimingPlan(budget_s=args.budget, warmup=1),
+            batches=[make_data(3 + args.active)], check=CheckPlan(steps=1), plan=plan,
         )  # fmt: skip
         print(f"A = bare torch.profiler loop, B = profile_training; {args.active} active steps")
         print(f"correctness: {'same parameters' if result.correctness.ok else 'DIFFERENT'}")
         print("whole window (set-up, steps, trace and scenario files):")
-        for name, side in (("bare", result.baseline), ("harness", result.candidate)):
-            if side is not None:
+        if isinstance(result, Timed):
+            for name, side in (("bare", result.baseline), ("harness", result.candidate)):
                 print(f"  {name:<8} median {side.median:.1f} ms per window (n={side.n}, "
                       f"IQR {side.iqr:.1f} ms)")  # fmt: skip
         print(f"  verdict: {result.verdict}; {result.sentence}")
-        if result.noise_warning:
+        if isinstance(result, Timed) and result.noise_warning:
             print(f"  warning: {result.noise_warning}")
-        in_window(Path(scratch), result.band)
+        in_window(Path(scratch), plan.band)
 
 
 if __name__ == "__main__":

@@ -32,7 +32,7 @@ import torch
 from torch.utils import benchmark
 
 import steptrace
-from steptrace.validate import TimingPlan
+from steptrace.validate import Timed, TimingPlan
 
 FEATURES, HIDDEN, CLASSES, BATCH = 256, 512, 10, 64
 SMALL = torch.randn(32, 32)
@@ -142,8 +142,9 @@ def steptrace_trials(steps: dict[str, Step], trials: int, budget: float) -> dict
             row = rows[kind]
             row["seconds"].append(time.perf_counter() - started)
             row["verdict"].append(result.verdict)
-            row["ratio"].append(result.ratio or float("nan"))
-            row["estimator"].append(result.estimate.estimator if result.estimate else "none")
+            timed = isinstance(result, Timed)
+            row["ratio"].append(result.ratio if timed else float("nan"))
+            row["estimator"].append(result.estimate.estimator if timed else "none")
         print(f"  trial {trial + 1:2d}: " + "  ".join(
             f"{kind} {rows[kind]['verdict'][-1]} ({rows[kind]['ratio'][-1]:.3f})" for kind in steps
         ), flush=True)  # fmt: skip

@@ -21,12 +21,18 @@ from tests.test_decode_split import split_or_none  # noqa: E402
 LABELS = ["read_batch", "transfer", "train", "forward", "backward", "optimizer_step"]
 
 
-def train(tmp_path: Path, name: str = "trace.json", **options: object) -> steptrace.CaptureResult:
+def train(tmp_path: Path, **window: object) -> steptrace.CaptureResult:
+    """A tiny training capture; ``window``: the ``Window``'s fields (its defaults else)."""
     work = workloads.tiny_training()
     return steptrace.profile_training(
-        work.model, work.optimizer, work.loss_fn, work.loader,
-        scenario=work.scenario, out=tmp_path / name, **options,
-    )  # fmt: skip
+        work.model,
+        work.optimizer,
+        work.loss_fn,
+        work.loader,
+        scenario=work.scenario,
+        out=tmp_path / "trace.json",
+        window=steptrace.Window(**window),  # type: ignore[arg-type]
+    )
 
 
 def test_training_window_has_steps_and_labels(tmp_path: Path) -> None:
@@ -94,7 +100,7 @@ def test_user_state_is_restored_bit_exactly(tmp_path: Path) -> None:
     rng = (torch.get_rng_state(), random.getstate(), np.random.get_state()[1].copy())
     steptrace.profile_training(
         model, optimizer, work.loss_fn, work.loader, scenario=work.scenario,
-        out=tmp_path / "t.json", measure_overhead=True, count_flops=True,
+        out=tmp_path / "t.json", window=steptrace.Window(measure_overhead=True, count_flops=True),
     )  # fmt: skip
     after = state_of(model, optimizer)
     assert len(before) == len(after)
@@ -202,7 +208,9 @@ def test_custom_loop_capture(tmp_path: Path) -> None:
     model, optimizer = work.model, work.optimizer
     assert model is not None and optimizer is not None
     scenario = workloads.training_scenario()
-    with steptrace.capture(scenario, out=tmp_path / "custom.json", active=2) as window:
+    with steptrace.capture(
+        scenario, out=tmp_path / "custom.json", window=steptrace.Window(active=2)
+    ) as window:
         for x, y in work.loader:  # type: ignore[union-attr]
             with window.phase("my_forward"):
                 loss = work.loss_fn(model(x), y)  # type: ignore[misc]

@@ -18,7 +18,11 @@ pytest.importorskip("scipy")
 import steptrace  # noqa: E402
 from steptrace.errors import NotTestable  # noqa: E402
 from steptrace.validate import (  # noqa: E402
+    Faster,
+    Slower,
+    Timed,
     TimingPlan,
+    TooFewSamples,
     compile_check,
     constant_once_check,
     operator_timing,
@@ -39,7 +43,7 @@ def test_the_profiler_slows_a_dispatch_bound_step() -> None:
     )
     assert result.correctness.ok  # recording changes no value
     assert result.verdict == "faster", result.sentence  # B, bare, beyond the band
-    assert result.ci is not None and result.ci[1] < 1 - result.band
+    assert isinstance(result, Faster) and result.ci[1] < 1 - result.band
     assert any(line.startswith("profiler: A recorded by torch.profiler (CPU)")
                for line in result.by_design)  # fmt: skip
 
@@ -60,8 +64,8 @@ def test_the_profiler_costs_nothing_visible_on_one_large_operator() -> None:
     )
     assert result.verdict != "outputs-differ"  # recording changes no value
     # under heavy load the budget may fit too few blocks: an honest "too-few-samples"
-    claimed = result.verdict in ("faster", "slower")
-    assert not claimed or abs((result.ratio or 0) - 1) < 0.05, result.sentence
+    claimed = isinstance(result, Faster | Slower)
+    assert not claimed or abs(result.ratio - 1) < 0.05, result.sentence
 
 
 def test_the_recorder_bounds_what_one_session_holds() -> None:
@@ -115,9 +119,13 @@ def test_a_failed_compile_is_not_testable() -> None:
 
     with pytest.raises(NotTestable, match=r"torch.compile failed: .*no C\+\+ compiler found") as no:
         compiled_compare(
-            steps.train, adam_state, steps.inputs(), torch.device("cpu"),
-            lambda model: torch.compile(model, backend=broken), {"plan": PLAN},
-        )  # fmt: skip
+            steps.train,
+            make_state=adam_state,
+            batches=steps.inputs(),
+            device=torch.device("cpu"),
+            compiler=lambda model: torch.compile(model, backend=broken),
+            plan=PLAN,
+        )
     assert "\n" not in no.value.reason  # one line
 
 
@@ -134,7 +142,8 @@ def test_compile_check_compiles_in_warm_up_and_says_how_long() -> None:
     said = result.by_design[-1]
     assert said.startswith("compile: B's model compiled by torch.compile in ")
     assert float(said.split(" in ")[1].split(" s")[0]) > 0
-    assert result.samples is not None and max(result.samples.warmup_b) < 1000  # compiled before
+    assert isinstance(result, Timed | TooFewSamples), result.sentence
+    assert max(result.samples.warmup_b) < 1000  # compiled before
 
 
 def addmm_in_steps(trace: Path) -> tuple[int, int]:
@@ -210,7 +219,7 @@ def test_before_block_runs_before_each_side_and_outside_the_timed_steps() -> Non
         step("A"), step("B"), make_state=steps.identity_state, batches=[torch.ones(1)],
         plan=plan, instruments=steptrace.validate.Instruments(clock=clock, before_block=hook),
     )  # fmt: skip
-    assert result.samples is not None
+    assert isinstance(result, Timed), result.sentence
     timed = [*result.samples.warmup_a, *result.samples.warmup_b, *result.samples.a,
              *result.samples.b]  # fmt: skip
     assert timed and all(abs(ms - 1.0) < 1e-6 for ms in timed)

@@ -15,6 +15,7 @@ from steptrace.errors import CaptureError, NotTestable  # noqa: E402
 from steptrace.validate import (  # noqa: E402
     CheckPlan,
     ConstantCache,
+    Timed,
     TimingPlan,
     autocast_check,
     inference_mode_check,
@@ -30,9 +31,9 @@ VERDICTS = ("faster", "slower", "no-detectable-difference")
 
 def timed(result: Any) -> None:
     """The comparison ran to a verdict on measured steps (not which verdict: 2 shared cores)."""
-    assert result.verdict in VERDICTS, result.sentence
-    assert result.samples is not None and result.samples.a and result.samples.b
-    assert result.ratio is not None and result.ratio > 0
+    assert isinstance(result, Timed), result.sentence
+    assert result.verdict in VERDICTS and result.samples.a and result.samples.b
+    assert result.ratio > 0
 
 
 def test_inference_mode_changes_no_value() -> None:

@@ -21,7 +21,11 @@ from steptrace.cli import app  # noqa: E402
 from steptrace.errors import CaptureError, NotTestable, TraceError  # noqa: E402
 from steptrace.validate import (  # noqa: E402
     CheckPlan,
+    Comparison,
     Instruments,
+    OutputsDiffer,
+    Slower,
+    Timed,
     TimingPlan,
     operator_script,
     pinned_memory_check,
@@ -33,11 +37,15 @@ from tests.conftest import report_of  # noqa: E402
 QUICK = TimingPlan(warmup=2, block_steps=3, min_blocks=6, max_blocks=9, budget_s=3)
 
 
-def run(candidate: Any, **options: Any) -> steptrace.Comparison:
+def run(candidate: Any, plan: TimingPlan = QUICK, **options: Any) -> Comparison:
     return steptrace.compare(
-        steps.step, candidate, make_state=steps.make_state, batches=steps.make_batches(),
-        plan=QUICK, **options,
-    )  # fmt: skip
+        steps.step,
+        candidate,
+        make_state=steps.make_state,
+        batches=steps.make_batches(),
+        plan=plan,
+        **options,
+    )
 
 
 def ticking_clock(tick_s: float = 0.001) -> Any:
@@ -58,28 +66,25 @@ def test_identical_steps_agree() -> None:
     names = {d.name for d in check.differences}
     assert {"step0.output", "step2.output", "param:0.weight", "grad:2.bias"} <= names
     assert all(d.max_abs == 0 for d in check.differences)
-    assert result.verdict != "outputs-differ"
-    assert result.samples is not None
+    assert isinstance(result, Timed), result.sentence
     # the fake clock makes every step 1 ms: the CI is exact once min_blocks (6) have run
     assert len(result.samples.a) == len(result.samples.b) == 6 * 3
     assert len(result.samples.warmup_a) == 2  # cold start kept apart
-    assert result.ratio == pytest.approx(
-        result.candidate.median / result.baseline.median  # type: ignore[union-attr]
-    )
+    assert result.ratio == pytest.approx(result.candidate.median / result.baseline.median)
 
 
 def test_a_candidate_that_changes_results_is_caught() -> None:
     result = run(steps.step_that_changes_results)
-    assert result.verdict == "outputs-differ"
-    assert result.samples is None and result.ratio is None  # no speed verdict
+    assert isinstance(result, OutputsDiffer) and result.verdict == "outputs-differ"
+    assert not hasattr(result, "samples") and not hasattr(result, "ratio")  # no timing ran
     failing = [d for d in result.correctness.differences if not d.ok]
     assert failing and all(d.max_abs and d.max_abs > 0 for d in failing)
     assert "no speed verdict" in result.sentence
 
 
 def test_an_accepted_difference_is_timed_and_said() -> None:
-    result = run(steps.step_that_changes_results, accept_difference=True)
-    assert result.verdict != "outputs-differ" and result.accepted_difference
+    result = run(steps.step_that_changes_results, check=CheckPlan(accept_difference=True))
+    assert not isinstance(result, OutputsDiffer) and result.accepted_difference
     assert not result.correctness.ok
 
 
@@ -120,23 +125,25 @@ def test_known_extra_work_with_a_fake_clock_is_slower() -> None:
 
     result = steptrace.compare(
         timed(10.0), timed(10.5), make_state=steps.make_state, batches=steps.make_batches(),
-        plan=QUICK, clock=clock,
+        plan=QUICK, instruments=Instruments(clock=clock),
     )  # fmt: skip
-    assert result.verdict == "slower"
+    assert isinstance(result, Slower) and result.verdict == "slower"
     assert result.ratio == pytest.approx(1.05)
     assert result.sentence.startswith("B is 1.05× slower: it takes 105.0% of A's time per step")
-    assert result.estimate is not None and result.estimate.estimator == "median"  # quiet
+    assert result.estimate.estimator == "median"  # quiet
 
 
 def test_raw_values_go_to_new_json_and_csv_files(tmp_path: Path) -> None:
-    result = run(steps.same_step, loop_batches=steps.make_batches, loop_repeats=2)
+    plan = msgspec.structs.replace(QUICK, loop_repeats=2)
+    result = run(steps.same_step, plan=plan, loop_batches=steps.make_batches)
+    assert isinstance(result, Timed), result.sentence
     written = json.loads(result.write_json(tmp_path / "ab.json").read_text())
     assert written["verdict"] == result.verdict
-    assert written["samples"]["a"] == list(result.samples.a)  # type: ignore[union-attr]
+    assert written["samples"]["a"] == list(result.samples.a)
     assert len(written["loop"]["a_ms"]) == 2
     rows = list(csv.DictReader(result.write_csv(tmp_path / "ab.csv").open()))
     assert {r["phase"] for r in rows} == {"warmup", "steady", "loop"}
-    assert sum(r["side"] == "A" and r["phase"] == "steady" for r in rows) == len(result.samples.a)  # type: ignore[union-attr]
+    assert sum(r["side"] == "A" and r["phase"] == "steady" for r in rows) == len(result.samples.a)
     with pytest.raises(FileExistsError):
         result.write_json(tmp_path / "ab.json")
 
@@ -232,7 +239,7 @@ def test_a_clock_too_coarse_is_refused() -> None:
     with pytest.raises(CaptureError, match="too coarse"):
         steptrace.compare(
             steps.step, steps.same_step, make_state=steps.make_state,
-            batches=steps.make_batches(), plan=QUICK, clock=lambda: 0.0,
+            batches=steps.make_batches(), plan=QUICK, instruments=Instruments(clock=lambda: 0.0),
         )  # fmt: skip
 
 
@@ -257,25 +264,25 @@ def test_operator_names_are_checked_before_writing_a_script() -> None:
             operator_script(analysis, bad)
 
 
-def test_plans_and_the_keyword_arguments_of_earlier_versions_agree() -> None:
-    clock = ticking_clock()
-    new = steptrace.compare(
-        steps.step, steps.same_step, make_state=steps.make_state, batches=steps.make_batches(),
-        check=CheckPlan(steps=2, rtol=1e-3), plan=msgspec.structs.replace(QUICK, seed=4),
-        instruments=Instruments(clock=clock),
-    )  # fmt: skip
-    old = steptrace.compare(
-        steps.step, steps.same_step, make_state=steps.make_state, batches=steps.make_batches(),
-        check_steps=2, rtol=1e-3, plan=QUICK, seed=4, clock=ticking_clock(),
-    )  # fmt: skip
-    assert new.correctness == old.correctness and new.correctness.steps == 2
-    assert {d.rtol for d in new.correctness.differences} == {1e-3}
-    assert new.samples == old.samples  # same seed, same clock: the same blocks
-    with pytest.raises(TypeError, match=r"unexpected keyword argument.*budget"):
-        steptrace.compare(
-            steps.step, steps.same_step, make_state=steps.make_state,
-            batches=steps.make_batches(), budget=3,
-        )  # fmt: skip
+def test_the_plans_reach_the_comparison_and_the_same_seed_repeats_it() -> None:
+    def once(seed: int) -> Timed:
+        result = steptrace.compare(
+            steps.step,
+            steps.same_step,
+            make_state=steps.make_state,
+            batches=steps.make_batches(),
+            check=CheckPlan(steps=2, rtol=1e-3),
+            plan=msgspec.structs.replace(QUICK, seed=seed),
+            instruments=Instruments(clock=ticking_clock()),
+        )
+        assert isinstance(result, Timed), result.sentence
+        return result
+
+    first, again, other = once(4), once(4), once(5)
+    assert first.correctness == again.correctness and first.correctness.steps == 2
+    assert {d.rtol for d in first.correctness.differences} == {1e-3}
+    assert first.samples == again.samples  # same seed, same clock: the same blocks
+    assert other.samples.order != first.samples.order  # the seed orders the blocks
 
 
 def test_a_failing_user_module_or_step_is_a_one_line_error(tmp_path: Path) -> None:
