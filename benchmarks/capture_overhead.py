@@ -32,7 +32,7 @@ from torch.utils.data import DataLoader, TensorDataset
 
 import results
 import steptrace
-from steptrace.validate import CheckPlan, TimingPlan
+from steptrace.validate import CheckPlan, Timed, TimingPlan
 from steptrace.validate.estimators import decide
 from steptrace.validate.stats import sentence, verdict
 
@@ -58,9 +58,12 @@ RESULT_NOTES = (
 def make_state() -> dict[str, Any]:
     torch.manual_seed(0)
     model = torch.nn.Sequential(
-        torch.nn.Linear(FEATURES, HIDDEN), torch.nn.ReLU(),
-        torch.nn.Linear(HIDDEN, HIDDEN), torch.nn.ReLU(), torch.nn.Linear(HIDDEN, CLASSES),
-    )  # fmt: skip
+        torch.nn.Linear(FEATURES, HIDDEN),
+        torch.nn.ReLU(),
+        torch.nn.Linear(HIDDEN, HIDDEN),
+        torch.nn.ReLU(),
+        torch.nn.Linear(HIDDEN, CLASSES),
+    )
     return {"model": model, "optimizer": torch.optim.Adam(model.parameters())}
 
 
@@ -84,11 +87,15 @@ class Windows:
 
     def harness(self, state: dict[str, Any], data: TensorDataset) -> torch.Tensor:
         steptrace.profile_training(
-            state["model"], state["optimizer"], torch.nn.functional.cross_entropy,
+            state["model"],
+            state["optimizer"],
+            torch.nn.functional.cross_entropy,
             DataLoader(data, batch_size=BATCH),
             scenario=steptrace.Scenario(question="What does the harness cost?", batch_size=BATCH),
-            out=self.trace("harness"), active=self.active, cold_steps=1, restore_state=False,
-        )  # fmt: skip
+            out=self.trace("harness"),
+            window=steptrace.Window(active=self.active, cold_steps=1),
+            restore_state=False,
+        )
         return next(state["model"].parameters()).detach().sum()
 
     def bare(self, state: dict[str, Any], data: TensorDataset) -> torch.Tensor:
@@ -140,11 +147,15 @@ def in_window(folder: Path, band: float) -> list[object]:
     outcome = verdict(deciding, band)
     print(f"inside the steps ({pairs} windows each, median ProfilerStep wall per window):")
     print(f"  bare {statistics.median(bare):.3f}  harness {statistics.median(harness):.3f} ms/step")
-    print(f"  {sentence(outcome, deciding, band)} ({deciding.estimator}; "
-          f"{other.estimator}: {other.ratio:.4f})")  # fmt: skip
+    print(
+        f"  {sentence(outcome, deciding, band)} ({deciding.estimator}; "
+        f"{other.estimator}: {other.ratio:.4f})"
+    )
     upper = (deciding.ci[1] - 1) * 100
-    print(f"  the harness adds at most {upper:+.2f}% inside a step (CI upper end; target < 2%): "
-          f"{'PASS' if upper < 2 else 'FAIL'}")  # fmt: skip
+    print(
+        f"  the harness adds at most {upper:+.2f}% inside a step (CI upper end; target < 2%): "
+        f"{'PASS' if upper < 2 else 'FAIL'}"
+    )
     low, high = deciding.ci
     return [
         pairs,
@@ -169,23 +180,30 @@ def main() -> None:
     torch.set_num_threads(1)  # a 2-core machine: leave one core to the rest of the system
     with tempfile.TemporaryDirectory() as scratch:
         windows = Windows(Path(scratch), args.active)
+        plan = TimingPlan(budget_s=args.budget, warmup=1)
         result = steptrace.compare(
-            windows.bare, windows.harness, make_state=make_state,
+            windows.bare,
+            windows.harness,
+            make_state=make_state,
             batches=[make_data(3 + args.active)],
-            check=CheckPlan(steps=1), plan=TimingPlan(budget_s=args.budget, warmup=1),
-        )  # fmt: skip
+            check=CheckPlan(steps=1),
+            plan=plan,
+        )
         print(f"A = bare torch.profiler loop, B = profile_training; {args.active} active steps")
         print(f"correctness: {'same parameters' if result.correctness.ok else 'DIFFERENT'}")
         print("whole window (set-up, steps, trace and scenario files):")
-        for name, side in (("bare", result.baseline), ("harness", result.candidate)):
-            if side is not None:
-                print(f"  {name:<8} median {side.median:.1f} ms per window (n={side.n}, "
-                      f"IQR {side.iqr:.1f} ms)")  # fmt: skip
+        if isinstance(result, Timed):
+            for name, side in (("bare", result.baseline), ("harness", result.candidate)):
+                print(
+                    f"  {name:<8} median {side.median:.1f} ms per window (n={side.n}, "
+                    f"IQR {side.iqr:.1f} ms)"
+                )
         print(f"  verdict: {result.verdict}; {result.sentence}")
-        if result.noise_warning:
+        if isinstance(result, Timed) and result.noise_warning:
             print(f"  warning: {result.noise_warning}")
-        inside = in_window(Path(scratch), result.band)
-    medians = [f"{s.median:.1f}" if s else None for s in (result.baseline, result.candidate)]
+        inside = in_window(Path(scratch), plan.band)
+    sides = (result.baseline, result.candidate) if isinstance(result, Timed) else (None, None)
+    medians = [f"{s.median:.1f}" if s else None for s in sides]
     row = [args.active, *medians, result.sentence, *inside]
     results.write("capture_overhead", run, RESULT_COLUMNS, [row], notes=RESULT_NOTES)
 

@@ -33,13 +33,18 @@ from torch.utils import benchmark
 
 import results
 import steptrace
-from steptrace.validate import TimingPlan
+from steptrace.validate import Timed, TimingPlan
 
 FEATURES, HIDDEN, CLASSES, BATCH = 256, 512, 10, 64
 SMALL = torch.randn(32, 32)
 KINDS = {"A/A": 1.0, "+5%": 1.05, "+15%": 1.15}
-TARGETS = {("quiet", "A/A"): 0.05, ("quiet", "+5%"): 0.95, ("busy", "A/A"): 0.05,
-           ("busy", "+5%"): 0.50, ("busy", "+15%"): 0.90}  # fmt: skip
+TARGETS = {
+    ("quiet", "A/A"): 0.05,
+    ("quiet", "+5%"): 0.95,
+    ("busy", "A/A"): 0.05,
+    ("busy", "+5%"): 0.50,
+    ("busy", "+15%"): 0.90,
+}
 Step = Callable[[dict[str, Any], Any], torch.Tensor]
 RESULT_COLUMNS = (
     "mode",
@@ -148,17 +153,26 @@ def steptrace_trials(steps: dict[str, Step], trials: int, budget: float) -> dict
         for kind, side_b in steps.items():
             started = time.perf_counter()
             result = steptrace.compare(
-                step, side_b, make_state=make_state, batches=BATCHES,
+                step,
+                side_b,
+                make_state=make_state,
+                batches=BATCHES,
                 plan=TimingPlan(budget_s=budget, seed=trial),
-            )  # fmt: skip
+            )
             row = rows[kind]
             row["seconds"].append(time.perf_counter() - started)
             row["verdict"].append(result.verdict)
-            row["ratio"].append(result.ratio or float("nan"))
-            row["estimator"].append(result.estimate.estimator if result.estimate else "none")
-        print(f"  trial {trial + 1:2d}: " + "  ".join(
-            f"{kind} {rows[kind]['verdict'][-1]} ({rows[kind]['ratio'][-1]:.3f})" for kind in steps
-        ), flush=True)  # fmt: skip
+            timed = isinstance(result, Timed)
+            row["ratio"].append(result.ratio if timed else float("nan"))
+            row["estimator"].append(result.estimate.estimator if timed else "none")
+        print(
+            f"  trial {trial + 1:2d}: "
+            + "  ".join(
+                f"{kind} {rows[kind]['verdict'][-1]} ({rows[kind]['ratio'][-1]:.3f})"
+                for kind in steps
+            ),
+            flush=True,
+        )
     return rows
 
 
@@ -186,11 +200,15 @@ def rate(kind: str, verdicts: list[str]) -> float:
 
 
 def report(mode: str, rows: dict[str, Any], torch_ratios: dict[str, list[float]]) -> list[str]:
-    print(f"\n{mode}: steptrace.compare ({len(rows['A/A']['verdict'])} trials each) beside "
-          f"torch.utils.benchmark ({len(torch_ratios['A/A'])} trials each)")  # fmt: skip
-    print(f"  {'kind':<5} {'steptrace rate':<26} {'B/A median [min, max]':<26} "
-          f"{'decided by':<26} {'s/cmp':>5} | {'torch B/A median [min, max]':<28} "
-          "called")  # fmt: skip
+    print(
+        f"\n{mode}: steptrace.compare ({len(rows['A/A']['verdict'])} trials each) beside "
+        f"torch.utils.benchmark ({len(torch_ratios['A/A'])} trials each)"
+    )
+    print(
+        f"  {'kind':<5} {'steptrace rate':<26} {'B/A median [min, max]':<26} "
+        f"{'decided by':<26} {'s/cmp':>5} | {'torch B/A median [min, max]':<28} "
+        "called"
+    )
     failures = []
     for kind, row in rows.items():
         value = rate(kind, row["verdict"])
@@ -224,22 +242,32 @@ def main() -> None:
     parser.add_argument("--torch-trials", type=int, default=5)
     parser.add_argument("--modes", default="quiet,busy")
     cores = os.cpu_count() or 1
-    parser.add_argument("--spinners", type=int, default=max(1, round(2.5 * cores) - 1),
-                        help="busy: spinning processes (default: load 2.5x the cores)")  # fmt: skip
+    parser.add_argument(
+        "--spinners",
+        type=int,
+        default=max(1, round(2.5 * cores) - 1),
+        help="busy: spinning processes (default: load 2.5x the cores)",
+    )
     args = parser.parse_args()
     run = results.Run.start()
     torch.set_num_threads(1)  # two cores: one for the workload, one for everything else
     made = {kind: calibrate(factor - 1) for kind, factor in KINDS.items() if factor > 1}
-    print("extra work, calibrated quiet: " + "; ".join(
-        f"{kind}: {k} products of 32x32, measured B/A {r:.3f}" for kind, (k, r) in made.items()
-    ))  # fmt: skip
+    print(
+        "extra work, calibrated quiet: "
+        + "; ".join(
+            f"{kind}: {k} products of 32x32, measured B/A {r:.3f}" for kind, (k, r) in made.items()
+        )
+    )
     steps = {"A/A": step, **{kind: candidate(k) for kind, (k, _) in made.items()}}
     failures = []
     table: list[list[object]] = []
     for mode in args.modes.split(","):
         load = spinning(args.spinners) if mode == "busy" else _nothing()
-        print(f"\n{mode}" + (f": {args.spinners} spinning processes on {cores} cores"
-                            if mode == "busy" else ""), flush=True)  # fmt: skip
+        print(
+            f"\n{mode}"
+            + (f": {args.spinners} spinning processes on {cores} cores" if mode == "busy" else ""),
+            flush=True,
+        )
         with load:
             rows = steptrace_trials(steps, args.trials, args.budget)
             torch_ratios = torch_trials(steps, args.torch_trials)

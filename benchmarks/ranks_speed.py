@@ -41,9 +41,13 @@ def main() -> None:
     args = parser.parse_args()
     run = results.Run.start()
     plan = Plan(
-        ranks=args.ranks, steps=args.steps, collectives=args.collectives,
-        slow_rank=args.ranks // 3, delay_ns=3_000_000, max_offset_ns=50_000_000,
-    )  # fmt: skip
+        ranks=args.ranks,
+        steps=args.steps,
+        collectives=args.collectives,
+        slow_rank=args.ranks // 3,
+        delay_ns=3_000_000,
+        max_offset_ns=50_000_000,
+    )
     with tempfile.TemporaryDirectory() as folder:
         paths, _ = write_job(plan, Path(folder))
         size = sum(p.stat().st_size for p in paths)
@@ -57,12 +61,16 @@ def main() -> None:
             report = steptrace.analyze_ranks(paths, progress=False)
             together.append(time.perf_counter() - t)
     a, b = statistics.median(single), statistics.median(together)
-    print(f"{args.ranks} ranks, {args.steps} steps, {args.collectives} collectives per step, "
-          f"{size / 1e6:.1f} MB of JSON; medians of {args.repeats}")  # fmt: skip
+    print(
+        f"{args.ranks} ranks, {args.steps} steps, {args.collectives} collectives per step, "
+        f"{size / 1e6:.1f} MB of JSON; medians of {args.repeats}"
+    )
     print(f"  {args.ranks} single analyses: {a:.3f} s")
     print(f"  analyze_ranks:        {b:.3f} s")
-    print(f"  ratio analyze_ranks / single analyses: {b / a:.2f} "
-          f"({'PASS' if b / a <= 1.25 else 'FAIL'} <= 1.25)")  # fmt: skip
+    print(
+        f"  ratio analyze_ranks / single analyses: {b / a:.2f} "
+        f"({'PASS' if b / a <= 1.25 else 'FAIL'} <= 1.25)"
+    )
     print(f"  stragglers found: {[(s.rank, s.phase) for s in report.stragglers]}")
     row = [
         args.ranks,

@@ -118,8 +118,10 @@ def main() -> int:
                 )
                 failed += bool(problems)
                 names = sorted({a.split("[")[0].split(".")[-1] for a in added})
-                print(f"{'SAME' if not problems else 'DIFF'}  {trace.name}"
-                      + (f"  (new fields: {', '.join(names)})" if names else ""))  # fmt: skip
+                print(
+                    f"{'SAME' if not problems else 'DIFF'}  {trace.name}"
+                    + (f"  (new fields: {', '.join(names)})" if names else "")
+                )
                 for problem in problems[:20]:
                     print(f"      {problem}")
         finally:

@@ -189,8 +189,13 @@ def available_bytes() -> int:
     return 1 << 50
 
 
-def time_size(item: Sized, tools: dict[str, Callable[[Path], list[str]]], repeats: int,
-              loads_fits: bool, timeout_s: float) -> None:  # fmt: skip
+def time_size(
+    item: Sized,
+    tools: dict[str, Callable[[Path], list[str]]],
+    repeats: int,
+    loads_fits: bool,
+    timeout_s: float,
+) -> None:
     """Run the tools interleaved; a failure or a skip is recorded, not fatal."""
     if not loads_fits:
         item.skipped["json.loads"] = "predicted not to fit in half the available memory"
@@ -241,8 +246,10 @@ def _ratio(runs: list[Run], baseline: list[Run]) -> float:
 
 
 def report(items: list[Sized]) -> None:
-    print(f"\n  {'size':<6}{'JSON MB':>9}{'tool':>14}{'median s':>10}{'min s':>8}{'max s':>8}"
-          f"{'MB/s':>8}{'peak MB':>9}{'RSS/size':>9}{'n':>3}")  # fmt: skip
+    print(
+        f"\n  {'size':<6}{'JSON MB':>9}{'tool':>14}{'median s':>10}{'min s':>8}{'max s':>8}"
+        f"{'MB/s':>8}{'peak MB':>9}{'RSS/size':>9}{'n':>3}"
+    )
     for item in items:
         for name in ("steptrace", "steptrace -j1", "json.loads"):
             runs = item.runs.get(name, [])
@@ -253,9 +260,11 @@ def report(items: list[Sized]) -> None:
             walls = [r.wall_s for r in runs]
             median = statistics.median(walls)
             rss = max(r.rss_bytes for r in runs)
-            print(f"{head}{median:>10.2f}{min(walls):>8.2f}{max(walls):>8.2f}"
-                  f"{item.text_bytes / MB / median:>8.0f}{rss / MB:>9.0f}"
-                  f"{rss / item.text_bytes:>9.2f}{len(runs):>3}")  # fmt: skip
+            print(
+                f"{head}{median:>10.2f}{min(walls):>8.2f}{max(walls):>8.2f}"
+                f"{item.text_bytes / MB / median:>8.0f}{rss / MB:>9.0f}"
+                f"{rss / item.text_bytes:>9.2f}{len(runs):>3}"
+            )
         st, one, js = (item.runs.get(n) for n in ("steptrace", "steptrace -j1", "json.loads"))
         if st and js:
             print(f"  {'':<6}steptrace / json.loads process {_ratio(st, js):.2f}")
@@ -366,9 +375,12 @@ def main(argv: list[str] | None = None) -> int:
             target = work / f"x{copies}.json.gz"
             t0 = time.perf_counter()
             text_bytes = in_fresh_process(build_replica, args.trace, target, copies)
-            print(f"\n{copies}x: {text_bytes / MB:.0f} MB of JSON "
-                  f"({target.stat().st_size / MB:.0f} MB gzip), built in "
-                  f"{time.perf_counter() - t0:.0f} s", flush=True)  # fmt: skip
+            print(
+                f"\n{copies}x: {text_bytes / MB:.0f} MB of JSON "
+                f"({target.stat().st_size / MB:.0f} MB gzip), built in "
+                f"{time.perf_counter() - t0:.0f} s",
+                flush=True,
+            )
             item = Sized(copies, target, text_bytes)
             predicted = loads_prediction(done, copies)
             fits = predicted is None or predicted < available_bytes() / 2

@@ -77,9 +77,11 @@ def main() -> None:
     raw = _read(args.trace)
     extra_ms = args.extra_ms if args.extra_ms is not None else max(2.0, _step_ms(args.trace) / 4)
     late, waiting, phase = _variants(raw, args.phase, extra_ms)
-    print(f"source: {args.trace.name}, {len(raw) / 1e6:.1f} MB of JSON; straggler phase "
-          f"{phase!r} +{extra_ms:.1f} ms per instance; jobs {args.jobs}; "
-          f"{os.cpu_count()} cores, load {os.getloadavg()[0]:.1f}")  # fmt: skip
+    print(
+        f"source: {args.trace.name}, {len(raw) / 1e6:.1f} MB of JSON; straggler phase "
+        f"{phase!r} +{extra_ms:.1f} ms per instance; jobs {args.jobs}; "
+        f"{os.cpu_count()} cores, load {os.getloadavg()[0]:.1f}"
+    )
     rows: list[list[object]] = []
     for n in (int(x) for x in args.ranks.split(",")):
         with tempfile.TemporaryDirectory(dir=args.folder) as folder:
@@ -207,9 +209,11 @@ def _collective_spans(events: list[dict[str, Any]]) -> list[tuple[float, float]]
         spans = sorted(
             (e["ts"], e["ts"] + e["dur"])
             for e in events
-            if e.get("ph") == "X" and isinstance(e.get("dur"), (int, float)) and e["dur"] > 0
+            if e.get("ph") == "X"
+            and isinstance(e.get("dur"), (int, float))
+            and e["dur"] > 0
             and _is(kind, e)
-        )  # fmt: skip
+        )
         if spans:
             return spans
     raise SystemExit("no collective in the trace: the others cannot wait for a straggler")
@@ -262,8 +266,10 @@ def _measure(
     base = measured.get("one")
     for mode, (wall, cpu, peak, _) in measured.items():
         ratio = f", {wall / base[0]:.2f}x one process" if base and mode != "one" else ""
-        print(f"  {mode:4}: {wall:7.2f} s (cpu {cpu:6.1f} s, {cpu / wall:.2f} cores), peak RSS "
-              f"of the process tree {peak / 1e6:6.0f} MB{ratio}")  # fmt: skip
+        print(
+            f"  {mode:4}: {wall:7.2f} s (cpu {cpu:6.1f} s, {cpu / wall:.2f} cores), peak RSS "
+            f"of the process tree {peak / 1e6:6.0f} MB{ratio}"
+        )
     reports = {mode: r[3] for mode, r in measured.items()}
     if len(set(reports.values())) != 1:
         raise SystemExit(f"  the reports differ between {sorted(reports)}")
@@ -271,14 +277,18 @@ def _measure(
     first = (found[0]["rank"], found[0]["phase"]) if found else None
     if first != (slow, phase):
         raise SystemExit(f"  straggler found {first}, planted {(slow, phase)}")
-    print(f"  reports identical in {len(reports)} modes; straggler found: rank {slow} in {phase!r} "
-          f"(+{found[0]['excess_ms']:.1f} ms per step), as planted")  # fmt: skip
+    print(
+        f"  reports identical in {len(reports)} modes; straggler found: rank {slow} in {phase!r} "
+        f"(+{found[0]['excess_ms']:.1f} ms per step), as planted"
+    )
     if base and "pool" in measured and n >= 64:
         ratio = measured["pool"][0] / base[0]
         peak_gb = measured["pool"][2] / 1e9
         verdicts = ("PASS" if ratio <= 0.6 else "FAIL", "PASS" if peak_gb <= 1.5 else "FAIL")
-        print(f"  targets: pool / one {ratio:.2f} ({verdicts[0]} <= 0.6), "
-              f"pool peak {peak_gb:.2f} GB ({verdicts[1]} <= 1.5)")  # fmt: skip
+        print(
+            f"  targets: pool / one {ratio:.2f} ({verdicts[0]} <= 0.6), "
+            f"pool peak {peak_gb:.2f} GB ({verdicts[1]} <= 1.5)"
+        )
     return [
         [
             mode,

@@ -163,9 +163,11 @@ def main(argv: list[str] | None = None) -> int:
         path = Path(work) / f"x{args.copies}.json.gz"
         size = in_fresh_process(build_replica, args.trace, path, args.copies)
         _PIECES = cut_pieces(path)
-        print(f"{args.copies}x: {size / MB:.0f} MB of JSON in {len(_PIECES)} pieces; "
-              f"{processes} decoding processes; load average {os.getloadavg()[0]:.2f}",
-              flush=True)  # fmt: skip
+        print(
+            f"{args.copies}x: {size / MB:.0f} MB of JSON in {len(_PIECES)} pieces; "
+            f"{processes} decoding processes; load average {os.getloadavg()[0]:.2f}",
+            flush=True,
+        )
         runs: dict[str, list[float]] = {k: [] for k in ("start", *DEPTHS, "steptrace")}
         command = [str(args.steptrace), "analyze", str(path), "--format", "json"]
         start = [sys.executable, "-c", "import steptrace.cli, steptrace.pipeline"]
@@ -225,8 +227,10 @@ def report(size: int, median: dict[str, float]) -> None:
     print(f"{'decoding':<10} {'decode s':>9} {'floor s':>8} {'floor MB/s':>11}  within budget")
     for depth in DEPTHS:
         floor = median["start"] + median[depth] + median["analysis"]
-        print(f"{depth:<10} {median[depth]:>9.2f} {floor:>8.2f} {size / MB / floor:>11.0f}  "
-              f"{'yes' if floor <= budget else 'NO'}")  # fmt: skip
+        print(
+            f"{depth:<10} {median[depth]:>9.2f} {floor:>8.2f} {size / MB / floor:>11.0f}  "
+            f"{'yes' if floor <= budget else 'NO'}"
+        )
     real = median["steptrace"]
     print(f"steptrace analyze: {real:.2f} s, {size / MB / real:.0f} MB/s")
     print(f"load average {os.getloadavg()[0]:.2f}")

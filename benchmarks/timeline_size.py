@@ -55,8 +55,10 @@ def main() -> None:
     args = parser.parse_args()
     run = results.Run.start()
     rows: list[list[object]] = []
-    print(f"{'trace':<42} {'events':>8} {'items':>7} {'lanes ms':>9} {'measure ms':>10} "
-          f"{'html KB':>8} {'without KB':>10}")  # fmt: skip
+    print(
+        f"{'trace':<42} {'events':>8} {'items':>7} {'lanes ms':>9} {'measure ms':>10} "
+        f"{'html KB':>8} {'without KB':>10}"
+    )
     for name in args.traces:
         trace = load_trace(name, groups=(), progress=False)
         context = TraceContext(trace)

@@ -35,10 +35,14 @@ def main(folder: Path) -> None:
         simplifications="a two-layer MLP on random data",
     )
     result = steptrace.profile_training(
-        model, optimizer, nn.functional.cross_entropy, DataLoader(data, batch_size=64),
-        scenario=scenario, out=folder / f"train-{time.strftime('%Y%m%d-%H%M%S')}.json",
+        model,
+        optimizer,
+        nn.functional.cross_entropy,
+        DataLoader(data, batch_size=64),
+        scenario=scenario,
+        out=folder / f"train-{time.strftime('%Y%m%d-%H%M%S')}.json",
         window=steptrace.Window(wait=1, warmup=1, active=2),
-    )  # fmt: skip
+    )
     cold = result.facts.cold_start_ms[0]
     print(f"trace: {result.trace}; cold start {cold:.2f} ms (kept apart)")
     report = steptrace.analyze(result.trace)

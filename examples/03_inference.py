@@ -34,12 +34,17 @@ def main(folder: Path) -> None:
         simplifications="a small MLP stands in for the served model",
     )
     result = steptrace.profile_inference(
-        load_model, request, inputs, scenario=scenario,
+        load_model,
+        request,
+        inputs,
+        scenario=scenario,
         out=folder / f"infer-{time.strftime('%Y%m%d-%H%M%S')}.json",
-    )  # fmt: skip
+    )
     facts = result.facts
-    print(f"model load {facts.model_load_ms:.2f} ms and first request "
-          f"{facts.cold_start_ms[0]:.2f} ms, both outside the profiled window")  # fmt: skip
+    print(
+        f"model load {facts.model_load_ms:.2f} ms and first request "
+        f"{facts.cold_start_ms[0]:.2f} ms, both outside the profiled window"
+    )
     analysis = steptrace.analyze(result.trace).analysis
     for step in analysis.steps:
         print(f"{step.name}: {step.wall_ms:.3f} ms ({', '.join(p.name for p in step.phases)})")

@@ -1,10 +1,10 @@
 """A/B outside the profiler: does a foreach optimizer make this step faster?
 
-A's state has Adam with ``foreach=False``, B's its own state with ``foreach=True``, both
-built from the same seed: the two start from the same weights, which compare checks bit
-for bit, and their outputs and parameters after three steps are compared before any
-timing. Then the steps are timed interleaved, and the verdict comes with its confidence
-interval and what differed by design.
+A's state has Adam with ``foreach=False``, B's its own state (``CandidateInputs``) with
+``foreach=True``, both built from the same seed: the two start from the same weights,
+which compare checks bit for bit, and their outputs and parameters after three steps are
+compared before any timing. Then the steps are timed interleaved, and the verdict comes
+with its confidence interval and what differed by design.
 
     python examples/04_compare.py [OUTPUT_FOLDER]
 """
@@ -20,6 +20,7 @@ import torch
 from torch import nn
 
 import steptrace
+from steptrace.validate import CandidateInputs, CheckPlan, Timed, TimingPlan
 
 
 def make_state(foreach: bool) -> dict[str, Any]:
@@ -41,17 +42,18 @@ def main(folder: Path) -> None:
     folder.mkdir(parents=True, exist_ok=True)
     batches = [(torch.randn(32, 64), torch.randn(32, 64)) for _ in range(4)]
     result = steptrace.compare(
-        step, step,
+        step,
+        step,
         make_state=lambda: make_state(foreach=False),
-        make_state_b=lambda: make_state(foreach=True),
         batches=batches,
         # three Adam steps in another order of operations drift a little (float32)
-        check=steptrace.validate.CheckPlan(rtol=1e-4, atol=1e-6),
-        plan=steptrace.validate.TimingPlan(budget_s=4),
-    )  # fmt: skip
+        check=CheckPlan(rtol=1e-4, atol=1e-6),
+        plan=TimingPlan(budget_s=4),
+        candidate_inputs=CandidateInputs(make_state=lambda: make_state(foreach=True)),
+    )
     print(f"by design: {'; '.join(result.by_design)}")
     print(f"correctness: {'agree' if result.correctness.ok else 'differ'}; {result.sentence}")
-    if result.baseline and result.candidate:
+    if isinstance(result, Timed):  # a verdict from the timing: every figure is there
         print(
             f"A median {result.baseline.median:.3f} ms, B median {result.candidate.median:.3f} ms"
         )

@@ -46,10 +46,16 @@ def main(folder: Path) -> None:
     profiler = StepTraceProfiler(scenario=scenario, dirpath=folder)
     data = TensorDataset(torch.randn(32 * 8, 128), torch.randint(0, 10, (32 * 8,)))
     trainer = pl.Trainer(
-        max_steps=6, profiler=profiler, accelerator="cpu", devices=1, logger=False,
-        enable_checkpointing=False, enable_progress_bar=False, enable_model_summary=False,
+        max_steps=6,
+        profiler=profiler,
+        accelerator="cpu",
+        devices=1,
+        logger=False,
+        enable_checkpointing=False,
+        enable_progress_bar=False,
+        enable_model_summary=False,
         default_root_dir=str(folder),
-    )  # fmt: skip
+    )
     trainer.fit(Classifier(), DataLoader(data, batch_size=32))
     if profiler.result is None:
         raise SystemExit("no trace was written (see the warning above)")

@@ -35,9 +35,14 @@ class RandomTokens(torch.utils.data.Dataset[dict[str, torch.Tensor]]):
 def main(folder: Path) -> None:
     torch.manual_seed(0)
     config = BertConfig(
-        vocab_size=1000, hidden_size=64, num_hidden_layers=2, num_attention_heads=2,
-        intermediate_size=128, max_position_embeddings=LENGTH, num_labels=2,
-    )  # fmt: skip
+        vocab_size=1000,
+        hidden_size=64,
+        num_hidden_layers=2,
+        num_attention_heads=2,
+        intermediate_size=128,
+        max_position_embeddings=LENGTH,
+        num_labels=2,
+    )
     scenario = steptrace.Scenario(
         question="Is the BERT step dominated by the backward pass?",
         batch_size=BATCH,
@@ -47,10 +52,16 @@ def main(folder: Path) -> None:
     )
     callback = StepTraceCallback(scenario=scenario, out=folder, wait=1, warmup=1, active=2)
     args = TrainingArguments(
-        output_dir=str(folder / "trainer"), max_steps=4, per_device_train_batch_size=BATCH,
-        report_to=[], save_strategy="no", logging_strategy="no", use_cpu=True,
-        disable_tqdm=True, seed=0,
-    )  # fmt: skip
+        output_dir=str(folder / "trainer"),
+        max_steps=4,
+        per_device_train_batch_size=BATCH,
+        report_to=[],
+        save_strategy="no",
+        logging_strategy="no",
+        use_cpu=True,
+        disable_tqdm=True,
+        seed=0,
+    )
     model = BertForSequenceClassification(config)
     Trainer(model=model, args=args, train_dataset=RandomTokens(), callbacks=[callback]).train()
     if callback.result is None:

@@ -48,26 +48,43 @@ def spread(values: Sequence[float]) -> Spread | None:
     return Spread(float(statistics.median(values)), float(min(values)), float(max(values)))
 
 
-def cpu(busy_ms: float = 0.0, *, operators: int = 0, operator_us: float | None = None,
-        grad_recording: int = 0) -> CpuStep:  # fmt: skip
+def cpu(
+    busy_ms: float = 0.0,
+    *,
+    operators: int = 0,
+    operator_us: float | None = None,
+    grad_recording: int = 0,
+) -> CpuStep:
     """CPU figures of a step; ``operator_us`` is the median operator duration."""
     durations = None if operator_us is None else Spread(operator_us, operator_us, operator_us)
     return CpuStep(busy_ms, operators, durations, grad_recording)
 
 
-def copy(direction: str = "HtoD", *, count: int = 1, busy_ms: float = 0.0,
-         nbytes: int | None = None, pageable: int = 0, pinned: int = 0,
-         pageable_bytes: int | None = None, pageable_busy_ms: float | None = None,
-         ) -> CopySummary:  # fmt: skip
+def copy(
+    direction: str = "HtoD",
+    *,
+    count: int = 1,
+    busy_ms: float = 0.0,
+    nbytes: int | None = None,
+    pageable: int = 0,
+    pinned: int = 0,
+    pageable_bytes: int | None = None,
+    pageable_busy_ms: float | None = None,
+) -> CopySummary:
     """The copies of one direction in one step. When all of them are pageable, their bytes
     and time are the pageable ones unless given; otherwise none are, unless given."""
     every = pageable == count
     derived = nbytes if every else 0 if not pageable else None
     return CopySummary(
-        direction, count, busy_ms, nbytes, pageable, pinned,
+        direction,
+        count,
+        busy_ms,
+        nbytes,
+        pageable,
+        pinned,
         pageable_bytes if pageable_bytes is not None else derived,
         pageable_busy_ms if pageable_busy_ms is not None else (busy_ms if every else 0.0),
-    )  # fmt: skip
+    )
 
 
 def sync(name: str, count: int = 1) -> SyncSummary:
@@ -104,29 +121,59 @@ def gpu_step(
     )
 
 
-def phase(name: str, inclusive_ms: float, *, gpu_launches: int | None = None,
-          grad_recording: int = 0) -> Phase:  # fmt: skip
+def phase(
+    name: str, inclusive_ms: float, *, gpu_launches: int | None = None, grad_recording: int = 0
+) -> Phase:
     """One label in one step, with no nested label (exclusive = inclusive)."""
-    return Phase(name, 1, inclusive_ms, inclusive_ms, 0.0, None, None, gpu_launches,
-                 part_of(name), grad_recording)  # fmt: skip
+    return Phase(
+        name,
+        1,
+        inclusive_ms,
+        inclusive_ms,
+        0.0,
+        None,
+        None,
+        gpu_launches,
+        part_of(name),
+        grad_recording,
+    )
 
 
-def reading(ms: float, *, gpu_idle_ms: float | None = None,
-            labels: Sequence[str] = ("read_batch",)) -> Reading:  # fmt: skip
+def reading(
+    ms: float, *, gpu_idle_ms: float | None = None, labels: Sequence[str] = ("read_batch",)
+) -> Reading:
     return Reading(ms, gpu_idle_ms, tuple(labels))
 
 
-def step(name: str, wall_ms: float, *, start_us: float = 0.0, thread: str | None = THREAD,
-         phases: Sequence[Phase] = (), reading: Reading | None = None, cpu: CpuStep | None = None,
-         gpu: GpuStep | None = None) -> StepResult:  # fmt: skip
+def step(
+    name: str,
+    wall_ms: float,
+    *,
+    start_us: float = 0.0,
+    thread: str | None = THREAD,
+    phases: Sequence[Phase] = (),
+    reading: Reading | None = None,
+    cpu: CpuStep | None = None,
+    gpu: GpuStep | None = None,
+) -> StepResult:
     """One step; ``gpu=None`` means the GPU was not observed."""
     if gpu is not None:
         utilization = gpu.busy_ms / wall_ms if wall_ms else 0.0
         gpu = msgspec.structs.replace(gpu, idle_ms=wall_ms - gpu.busy_ms, utilization=utilization)
     own = [msgspec.structs.replace(p, share=p.exclusive_ms / wall_ms) for p in phases]
     number = name.rpartition("#")[2]
-    return StepResult(name, int(number) if number.isdigit() else None, start_us, thread, wall_ms,
-                      tuple(own), None, reading, cpu or CpuStep(0.0, 0, None, 0), gpu)  # fmt: skip
+    return StepResult(
+        name,
+        int(number) if number.isdigit() else None,
+        start_us,
+        thread,
+        wall_ms,
+        tuple(own),
+        None,
+        reading,
+        cpu or CpuStep(0.0, 0, None, 0),
+        gpu,
+    )
 
 
 def steps(*walls_ms: float, start_us: float = 1000.0, **common: Any) -> list[StepResult]:
@@ -144,8 +191,14 @@ def steps(*walls_ms: float, start_us: float = 1000.0, **common: Any) -> list[Ste
     return made
 
 
-def operator(name: str, *, calls: int = 1, self_ms: float = 0.0, gpu_ms: float | None = None,
-             input_shapes: str | None = None) -> OperatorStat:  # fmt: skip
+def operator(
+    name: str,
+    *,
+    calls: int = 1,
+    self_ms: float = 0.0,
+    gpu_ms: float | None = None,
+    input_shapes: str | None = None,
+) -> OperatorStat:
     return OperatorStat(name, calls, self_ms, self_ms, gpu_ms, None, input_shapes, None)
 
 
@@ -154,13 +207,20 @@ def kernel(name: str, total_ms: float, *, calls: int = 1) -> KernelStat:
     return KernelStat(name, calls, total_ms, mean_us, mean_us, mean_us)
 
 
-def copy_pattern(operator: str, label: str | None, *, per_step: Sequence[int] = (1, 1, 1),
-                 direction: str = "HtoD", nbytes: int | None = 4096,
-                 total_ms: float = 0.3) -> CopyPattern:  # fmt: skip
+def copy_pattern(
+    operator: str,
+    label: str | None,
+    *,
+    per_step: Sequence[int] = (1, 1, 1),
+    direction: str = "HtoD",
+    nbytes: int | None = 4096,
+    total_ms: float = 0.3,
+) -> CopyPattern:
     """A recurring copy; it appears in the steps where ``per_step`` is not 0."""
     appears = sum(n > 0 for n in per_step)
-    return CopyPattern(direction, nbytes, operator, label, "Pageable", appears, tuple(per_step),
-                       total_ms)  # fmt: skip
+    return CopyPattern(
+        direction, nbytes, operator, label, "Pageable", appears, tuple(per_step), total_ms
+    )
 
 
 def device(name: str = "NVIDIA H100", compute_capability: str | None = "9.0") -> Device:
@@ -181,13 +241,30 @@ def analysis(
     """An analysis of ``steps`` (at least one); the summary is derived from them."""
     observed = any(s.gpu for s in steps) if gpu_observed is None else gpu_observed
     trace = TraceSummary(
-        path="synthetic.json", rank=None, world_size=None, backend=None, gpu_observed=observed,
-        devices=None if devices is None else tuple(devices), events=0, steps_from_markers=True,
-        options={}, memory_events=0, fwdbwd_flows=fwdbwd_flows, launch_calls=launch_calls,
+        path="synthetic.json",
+        rank=None,
+        world_size=None,
+        backend=None,
+        gpu_observed=observed,
+        devices=None if devices is None else tuple(devices),
+        events=0,
+        steps_from_markers=True,
+        options={},
+        memory_events=0,
+        fwdbwd_flows=fwdbwd_flows,
+        launch_calls=launch_calls,
         warnings=(),
-    )  # fmt: skip
-    return TraceAnalysis(trace, summary(steps), tuple(steps), tuple(operators), len(operators),
-                         tuple(kernels), len(kernels), tuple(copies))  # fmt: skip
+    )
+    return TraceAnalysis(
+        trace,
+        summary(steps),
+        tuple(steps),
+        tuple(operators),
+        len(operators),
+        tuple(kernels),
+        len(kernels),
+        tuple(copies),
+    )
 
 
 def summary(steps: Sequence[StepResult]) -> StepSummary:
@@ -203,10 +280,15 @@ def summary(steps: Sequence[StepResult]) -> StepSummary:
     for p in (p for s in steps for p in s.phases):
         by_name.setdefault(p.name, []).append(p)
     phases = tuple(
-        PhaseSummary(name, len(ps), spread([p.exclusive_ms for p in ps]),  # type: ignore[arg-type]
-                     spread([p.share for p in ps]), None)  # type: ignore[arg-type]
+        PhaseSummary(
+            name,
+            len(ps),
+            spread([p.exclusive_ms for p in ps]),  # type: ignore[arg-type]
+            spread([p.share for p in ps]),
+            None,
+        )  # type: ignore[arg-type]
         for name, ps in by_name.items()
-    )  # fmt: skip
+    )
     wall = spread([s.wall_ms for s in steps])
     assert wall is not None, "an analysis has at least one step"
     busy, idle = spread([g.busy_ms for g in gpus]), spread([g.idle_ms for g in gpus])

@@ -21,10 +21,12 @@ def make_state() -> dict[str, Any]:
 def make_batches() -> list[tuple[torch.Tensor, torch.Tensor]]:
     generator = torch.Generator().manual_seed(1)
     return [
-        (torch.randn(BATCH, FEATURES, generator=generator),
-         torch.randint(0, CLASSES, (BATCH,), generator=generator))
+        (
+            torch.randn(BATCH, FEATURES, generator=generator),
+            torch.randint(0, CLASSES, (BATCH,), generator=generator),
+        )
         for _ in range(4)
-    ]  # fmt: skip
+    ]
 
 
 def step(state: dict[str, Any], batch: Any) -> torch.Tensor:

@@ -44,9 +44,15 @@ class Row(NamedTuple):
 
 
 def op(
-    name: str, start: float, dur: float, thread: int = 0, *, shapes: str | None = None,
-    types: str = "", grad: bool = False,
-) -> Row:  # fmt: skip
+    name: str,
+    start: float,
+    dur: float,
+    thread: int = 0,
+    *,
+    shapes: str | None = None,
+    types: str = "",
+    grad: bool = False,
+) -> Row:
     recorded = None if shapes is None else (shapes, types)
     return Row(Kind.CPU_OP, name, start, dur, (CPU_PID, thread), shapes=recorded, grad=grad)
 
@@ -85,9 +91,13 @@ def kernel(name: str, start: float, dur: float, stream: int = 7, correlation: in
 
 
 def memcpy(
-    name: str, start: float, dur: float, bytes: float = math.nan, stream: int = 7,
+    name: str,
+    start: float,
+    dur: float,
+    bytes: float = math.nan,
+    stream: int = 7,
     correlation: int = MISSING,
-) -> Row:  # fmt: skip
+) -> Row:
     return _gpu(Kind.MEMCPY, name, start, dur, stream, correlation, bytes)
 
 
@@ -170,10 +180,17 @@ TEXT_COLUMNS = frozenset(f.column for f in FIELDS if f.value in (Value.TEXT, Val
 def trace(events: EventTable, **info: Any) -> Trace:
     """A ``Trace`` around ``events``; ``info`` overrides any ``TraceInfo`` field."""
     defaults: dict[str, Any] = {
-        "path": Path("unit.json"), "size_bytes": 0, "events_total": len(events), "devices": None,
-        "distributed": None, "base_time_ns": None, "time_unit": "us", "options": {},
-        "memory_events": 0, "fwdbwd_flows": 0,
-    }  # fmt: skip
+        "path": Path("unit.json"),
+        "size_bytes": 0,
+        "events_total": len(events),
+        "devices": None,
+        "distributed": None,
+        "base_time_ns": None,
+        "time_unit": "us",
+        "options": {},
+        "memory_events": 0,
+        "fwdbwd_flows": 0,
+    }
     return Trace(TraceInfo(**{**defaults, **info}), events)
 
 

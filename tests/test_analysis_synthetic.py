@@ -23,8 +23,9 @@ def events() -> list[dict]:  # type: ignore[type-arg]
         label("transfer", 4_000, 500),
         cpu("aten::copy_", 4_020, 100),
         launch(4_050, 10, correlation=4, name="cudaMemcpyAsync"),
-        gpu("gpu_memcpy", "Memcpy HtoD (Pageable -> Device)", 4_100, 300, correlation=4,
-            bytes=1000),
+        gpu(
+            "gpu_memcpy", "Memcpy HtoD (Pageable -> Device)", 4_100, 300, correlation=4, bytes=1000
+        ),
         label("train", 4_500, 5_000),
         label("forward", 4_500, 1_500),
         cpu("aten::mm", 4_600, 1_000),
@@ -40,7 +41,7 @@ def events() -> list[dict]:  # type: ignore[type-arg]
         launch(9_100, 300, correlation=5, name="cudaStreamSynchronize"),
         step(2, 10_000, 3_000),
         kernel("gemm", 10_500, 500),
-    ]  # fmt: skip
+    ]
 
 
 @pytest.fixture
@@ -145,11 +146,19 @@ def test_a_trace_without_steps_is_one_window(write_trace: WriteTrace) -> None:
 
 def test_legacy_vocabulary_and_string_thread_ids(write_trace: WriteTrace) -> None:
     legacy = [
-        {**e, "cat": {"user_annotation": "Operator", "cpu_op": "Operator", "kernel": "Kernel",
-                      "cuda_runtime": "Runtime", "gpu_memcpy": "Memcpy"}[e["cat"]],
-         "tid": str(e["tid"]) if e["cat"] != "kernel" else f"stream {e['tid']}"}
+        {
+            **e,
+            "cat": {
+                "user_annotation": "Operator",
+                "cpu_op": "Operator",
+                "kernel": "Kernel",
+                "cuda_runtime": "Runtime",
+                "gpu_memcpy": "Memcpy",
+            }[e["cat"]],
+            "tid": str(e["tid"]) if e["cat"] != "kernel" else f"stream {e['tid']}",
+        }
         for e in events()
-    ]  # fmt: skip
+    ]
     result = steptrace.analyze(write_trace(document(legacy))).analysis
     current = steptrace.analyze(write_trace(document(events()))).analysis
     assert result.steps == current.steps
@@ -207,10 +216,13 @@ def test_a_label_crossing_a_step_boundary_is_split(write_trace: WriteTrace) -> N
 
 def test_gpu_work_counts_in_the_step_that_launched_it(write_trace: WriteTrace) -> None:
     events = [
-        step(1, 0, 100), step(2, 100, 100),
-        launch(50, 5, correlation=1), kernel("late", 150, 30, correlation=1),
-        launch(160, 5, correlation=2), kernel("tail", 250, 40, correlation=2),
-    ]  # fmt: skip
+        step(1, 0, 100),
+        step(2, 100, 100),
+        launch(50, 5, correlation=1),
+        kernel("late", 150, 30, correlation=1),
+        launch(160, 5, correlation=2),
+        kernel("tail", 250, 40, correlation=2),
+    ]
     result = steptrace.analyze(write_trace(document(events))).analysis
     first, second = (s.gpu for s in result.steps)
     assert first is not None and second is not None
@@ -220,8 +232,12 @@ def test_gpu_work_counts_in_the_step_that_launched_it(write_trace: WriteTrace) -
 
 
 def test_input_idle_never_exceeds_the_read_time(write_trace: WriteTrace) -> None:
-    events = [step(1, 0, 1000), label("read_batch", 0, 300), label("decode", 50, 190),
-              kernel("k", 400, 500)]  # fmt: skip
+    events = [
+        step(1, 0, 1000),
+        label("read_batch", 0, 300),
+        label("decode", 50, 190),
+        kernel("k", 400, 500),
+    ]
     finding = {f.rule: f for f in steptrace.analyze(write_trace(document(events))).findings}
     evidence = finding["input-pipeline"].evidence.values()
     assert evidence["share_of_step_median"] == pytest.approx(0.3)

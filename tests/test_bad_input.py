@@ -159,11 +159,28 @@ def test_nanosecond_decimals_survive_epoch_scale_timestamps(write_trace: WriteTr
     """At 1.7e15 µs a float64 steps by 0.25 µs: the decimals are read exactly instead."""
     base = 1712195495502094
     events = [
-        {"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#1", "pid": 1, "tid": 1,
-         "ts": f"{base}.547", "dur": "35115.869"},
-        *({"ph": "X", "cat": "cpu_op", "name": "aten::as_strided", "pid": 1, "tid": 1,
-           "ts": f"{base + 10 + k}.{k % 1000:03d}", "dur": "0.033"} for k in range(400)),
-    ]  # fmt: skip
+        {
+            "ph": "X",
+            "cat": "user_annotation",
+            "name": "ProfilerStep#1",
+            "pid": 1,
+            "tid": 1,
+            "ts": f"{base}.547",
+            "dur": "35115.869",
+        },
+        *(
+            {
+                "ph": "X",
+                "cat": "cpu_op",
+                "name": "aten::as_strided",
+                "pid": 1,
+                "tid": 1,
+                "ts": f"{base + 10 + k}.{k % 1000:03d}",
+                "dur": "0.033",
+            }
+            for k in range(400)
+        ),
+    ]
     text = json.dumps(document(events))
     text = re.sub(r'"(ts|dur)": "([0-9.]+)"', r'"\1": \2', text)  # numbers, as Kineto writes
     path = write_trace(text)
@@ -210,16 +227,20 @@ def test_the_installed_command_fails_cleanly_with_stdout_closed(tmp_path: Path) 
     command = Path(sys.executable).parent / "steptrace"
     done = subprocess.run(
         ["bash", "-c", f"'{command}' analyze '{tmp_path / 'absent.json'}' >&-"],
-        capture_output=True, text=True, check=False,
-    )  # fmt: skip
+        capture_output=True,
+        text=True,
+        check=False,
+    )
     assert done.returncode == 2
     assert "Traceback" not in done.stderr and "no such file" in done.stderr
     trace = gpu_trace("cpu_train_trace.json")
     for output in ("text", "json"):  # a report with nowhere to go is no crash
         done = subprocess.run(
             ["bash", "-c", f"'{command}' analyze '{trace}' --format {output} >&-"],
-            capture_output=True, text=True, check=False,
-        )  # fmt: skip
+            capture_output=True,
+            text=True,
+            check=False,
+        )
         assert done.returncode == 0 and done.stderr == ""
 
 
@@ -229,8 +250,10 @@ def test_a_full_disk_is_a_one_line_error() -> None:
     path = gpu_trace("cpu_train_trace.json")
     done = subprocess.run(
         ["bash", "-c", f"'{command}' analyze '{path}' --format json > /dev/full"],
-        capture_output=True, text=True, check=False,
-    )  # fmt: skip
+        capture_output=True,
+        text=True,
+        check=False,
+    )
     assert done.returncode == 1
     assert done.stderr == "steptrace: error: No space left on device\n"
 
@@ -248,8 +271,10 @@ def test_the_installed_command_writes_its_whole_report_to_a_pipe() -> None:
     path = gpu_trace("a100_2rank_rank0")
     done = subprocess.run(
         [str(command), "analyze", str(path), "--format", "json"],
-        capture_output=True, text=True, check=False,
-    )  # fmt: skip
+        capture_output=True,
+        text=True,
+        check=False,
+    )
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout)["analysis"]["trace"]["gpu_observed"] is True
     assert done.stderr == ""
@@ -445,8 +470,15 @@ def test_a_step_number_too_long_for_an_integer_is_skipped_with_a_warning(
     write_trace: WriteTrace,
 ) -> None:
     """Python refuses int() past 4,300 digits: such a marker is no step, and is said so."""
-    huge = {"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#" + "9" * 5000,
-            "pid": 1, "tid": 1, "ts": 200, "dur": 100}  # fmt: skip
+    huge = {
+        "ph": "X",
+        "cat": "user_annotation",
+        "name": "ProfilerStep#" + "9" * 5000,
+        "pid": 1,
+        "tid": 1,
+        "ts": 200,
+        "dur": 100,
+    }
     path = write_trace(document([step(1, 0, 100), kernel("k", 10, 20), huge]))
     code, out, err = run(str(path), "--format", "json")
     assert code == 0, err

@@ -49,10 +49,14 @@ def _dicts(count: int = 64) -> list[dict[str, torch.Tensor]]:
 def _capture(tmp_path: Path, loader: object, **options: object) -> CaptureResult:
     model = TokenClassifier()
     return steptrace.profile_training(
-        model, torch.optim.SGD(model.parameters(), lr=0.1), torch.nn.functional.cross_entropy,
-        loader, scenario=steptrace.Scenario(question="Does a dict batch work?"),
-        out=tmp_path / "t.json", **options,
-    )  # fmt: skip
+        model,
+        torch.optim.SGD(model.parameters(), lr=0.1),
+        torch.nn.functional.cross_entropy,
+        loader,
+        scenario=steptrace.Scenario(question="Does a dict batch work?"),
+        out=tmp_path / "t.json",
+        **options,
+    )
 
 
 def test_hugging_face_dict_batches_train_with_labels_as_the_target(tmp_path: Path) -> None:
@@ -74,8 +78,14 @@ class Batch:
 
 
 def test_a_custom_batch_object_trains_through_split_batch(tmp_path: Path) -> None:
-    batches = [Batch(d["input_ids"][None].repeat(4, 1), torch.ones(4, LENGTH),
-                     torch.full((4,), int(d["labels"]))) for d in _dicts(12)]  # fmt: skip
+    batches = [
+        Batch(
+            d["input_ids"][None].repeat(4, 1),
+            torch.ones(4, LENGTH),
+            torch.full((4,), int(d["labels"])),
+        )
+        for d in _dicts(12)
+    ]
     seen: list[Batch] = []
 
     def split(batch: Batch) -> tuple[dict[str, torch.Tensor], torch.Tensor]:
@@ -88,8 +98,13 @@ def test_a_custom_batch_object_trains_through_split_batch(tmp_path: Path) -> Non
 
 
 def test_a_batch_that_cannot_be_split_is_one_line_before_any_step(tmp_path: Path) -> None:
-    batches = [Batch(torch.zeros(4, LENGTH, dtype=torch.long), torch.ones(4, LENGTH),
-                     torch.zeros(4, dtype=torch.long))] * 12  # fmt: skip
+    batches = [
+        Batch(
+            torch.zeros(4, LENGTH, dtype=torch.long),
+            torch.ones(4, LENGTH),
+            torch.zeros(4, dtype=torch.long),
+        )
+    ] * 12
     with pytest.raises(CaptureError, match="pass split_batch=") as caught:
         _capture(tmp_path, batches)
     assert "\n" not in str(caught.value)
@@ -112,9 +127,12 @@ def test_make_says_what_it_installs_before_the_long_install() -> None:
     and pip's own lines show progress (not ``-q``) during the long install."""
     root = Path(__file__).resolve().parents[1]
     plan = subprocess.run(
-        ["make", "-n", "demo", "VENV=/nonexistent/venv"], cwd=root, capture_output=True,
-        text=True, check=True,
-    ).stdout  # fmt: skip
+        ["make", "-n", "demo", "VENV=/nonexistent/venv"],
+        cwd=root,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
     lines = plan.splitlines()
     said = next(i for i, line in enumerate(lines) if "takes a minute or two" in line)
     install = next(i for i, line in enumerate(lines) if "install" in line and ".[dev]" in line)

@@ -22,12 +22,18 @@ from tests.test_decode_split import split_or_none  # noqa: E402
 LABELS = ["read_batch", "transfer", "train", "forward", "backward", "optimizer_step"]
 
 
-def train(tmp_path: Path, name: str = "trace.json", **options: object) -> CaptureResult:
+def train(tmp_path: Path, **window: object) -> CaptureResult:
+    """A tiny training capture; ``window``: the ``Window``'s fields (its defaults else)."""
     work = workloads.tiny_training()
     return steptrace.profile_training(
-        work.model, work.optimizer, work.loss_fn, work.loader,
-        scenario=work.scenario, out=tmp_path / name, **options,
-    )  # fmt: skip
+        work.model,
+        work.optimizer,
+        work.loss_fn,
+        work.loader,
+        scenario=work.scenario,
+        out=tmp_path / "trace.json",
+        window=steptrace.Window(**window),  # type: ignore[arg-type]
+    )
 
 
 def test_training_window_has_steps_and_labels(tmp_path: Path) -> None:
@@ -65,9 +71,13 @@ def test_scenario_round_trips_through_trace_and_sidecar(tmp_path: Path) -> None:
 def test_dataloader_with_two_workers(tmp_path: Path) -> None:
     work = workloads.tiny_training()
     result = steptrace.profile_training(
-        work.model, work.optimizer, work.loss_fn, workloads.tiny_loader(num_workers=2),
-        scenario=work.scenario, out=tmp_path / "nw2.json",
-    )  # fmt: skip
+        work.model,
+        work.optimizer,
+        work.loss_fn,
+        workloads.tiny_loader(num_workers=2),
+        scenario=work.scenario,
+        out=tmp_path / "nw2.json",
+    )
     phases = {p.name for s in steptrace.analyze(result.trace).analysis.steps for p in s.phases}
     assert "read_batch" in phases
     assert any("_MultiProcessingDataLoaderIter.__next__" in p for p in phases)
@@ -94,9 +104,14 @@ def test_user_state_is_restored_bit_exactly(tmp_path: Path) -> None:
     np.random.seed(9)
     rng = (torch.get_rng_state(), random.getstate(), np.random.get_state()[1].copy())
     steptrace.profile_training(
-        model, optimizer, work.loss_fn, work.loader, scenario=work.scenario,
-        out=tmp_path / "t.json", measure_overhead=True, count_flops=True,
-    )  # fmt: skip
+        model,
+        optimizer,
+        work.loss_fn,
+        work.loader,
+        scenario=work.scenario,
+        out=tmp_path / "t.json",
+        window=steptrace.Window(measure_overhead=True, count_flops=True),
+    )
     after = state_of(model, optimizer)
     assert len(before) == len(after)
     assert all(torch.equal(a, b) for a, b in zip(before, after, strict=True))
@@ -111,9 +126,14 @@ def test_restore_state_false_keeps_the_updates(tmp_path: Path) -> None:
     assert work.model is not None and work.optimizer is not None
     before = state_of(work.model, work.optimizer)
     steptrace.profile_training(
-        work.model, work.optimizer, work.loss_fn, work.loader, scenario=work.scenario,
-        out=tmp_path / "t.json", restore_state=False,
-    )  # fmt: skip
+        work.model,
+        work.optimizer,
+        work.loss_fn,
+        work.loader,
+        scenario=work.scenario,
+        out=tmp_path / "t.json",
+        restore_state=False,
+    )
     after = [t.detach() for t in work.model.state_dict().values()]
     assert not all(torch.equal(a, b) for a, b in zip(before, after, strict=False))
 
@@ -143,9 +163,13 @@ def test_a_short_loader_is_refused_before_anything_runs(tmp_path: Path) -> None:
     work.model.register_forward_hook(lambda *_: calls.append(1))
     with pytest.raises(CaptureError, match=r"yields 3 batches.*need 5"):
         steptrace.profile_training(
-            work.model, work.optimizer, work.loss_fn, workloads.tiny_loader(batches=3),  # type: ignore[arg-type]
-            scenario=work.scenario, out=tmp_path / "t.json",
-        )  # fmt: skip
+            work.model,
+            work.optimizer,
+            work.loss_fn,
+            workloads.tiny_loader(batches=3),  # type: ignore[arg-type]
+            scenario=work.scenario,
+            out=tmp_path / "t.json",
+        )
     assert calls == []
     assert list(tmp_path.iterdir()) == []
 
@@ -155,9 +179,13 @@ def test_an_iterable_that_runs_out_is_a_clear_error(tmp_path: Path) -> None:
     batches = iter(list(workloads.tiny_loader(batches=3)))  # no len(): found out while running
     with pytest.raises(CaptureError, match="ran out after 3 batches; 5 are needed"):
         steptrace.profile_training(
-            work.model, work.optimizer, work.loss_fn, batches,  # type: ignore[arg-type]
-            scenario=work.scenario, out=tmp_path / "t.json",
-        )  # fmt: skip
+            work.model,
+            work.optimizer,
+            work.loss_fn,
+            batches,  # type: ignore[arg-type]
+            scenario=work.scenario,
+            out=tmp_path / "t.json",
+        )
     assert list(tmp_path.iterdir()) == []  # the placeholder files were removed
 
 
@@ -167,9 +195,13 @@ def test_cuda_requested_on_a_cpu_build_is_refused(tmp_path: Path) -> None:
     work = workloads.tiny_training()
     with pytest.raises(CaptureError, match="sees no GPU"):
         steptrace.profile_training(
-            work.model, work.optimizer, work.loss_fn, work.loader,  # type: ignore[arg-type]
-            scenario=workloads.training_scenario(device="cuda"), out=tmp_path / "t.json",
-        )  # fmt: skip
+            work.model,
+            work.optimizer,
+            work.loss_fn,
+            work.loader,  # type: ignore[arg-type]
+            scenario=workloads.training_scenario(device="cuda"),
+            out=tmp_path / "t.json",
+        )
     assert list(tmp_path.iterdir()) == []
 
 
@@ -203,7 +235,9 @@ def test_custom_loop_capture(tmp_path: Path) -> None:
     model, optimizer = work.model, work.optimizer
     assert model is not None and optimizer is not None
     scenario = workloads.training_scenario()
-    with steptrace.capture(scenario, out=tmp_path / "custom.json", active=2) as window:
+    with steptrace.capture(
+        scenario, out=tmp_path / "custom.json", window=steptrace.Window(active=2)
+    ) as window:
         for x, y in work.loader:  # type: ignore[union-attr]
             with window.phase("my_forward"):
                 loss = work.loss_fn(model(x), y)  # type: ignore[misc]
@@ -231,9 +265,12 @@ def test_a_custom_loop_that_stops_early_is_an_error(tmp_path: Path) -> None:
 def test_inference_keeps_model_load_apart(tmp_path: Path) -> None:
     work = workloads.tiny_inference()
     result = steptrace.profile_inference(
-        work.load_model, work.request, work.inputs,  # type: ignore[arg-type]
-        scenario=work.scenario, out=tmp_path / "infer.json",
-    )  # fmt: skip
+        work.load_model,
+        work.request,
+        work.inputs,  # type: ignore[arg-type]
+        scenario=work.scenario,
+        out=tmp_path / "infer.json",
+    )
     assert result.facts.model_load_ms is not None and result.facts.model_load_ms > 0
     assert len(result.facts.cold_start_ms) == 1 and result.facts.warnings == ()
     analysis = steptrace.analyze(result.trace).analysis
@@ -247,9 +284,12 @@ def test_inference_in_training_mode_with_autograd_is_reported(tmp_path: Path) ->
 
     with pytest.warns(CaptureWarning) as caught:
         result = steptrace.profile_inference(
-            workloads.tiny_model, request, [torch.randn(2, workloads.FEATURES)] * 5,
-            scenario=steptrace.Scenario(question="q", kind="inference"), out=tmp_path / "i.json",
-        )  # fmt: skip
+            workloads.tiny_model,
+            request,
+            [torch.randn(2, workloads.FEATURES)] * 5,
+            scenario=steptrace.Scenario(question="q", kind="inference"),
+            out=tmp_path / "i.json",
+        )
     messages = " ".join(str(w.message) for w in caught)
     assert "training mode" in messages and "autograd" in messages
     assert len(result.facts.warnings) == 2
@@ -259,9 +299,13 @@ def test_wrong_kind_is_refused(tmp_path: Path) -> None:
     work = workloads.tiny_training()
     with pytest.raises(CaptureError, match="needs a training scenario"):
         steptrace.profile_training(
-            work.model, work.optimizer, work.loss_fn, work.loader,  # type: ignore[arg-type]
-            scenario=steptrace.Scenario(question="q", kind="inference"), out=tmp_path / "t.json",
-        )  # fmt: skip
+            work.model,
+            work.optimizer,
+            work.loss_fn,
+            work.loader,  # type: ignore[arg-type]
+            scenario=steptrace.Scenario(question="q", kind="inference"),
+            out=tmp_path / "t.json",
+        )
 
 
 def test_state_is_restored_even_when_the_loop_fails(tmp_path: Path) -> None:
@@ -271,9 +315,13 @@ def test_state_is_restored_even_when_the_loop_fails(tmp_path: Path) -> None:
     batches = iter(list(workloads.tiny_loader(batches=4)))  # runs out inside the window
     with pytest.raises(CaptureError, match="ran out"):
         steptrace.profile_training(
-            work.model, work.optimizer, work.loss_fn, batches,  # type: ignore[arg-type]
-            scenario=work.scenario, out=tmp_path / "t.json",
-        )  # fmt: skip
+            work.model,
+            work.optimizer,
+            work.loss_fn,
+            batches,  # type: ignore[arg-type]
+            scenario=work.scenario,
+            out=tmp_path / "t.json",
+        )
     after = state_of(work.model, work.optimizer)
     assert all(torch.equal(a, b) for a, b in zip(before, after, strict=True))
 
@@ -328,8 +376,11 @@ def test_training_only_measurements_asked_of_inference_are_said_to_be_skipped(
     work = workloads.tiny_inference()
     with pytest.warns(CaptureWarning, match="measure_overhead is for training"):
         result = steptrace.profile_inference(
-            work.load_model, work.request, work.inputs,  # type: ignore[arg-type]
-            scenario=work.scenario, out=tmp_path / "i.json",
+            work.load_model,
+            work.request,
+            work.inputs,  # type: ignore[arg-type]
+            scenario=work.scenario,
+            out=tmp_path / "i.json",
             window=steptrace.Window(measure_overhead=True),
-        )  # fmt: skip
+        )
     assert result.facts.overhead_ratio is None

@@ -34,7 +34,7 @@ COPY_CATEGORIES = {"gpu_memcpy", "gpu_memset", "Memcpy", "Memset"}
         ("void at::native::(anonymous namespace)::cunn_SoftMaxForward<4, float>", "reduction"),
         ("void cub::DeviceRadixSortOnesweepKernel<long>", "other"),
     ],
-)  # fmt: skip
+)
 def test_kernel_names_fall_in_their_category(name: str, category: str) -> None:
     assert category_of(name) == category
 

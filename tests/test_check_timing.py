@@ -18,7 +18,11 @@ pytest.importorskip("scipy")
 import steptrace  # noqa: E402
 from steptrace.errors import NotTestable  # noqa: E402
 from steptrace.validate import (  # noqa: E402
+    Faster,
+    Slower,
+    Timed,
     TimingPlan,
+    TooFewSamples,
     compile_check,
     constant_once_check,
     operator_timing,
@@ -39,9 +43,10 @@ def test_the_profiler_slows_a_dispatch_bound_step() -> None:
     )
     assert result.correctness.ok  # recording changes no value
     assert result.verdict == "faster", result.sentence  # B, bare, beyond the band
-    assert result.ci is not None and result.ci[1] < 1 - result.band
-    assert any(line.startswith("profiler: A recorded by torch.profiler (CPU)")
-               for line in result.by_design)  # fmt: skip
+    assert isinstance(result, Faster) and result.ci[1] < 1 - result.band
+    assert any(
+        line.startswith("profiler: A recorded by torch.profiler (CPU)") for line in result.by_design
+    )
 
 
 def test_the_profiler_costs_nothing_visible_on_one_large_operator() -> None:
@@ -60,8 +65,8 @@ def test_the_profiler_costs_nothing_visible_on_one_large_operator() -> None:
     )
     assert result.verdict != "outputs-differ"  # recording changes no value
     # under heavy load the budget may fit too few blocks: an honest "too-few-samples"
-    claimed = result.verdict in ("faster", "slower")
-    assert not claimed or abs((result.ratio or 0) - 1) < 0.05, result.sentence
+    claimed = isinstance(result, Faster | Slower)
+    assert not claimed or abs(result.ratio - 1) < 0.05, result.sentence
 
 
 def test_the_recorder_bounds_what_one_session_holds() -> None:
@@ -84,9 +89,11 @@ def test_the_recorder_bounds_what_one_session_holds() -> None:
 
 def test_a_constant_built_once_is_faster_and_changes_nothing() -> None:
     result = constant_once_check(
-        steps.with_constant, make_state=steps.wide_state, batches=steps.inputs(2, steps.WIDE),
+        steps.with_constant,
+        make_state=steps.wide_state,
+        batches=steps.inputs(2, steps.WIDE),
         plan=PLAN,
-    )  # fmt: skip
+    )
     assert result.correctness.ok
     assert all(d.max_abs == 0 for d in result.correctness.differences)  # the same tensor
     assert result.verdict == "faster", result.sentence
@@ -96,9 +103,11 @@ def test_a_constant_built_once_is_faster_and_changes_nothing() -> None:
 
 def test_without_a_constant_the_cache_finds_nothing_to_gain() -> None:
     result = constant_once_check(
-        steps.without_constant, make_state=steps.wide_state,
-        batches=steps.inputs(2, steps.WIDE), plan=PLAN,
-    )  # fmt: skip
+        steps.without_constant,
+        make_state=steps.wide_state,
+        batches=steps.inputs(2, steps.WIDE),
+        plan=PLAN,
+    )
     assert result.correctness.ok
     assert result.verdict != "faster", result.sentence  # the mode only adds its own cost
     assert result.by_design[-2].endswith("(0 built, 0 reuses)")
@@ -115,26 +124,35 @@ def test_a_failed_compile_is_not_testable() -> None:
 
     with pytest.raises(NotTestable, match=r"torch.compile failed: .*no C\+\+ compiler found") as no:
         compiled_compare(
-            steps.train, adam_state, steps.inputs(), torch.device("cpu"),
-            lambda model: torch.compile(model, backend=broken), {"plan": PLAN},
-        )  # fmt: skip
+            steps.train,
+            make_state=adam_state,
+            batches=steps.inputs(),
+            device=torch.device("cpu"),
+            compiler=lambda model: torch.compile(model, backend=broken),
+            plan=PLAN,
+        )
     assert "\n" not in no.value.reason  # one line
 
 
 @pytest.mark.slow
-@pytest.mark.skipif(shutil.which("g++") is None and shutil.which("clang++") is None,
-                    reason="inductor needs a C++ compiler (g++ or clang++) on the CPU")  # fmt: skip
+@pytest.mark.skipif(
+    shutil.which("g++") is None and shutil.which("clang++") is None,
+    reason="inductor needs a C++ compiler (g++ or clang++) on the CPU",
+)
 def test_compile_check_compiles_in_warm_up_and_says_how_long() -> None:
     result = compile_check(
-        steps.train, make_state=adam_state, batches=steps.inputs(),
+        steps.train,
+        make_state=adam_state,
+        batches=steps.inputs(),
         plan=TimingPlan(warmup=2, block_steps=5, budget_s=4.0),
-    )  # fmt: skip
+    )
     assert result.correctness.ok, result.sentence
     assert "model: A Sequential, B OptimizedModule" in result.by_design
     said = result.by_design[-1]
     assert said.startswith("compile: B's model compiled by torch.compile in ")
     assert float(said.split(" in ")[1].split(" s")[0]) > 0
-    assert result.samples is not None and max(result.samples.warmup_b) < 1000  # compiled before
+    assert isinstance(result, Timed | TooFewSamples), result.sentence
+    assert max(result.samples.warmup_b) < 1000  # compiled before
 
 
 def addmm_in_steps(trace: Path) -> tuple[int, int]:
@@ -144,9 +162,10 @@ def addmm_in_steps(trace: Path) -> tuple[int, int]:
         events = [e for e in json.load(handle)["traceEvents"] if e.get("ph") == "X"]
     spans = [(e["ts"], e["ts"] + e["dur"]) for e in events if e["name"].startswith("ProfilerStep#")]
     inside = sum(
-        1 for e in events if e["name"] == "aten::addmm"
-        and any(start <= e["ts"] <= end for start, end in spans)
-    )  # fmt: skip
+        1
+        for e in events
+        if e["name"] == "aten::addmm" and any(start <= e["ts"] <= end for start, end in spans)
+    )
     return inside, len(spans)
 
 
@@ -157,9 +176,14 @@ def shaped_trace(tmp_path_factory: pytest.TempPathFactory) -> Path:
     assert work.model is not None and work.optimizer is not None and work.loader is not None
     assert work.loss_fn is not None
     steptrace.profile_training(
-        work.model, work.optimizer, work.loss_fn, work.loader, scenario=work.scenario, out=out,
+        work.model,
+        work.optimizer,
+        work.loss_fn,
+        work.loader,
+        scenario=work.scenario,
+        out=out,
         window=steptrace.Window(record_shapes=True),
-    )  # fmt: skip
+    )
     return out
 
 
@@ -207,12 +231,20 @@ def test_before_block_runs_before_each_side_and_outside_the_timed_steps() -> Non
 
     plan = TimingPlan(warmup=2, block_steps=3, min_blocks=6, max_blocks=8, budget_s=10)
     result = steptrace.compare(
-        step("A"), step("B"), make_state=steps.identity_state, batches=[torch.ones(1)],
-        plan=plan, instruments=steptrace.validate.Instruments(clock=clock, before_block=hook),
-    )  # fmt: skip
-    assert result.samples is not None
-    timed = [*result.samples.warmup_a, *result.samples.warmup_b, *result.samples.a,
-             *result.samples.b]  # fmt: skip
+        step("A"),
+        step("B"),
+        make_state=steps.identity_state,
+        batches=[torch.ones(1)],
+        plan=plan,
+        instruments=steptrace.validate.Instruments(clock=clock, before_block=hook),
+    )
+    assert isinstance(result, Timed), result.sentence
+    timed = [
+        *result.samples.warmup_a,
+        *result.samples.warmup_b,
+        *result.samples.a,
+        *result.samples.b,
+    ]
     assert timed and all(abs(ms - 1.0) < 1e-6 for ms in timed)
     runs = "".join(calls[6:])  # after the 3 correctness steps of each side (no hook there)
     expected = "AaBb" * 2 + "".join(

@@ -15,6 +15,7 @@ from steptrace.errors import CaptureError, NotTestable  # noqa: E402
 from steptrace.validate import (  # noqa: E402
     CheckPlan,
     ConstantCache,
+    Timed,
     TimingPlan,
     autocast_check,
     inference_mode_check,
@@ -30,9 +31,9 @@ VERDICTS = ("faster", "slower", "no-detectable-difference")
 
 def timed(result: Any) -> None:
     """The comparison ran to a verdict on measured steps (not which verdict: 2 shared cores)."""
-    assert result.verdict in VERDICTS, result.sentence
-    assert result.samples is not None and result.samples.a and result.samples.b
-    assert result.ratio is not None and result.ratio > 0
+    assert isinstance(result, Timed), result.sentence
+    assert result.verdict in VERDICTS and result.samples.a and result.samples.b
+    assert result.ratio > 0
 
 
 def test_inference_mode_changes_no_value() -> None:
@@ -71,9 +72,11 @@ def test_a_step_that_needs_autograd_is_not_testable_under_inference_mode() -> No
 def test_inference_mode_accepts_no_difference() -> None:
     with pytest.raises(CaptureError, match="accept_difference is not an option"):
         inference_mode_check(
-            steps.serve, make_state=steps.serving_state, batches=steps.inputs(),
+            steps.serve,
+            make_state=steps.serving_state,
+            batches=steps.inputs(),
             check=CheckPlan(accept_difference=True),
-        )  # fmt: skip
+        )
 
 
 def adam_state(kind: type, **flags: Any) -> dict[str, Any]:
@@ -84,9 +87,11 @@ def adam_state(kind: type, **flags: Any) -> dict[str, Any]:
 @pytest.mark.parametrize("kind", [torch.optim.Adam, torch.optim.AdamW])
 def test_optimizer_check_switches_to_fused(kind: type) -> None:
     result = optimizer_check(
-        steps.train, make_state=lambda: adam_state(kind, foreach=False),
-        batches=steps.small_batches(), plan=QUICK,
-    )  # fmt: skip
+        steps.train,
+        make_state=lambda: adam_state(kind, foreach=False),
+        batches=steps.small_batches(),
+        plan=QUICK,
+    )
     assert "optimizer fused: A None, B True" in result.by_design  # CPU has fused Adam(W)
     assert result.correctness.ok and result.correctness.start_identical
     assert result.correctness.differences[0].rtol == 1e-4  # float32 over 3 steps
@@ -98,8 +103,11 @@ def test_the_rebuilt_optimizer_keeps_groups_hyperparameters_and_state() -> None:
     params = list(model.parameters())
     optimizer = torch.optim.Adam(
         [{"params": params[:10], "lr": 1e-2}, {"params": params[10:]}],
-        lr=1e-3, betas=(0.8, 0.9), weight_decay=0.1, foreach=False,
-    )  # fmt: skip
+        lr=1e-3,
+        betas=(0.8, 0.9),
+        weight_decay=0.1,
+        foreach=False,
+    )
     state = {"model": model, "optimizer": optimizer}
     for batch in steps.small_batches()[:2]:  # moments and step counts to keep
         steps.train(state, batch)
@@ -168,9 +176,13 @@ def test_autocast_on_the_cpu_is_not_testable() -> None:
 def test_autocast_accepts_the_difference_and_says_how_large() -> None:
     """The comparison itself, run on the CPU's bfloat16 autocast (the GPU path is the same)."""
     result = autocast_compare(
-        steps.serve, make_state=steps.serving_state, batches=steps.inputs(),
-        device=torch.device("cpu"), dtype=torch.bfloat16, plan=QUICK,
-    )  # fmt: skip
+        steps.serve,
+        make_state=steps.serving_state,
+        batches=steps.inputs(),
+        device=torch.device("cpu"),
+        dtype=torch.bfloat16,
+        plan=QUICK,
+    )
     assert result.accepted_difference or result.correctness.ok
     outputs = [d for d in result.correctness.differences if d.name.endswith("output")]
     assert outputs and all(d.max_abs is not None and d.max_abs > 0 for d in outputs)  # bf16

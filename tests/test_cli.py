@@ -38,9 +38,16 @@ def test_json_has_the_documented_names() -> None:
     assert out["schema"] == "steptrace.report/3"
     # no lanes: the HTML report draws them, from the trace
     assert set(out) == {
-        "schema", "scenario", "capture", "analysis", "throughput", "findings", "thresholds",
-        "warnings", "checks",
-    }  # fmt: skip
+        "schema",
+        "scenario",
+        "capture",
+        "analysis",
+        "throughput",
+        "findings",
+        "thresholds",
+        "warnings",
+        "checks",
+    }
     analysis = out["analysis"]
     assert analysis["trace"]["gpu_observed"] is True
     assert analysis["trace"]["rank"] == 0 and analysis["trace"]["world_size"] == 2
@@ -236,8 +243,12 @@ def test_the_command_keeps_numpy_off_huge_pages_unless_told(
         environ["NUMPY_MADVISE_HUGEPAGE"] = caller
     done = subprocess.run(
         [sys.executable, "-c", _REPORTS_HUGE_PAGES, str(gpu_trace("amd_mi250"))],
-        capture_output=True, text=True, env=environ, timeout=120, check=False,
-    )  # fmt: skip
+        capture_output=True,
+        text=True,
+        env=environ,
+        timeout=120,
+        check=False,
+    )
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout)["analysis"]["steps"]
     assert f"huge pages: {expected}" in done.stderr

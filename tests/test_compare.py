@@ -23,6 +23,9 @@ from steptrace.validate import (  # noqa: E402
     CheckPlan,
     Comparison,
     Instruments,
+    OutputsDiffer,
+    Slower,
+    Timed,
     TimingPlan,
     operator_script,
     pinned_memory_check,
@@ -34,11 +37,15 @@ from tests.conftest import report_of  # noqa: E402
 QUICK = TimingPlan(warmup=2, block_steps=3, min_blocks=6, max_blocks=9, budget_s=3)
 
 
-def run(candidate: Any, **options: Any) -> Comparison:
+def run(candidate: Any, plan: TimingPlan = QUICK, **options: Any) -> Comparison:
     return steptrace.compare(
-        steps.step, candidate, make_state=steps.make_state, batches=steps.make_batches(),
-        plan=QUICK, **options,
-    )  # fmt: skip
+        steps.step,
+        candidate,
+        make_state=steps.make_state,
+        batches=steps.make_batches(),
+        plan=plan,
+        **options,
+    )
 
 
 def ticking_clock(tick_s: float = 0.001) -> Any:
@@ -59,28 +66,25 @@ def test_identical_steps_agree() -> None:
     names = {d.name for d in check.differences}
     assert {"step0.output", "step2.output", "param:0.weight", "grad:2.bias"} <= names
     assert all(d.max_abs == 0 for d in check.differences)
-    assert result.verdict != "outputs-differ"
-    assert result.samples is not None
+    assert isinstance(result, Timed), result.sentence
     # the fake clock makes every step 1 ms: the CI is exact once min_blocks (6) have run
     assert len(result.samples.a) == len(result.samples.b) == 6 * 3
     assert len(result.samples.warmup_a) == 2  # cold start kept apart
-    assert result.ratio == pytest.approx(
-        result.candidate.median / result.baseline.median  # type: ignore[union-attr]
-    )
+    assert result.ratio == pytest.approx(result.candidate.median / result.baseline.median)
 
 
 def test_a_candidate_that_changes_results_is_caught() -> None:
     result = run(steps.step_that_changes_results)
-    assert result.verdict == "outputs-differ"
-    assert result.samples is None and result.ratio is None  # no speed verdict
+    assert isinstance(result, OutputsDiffer) and result.verdict == "outputs-differ"
+    assert not hasattr(result, "samples") and not hasattr(result, "ratio")  # no timing ran
     failing = [d for d in result.correctness.differences if not d.ok]
     assert failing and all(d.max_abs and d.max_abs > 0 for d in failing)
     assert "no speed verdict" in result.sentence
 
 
 def test_an_accepted_difference_is_timed_and_said() -> None:
-    result = run(steps.step_that_changes_results, accept_difference=True)
-    assert result.verdict != "outputs-differ" and result.accepted_difference
+    result = run(steps.step_that_changes_results, check=CheckPlan(accept_difference=True))
+    assert not isinstance(result, OutputsDiffer) and result.accepted_difference
     assert not result.correctness.ok
 
 
@@ -98,9 +102,12 @@ def test_both_sides_start_from_the_same_state() -> None:
     origin = steps.make_state()
     before = [p.detach().clone() for p in origin["model"].parameters()]
     steptrace.compare(
-        recording("A"), recording("B"), make_state=lambda: origin, batches=steps.make_batches(),
+        recording("A"),
+        recording("B"),
+        make_state=lambda: origin,
+        batches=steps.make_batches(),
         plan=QUICK,
-    )  # fmt: skip
+    )
     assert all(torch.equal(a, b) for a, b in zip(seen["A"], seen["B"], strict=True))
     # the state the user built is never trained: each side works on its own copy
     assert all(torch.equal(a, b) for a, b in zip(before, origin["model"].parameters(), strict=True))
@@ -120,24 +127,30 @@ def test_known_extra_work_with_a_fake_clock_is_slower() -> None:
         return run_step
 
     result = steptrace.compare(
-        timed(10.0), timed(10.5), make_state=steps.make_state, batches=steps.make_batches(),
-        plan=QUICK, clock=clock,
-    )  # fmt: skip
-    assert result.verdict == "slower"
+        timed(10.0),
+        timed(10.5),
+        make_state=steps.make_state,
+        batches=steps.make_batches(),
+        plan=QUICK,
+        instruments=Instruments(clock=clock),
+    )
+    assert isinstance(result, Slower) and result.verdict == "slower"
     assert result.ratio == pytest.approx(1.05)
     assert result.sentence.startswith("B is 1.05× slower: it takes 105.0% of A's time per step")
-    assert result.estimate is not None and result.estimate.estimator == "median"  # quiet
+    assert result.estimate.estimator == "median"  # quiet
 
 
 def test_raw_values_go_to_new_json_and_csv_files(tmp_path: Path) -> None:
-    result = run(steps.same_step, loop_batches=steps.make_batches, loop_repeats=2)
+    plan = msgspec.structs.replace(QUICK, loop_repeats=2)
+    result = run(steps.same_step, plan=plan, loop_batches=steps.make_batches)
+    assert isinstance(result, Timed), result.sentence
     written = json.loads(result.write_json(tmp_path / "ab.json").read_text())
     assert written["verdict"] == result.verdict
-    assert written["samples"]["a"] == list(result.samples.a)  # type: ignore[union-attr]
+    assert written["samples"]["a"] == list(result.samples.a)
     assert len(written["loop"]["a_ms"]) == 2
     rows = list(csv.DictReader(result.write_csv(tmp_path / "ab.csv").open()))
     assert {r["phase"] for r in rows} == {"warmup", "steady", "loop"}
-    assert sum(r["side"] == "A" and r["phase"] == "steady" for r in rows) == len(result.samples.a)  # type: ignore[union-attr]
+    assert sum(r["side"] == "A" and r["phase"] == "steady" for r in rows) == len(result.samples.a)
     with pytest.raises(FileExistsError):
         result.write_json(tmp_path / "ab.json")
 
@@ -181,11 +194,20 @@ def test_operator_script_runs(tmp_path: Path) -> None:
 def test_the_command_line(tmp_path: Path) -> None:
     runner = CliRunner()
     args = [
-        "compare", "tests.compare_steps:step", "tests.compare_steps:step_with_extra_work",
-        "--state", "tests.compare_steps:make_state",
-        "--batches", "tests.compare_steps:make_batches", "--budget", "2",
-        "--json", str(tmp_path / "ab.json"), "--csv", str(tmp_path / "ab.csv"),
-    ]  # fmt: skip
+        "compare",
+        "tests.compare_steps:step",
+        "tests.compare_steps:step_with_extra_work",
+        "--state",
+        "tests.compare_steps:make_state",
+        "--batches",
+        "tests.compare_steps:make_batches",
+        "--budget",
+        "2",
+        "--json",
+        str(tmp_path / "ab.json"),
+        "--csv",
+        str(tmp_path / "ab.csv"),
+    ]
     result = runner.invoke(app, args)
     assert result.exit_code == 0, result.stderr
     for expected in ("Correctness after 3 steps", "Steady-state step time", "Verdict:"):
@@ -193,9 +215,18 @@ def test_the_command_line(tmp_path: Path) -> None:
     assert json.loads((tmp_path / "ab.json").read_text())["correctness"]["ok"] is True
     again = runner.invoke(app, args)
     assert again.exit_code == 2 and "exists already" in again.stderr
-    bad = runner.invoke(app, ["compare", "tests.compare_steps:nope", "tests.compare_steps:step",
-                              "--state", "tests.compare_steps:make_state",
-                              "--batches", "tests.compare_steps:make_batches"])  # fmt: skip
+    bad = runner.invoke(
+        app,
+        [
+            "compare",
+            "tests.compare_steps:nope",
+            "tests.compare_steps:step",
+            "--state",
+            "tests.compare_steps:make_state",
+            "--batches",
+            "tests.compare_steps:make_batches",
+        ],
+    )
     assert bad.exit_code == 2 and "has no function 'nope'" in bad.stderr
 
 
@@ -232,16 +263,26 @@ def test_values_that_agree_even_when_odd() -> None:
 def test_a_clock_too_coarse_is_refused() -> None:
     with pytest.raises(CaptureError, match="too coarse"):
         steptrace.compare(
-            steps.step, steps.same_step, make_state=steps.make_state,
-            batches=steps.make_batches(), plan=QUICK, clock=lambda: 0.0,
-        )  # fmt: skip
+            steps.step,
+            steps.same_step,
+            make_state=steps.make_state,
+            batches=steps.make_batches(),
+            plan=QUICK,
+            instruments=Instruments(clock=lambda: 0.0),
+        )
 
 
 def test_the_command_line_refuses_bad_requests_before_running(tmp_path: Path) -> None:
     runner = CliRunner()
-    base = ["compare", "tests.compare_steps:step", "tests.compare_steps:same_step",
-            "--state", "tests.compare_steps:make_state",
-            "--batches", "tests.compare_steps:make_batches"]  # fmt: skip
+    base = [
+        "compare",
+        "tests.compare_steps:step",
+        "tests.compare_steps:same_step",
+        "--state",
+        "tests.compare_steps:make_state",
+        "--batches",
+        "tests.compare_steps:make_batches",
+    ]
     same = runner.invoke(app, [*base, "--json", str(tmp_path / "x"), "--csv", str(tmp_path / "x")])
     assert same.exit_code == 2 and "two different files" in same.stderr
     nowhere = runner.invoke(app, [*base, "--json", str(tmp_path / "no" / "x.json")])
@@ -258,25 +299,25 @@ def test_operator_names_are_checked_before_writing_a_script() -> None:
             operator_script(analysis, bad)
 
 
-def test_plans_and_the_keyword_arguments_of_earlier_versions_agree() -> None:
-    clock = ticking_clock()
-    new = steptrace.compare(
-        steps.step, steps.same_step, make_state=steps.make_state, batches=steps.make_batches(),
-        check=CheckPlan(steps=2, rtol=1e-3), plan=msgspec.structs.replace(QUICK, seed=4),
-        instruments=Instruments(clock=clock),
-    )  # fmt: skip
-    old = steptrace.compare(
-        steps.step, steps.same_step, make_state=steps.make_state, batches=steps.make_batches(),
-        check_steps=2, rtol=1e-3, plan=QUICK, seed=4, clock=ticking_clock(),
-    )  # fmt: skip
-    assert new.correctness == old.correctness and new.correctness.steps == 2
-    assert {d.rtol for d in new.correctness.differences} == {1e-3}
-    assert new.samples == old.samples  # same seed, same clock: the same blocks
-    with pytest.raises(TypeError, match=r"unexpected keyword argument.*budget"):
-        steptrace.compare(
-            steps.step, steps.same_step, make_state=steps.make_state,
-            batches=steps.make_batches(), budget=3,
-        )  # fmt: skip
+def test_the_plans_reach_the_comparison_and_the_same_seed_repeats_it() -> None:
+    def once(seed: int) -> Timed:
+        result = steptrace.compare(
+            steps.step,
+            steps.same_step,
+            make_state=steps.make_state,
+            batches=steps.make_batches(),
+            check=CheckPlan(steps=2, rtol=1e-3),
+            plan=msgspec.structs.replace(QUICK, seed=seed),
+            instruments=Instruments(clock=ticking_clock()),
+        )
+        assert isinstance(result, Timed), result.sentence
+        return result
+
+    first, again, other = once(4), once(4), once(5)
+    assert first.correctness == again.correctness and first.correctness.steps == 2
+    assert {d.rtol for d in first.correctness.differences} == {1e-3}
+    assert first.samples == again.samples  # same seed, same clock: the same blocks
+    assert other.samples.order != first.samples.order  # the seed orders the blocks
 
 
 def test_a_failing_user_module_or_step_is_a_one_line_error(tmp_path: Path) -> None:
@@ -290,9 +331,15 @@ def test_a_failing_user_module_or_step_is_a_one_line_error(tmp_path: Path) -> No
     runner = CliRunner()
     for args in (
         [f"{broken}:step", f"{broken}:step", "--state", f"{broken}:s", "--batches", f"{broken}:b"],
-        [f"{raising}:step", f"{raising}:step", "--state", f"{raising}:make_state",
-         "--batches", f"{raising}:make_batches"],
-    ):  # fmt: skip
+        [
+            f"{raising}:step",
+            f"{raising}:step",
+            "--state",
+            f"{raising}:make_state",
+            "--batches",
+            f"{raising}:make_batches",
+        ],
+    ):
         result = runner.invoke(app, ["compare", *args])
         assert result.exit_code == 2 and result.stderr.count("\n") == 1, result.stderr
         assert "no config" in result.stderr or "shape mismatch" in result.stderr

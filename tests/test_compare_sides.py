@@ -18,7 +18,16 @@ pytest.importorskip("scipy")
 import steptrace  # noqa: E402
 from steptrace.cli import app  # noqa: E402
 from steptrace.errors import CaptureError  # noqa: E402
-from steptrace.validate import CheckPlan, Comparison, Instruments, TimingPlan  # noqa: E402
+from steptrace.validate import (  # noqa: E402
+    CandidateInputs,
+    CheckPlan,
+    Comparison,
+    Instruments,
+    OutputsDiffer,
+    Timed,
+    TimingPlan,
+    TooFewSamples,
+)
 from steptrace.validate.correctness import compare_values  # noqa: E402
 from tests import compare_steps as steps  # noqa: E402
 
@@ -27,38 +36,45 @@ QUICK = TimingPlan(warmup=1, block_steps=2, min_blocks=6, max_blocks=6, budget_s
 
 def adam_state(foreach: bool, seed: int = 0) -> dict[str, Any]:
     torch.manual_seed(seed)
-    model = torch.nn.Sequential(torch.nn.Linear(steps.FEATURES, 64), torch.nn.ReLU(),
-                                torch.nn.Linear(64, steps.CLASSES))  # fmt: skip
+    model = torch.nn.Sequential(
+        torch.nn.Linear(steps.FEATURES, 64), torch.nn.ReLU(), torch.nn.Linear(64, steps.CLASSES)
+    )
     return {"model": model, "optimizer": torch.optim.Adam(model.parameters(), foreach=foreach)}
 
 
 def ab(**options: Any) -> Comparison:
     options.setdefault("make_state", lambda: adam_state(False))
     options.setdefault("batches", steps.make_batches())
-    return steptrace.compare(steps.step, steps.step, plan=QUICK, **options)
+    options.setdefault("plan", QUICK)
+    return steptrace.compare(steps.step, steps.step, **options)
+
+
+def b_own(**inputs: Any) -> dict[str, CandidateInputs]:
+    """compare's keyword giving B its own ``make_state``, ``batches`` or ``loop_batches``."""
+    return {"candidate_inputs": CandidateInputs(**inputs)}
 
 
 def test_two_real_states_are_compared_and_what_differs_is_said() -> None:
-    result = ab(make_state_b=lambda: adam_state(True))
+    result = ab(**b_own(make_state=lambda: adam_state(True)))
     assert result.correctness.ok and result.correctness.start_identical
     assert any(d.name.startswith("param:") for d in result.correctness.differences)
     assert "optimizer foreach: A False, B True" in result.by_design
-    assert "state: B's from make_state_b" in result.by_design
+    assert "state: B's own make_state" in result.by_design
     assert result.verdict in ("faster", "slower", "no-detectable-difference")
 
 
 def test_other_starting_weights_are_not_a_speed_verdict() -> None:
-    result = ab(make_state_b=lambda: adam_state(False, seed=1))
-    assert result.verdict == "outputs-differ" and not result.correctness.start_identical
+    result = ab(**b_own(make_state=lambda: adam_state(False, seed=1)))
+    assert isinstance(result, OutputsDiffer) and not result.correctness.start_identical
     assert "do not start from the same weights" in result.sentence
 
 
 def test_batches_b_with_the_same_values_agree_and_other_values_are_explained() -> None:
     same = [(x.clone(), y.clone()) for x, y in steps.make_batches()]
-    agreed = ab(batches_b=same)
-    assert agreed.correctness.ok and "batches: B reads batches_b" in agreed.by_design
+    agreed = ab(**b_own(batches=same))
+    assert agreed.correctness.ok and "batches: B reads its own batches" in agreed.by_design
     other = [(x * 1.5, y) for x, y in steps.make_batches()]
-    differ = ab(batches_b=other)
+    differ = ab(**b_own(batches=other))
     assert differ.verdict == "outputs-differ"
     worst = max(
         (d for d in differ.correctness.differences if not d.ok), key=lambda d: d.max_rel or 0
@@ -74,8 +90,10 @@ def test_the_whole_loop_per_side_and_its_loader_differences() -> None:
     )
     result = ab(
         loop_batches=lambda: torch.utils.data.DataLoader(data, batch_size=16),
-        loop_batches_b=lambda: torch.utils.data.DataLoader(data, batch_size=16, drop_last=True),
-        loop_repeats=1,
+        **b_own(
+            loop_batches=lambda: torch.utils.data.DataLoader(data, batch_size=16, drop_last=True)
+        ),
+        plan=msgspec.structs.replace(QUICK, loop_repeats=1),
     )
     assert result.loop is not None and len(result.loop.b_ms) == 1
     assert "loader drop_last: A False, B True" in result.by_design
@@ -97,10 +115,11 @@ def test_relative_difference_against_zero_is_bounded() -> None:
         ({"make_state": lambda: None}, "A: make_state() returned None"),
         ({"make_state": lambda: {"model": "resnet"}}, "A: make_state()['model'] is a str, not"),
         ({"make_state": lambda: {"optimizer": 1}}, "must return a mapping with a 'model'"),
-        ({"make_state_b": lambda: None}, "B: make_state_b() returned None"),
+        (b_own(make_state=lambda: None), "B: make_state() returned None"),
+        (b_own(batches=[]), "B: batches is empty"),
         ({"batches": None}, "A: batches is None"),
         ({"batches": []}, "A: batches is empty"),
-        ({"batches_b": None, "make_state": lambda: 1 / 0}, "A: make_state() raised Zero"),
+        ({**b_own(batches=None), "make_state": lambda: 1 / 0}, "A: make_state() raised Zero"),
     ],
 )
 def test_user_mistakes_are_one_line_errors(options: dict[str, Any], message: str) -> None:
@@ -119,8 +138,13 @@ def test_a_step_that_raises_names_its_side_and_step() -> None:
         return steps.step(state, batch)
 
     with pytest.raises(CaptureError, match=r"B's step raised at correctness step 3: ValueError"):
-        steptrace.compare(steps.step, third_fails, make_state=steps.make_state,
-                          batches=steps.make_batches(), plan=QUICK)  # fmt: skip
+        steptrace.compare(
+            steps.step,
+            third_fails,
+            make_state=steps.make_state,
+            batches=steps.make_batches(),
+            plan=QUICK,
+        )
 
 
 def test_a_budget_too_small_for_a_verdict_says_how_much_is_needed() -> None:
@@ -131,17 +155,21 @@ def test_a_budget_too_small_for_a_verdict_says_how_much_is_needed() -> None:
         return steps.step(state, batch)
 
     result = steptrace.compare(
-        slow, slow, make_state=steps.make_state, batches=steps.make_batches(),
-        plan=TimingPlan(budget_s=0.5), instruments=Instruments(clock=lambda: now[0]),
-    )  # fmt: skip
-    assert result.verdict == "too-few-samples" and result.ratio is None
-    assert result.samples is not None and result.samples.elapsed_s == 0
+        slow,
+        slow,
+        make_state=steps.make_state,
+        batches=steps.make_batches(),
+        plan=TimingPlan(budget_s=0.5),
+        instruments=Instruments(clock=lambda: now[0]),
+    )
+    assert isinstance(result, TooFewSamples) and result.verdict == "too-few-samples"
+    assert not hasattr(result, "ratio") and result.samples.elapsed_s == 0
     assert "allow at least 7.0 s" in result.sentence
 
 
 def test_json_is_strict_even_with_values_that_are_not_numbers(tmp_path: Path) -> None:
     result = ab(check=CheckPlan(steps=1))
-    assert result.baseline is not None
+    assert isinstance(result, Timed), result.sentence
     odd = msgspec.structs.replace(
         result, p_value=math.nan, baseline=msgspec.structs.replace(result.baseline, spread=math.inf)
     )
@@ -151,14 +179,20 @@ def test_json_is_strict_even_with_values_that_are_not_numbers(tmp_path: Path) ->
 
     written = json.loads(odd.write_json(tmp_path / "ab.json").read_text(), parse_constant=refuse)
     assert written["p_value"] is None and written["baseline"]["spread"] is None
-    assert written["schema"] == "steptrace.compare/3" and written["estimate"]["estimator"]
+    assert written["schema"] == "steptrace.compare/4" and written["estimate"]["estimator"]
 
 
 def test_the_command_line_refuses_an_unwritable_json_before_timing(tmp_path: Path) -> None:
     runner = CliRunner()
-    base = ["compare", "tests.compare_steps:step", "tests.compare_steps:same_step",
-            "--state", "tests.compare_steps:make_state",
-            "--batches", "tests.compare_steps:make_batches"]  # fmt: skip
+    base = [
+        "compare",
+        "tests.compare_steps:step",
+        "tests.compare_steps:same_step",
+        "--state",
+        "tests.compare_steps:make_state",
+        "--batches",
+        "tests.compare_steps:make_batches",
+    ]
     unwritable = runner.invoke(app, [*base, "--json", "/proc/steptrace-ab.json"])
     assert unwritable.exit_code == 2 and "cannot be written" in unwritable.stderr
     assert unwritable.stderr.count("\n") == 1 and "Correctness" not in unwritable.stdout
@@ -173,13 +207,19 @@ def test_the_command_line_one_line_errors_for_bad_user_functions(tmp_path: Path)
     )
     runner = CliRunner()
     cases = {
-        "--batches": ("returned None", ["--state", "tests.compare_steps:make_state",
-                                        "--batches", f"{module}:none"]),
-        "--state": ("make_state() returned None", ["--state", f"{module}:none",
-                                                   "--batches", f"{module}:make_batches"]),
-        "model": ("not a torch.nn.Module", ["--state", f"{module}:not_a_module",
-                                            "--batches", f"{module}:make_batches"]),
-    }  # fmt: skip
+        "--batches": (
+            "returned None",
+            ["--state", "tests.compare_steps:make_state", "--batches", f"{module}:none"],
+        ),
+        "--state": (
+            "make_state() returned None",
+            ["--state", f"{module}:none", "--batches", f"{module}:make_batches"],
+        ),
+        "model": (
+            "not a torch.nn.Module",
+            ["--state", f"{module}:not_a_module", "--batches", f"{module}:make_batches"],
+        ),
+    }
     for name, (message, args) in cases.items():
         result = runner.invoke(app, ["compare", f"{module}:step", f"{module}:step", *args])
         assert result.exit_code == 2, (name, result.stderr)
@@ -188,13 +228,26 @@ def test_the_command_line_one_line_errors_for_bad_user_functions(tmp_path: Path)
 
 def test_the_command_line_takes_b_s_own_state() -> None:
     runner = CliRunner()
-    result = runner.invoke(app, [
-        "compare", "tests.compare_steps:step", "tests.compare_steps:step",
-        "--state", "tests.compare_steps:make_state", "--state-b", "tests.compare_steps:make_state",
-        "--batches", "tests.compare_steps:make_batches", "--budget", "1", "--check-steps", "1",
-    ])  # fmt: skip
+    result = runner.invoke(
+        app,
+        [
+            "compare",
+            "tests.compare_steps:step",
+            "tests.compare_steps:step",
+            "--state",
+            "tests.compare_steps:make_state",
+            "--state-b",
+            "tests.compare_steps:make_state",
+            "--batches",
+            "tests.compare_steps:make_batches",
+            "--budget",
+            "1",
+            "--check-steps",
+            "1",
+        ],
+    )
     assert result.exit_code == 0, result.stderr
-    assert "Differs by design: state: B's from make_state_b" in result.stdout
+    assert "Differs by design: state: B's own make_state" in result.stdout
 
 
 def interfered_clock(seed: int) -> tuple[Any, Any]:
@@ -210,8 +263,9 @@ def interfered_clock(seed: int) -> tuple[Any, Any]:
     return (lambda: now[0]), spend
 
 
-@pytest.mark.parametrize(("factor", "expected"), [(1.0, "no-detectable-difference"),
-                                                  (1.05, "slower"), (1.15, "slower")])  # fmt: skip
+@pytest.mark.parametrize(
+    ("factor", "expected"), [(1.0, "no-detectable-difference"), (1.05, "slower"), (1.15, "slower")]
+)
 def test_under_interference_the_fastest_steps_decide(factor: float, expected: str) -> None:
     clock, spend = interfered_clock(int(factor * 100))
 
@@ -223,17 +277,20 @@ def test_under_interference_the_fastest_steps_decide(factor: float, expected: st
         return run
 
     result = steptrace.compare(
-        timed(2.0), timed(2.0 * factor), make_state=steps.make_state,
-        batches=steps.make_batches(), plan=TimingPlan(budget_s=3, max_blocks=60),
+        timed(2.0),
+        timed(2.0 * factor),
+        make_state=steps.make_state,
+        batches=steps.make_batches(),
+        plan=TimingPlan(budget_s=3, max_blocks=60),
         instruments=Instruments(clock=clock),
-    )  # fmt: skip
-    assert result.interference is not None and result.interference.detected
-    assert result.estimate is not None and result.estimate.estimator == "block-minimum"
+    )
+    assert isinstance(result, Timed), result.sentence
+    assert result.interference.detected and result.estimate.estimator == "block-minimum"
     assert result.estimate.confidence == 0.99 and "99% CI" in result.sentence
     assert result.verdict == expected, result.sentence
     assert result.estimate.ci[0] <= factor <= result.estimate.ci[1]
     assert result.noise_warning is not None and "held back" in result.noise_warning
-    assert result.other_estimate is not None and result.other_estimate.estimator == "median"
+    assert result.other_estimate.estimator == "median"
 
 
 def test_a_compiled_model_s_parameters_are_compared_under_their_own_names() -> None:
@@ -252,7 +309,7 @@ def test_a_compiled_model_s_parameters_are_compared_under_their_own_names() -> N
         state = steps.make_state()
         return state | {"model": Wrapped(state["model"])}
 
-    result = ab(make_state=steps.make_state, make_state_b=wrapped_state)
+    result = ab(make_state=steps.make_state, **b_own(make_state=wrapped_state))
     assert result.correctness.ok and result.correctness.start_identical
     assert "model: A Sequential, B Wrapped" in result.by_design
     assert not any("_orig_mod" in d.name for d in result.correctness.differences)

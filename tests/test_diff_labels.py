@@ -28,10 +28,18 @@ NEXT2 = "enumerate(DataLoader)#_MultiProcessingDataLoaderIter.__next__"
 LOADER_NEXT = re.compile(r"^enumerate\(DataLoader\)#\w+\.__next__$")
 
 # per step: the DataLoader's __next__, train, a checkpoint (every step before, one after), log
-BEFORE = {NEXT0: [6.0, 8.0, 7.0], "train": [10.0, 10.2, 10.1], "ckpt": [2.0, 2.0, 2.0],
-          "log": [0.5, 0.5, 0.5]}  # fmt: skip
-AFTER = {NEXT2: [0.4, 0.2, 0.3], "train": [10.0, 10.1, 10.3], "ckpt": [2.0, None, None],
-         "prefetch": [1.0, 1.2, None]}  # fmt: skip
+BEFORE = {
+    NEXT0: [6.0, 8.0, 7.0],
+    "train": [10.0, 10.2, 10.1],
+    "ckpt": [2.0, 2.0, 2.0],
+    "log": [0.5, 0.5, 0.5],
+}
+AFTER = {
+    NEXT2: [0.4, 0.2, 0.3],
+    "train": [10.0, 10.1, 10.3],
+    "ckpt": [2.0, None, None],
+    "prefetch": [1.0, 1.2, None],
+}
 
 
 def side(labels: dict[str, list[Any]], extra: StepResult | None = None) -> TraceAnalysis:
@@ -73,8 +81,10 @@ def test_labels_known_by_construction() -> None:
     )
     assert (log.before_steps, log.after_steps) == (3, 0)
     assert (prefetch.status, prefetch.before_ms, prefetch.after_ms) == (
-        "appeared", None, median([1.0, 1.2])
-    )  # fmt: skip
+        "appeared",
+        None,
+        median([1.0, 1.2]),
+    )
     assert prefetch.delta_ms is None and prefetch.after_steps == 2
     # by the size of the change: |delta|, or the time on the one side that has it
     assert [c.name for c in result.labels] == [NEXT0, "prefetch", "log", "ckpt", "train"]

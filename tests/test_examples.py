@@ -19,9 +19,13 @@ FRAMEWORK = {"05_lightning": "lightning", "06_hf_trainer": "transformers"}  # de
 
 def test_there_are_six_examples() -> None:
     assert [p.name for p in EXAMPLES] == [
-        "01_matmul_add.py", "02_training_step.py", "03_inference.py", "04_compare.py",
-        "05_lightning.py", "06_hf_trainer.py",
-    ]  # fmt: skip
+        "01_matmul_add.py",
+        "02_training_step.py",
+        "03_inference.py",
+        "04_compare.py",
+        "05_lightning.py",
+        "06_hf_trainer.py",
+    ]
 
 
 @pytest.mark.parametrize("example", EXAMPLES, ids=lambda p: p.stem)
@@ -30,8 +34,11 @@ def test_example_runs(example: Path, tmp_path: Path) -> None:
         pytest.importorskip(FRAMEWORK[example.stem])
     done = subprocess.run(
         [sys.executable, str(example), str(tmp_path / "out")],
-        capture_output=True, text=True, timeout=300, check=False,
-    )  # fmt: skip
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
     assert done.returncode == 0, done.stderr[-2000:]
     assert "Traceback" not in done.stderr
     written = list((tmp_path / "out").iterdir())

@@ -122,9 +122,15 @@ def copy_steps(where: str, sizes: tuple[int, ...] = (4096, 4096, 4096)) -> list[
             label(where, t0 + 100, 2000),
             cpu("aten::copy_", t0 + 200, 300),
             launch(t0 + 250, 10, correlation=k + 1, name="cudaMemcpyAsync"),
-            gpu("gpu_memcpy", "Memcpy HtoD (Pinned -> Device)", t0 + 300, 50, correlation=k + 1,
-                bytes=sizes[k]),
-        ]  # fmt: skip
+            gpu(
+                "gpu_memcpy",
+                "Memcpy HtoD (Pinned -> Device)",
+                t0 + 300,
+                50,
+                correlation=k + 1,
+                bytes=sizes[k],
+            ),
+        ]
 
     return steps_with(body)
 
@@ -193,8 +199,9 @@ def test_dominant_op_on_a_real_trace() -> None:
     finding = {f.rule: f for f in steptrace.analyze(path).findings}["dominant-op"]
     doc = read_json(path)
     operator = finding.evidence.values()["operator"]
-    calls = sum(1 for e in doc["traceEvents"] if e.get("name") == operator
-                and e.get("cat") == "cpu_op")  # fmt: skip
+    calls = sum(
+        1 for e in doc["traceEvents"] if e.get("name") == operator and e.get("cat") == "cpu_op"
+    )
     assert finding.evidence.values()["calls"] == calls
     assert 0.3 <= finding.evidence.values()["share"] <= 1
 
@@ -298,8 +305,9 @@ def test_inference_autograd_on_real_traces(tmp_path: Path) -> None:
     alexnet = with_scenario(copy_real("alexnet_inference", tmp_path), kind="inference")
     evs = reference.events(reference.read_exact(alexnet))
     forward = [e for e in evs if reference.is_label(e) and e.name.endswith("|forward]")]
-    recorded = [e for e in evs if reference.is_cpu_op(e)
-                and "Sequence number" in (e.raw.get("args") or {})]  # fmt: skip
+    recorded = [
+        e for e in evs if reference.is_cpu_op(e) and "Sequence number" in (e.raw.get("args") or {})
+    ]
     inside = sum(1 for e in recorded if any(f.start <= e.start < f.end for f in forward))
     assert forward and 0 < inside < len(recorded)
     finding = {f.rule: f for f in steptrace.analyze(alexnet).findings}["inference-autograd"]
@@ -383,8 +391,15 @@ def test_optimizer_kernels_on_a_real_trace() -> None:
     counts = []
     for opt in (e for e in events if e.get("name", "").startswith("Optimizer.step#")):
         lo, hi = opt["ts"], opt["ts"] + opt["dur"]
-        counts.append(sum(1 for e in events if e.get("cat") == "Runtime" and lo <= e["ts"] < hi
-                          and e["args"].get("correlation") in gpu_ids))  # fmt: skip
+        counts.append(
+            sum(
+                1
+                for e in events
+                if e.get("cat") == "Runtime"
+                and lo <= e["ts"] < hi
+                and e["args"].get("correlation") in gpu_ids
+            )
+        )
     counts.sort()
     assert finding.evidence.values()["launches_per_step"] == (counts[2] + counts[3]) / 2
 
@@ -424,10 +439,20 @@ def test_gpu_not_observed(tmp_path: Path) -> None:
 # -- the table ----------------------------------------------------------------------------
 def test_rule_ids_are_the_documented_ones() -> None:
     assert [rule for rule, _ in RULES] == [
-        "input-pipeline", "repeated-copy", "small-launches", "dominant-op", "pageable-memcpy",
-        "sync-in-step", "cpu-bound", "inference-autograd", "precision", "comm-overlap",
-        "optimizer-kernels", "profiler-distortion", "gpu-not-observed",
-    ]  # fmt: skip
+        "input-pipeline",
+        "repeated-copy",
+        "small-launches",
+        "dominant-op",
+        "pageable-memcpy",
+        "sync-in-step",
+        "cpu-bound",
+        "inference-autograd",
+        "precision",
+        "comm-overlap",
+        "optimizer-kernels",
+        "profiler-distortion",
+        "gpu-not-observed",
+    ]
     documented = (Path(__file__).parents[1] / "docs" / "findings.md").read_text()
     assert all(f"`{rule}`" in documented for rule, _ in RULES)
 
@@ -437,15 +462,29 @@ def test_json_findings_and_findings_only(write_trace: WriteTrace) -> None:
     runner = CliRunner()
     full = json.loads(runner.invoke(app, ["analyze", str(path), "--format", "json"]).stdout)
     (item,) = full["findings"]
-    assert set(item) >= {"rule", "severity", "observation", "evidence", "hypothesis",
-                         "next_check", "caveats"}  # fmt: skip
+    assert set(item) >= {
+        "rule",
+        "severity",
+        "observation",
+        "evidence",
+        "hypothesis",
+        "next_check",
+        "caveats",
+    }
     assert full["thresholds"]["input_share"] == 0.1
     only = json.loads(
         runner.invoke(app, ["analyze", str(path), "--format", "json", "--findings-only"]).stdout
     )
     assert set(only) == {
-        "schema", "trace", "scenario", "capture", "findings", "thresholds", "warnings", "checks"
-    }  # fmt: skip
+        "schema",
+        "trace",
+        "scenario",
+        "capture",
+        "findings",
+        "thresholds",
+        "warnings",
+        "checks",
+    }
     assert only["schema"] == "steptrace.findings/3" and only["findings"] == full["findings"]
     text = runner.invoke(app, ["analyze", str(path), "--findings-only"]).stdout
     assert "input-pipeline" in text and "Steps (wall time" not in text
@@ -457,8 +496,9 @@ def test_json_findings_and_findings_only(write_trace: WriteTrace) -> None:
 def test_thresholds_can_be_overridden(write_trace: WriteTrace) -> None:
     path = write_trace(document(input_steps(3000)))
     runner = CliRunner()
-    out = runner.invoke(app, ["analyze", str(path), "--threshold", "input_share=0.5",
-                              "--format", "json"]).stdout  # fmt: skip
+    out = runner.invoke(
+        app, ["analyze", str(path), "--threshold", "input_share=0.5", "--format", "json"]
+    ).stdout
     assert json.loads(out)["findings"] == []
     bad = runner.invoke(app, ["analyze", str(path), "--threshold", "nonsense=1"])
     assert bad.exit_code == 2 and bad.stderr.count("\n") == 1
@@ -488,9 +528,10 @@ def test_pinned_copies_are_not_counted_as_pageable_on_a_real_trace() -> None:
         pageable = sum(
             e.raw["args"].get("bytes", 0)
             for e in evs
-            if e.cat == "gpu_memcpy" and e.name.startswith("Memcpy HtoD (Pageable")
+            if e.cat == "gpu_memcpy"
+            and e.name.startswith("Memcpy HtoD (Pageable")
             and lo <= launched.get(e.raw["args"].get("correlation"), e.start) < hi
-        )  # fmt: skip
+        )
         assert measured.gpu is not None
         (htod,) = [c for c in measured.gpu.memcpy if c.direction == "HtoD"]
         assert htod.pageable_bytes == pageable < 1_000_000

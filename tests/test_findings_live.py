@@ -140,9 +140,12 @@ def test_the_inference_example_gets_no_inference_autograd(tmp_path: Path) -> Non
     spec.loader.exec_module(example)
     inputs = [torch.randn(8, 128) for _ in range(5)]
     result = steptrace.profile_inference(
-        example.load_model, example.request, inputs, scenario=INFERENCE,
+        example.load_model,
+        example.request,
+        inputs,
+        scenario=INFERENCE,
         out=tmp_path / "example.json",
-    )  # fmt: skip
+    )
     report = steptrace.analyze(result.trace)
     assert "inference-autograd" not in by_rule(report)
     assert {p.name: p.part for p in report.analysis.steps[0].phases} == {
@@ -156,23 +159,35 @@ def test_the_inference_example_gets_no_inference_autograd(tmp_path: Path) -> Non
 def conv_net() -> nn.Module:
     torch.manual_seed(0)
     return nn.Sequential(
-        nn.Conv2d(3, 32, 3, padding=1), nn.BatchNorm2d(32), nn.ReLU(),
-        nn.Conv2d(32, 64, 3, padding=1), nn.BatchNorm2d(64), nn.ReLU(),
-        nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(64, 10),
-    )  # fmt: skip
+        nn.Conv2d(3, 32, 3, padding=1),
+        nn.BatchNorm2d(32),
+        nn.ReLU(),
+        nn.Conv2d(32, 64, 3, padding=1),
+        nn.BatchNorm2d(64),
+        nn.ReLU(),
+        nn.AdaptiveAvgPool2d(1),
+        nn.Flatten(),
+        nn.Linear(64, 10),
+    )
 
 
 def train_conv(tmp_path: Path, **window: Any) -> tuple[CaptureResult, dict[str, Finding]]:
     model = conv_net()
     generator = torch.Generator().manual_seed(1)
-    batches = [(torch.randn(16, 3, 32, 32, generator=generator), torch.randint(0, 10, (16,)))
-               for _ in range(8)]  # fmt: skip
+    batches = [
+        (torch.randn(16, 3, 32, 32, generator=generator), torch.randint(0, 10, (16,)))
+        for _ in range(8)
+    ]
     scenario = steptrace.Scenario(question="Where does a conv step go?", batch_size=16)
     result = steptrace.profile_training(
-        model, torch.optim.SGD(model.parameters(), lr=0.01), nn.functional.cross_entropy,
-        batches, scenario=scenario, out=tmp_path / "conv.json",
+        model,
+        torch.optim.SGD(model.parameters(), lr=0.01),
+        nn.functional.cross_entropy,
+        batches,
+        scenario=scenario,
+        out=tmp_path / "conv.json",
         window=steptrace.Window(**window),
-    )  # fmt: skip
+    )
     return result, by_rule(steptrace.analyze(result.trace))
 
 
@@ -222,8 +237,9 @@ def read_heavy(tmp_path: Path, label: str) -> steptrace.Report:
 def test_labels_the_user_gave_fire_input_pipeline(tmp_path: Path, label: str) -> None:
     report = read_heavy(tmp_path, label)
     steps = report.analysis.steps
-    shares = sorted(next(p.inclusive_ms for p in s.phases if p.name == label) / s.wall_ms
-                    for s in steps)  # fmt: skip
+    shares = sorted(
+        next(p.inclusive_ms for p in s.phases if p.name == label) / s.wall_ms for s in steps
+    )
     assert shares[0] >= 0.1  # the workload reads for more than the threshold in every step
     found = by_rule(report)["input-pipeline"]
     assert found.evidence.values()["labels"] == (label,)
@@ -240,7 +256,10 @@ def test_the_report_says_which_label_was_read_as_which_part(tmp_path: Path) -> N
     report = read_heavy(tmp_path, "data_read")
     out = CliRunner().invoke(app, ["analyze", report.analysis.trace.path, "--format", "md"])
     assert out.exit_code == 0, out.output
-    cells = [[c.strip(" `").replace("\\", "") for c in line.split("|")[1:3]]
-             for line in out.stdout.splitlines() if line.startswith("| `")]  # fmt: skip
+    cells = [
+        [c.strip(" `").replace("\\", "") for c in line.split("|")[1:3]]
+        for line in out.stdout.splitlines()
+        if line.startswith("| `")
+    ]
     assert ["data_read", "data_read"] in cells  # label, read as
     assert ["train", "—"] in cells

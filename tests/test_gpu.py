@@ -25,7 +25,15 @@ from steptrace.analysis.measure import TraceAnalysis  # noqa: E402
 from steptrace.capturing import CaptureResult, Workload  # noqa: E402
 from steptrace.cli import app  # noqa: E402
 from steptrace.errors import CaptureWarning  # noqa: E402
-from steptrace.validate import TimingPlan, operator_script, pinned_memory_check  # noqa: E402
+from steptrace.validate import (  # noqa: E402
+    Instruments,
+    Slower,
+    Timed,
+    TimingPlan,
+    TooFewSamples,
+    operator_script,
+    pinned_memory_check,
+)
 from tests import compare_steps, gpu_workloads, workloads  # noqa: E402
 from tests.test_capture import state_of  # noqa: E402
 
@@ -44,9 +52,14 @@ def train_on_cuda(
     assert work.model is not None and work.optimizer is not None
     assert work.loss_fn is not None and work.loader is not None
     return steptrace.profile_training(
-        work.model, work.optimizer, work.loss_fn, work.loader,
-        scenario=work.scenario, out=tmp_path / "trace.json", window=window,
-    )  # fmt: skip
+        work.model,
+        work.optimizer,
+        work.loss_fn,
+        work.loader,
+        scenario=work.scenario,
+        out=tmp_path / "trace.json",
+        window=window,
+    )
 
 
 def assert_gpu_steps(analysis: TraceAnalysis, count: int) -> None:
@@ -125,9 +138,13 @@ def test_inference_capture_on_cuda(tmp_path: Path) -> None:
     assert work.load_model and work.request and work.inputs
     window = steptrace.Window()
     result = steptrace.profile_inference(
-        work.load_model, work.request, work.inputs,
-        scenario=work.scenario, out=tmp_path / "infer.json", window=window,
-    )  # fmt: skip
+        work.load_model,
+        work.request,
+        work.inputs,
+        scenario=work.scenario,
+        out=tmp_path / "infer.json",
+        window=window,
+    )
     facts = result.facts
     assert facts.gpu_requested and facts.gpu_observed and facts.warnings == ()
     assert facts.model_load_ms is not None and facts.model_load_ms > 0
@@ -174,19 +191,20 @@ def test_custom_loop_capture_on_cuda(tmp_path: Path) -> None:
 def test_more_gpu_work_is_slower_with_synchronized_timing() -> None:
     extra_ms = gpu_workloads.extra_work_ms()
     result = steptrace.compare(
-        compare_steps.step, gpu_workloads.step_with_extra_gpu_work,
-        make_state=gpu_workloads.make_state, batches=gpu_workloads.make_batches(),
-        device="cuda", plan=PLAN,
-    )  # fmt: skip
+        compare_steps.step,
+        gpu_workloads.step_with_extra_gpu_work,
+        make_state=gpu_workloads.make_state,
+        batches=gpu_workloads.make_batches(),
+        device="cuda",
+        plan=PLAN,
+    )
     assert result.correctness.ok, result.correctness.differences
     assert result.device == "cuda"
-    assert result.verdict == "slower", result.sentence
-    assert result.ci is not None and result.ci[0] > 1 + result.band
+    assert isinstance(result, Slower), result.sentence
+    assert result.ci[0] > 1 + result.band
     samples = result.samples
-    assert samples is not None
     assert len(samples.a) == len(samples.b) >= PLAN.min_blocks * PLAN.block_steps
     assert all(ms > 0 for ms in samples.a + samples.b)
-    assert result.baseline is not None and result.candidate is not None
     assert result.baseline.median == pytest.approx(float(np.median(samples.a)))
     # synchronized at step boundaries: B's step holds the matmul's GPU time, not its launch
     assert result.candidate.median - result.baseline.median >= 0.5 * extra_ms
@@ -195,11 +213,14 @@ def test_more_gpu_work_is_slower_with_synchronized_timing() -> None:
 def test_the_same_gpu_step_against_itself() -> None:
     heavy = gpu_workloads.step_with_extra_gpu_work  # GPU-bound: steady step times
     result = steptrace.compare(
-        heavy, heavy, make_state=gpu_workloads.make_state, batches=gpu_workloads.make_batches(),
-        device="cuda", plan=PLAN,
-    )  # fmt: skip
-    assert result.correctness.ok and result.verdict != "outputs-differ"
-    assert result.ratio is not None and result.ci is not None
+        heavy,
+        heavy,
+        make_state=gpu_workloads.make_state,
+        batches=gpu_workloads.make_batches(),
+        device="cuda",
+        plan=PLAN,
+    )
+    assert result.correctness.ok and isinstance(result, Timed), result.sentence
     assert result.ratio == pytest.approx(1, abs=0.03)
     low, high = result.ci
     assert low > 0.95 and high < 1.05  # a GPU-bound step: its ratio is known within 5%
@@ -215,12 +236,16 @@ def test_timing_synchronizes_once_per_step_boundary() -> None:
 
     plan = TimingPlan(warmup=2, block_steps=3, min_blocks=4, max_blocks=4, budget_s=3)
     result = steptrace.compare(
-        compare_steps.step, compare_steps.same_step, make_state=gpu_workloads.make_state,
-        batches=gpu_workloads.make_batches(), device="cuda", plan=plan,
-        synchronize=counting_sync,
-    )  # fmt: skip
+        compare_steps.step,
+        compare_steps.same_step,
+        make_state=gpu_workloads.make_state,
+        batches=gpu_workloads.make_batches(),
+        device="cuda",
+        plan=plan,
+        instruments=Instruments(synchronize=counting_sync),
+    )
+    assert isinstance(result, Timed | TooFewSamples), result.sentence
     samples = result.samples
-    assert samples is not None and result.verdict != "outputs-differ"
     blocks = len(samples.order)
     assert len(samples.a) == len(samples.b) == blocks * plan.block_steps
     assert len(samples.warmup_a) == len(samples.warmup_b) == plan.warmup
@@ -238,14 +263,16 @@ def test_pinned_memory_check_on_cuda() -> None:
         return compare_steps.step(state, batch)
 
     result = pinned_memory_check(
-        step, make_state=gpu_workloads.make_state, batches=compare_steps.make_batches(),
-        device="cuda", plan=PLAN,
-    )  # fmt: skip
+        step,
+        make_state=gpu_workloads.make_state,
+        batches=compare_steps.make_batches(),
+        device="cuda",
+        plan=PLAN,
+    )
     assert seen == {"cuda"}  # both sides moved the host batches to the device
     assert result.correctness.ok and result.correctness.start_identical
-    assert result.verdict in ("faster", "slower", "no-detectable-difference")
-    assert result.samples is not None and result.samples.a and result.samples.b
-    assert result.device == "cuda"
+    assert isinstance(result, Timed), result.sentence
+    assert result.samples.a and result.samples.b and result.device == "cuda"
 
 
 def test_demo_on_cuda(tmp_path: Path) -> None:

@@ -53,9 +53,13 @@ def test_structure_of_a_gpu_report() -> None:
     lanes = lanes_of("resnet50_train")
     page = parse(render_html(report, lanes))
     assert [h.split(" (")[0] for h in page.headings[:6]] == [
-        "Question", "What this trace can tell", "Steps", "Timeline of the steps",
-        "Labels per step", "GPU per step",
-    ]  # fmt: skip
+        "Question",
+        "What this trace can tell",
+        "Steps",
+        "Timeline of the steps",
+        "Labels per step",
+        "GPU per step",
+    ]
     assert "Findings" in page.headings and "Open the trace on the timeline" in page.headings
     html = render_html(report, lanes)
     views = html.count('<svg class="tlv"')  # the timeline: one per step, each with its plot

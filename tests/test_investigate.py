@@ -15,6 +15,7 @@ torch = pytest.importorskip("torch", reason="investigate captures with torch")
 from steptrace.hypotheses import RULES  # noqa: E402
 from steptrace.hypotheses.rules.job import RANK_RULES  # noqa: E402
 from steptrace.investigation import CHECKS, investigate  # noqa: E402
+from steptrace.validate import Faster, Timed  # noqa: E402
 from tests import investigate_workloads as planted  # noqa: E402 (after the torch check)
 
 pytestmark = pytest.mark.slow  # each captures and times a real workload
@@ -47,10 +48,10 @@ def test_a_slow_loader_is_supported_with_a_ratio_beyond_the_noise(tmp_path: Path
     before = copy.deepcopy(workload.model.state_dict())
     report = investigate(workload, out=tmp_path / "t.json", checks=3, budget_s=45)
     (check,) = [c for c in report.checks if c.rule == "input-pipeline"]
-    assert check.outcome == "supported" and check.comparison is not None
+    assert check.outcome == "supported" and isinstance(check.comparison, Faster)
     ratio, high = check.comparison.ratio, check.comparison.ci[1]
     assert high < 1 - check.comparison.band  # the whole CI beyond the noise band
-    assert ratio is not None and ratio < 0.5  # 24 ms of reading in front of ~1 ms of compute
+    assert ratio < 0.5  # 24 ms of reading in front of ~1 ms of compute
     assert check.elapsed_s is not None and check.budget_s is not None
     assert check.elapsed_s <= check.budget_s
     # the user's objects are untouched: the checks ran on deep copies
@@ -62,7 +63,7 @@ def test_a_model_served_with_autograd_is_checked_under_inference_mode(tmp_path: 
     report = investigate(planted.served_with_autograd(), out=tmp_path / "t.json", budget_s=20)
     assert "inference-autograd" in {f.rule for f in report.findings}
     (check,) = [c for c in report.checks if c.rule == "inference-autograd"]
-    assert check.check == "inference-mode" and check.comparison is not None
+    assert check.check == "inference-mode" and isinstance(check.comparison, Timed)
     assert check.comparison.correctness.ok  # outputs identical with and without recording
     assert check.outcome in ("supported", "not-supported")  # measured, either way
     assert len(check.comparison.samples.a) >= 6
@@ -98,11 +99,21 @@ def test_the_command_writes_checks_with_every_raw_sample(tmp_path: Path) -> None
 
     here = Path(__file__).parent
     result = subprocess.run(
-        [str(Path(sys.executable).parent / "steptrace"), "investigate",
-         f"{here / 'investigate_workloads.py'}:slow_loader", "--out", str(tmp_path / "t.json"),
-         "--budget", "45", "--format", "json"],
-        capture_output=True, text=True, timeout=300,
-    )  # fmt: skip
+        [
+            str(Path(sys.executable).parent / "steptrace"),
+            "investigate",
+            f"{here / 'investigate_workloads.py'}:slow_loader",
+            "--out",
+            str(tmp_path / "t.json"),
+            "--budget",
+            "45",
+            "--format",
+            "json",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert result.returncode == 0, result.stderr
     report = json.loads(result.stdout)
     (check,) = [c for c in report["checks"] if c["rule"] == "input-pipeline"]
@@ -117,5 +128,6 @@ def _finding(rule: str) -> object:
     from steptrace.hypotheses.finding import Evidence, Where, finding
 
     place = Where(steps=("ProfilerStep#2",), time_us=(0.0, 1.0), thread=None, streams=None)
-    return finding(rule, 0.5, observation="o", evidence=Evidence((), place), hypothesis="h",
-                   next_check="n")  # fmt: skip
+    return finding(
+        rule, 0.5, observation="o", evidence=Evidence((), place), hypothesis="h", next_check="n"
+    )

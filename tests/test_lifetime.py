@@ -42,9 +42,12 @@ def _running(pid: int) -> bool:
 def test_workers_end_when_their_parent_is_killed() -> None:
     for method in ("fork", "forkserver"):
         done = subprocess.run(
-            [sys.executable, "-c", _ORPHANING, method], capture_output=True, text=True,
-            timeout=60, check=False,
-        )  # fmt: skip
+            [sys.executable, "-c", _ORPHANING, method],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=False,
+        )
         assert done.returncode == -signal.SIGKILL, done.stderr
         workers = [int(pid) for pid in done.stdout.split()]
         assert len(workers) == 2
@@ -80,9 +83,11 @@ def test_a_worker_that_outlives_sigterm_is_killed_within_the_bound(
 ) -> None:
     monkeypatch.setattr(lifetime, "_END_S", 1.0)
     pool = ProcessPoolExecutor(
-        1, mp_context=multiprocessing.get_context("fork"), initializer=worker_start,
+        1,
+        mp_context=multiprocessing.get_context("fork"),
+        initializer=worker_start,
         initargs=(os.getpid(),),
-    )  # fmt: skip
+    )
     worker = pool.submit(_deaf_to_sigterm).result()
     busy = pool.submit(time.sleep, 60)
     started = time.monotonic()

@@ -47,8 +47,12 @@ def _stderr(code: str, tmp_path: Path) -> str:
     env = {**os.environ, "PYTHONPATH": str(SRC)}
     done = subprocess.run(
         [sys.executable, "-c", code, str(tmp_path / "t.json")],
-        capture_output=True, text=True, env=env, timeout=120, check=True,
-    )  # fmt: skip
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+        check=True,
+    )
     return done.stderr
 
 

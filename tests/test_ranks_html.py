@@ -42,8 +42,15 @@ OVERLAPS = """() => {
 @functools.cache
 def synthetic(ranks: int) -> Job:
     """A job with rank 5 slower by 6 ms in read_batch, and scheduling noise, its lanes."""
-    plan = Plan(ranks=ranks, steps=3, collectives=1, slow_rank=5, delay_ns=6_000_000,
-                noise_ns=300_000, seed=ranks)  # fmt: skip
+    plan = Plan(
+        ranks=ranks,
+        steps=3,
+        collectives=1,
+        slow_rank=5,
+        delay_ns=6_000_000,
+        noise_ns=300_000,
+        seed=ranks,
+    )
     with tempfile.TemporaryDirectory() as folder:
         paths, _ = write_job(plan, Path(folder))
         return analyze_job(paths, progress=False, lanes=True)

@@ -148,28 +148,33 @@ def hostile_report() -> tuple[RanksReport, tuple[RankLanes, ...]]:
     report = fixture_report()
     ranks = tuple(
         msgspec.structs.replace(
-            r, path=f"/tmp/{HOSTILE}/rank-{r.rank}.json",
+            r,
+            path=f"/tmp/{HOSTILE}/rank-{r.rank}.json",
             steps=tuple(
                 msgspec.structs.replace(
-                    s, phases_ms={(HOSTILE if k == "read_batch" else k): v
-                                  for k, v in s.phases_ms.items()},
-                ) for s in r.steps
+                    s,
+                    phases_ms={
+                        (HOSTILE if k == "read_batch" else k): v for k, v in s.phases_ms.items()
+                    },
+                )
+                for s in r.steps
             ),
         )
         for r in report.ranks
-    )  # fmt: skip
+    )
     stragglers = tuple(msgspec.structs.replace(s, phase=HOSTILE) for s in report.stragglers)
     collectives = tuple(
         msgspec.structs.replace(c, process_group=HOSTILE) for c in report.collectives
     )
     lanes = tuple(
         msgspec.structs.replace(
-            t, lanes=msgspec.structs.replace(
+            t,
+            lanes=msgspec.structs.replace(
                 t.lanes, names=tuple(f"{HOSTILE}</script>{n}" for n in t.lanes.names)
             ),
         )
         for t in fixture_job().lanes
-    )  # fmt: skip
+    )
     hostile = msgspec.structs.replace(
         report, ranks=ranks, stragglers=stragglers, collectives=collectives
     )

@@ -182,8 +182,11 @@ def test_a_url_to_a_pipe_or_a_device_is_one_line_before_any_read(tmp_path: Path)
         url = f"file://{tmp_path / name}"
         done = subprocess.run(  # a hang would be the bug: bounded here
             [sys.executable, "-c", "from steptrace.cli import main; main()", "analyze", url],
-            capture_output=True, text=True, timeout=60, check=False,
-        )  # fmt: skip
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=False,
+        )
         assert done.returncode == 2
         assert done.stderr == f"steptrace: error: {url}: not a regular file (a pipe or a device?)\n"
 

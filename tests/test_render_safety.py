@@ -26,10 +26,13 @@ HOSTILE = {
 
 def hostile_trace(write_trace: WriteTrace, name: str = "trace.json") -> Path:
     events = [
-        step(1, 0, 1_000), step(2, 1_000, 1_000),
-        label(HOSTILE["label"], 10, 500), cpu(HOSTILE["operator"], 20, 100),
-        launch(30, 5, correlation=1), kernel(HOSTILE["kernel"], 40, 300, correlation=1),
-    ]  # fmt: skip
+        step(1, 0, 1_000),
+        step(2, 1_000, 1_000),
+        label(HOSTILE["label"], 10, 500),
+        cpu(HOSTILE["operator"], 20, 100),
+        launch(30, 5, correlation=1),
+        kernel(HOSTILE["kernel"], 40, 300, correlation=1),
+    ]
     doc = document(events)
     doc["deviceProperties"][0]["name"] = "GPU \x1b[2J"
     return write_trace(doc, name=name)

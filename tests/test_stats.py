@@ -47,8 +47,10 @@ def test_summary_of_known_values() -> None:
 def test_the_signed_rank_bound_against_every_subset() -> None:
     """The exact null distribution, recounted by listing every sign pattern."""
     for n in (1, 5, 6, 8, 10, 12):
-        sums = [sum(r for r, s in zip(range(1, n + 1), signs, strict=True) if s)
-                for signs in itertools.product((0, 1), repeat=n)]  # fmt: skip
+        sums = [
+            sum(r for r, s in zip(range(1, n + 1), signs, strict=True) if s)
+            for signs in itertools.product((0, 1), repeat=n)
+        ]
         below = [sum(t < k for t in sums) / len(sums) for k in range(max(sums) + 2)]
         for confidence in (0.95, 0.99):
             tail = (1 - confidence) / 2
@@ -87,8 +89,9 @@ def test_block_minimum_estimator_under_interference() -> None:
         for kind, factor in (("A/A", 1.0), ("+5%", 1.05), ("+15%", 1.15)):
             b = interfered(2.0 * factor, 60 * 5, seed + 1000)
             shift = shift_estimate(a, b, 5)
-            calls[kind] += verdict(shift, 0.01) == ("no-detectable-difference" if factor == 1
-                                                    else "slower")  # fmt: skip
+            calls[kind] += verdict(shift, 0.01) == (
+                "no-detectable-difference" if factor == 1 else "slower"
+            )
             covered += shift.ci[0] <= factor <= shift.ci[1]
     assert calls == {"A/A": 20, "+5%": 20, "+15%": 20}
     assert covered >= 55  # 60 intervals of 95% each

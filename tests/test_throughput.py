@@ -17,8 +17,12 @@ from tests.conftest import WriteTrace
 
 def _report(write_trace: WriteTrace, scenario: Scenario | None) -> steptrace.Report:
     # three steps of 50, 60 and 70 ms: the median is 60 ms
-    events = [tracegen.step(1, 0, 50_000), tracegen.step(2, 50_000, 60_000),
-              tracegen.step(3, 110_000, 70_000), tracegen.cpu("aten::mm", 10, 5)]  # fmt: skip
+    events = [
+        tracegen.step(1, 0, 50_000),
+        tracegen.step(2, 50_000, 60_000),
+        tracegen.step(3, 110_000, 70_000),
+        tracegen.cpu("aten::mm", 10, 5),
+    ]
     path = write_trace(tracegen.document(events, gpu_devices=False), name="t.json")
     if scenario is not None:
         payload = record_payload(scenario, None)

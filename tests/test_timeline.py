@@ -35,8 +35,13 @@ from tests.ranks.reports import fixture_job, fixture_report
 from tests.tracegen import cpu, document, kernel, label, launch, step
 
 GPU_CATS = {"kernel", "gpu_memcpy", "gpu_memset"}
-CHECKED = ["cpu_train_trace.json", "cpu_train_trace_all", "v100_1rank_train_nsres",
-           "a100_2rank_rank0", "amd_mi250"]  # fmt: skip
+CHECKED = [
+    "cpu_train_trace.json",
+    "cpu_train_trace_all",
+    "v100_1rank_train_nsres",
+    "a100_2rank_rank0",
+    "amd_mi250",
+]
 
 
 def _ns(value: Any) -> int:
@@ -137,12 +142,16 @@ def test_the_gaps_add_up_to_the_steps_gpu_idle_time() -> None:
 def test_each_gap_has_its_cause(write_trace: WriteTrace) -> None:
     events = [
         step(1, 0, 1_000),
-        launch(5, 3, correlation=1), kernel("a", 10, 10, correlation=1),  # busy 10-20
-        launch(100, 10, correlation=2), kernel("b", 115, 10, correlation=2),  # 20-115: late
+        launch(5, 3, correlation=1),
+        kernel("a", 10, 10, correlation=1),  # busy 10-20
+        launch(100, 10, correlation=2),
+        kernel("b", 115, 10, correlation=2),  # 20-115: late
         cpu("cudaDeviceSynchronize", 130, 70, cat="cuda_runtime"),  # ends at 200
-        launch(300, 10, correlation=3), kernel("c", 320, 30, correlation=3),  # 125-320: sync
-        launch(335, 3, correlation=4), kernel("d", 500, 10, correlation=4),  # 350-500: queued
-    ]  # fmt: skip  # and 510-1000: nothing after it
+        launch(300, 10, correlation=3),
+        kernel("c", 320, 30, correlation=3),  # 125-320: sync
+        launch(335, 3, correlation=4),
+        kernel("d", 500, 10, correlation=4),  # 350-500: queued
+    ]  # and 510-1000: nothing after it
     timeline = analyze_source(write_trace(document(events)), lanes=True).lanes
     assert timeline is not None
     (only,) = timeline.steps
@@ -161,9 +170,12 @@ def test_each_gap_has_its_cause(write_trace: WriteTrace) -> None:
 
 def test_a_kernel_names_the_top_operator_that_launched_it(write_trace: WriteTrace) -> None:
     events = [
-        step(1, 0, 1_000), cpu("aten::linear", 10, 200), cpu("aten::addmm", 20, 100),
-        launch(30, 5, correlation=1), kernel("gemm", 40, 300, correlation=1),
-    ]  # fmt: skip
+        step(1, 0, 1_000),
+        cpu("aten::linear", 10, 200),
+        cpu("aten::addmm", 20, 100),
+        launch(30, 5, correlation=1),
+        kernel("gemm", 40, 300, correlation=1),
+    ]
     timeline = analyze_source(write_trace(document(events)), lanes=True).lanes
     assert timeline is not None
     lanes = timeline.steps[0].lanes

@@ -57,8 +57,9 @@ def test_the_timeline_draws_zooms_and_follows_a_finding(tmp_path: Path) -> None:
     path, report, timeline = page_of("cpu_train_trace.json", tmp_path)
     assert report.findings
     shown = timeline.steps[timeline.shown]
-    expected_lanes = len(threads_with_step_work(read_json(gpu_trace("cpu_train_trace.json")),
-                                                shown.name))  # fmt: skip
+    expected_lanes = len(
+        threads_with_step_work(read_json(gpu_trace("cpu_train_trace.json")), shown.name)
+    )
     with loaded(path) as (page, problems):
         lanes = page.evaluate(f"{VISIBLE}.querySelectorAll('text.ln').length")
         bars = page.evaluate(f"{VISIBLE}.querySelectorAll('rect.b').length")

@@ -1,4 +1,4 @@
-"""``Window``: the capture's schedule and options as one value, old keywords still accepted."""
+"""``Window``: the capture's schedule and options as one value."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import pytest
 
 from steptrace.errors import CaptureError
 from steptrace.scenario import CaptureFacts
-from steptrace.window import Window, window_of
+from steptrace.window import Window
 
 
 def test_the_schedule_in_numbers_and_words() -> None:
@@ -17,8 +17,11 @@ def test_the_schedule_in_numbers_and_words() -> None:
         "cold start (2) + (wait 1 + warmup 2 + active 3) x repeat 2 need 14"
     )
     assert window.options == {
-        "record_shapes": False, "profile_memory": False, "with_stack": False, "with_flops": False
-    }  # fmt: skip
+        "record_shapes": False,
+        "profile_memory": False,
+        "with_stack": False,
+        "with_flops": False,
+    }
 
 
 @pytest.mark.parametrize(
@@ -27,19 +30,6 @@ def test_the_schedule_in_numbers_and_words() -> None:
 def test_an_impossible_schedule_is_refused(fields: dict[str, int]) -> None:
     with pytest.raises(CaptureError, match="the schedule needs"):
         Window(**fields)
-
-
-def test_keyword_arguments_of_earlier_versions_land_in_the_window() -> None:
-    assert window_of(None, {}) == Window()
-    assert window_of(None, {"active": 5, "record_shapes": True}) == Window(
-        active=5, record_shapes=True
-    )
-    base = Window(wait=0, measure_overhead=True)
-    assert window_of(base, {"active": 4}) == Window(wait=0, active=4, measure_overhead=True)
-    with pytest.raises(CaptureError):
-        window_of(base, {"active": 0})  # still validated
-    with pytest.raises(TypeError, match=r"unexpected keyword argument.*colour"):
-        window_of(None, {"colour": "blue"})
 
 
 def test_capture_facts_carry_the_window_through_json() -> None:

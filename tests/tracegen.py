@@ -40,9 +40,15 @@ def gpu(
     cat: str, name: str, ts: float, dur: float, stream: int = 7, correlation: int = -1, **args: Any
 ) -> dict[str, Any]:
     return {
-        "ph": "X", "cat": cat, "name": name, "pid": 0, "tid": stream, "ts": ts, "dur": dur,
+        "ph": "X",
+        "cat": cat,
+        "name": name,
+        "pid": 0,
+        "tid": stream,
+        "ts": ts,
+        "dur": dur,
         "args": {"device": 0, "stream": stream, "correlation": correlation, **args},
-    }  # fmt: skip
+    }
 
 
 def kernel(

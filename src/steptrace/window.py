@@ -11,8 +11,6 @@ and are timed before the profiler starts (the cold start, reported apart).
 
 from __future__ import annotations
 
-from typing import Any
-
 import msgspec
 
 from steptrace.errors import CaptureError
@@ -71,19 +69,3 @@ class Window(msgspec.Struct, frozen=True, kw_only=True):
             f"cold start ({self.cold_steps}) + (wait {self.wait} + warmup {self.warmup} + "
             f"active {self.active}) x repeat {self.repeat} need {self.needed_steps}"
         )
-
-
-FIELDS = frozenset(Window.__struct_fields__)
-
-
-def window_of(window: Window | None, legacy: dict[str, Any]) -> Window:
-    """``window``, or the default one, with the keyword arguments of earlier versions applied.
-
-    ``profile_training(..., active=5)`` still works: ``active`` lands in the window. An
-    unknown keyword is a ``TypeError``, as Python gives for any unexpected argument.
-    """
-    unknown = sorted(set(legacy) - FIELDS)
-    if unknown:
-        raise TypeError(f"unexpected keyword argument(s): {', '.join(unknown)}")
-    chosen = window or Window()
-    return msgspec.structs.replace(chosen, **legacy) if legacy else chosen

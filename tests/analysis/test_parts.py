@@ -14,9 +14,17 @@ DOCS = Path(__file__).resolve().parents[2] / "docs" / "findings.md"
 
 
 @pytest.mark.parametrize("part", TRAINING_STEP)
-@pytest.mark.parametrize("write", [str, str.upper, lambda p: p.replace("_", " "),
-                                   lambda p: p.replace("_", "-"), lambda p: f"## {p} ##",
-                                   lambda p: f"[pl][profile]{p}"])  # fmt: skip
+@pytest.mark.parametrize(
+    "write",
+    [
+        str,
+        str.upper,
+        lambda p: p.replace("_", " "),
+        lambda p: p.replace("_", "-"),
+        lambda p: f"## {p} ##",
+        lambda p: f"[pl][profile]{p}",
+    ],
+)
 def test_the_scenarios_own_names_count(part: str, write: object) -> None:
     """The report prints the step as data_read, transfer, ...: a label of that name counts,
     however it is cased or separated."""

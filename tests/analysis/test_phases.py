@@ -205,8 +205,12 @@ def test_data_read_names(name: str, reads: bool) -> None:
 
 
 def test_each_label_says_which_part_it_was_read_as() -> None:
-    t = table(step(1, 0, 100), label("data_read", 0, 20), label("model", 20, 30),
-              label("optimizer_step", 50, 10))  # fmt: skip
+    t = table(
+        step(1, 0, 100),
+        label("data_read", 0, 20),
+        label("model", 20, 30),
+        label("optimizer_step", 50, 10),
+    )
     (result,) = phases(t, gpu=busy((30, 100)), launches=[])
     assert {p.name: p.part for p in result.phases} == {
         "data_read": "data_read",

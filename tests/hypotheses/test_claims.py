@@ -30,10 +30,12 @@ def starved() -> Case:
     """10 ms steps, the GPU busy 1 ms: 3 ms of its idle time while reading, 4 ms after a
     blocking call, 7 ms waiting on the host; 150 of 200 kernels shorter than their launch;
     the CPU in operators 9 ms. The four causes of idle time all fire."""
-    gpu = gpu_step(1.0, kernels=200, shorter_than_launch=150, waiting_on_host_ms=7.0,
-                   idle_after_sync_ms=4.0)  # fmt: skip
-    data = analysis(steps(10.0, 10.0, 10.0, gpu=gpu, reading=reading(3.0, gpu_idle_ms=3.0),
-                          cpu=cpu(9.0)))  # fmt: skip
+    gpu = gpu_step(
+        1.0, kernels=200, shorter_than_launch=150, waiting_on_host_ms=7.0, idle_after_sync_ms=4.0
+    )
+    data = analysis(
+        steps(10.0, 10.0, 10.0, gpu=gpu, reading=reading(3.0, gpu_idle_ms=3.0), cpu=cpu(9.0))
+    )
     return Case(data)
 
 
@@ -56,11 +58,20 @@ def test_the_gpu_idle_time_goes_to_one_cause_each() -> None:
     short=st.integers(0, 50),
 )
 def test_idle_causes_never_add_up_to_more_than_the_idle_time(
-    busy: float, read_idle: float | None, after_sync: float, waiting: float | None,
-    kernels: int, short: int,
-) -> None:  # fmt: skip
-    gpu = gpu_step(busy, kernels=kernels, shorter_than_launch=min(short, kernels),
-                   waiting_on_host_ms=waiting, idle_after_sync_ms=after_sync)  # fmt: skip
+    busy: float,
+    read_idle: float | None,
+    after_sync: float,
+    waiting: float | None,
+    kernels: int,
+    short: int,
+) -> None:
+    gpu = gpu_step(
+        busy,
+        kernels=kernels,
+        shorter_than_launch=min(short, kernels),
+        waiting_on_host_ms=waiting,
+        idle_after_sync_ms=after_sync,
+    )
     measured = step("ProfilerStep#1", 10.0, gpu=gpu, reading=reading(1.0, gpu_idle_ms=read_idle))
     causes = idle_causes(measured)
     assert causes is not None and measured.gpu is not None

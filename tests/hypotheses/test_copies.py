@@ -63,9 +63,18 @@ def test_repeated_copy_one_finding_per_pattern_and_severity_as_share_of_wall() -
 
 @pytest.mark.parametrize(
     "label",
-    [None, "read_batch", "DataLoader.__next__", "fetch", "to_device", "h2d", "Transfer",
-     "data_read", "[pl][profile][Strategy]SingleDeviceStrategy.batch_to_device"],
-)  # fmt: skip
+    [
+        None,
+        "read_batch",
+        "DataLoader.__next__",
+        "fetch",
+        "to_device",
+        "h2d",
+        "Transfer",
+        "data_read",
+        "[pl][profile][Strategy]SingleDeviceStrategy.batch_to_device",
+    ],
+)
 def test_repeated_copy_ignores_the_batch_and_unlabelled_copies(label: str | None) -> None:
     assert repeated(with_copies(copy_pattern("aten::copy_", label))) == []
 
@@ -162,17 +171,34 @@ def test_pageable_memcpy_overridden_threshold() -> None:
 
 def test_pageable_memcpy_counts_only_the_pageable_copies() -> None:
     """One 1 kB pageable copy beside nine pinned ones (4 MB): only the kilobyte counts."""
-    mixed = copy(count=10, busy_ms=0.41, nbytes=4_001_000, pageable=1, pinned=9,
-                 pageable_bytes=1_000, pageable_busy_ms=0.01)  # fmt: skip
+    mixed = copy(
+        count=10,
+        busy_ms=0.41,
+        nbytes=4_001_000,
+        pageable=1,
+        pinned=9,
+        pageable_bytes=1_000,
+        pageable_busy_ms=0.01,
+    )
     quiet = analysis(steps(10, 10, 10, gpu=gpu_step(1.0, memcpy=[mixed])))
     assert pageable_memcpy(Case(quiet), Thresholds()) == []
-    heavy = copy(count=10, busy_ms=0.41, nbytes=4_001_000, pageable=9, pinned=1,
-                 pageable_bytes=4_000_000, pageable_busy_ms=0.4)  # fmt: skip
-    (found,) = pageable_memcpy(Case(analysis(steps(10, 10, 10, gpu=gpu_step(1.0, memcpy=[heavy])))),
-                               Thresholds())  # fmt: skip
+    heavy = copy(
+        count=10,
+        busy_ms=0.41,
+        nbytes=4_001_000,
+        pageable=9,
+        pinned=1,
+        pageable_bytes=4_000_000,
+        pageable_busy_ms=0.4,
+    )
+    (found,) = pageable_memcpy(
+        Case(analysis(steps(10, 10, 10, gpu=gpu_step(1.0, memcpy=[heavy])))), Thresholds()
+    )
     assert found.evidence.values() == {
-        "copies_per_step": 9, "bytes_per_step": 4_000_000, "copy_ms_per_step": 0.4
-    }  # fmt: skip
+        "copies_per_step": 9,
+        "bytes_per_step": 4_000_000,
+        "copy_ms_per_step": 0.4,
+    }
 
 
 def test_pageable_memcpy_needs_a_pageable_copy_even_at_a_zero_threshold() -> None:

@@ -82,12 +82,25 @@ def test_find_on_a_quiet_trace() -> None:
 # -- the level of a finding -------------------------------------------------------------------
 @pytest.mark.parametrize(
     ("severity", "share", "level"),
-    [(1.5, 1.0, "high"), (0.2, 0.2, "high"), (0.1999, 0.1999, "medium"), (0.05, 0.05, "medium"),
-     (0.0499, 0.0499, "low"), (0.0, 0.0, "low"), (-0.3, 0.0, "low")],
-)  # fmt: skip
+    [
+        (1.5, 1.0, "high"),
+        (0.2, 0.2, "high"),
+        (0.1999, 0.1999, "medium"),
+        (0.05, 0.05, "medium"),
+        (0.0499, 0.0499, "low"),
+        (0.0, 0.0, "low"),
+        (-0.3, 0.0, "low"),
+    ],
+)
 def test_severity_is_clipped_and_given_a_level(severity: float, share: float, level: str) -> None:
-    made = finding("x", severity, observation="o", hypothesis="h", next_check="n",
-                   evidence=Evidence((), Where(("s",), (0.0, 1.0), None, None)))  # fmt: skip
+    made = finding(
+        "x",
+        severity,
+        observation="o",
+        hypothesis="h",
+        next_check="n",
+        evidence=Evidence((), Where(("s",), (0.0, 1.0), None, None)),
+    )
     assert (made.severity, made.level) == (share, level)
 
 
@@ -113,9 +126,11 @@ def test_replace_refuses_unknown_names_and_lists_the_valid_ones() -> None:
 
 @pytest.mark.parametrize(
     ("assignment", "message"),
-    [("input_share=abc", "input_share='abc': must be a number"),
-     ("small_kernel_count=1.5", "small_kernel_count='1.5': must be a whole number")],
-)  # fmt: skip
+    [
+        ("input_share=abc", "input_share='abc': must be a number"),
+        ("small_kernel_count=1.5", "small_kernel_count='1.5': must be a whole number"),
+    ],
+)
 def test_replace_says_what_kind_a_value_must_be(assignment: str, message: str) -> None:
     with pytest.raises(ValueError, match=message):
         Thresholds().replace([assignment])
@@ -123,9 +138,14 @@ def test_replace_says_what_kind_a_value_must_be(assignment: str, message: str) -
 
 @pytest.mark.parametrize(
     "assignment",
-    ["input_share=-0.1", "small_kernel_count=-1", "input_share=nan", "input_share=inf",
-     "overhead_ratio=-inf"],
-)  # fmt: skip
+    [
+        "input_share=-0.1",
+        "small_kernel_count=-1",
+        "input_share=nan",
+        "input_share=inf",
+        "overhead_ratio=-inf",
+    ],
+)
 def test_replace_refuses_negative_and_non_finite_values(assignment: str) -> None:
     with pytest.raises(ValueError, match="must be a finite, non-negative number"):
         Thresholds().replace([assignment])
@@ -133,9 +153,12 @@ def test_replace_refuses_negative_and_non_finite_values(assignment: str) -> None
 
 @pytest.mark.parametrize(
     ("assignment", "message"),
-    [("input_share", "expected NAME=VALUE"), ("input_share=abc", "must be a number"),
-     ("small_kernel_count=2.5", "must be a whole number")],
-)  # fmt: skip
+    [
+        ("input_share", "expected NAME=VALUE"),
+        ("input_share=abc", "must be a number"),
+        ("small_kernel_count=2.5", "must be a whole number"),
+    ],
+)
 def test_replace_refuses_malformed_assignments(assignment: str, message: str) -> None:
     with pytest.raises(ValueError, match=message):
         Thresholds().replace([assignment])

@@ -67,8 +67,9 @@ def test_small_launches_fires_when_the_gpu_waits_on_the_host() -> None:
 
 
 def test_small_launches_gives_up_the_wait_while_reading_and_after_syncs() -> None:
-    gpu = gpu_step(4.0, kernels=200, shorter_than_launch=200, waiting_on_host_ms=5.0,
-                   idle_after_sync_ms=1.5)  # fmt: skip
+    gpu = gpu_step(
+        4.0, kernels=200, shorter_than_launch=200, waiting_on_host_ms=5.0, idle_after_sync_ms=1.5
+    )
     alone = analysis(steps(10.0, 10.0, 10.0, gpu=gpu))
     (found,) = small(alone)
     assert found.severity == pytest.approx(0.35)  # 5 ms wait less 1.5 ms after syncs
@@ -110,8 +111,10 @@ def test_small_launches_needs_the_gpu() -> None:
 # -- optimizer-kernels ------------------------------------------------------------------------
 def optimizing(*launches: int | None, name: str = "Optimizer.step#AdamW.step") -> TraceAnalysis:
     """Steps of 10 ms whose optimizer label lasts 2 ms and launches ``launches`` each."""
-    phases = [(phase("forward", 3.0, gpu_launches=500), phase(name, 2.0, gpu_launches=n))
-              for n in launches]  # fmt: skip
+    phases = [
+        (phase("forward", 3.0, gpu_launches=500), phase(name, 2.0, gpu_launches=n))
+        for n in launches
+    ]
     return analysis(steps(*[10.0] * len(launches), phases=phases, gpu=gpu_step(5.0)))
 
 
@@ -142,8 +145,10 @@ def test_optimizer_kernels_ignores_other_labels() -> None:
 
 
 def test_optimizer_kernels_nested_labels_take_the_outer_one() -> None:
-    nested = (phase("optimizer_step", 3.0, gpu_launches=80),
-              phase("optimizer.step", 2.5, gpu_launches=70))  # fmt: skip
+    nested = (
+        phase("optimizer_step", 3.0, gpu_launches=80),
+        phase("optimizer.step", 2.5, gpu_launches=70),
+    )
     (found,) = optimizer(analysis(steps(10.0, 10.0, phases=nested, gpu=gpu_step(5.0))))
     assert found.evidence.values() == {
         "launches_per_step": 80.0,
@@ -156,9 +161,10 @@ def test_optimizer_kernels_nested_labels_take_the_outer_one() -> None:
 def test_optimizer_kernels_takes_torchs_own_label_inside_a_frameworks() -> None:
     """Lightning's optimizer_step holds the closure (training_step, backward): torch's own
     Optimizer.step# label inside it is the optimizer."""
-    nested = (phase("[pl][profile][LightningModule]Model.optimizer_step", 8.0,
-                    gpu_launches=900),
-              phase("Optimizer.step#SGD.step", 2.5, gpu_launches=70))  # fmt: skip
+    nested = (
+        phase("[pl][profile][LightningModule]Model.optimizer_step", 8.0, gpu_launches=900),
+        phase("Optimizer.step#SGD.step", 2.5, gpu_launches=70),
+    )
     (found,) = optimizer(analysis(steps(10.0, 10.0, phases=nested, gpu=gpu_step(5.0))))
     assert found.evidence.values() == {
         "launches_per_step": 70.0,

@@ -46,8 +46,13 @@ def not_observed(data: TraceAnalysis, scenario: Scenario | None = None) -> list[
 
 
 # -- inference-autograd -----------------------------------------------------------------------
-def serving(*, recorded: int = 0, flows: int = 0, ops: tuple[OperatorStat, ...] = (),
-            phases: tuple[Phase, ...] = ()) -> TraceAnalysis:  # fmt: skip
+def serving(
+    *,
+    recorded: int = 0,
+    flows: int = 0,
+    ops: tuple[OperatorStat, ...] = (),
+    phases: tuple[Phase, ...] = (),
+) -> TraceAnalysis:
     """Three CPU steps of 10 ms; ``recorded`` operators recorded by autograd in each."""
     recording = cpu(5.0, operators=40, grad_recording=recorded)
     return analysis(
@@ -88,8 +93,11 @@ def test_inference_autograd_counts_the_forward_labels_only() -> None:
     harness = (phase("transfer", 0.1, grad_recording=1), phase("forward", 5.0))
     assert autograd(serving(recorded=1, phases=harness)) == []
     # nested forward labels: the analysis counts the operators in the outermost only
-    user = (phase("transfer", 0.1, grad_recording=1), phase("forward", 5.0, grad_recording=30),
-            phase("[pl][profile]model_forward", 4.0, grad_recording=0))  # fmt: skip
+    user = (
+        phase("transfer", 0.1, grad_recording=1),
+        phase("forward", 5.0, grad_recording=30),
+        phase("[pl][profile]model_forward", 4.0, grad_recording=0),
+    )
     (found,) = autograd(serving(recorded=31, phases=user))
     assert found.evidence.values()["grad_recording_operators"] == 90  # 30 in each step
     assert found.evidence.values()["counted"] == (
@@ -165,8 +173,9 @@ SGEMM = "volta_sgemm_128x64_nn"
 BF16 = "ampere_bf16_s16816gemm_bf16_128x64_ldg8_f2f_nn"
 
 
-def kernels(*stats: tuple[str, float], capability: str | None = "9.0",
-            observed: bool = True) -> TraceAnalysis:  # fmt: skip
+def kernels(
+    *stats: tuple[str, float], capability: str | None = "9.0", observed: bool = True
+) -> TraceAnalysis:
     """Three GPU steps of 10 ms on one device, with these kernels (name, total ms)."""
     return analysis(
         steps(10.0, 10.0, 10.0, gpu=gpu_step(5.0) if observed else None),
@@ -197,8 +206,13 @@ def test_precision_silent_just_under() -> None:
 
 def test_precision_examples_are_three_names_cut_at_120_characters() -> None:
     long = "implicit_convolve_sgemm_" + "x" * 200
-    data = kernels((long, 4.0), ("gemv2T_kernel", 2.5), ("cutlass_80_simt_sgemm", 2.0),
-                   ("matmul_fallback", 1.0), ("gemmSN_NN_kernel", 0.5))  # fmt: skip
+    data = kernels(
+        (long, 4.0),
+        ("gemv2T_kernel", 2.5),
+        ("cutlass_80_simt_sgemm", 2.0),
+        ("matmul_fallback", 1.0),
+        ("gemmSN_NN_kernel", 0.5),
+    )
     (found,) = fp32(data)
     examples = found.evidence.values()["examples"]
     assert examples == (long[:120], "cutlass_80_simt_sgemm", "matmul_fallback")  # gemv: no

@@ -57,8 +57,10 @@ def test_dominant_op_needs_a_share_of_wall_time() -> None:
 
 
 def test_dominant_op_on_a_cpu_trace_uses_self_time() -> None:
-    ops = [operator("aten::conv2d", calls=2, self_ms=6.0, input_shapes="[[8, 3, 224, 224]]"),
-           operator("aten::relu", calls=2, self_ms=4.0, gpu_ms=100.0)]  # fmt: skip
+    ops = [
+        operator("aten::conv2d", calls=2, self_ms=6.0, input_shapes="[[8, 3, 224, 224]]"),
+        operator("aten::relu", calls=2, self_ms=4.0, gpu_ms=100.0),
+    ]
     (found,) = dominant(analysis(steps(10.0, 10.0, 10.0, cpu=cpu(8.0)), operators=ops))
     values = found.evidence.values()
     assert (values["operator"], values["ms"], values["share"]) == ("aten::conv2d", 6.0, 0.6)
@@ -89,8 +91,9 @@ def test_dominant_op_overridden_thresholds() -> None:
 # -- profiler-distortion ----------------------------------------------------------------------
 def dispatching(operators: int, operator_us: float | None, busy_ms: float = 6.0) -> TraceAnalysis:
     """Three CPU steps of 10 ms, each with ``operators`` operators of this median duration."""
-    return analysis(steps(10.0, 10.0, 10.0, cpu=cpu(busy_ms, operators=operators,
-                                                    operator_us=operator_us)))  # fmt: skip
+    return analysis(
+        steps(10.0, 10.0, 10.0, cpu=cpu(busy_ms, operators=operators, operator_us=operator_us))
+    )
 
 
 def test_profiler_distortion_fires_at_200_operators_of_10_us() -> None:

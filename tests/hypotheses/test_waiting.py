@@ -54,14 +54,26 @@ def test_sync_in_step_silent_just_under() -> None:
 
 def test_sync_in_step_names_the_calls_and_the_syncing_operators() -> None:
     data = analysis(
-        steps(10.0, 10.0, gpu=[
-            gpu_step(5.0, idle_after_sync_ms=3.0, sync_calls=[sync("cudaStreamSynchronize", 2)]),
-            gpu_step(5.0, idle_after_sync_ms=1.0, sync_calls=[
-                sync("cudaMemcpy", 1), sync("cudaStreamSynchronize", 1)]),
-        ]),
-        operators=[operator("aten::mm", calls=9), operator("aten::item", calls=3),
-                   operator("aten::nonzero", calls=1)],
-    )  # fmt: skip
+        steps(
+            10.0,
+            10.0,
+            gpu=[
+                gpu_step(
+                    5.0, idle_after_sync_ms=3.0, sync_calls=[sync("cudaStreamSynchronize", 2)]
+                ),
+                gpu_step(
+                    5.0,
+                    idle_after_sync_ms=1.0,
+                    sync_calls=[sync("cudaMemcpy", 1), sync("cudaStreamSynchronize", 1)],
+                ),
+            ],
+        ),
+        operators=[
+            operator("aten::mm", calls=9),
+            operator("aten::item", calls=3),
+            operator("aten::nonzero", calls=1),
+        ],
+    )
     (found,) = syncing(data)
     values = found.evidence.values()
     assert values["idle_after_sync_ms"] == 2.0  # median of 3 and 1
@@ -116,8 +128,15 @@ def test_cpu_bound_just_under_half_gpu() -> None:
 
 
 def test_cpu_bound_medians_over_steps() -> None:
-    data = analysis(steps(10.0, 20.0, 10.0, gpu=[gpu_step(1.0), gpu_step(8.0), gpu_step(9.0)],
-                          cpu=[cpu(9.0), cpu(19.0), cpu(2.0)]))  # fmt: skip
+    data = analysis(
+        steps(
+            10.0,
+            20.0,
+            10.0,
+            gpu=[gpu_step(1.0), gpu_step(8.0), gpu_step(9.0)],
+            cpu=[cpu(9.0), cpu(19.0), cpu(2.0)],
+        )
+    )
     (found,) = bound(data)
     assert found.evidence.values() == {"gpu_busy_share": 0.4, "cpu_in_operators_share": 0.9}
     assert found.evidence.where.time_us == (1000.0, 41000.0)

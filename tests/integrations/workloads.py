@@ -38,10 +38,16 @@ def lightning_fit(root: Path, profiler: Any, steps: int = 6) -> None:
         torch.randn(64, 16, generator=generator), torch.randn(64, 1, generator=generator)
     )
     trainer = pl.Trainer(
-        max_steps=steps, profiler=profiler, accelerator="cpu", devices=1, logger=False,
-        enable_checkpointing=False, enable_progress_bar=False, enable_model_summary=False,
+        max_steps=steps,
+        profiler=profiler,
+        accelerator="cpu",
+        devices=1,
+        logger=False,
+        enable_checkpointing=False,
+        enable_progress_bar=False,
+        enable_model_summary=False,
         default_root_dir=str(root),
-    )  # fmt: skip
+    )
     trainer.fit(Tiny(), torch.utils.data.DataLoader(data, batch_size=8))
 
 
@@ -62,14 +68,25 @@ def hf_train(root: Path, callback: Any, steps: int = 4) -> None:
     from transformers import BertConfig, BertForSequenceClassification, Trainer, TrainingArguments
 
     config = BertConfig(
-        vocab_size=100, hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
-        intermediate_size=64, max_position_embeddings=32, num_labels=2,
-    )  # fmt: skip
+        vocab_size=100,
+        hidden_size=32,
+        num_hidden_layers=2,
+        num_attention_heads=2,
+        intermediate_size=64,
+        max_position_embeddings=32,
+        num_labels=2,
+    )
     args = TrainingArguments(
-        output_dir=str(root / "hf"), max_steps=steps, per_device_train_batch_size=8,
-        report_to=[], save_strategy="no", logging_strategy="no", use_cpu=True,
-        disable_tqdm=True, seed=0,
-    )  # fmt: skip
+        output_dir=str(root / "hf"),
+        max_steps=steps,
+        per_device_train_batch_size=8,
+        report_to=[],
+        save_strategy="no",
+        logging_strategy="no",
+        use_cpu=True,
+        disable_tqdm=True,
+        seed=0,
+    )
     model = BertForSequenceClassification(config)
     Trainer(model=model, args=args, train_dataset=Tokens(), callbacks=[callback]).train()
 
@@ -84,8 +101,9 @@ def gloo_rank(rank: int, folder: str, world_size: int, port: int) -> None:
     try:
         model = torch.nn.Linear(16, 4)
         handler = trace_handler(folder, scenario=SCENARIO)
-        with profile(schedule=schedule(wait=1, warmup=1, active=2, repeat=1),
-                     on_trace_ready=handler) as prof:  # fmt: skip
+        with profile(
+            schedule=schedule(wait=1, warmup=1, active=2, repeat=1), on_trace_ready=handler
+        ) as prof:
             for _ in range(4):
                 model(torch.randn(8, 16)).sum().backward()
                 for parameter in model.parameters():

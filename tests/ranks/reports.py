@@ -55,21 +55,34 @@ def widened(
         if rank == slow_rank:
             steps = tuple(
                 msgspec.structs.replace(
-                    s, wall_ms=s.wall_ms + extra_ms,
+                    s,
+                    wall_ms=s.wall_ms + extra_ms,
                     phases_ms={**s.phases_ms, phase: s.phases_ms.get(phase, 0.0) + extra_ms},
                 )
                 for s in steps
-            )  # fmt: skip
+            )
         results.append(_renumbered(quiet, rank, steps))
     straggler = Straggler(
-        rank=slow_rank, phase=phase, excess_ms=extra_ms, steps_late=len(quiet.steps),
-        steps=len(quiet.steps), others_wait_ms=extra_ms, own_wait_ms=0.0, times_last=None,
+        rank=slow_rank,
+        phase=phase,
+        excess_ms=extra_ms,
+        steps_late=len(quiet.steps),
+        steps=len(quiet.steps),
+        others_wait_ms=extra_ms,
+        own_wait_ms=0.0,
+        times_last=None,
         of=quiet.collectives,
-    )  # fmt: skip
+    )
     return msgspec.structs.replace(
-        base, world_size=ranks, ranks=tuple(results), stragglers=(straggler,), findings=(),
-        clocks=msgspec.structs.replace(base.clocks, ranks=()), collectives=(), unmatched=(),
-    )  # fmt: skip
+        base,
+        world_size=ranks,
+        ranks=tuple(results),
+        stragglers=(straggler,),
+        findings=(),
+        clocks=msgspec.structs.replace(base.clocks, ranks=()),
+        collectives=(),
+        unmatched=(),
+    )
 
 
 def _renumbered(result: RankResult, rank: int, steps: tuple) -> RankResult:  # type: ignore[type-arg]

@@ -101,8 +101,17 @@ def _step(
         ev = events[r]
         ev.append(_cpu(r, offsets, "read_batch", t0, read, "user_annotation"))
         ev.append(_cpu(r, offsets, "forward", t0 + read, forward, "user_annotation"))
-        ev.append(_kernel(r, offsets, "gemm_forward", t0 + read + 100_000, forward - 200_000,
-                          COMPUTE_STREAM, 0))  # fmt: skip
+        ev.append(
+            _kernel(
+                r,
+                offsets,
+                "gemm_forward",
+                t0 + read + 100_000,
+                forward - 200_000,
+                COMPUTE_STREAM,
+                0,
+            )
+        )
     backward = {r: _phase_ns(plan, rng, r, "backward", plan.backward_ns) for r in backward_start}
     last_end = max(backward_start[r] + backward[r] for r in backward_start)
     for c in range(plan.collectives):
@@ -124,13 +133,17 @@ def _step(
     for r, b in backward_start.items():
         ev = events[r]
         ev.append(_cpu(r, offsets, "backward", b, sync - b, "user_annotation"))
-        ev.append(_kernel(r, offsets, "gemm_backward", b + 100_000, backward[r] - 200_000,
-                          COMPUTE_STREAM, 0))  # fmt: skip
+        ev.append(
+            _kernel(
+                r, offsets, "gemm_backward", b + 100_000, backward[r] - 200_000, COMPUTE_STREAM, 0
+            )
+        )
         ev.append(_cpu(r, offsets, "optimizer_step", sync, plan.optimizer_ns, "user_annotation"))
     t_next = sync + plan.optimizer_ns + 50_000
     for r in range(plan.ranks):
-        events[r].append(_cpu(r, offsets, f"ProfilerStep#{s + 1}", t0, t_next - t0 - 1_000,
-                              "user_annotation"))  # fmt: skip
+        events[r].append(
+            _cpu(r, offsets, f"ProfilerStep#{s + 1}", t0, t_next - t0 - 1_000, "user_annotation")
+        )
     return t_next
 
 
@@ -150,11 +163,15 @@ def _collective(
     issue = arrive - 30_000
     ev = _cpu(r, offsets, "record_param_comms", issue, 25_000, "cpu_op")
     ev["args"] = {
-        "Collective name": plan.collective, "Process Group Name": "0", "Seq": ids["seq"],
+        "Collective name": plan.collective,
+        "Process Group Name": "0",
+        "Seq": ids["seq"],
         "In msg nelems": plan.nelems * (plan.heavy[1] if plan.heavy and plan.heavy[0] == r else 1),
-        "Out msg nelems": plan.nelems, "Group size": plan.ranks,
-        "dtype": "Float", "Process Group Ranks": json.dumps(list(range(plan.ranks))),
-    }  # fmt: skip
+        "Out msg nelems": plan.nelems,
+        "Group size": plan.ranks,
+        "dtype": "Float",
+        "Process Group Ranks": json.dumps(list(range(plan.ranks))),
+    }
     events_of = [ev, _cpu(r, offsets, "cudaLaunchKernel", issue + 5_000, 10_000, "cuda_runtime")]
     events_of[1]["args"] = {"correlation": corr}
     name = (
@@ -169,18 +186,31 @@ def _collective(
 
 
 def _cpu(r: int, offsets: dict[int, int], name: str, t: int, dur: int, cat: str) -> dict[str, Any]:
-    return {"ph": "X", "cat": cat, "name": name, "pid": CPU_PID, "tid": CPU_TID,
-            "ts": ("@ts", t + offsets[r]), "dur": dur / 1000, "args": {}}  # fmt: skip
+    return {
+        "ph": "X",
+        "cat": cat,
+        "name": name,
+        "pid": CPU_PID,
+        "tid": CPU_TID,
+        "ts": ("@ts", t + offsets[r]),
+        "dur": dur / 1000,
+        "args": {},
+    }
 
 
 def _kernel(
     r: int, offsets: dict[int, int], name: str, t: int, dur: int, stream: int, corr: int
 ) -> dict[str, Any]:
     return {
-        "ph": "X", "cat": "kernel", "name": name, "pid": GPU_PID, "tid": stream,
-        "ts": ("@ts", t + offsets[r]), "dur": dur / 1000,
+        "ph": "X",
+        "cat": "kernel",
+        "name": name,
+        "pid": GPU_PID,
+        "tid": stream,
+        "ts": ("@ts", t + offsets[r]),
+        "dur": dur / 1000,
         "args": {"device": 0, "stream": stream, "correlation": corr},
-    }  # fmt: skip
+    }
 
 
 def _text(plan: Plan, r: int, events: list[dict[str, Any]]) -> str:

@@ -9,10 +9,19 @@ from steptrace.across.ranks.matching import Matched
 
 def call(start: int, end: int) -> Instance:
     return Instance(
-        kind="all_reduce", process_group="0", seq=None, lane="", source="record_param_comms",
-        issued_ns=start, start_ns=start, end_ns=end, blocking=True, nbytes=None,
-        group_size=None, group_ranks=None,
-    )  # fmt: skip
+        kind="all_reduce",
+        process_group="0",
+        seq=None,
+        lane="",
+        source="record_param_comms",
+        issued_ns=start,
+        start_ns=start,
+        end_ns=end,
+        blocking=True,
+        nbytes=None,
+        group_size=None,
+        group_ranks=None,
+    )
 
 
 def job(shift: dict[int, int], jitter: dict[int, list[int]], n: int = 5) -> list[Matched]:

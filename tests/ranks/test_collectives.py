@@ -18,21 +18,34 @@ def instances(
 
 
 RPC = {
-    "Collective name": "allreduce", "Process Group Name": "7", "Seq": 4, "In msg nelems": 1000,
-    "dtype": "BFloat16", "Group size": 2, "Process Group Ranks": "[0, 1]",
-}  # fmt: skip
+    "Collective name": "allreduce",
+    "Process Group Name": "7",
+    "Seq": 4,
+    "In msg nelems": 1000,
+    "dtype": "BFloat16",
+    "Group size": 2,
+    "Process Group Ranks": "[0, 1]",
+}
 
 
 def test_record_param_comms_with_its_kernel(write_trace: WriteTrace) -> None:
-    (found,) = instances(write_trace, [
-        step(1, 0, 1000),
-        cpu("c10d::allreduce_", 10, 100),
-        cpu("record_param_comms", 20, 80, **RPC),
-        launch(30, 10, correlation=5),
-        kernel("ncclDevKernel_AllReduce_Sum_bf16_RING_LL(ncclDevKernelArgsStorage<4096ul>)",
-               50, 400, stream=20, correlation=5),
-        cpu("record_param_comms", 500, 5, **{"Collective name": "wait"}),
-    ])  # fmt: skip
+    (found,) = instances(
+        write_trace,
+        [
+            step(1, 0, 1000),
+            cpu("c10d::allreduce_", 10, 100),
+            cpu("record_param_comms", 20, 80, **RPC),
+            launch(30, 10, correlation=5),
+            kernel(
+                "ncclDevKernel_AllReduce_Sum_bf16_RING_LL(ncclDevKernelArgsStorage<4096ul>)",
+                50,
+                400,
+                stream=20,
+                correlation=5,
+            ),
+            cpu("record_param_comms", 500, 5, **{"Collective name": "wait"}),
+        ],
+    )
     assert (found.kind, found.process_group, found.seq, found.source) == (
         "all_reduce",
         "7",
@@ -48,11 +61,18 @@ def test_collective_args_written_as_other_json_types(write_trace: WriteTrace) ->
     """A group name written as a number, counts as strings: read as the text and the number
     they spell, in whichever row order the args come."""
     written = {**RPC, "Process Group Name": 7, "Seq": "4", "In msg nelems": "1000", "dtype": 3}
-    trace = load_trace(write_trace(document([
-        step(1, 0, 1000),
-        cpu("record_param_comms", 20, 80, **written),
-        cpu("record_param_comms", 10, 5, **RPC),
-    ])), progress=False)  # fmt: skip
+    trace = load_trace(
+        write_trace(
+            document(
+                [
+                    step(1, 0, 1000),
+                    cpu("record_param_comms", 20, 80, **written),
+                    cpu("record_param_comms", 10, 5, **RPC),
+                ]
+            )
+        ),
+        progress=False,
+    )
     events = trace.events
 
     def texts(field: str) -> list[str | None]:
@@ -68,15 +88,23 @@ def test_collective_args_written_as_other_json_types(write_trace: WriteTrace) ->
 
 
 def test_c10d_operator_and_a_kernel_alone_in_either_vocabulary(write_trace: WriteTrace) -> None:
-    found = instances(write_trace, [
-        step(1, 0, 1000),
-        cpu("c10d::broadcast_", 10, 100),
-        launch(30, 10, correlation=5),
-        kernel("ncclKernel_Broadcast_RING_LL_Sum_int8_t(ncclDevComm*, unsigned long, ncclWork*)",
-               50, 100, stream=20, correlation=5),
-        kernel("ncclDevKernel_SendRecv(ncclDevKernelArgsStorage<4096ul>)", 300, 50, stream=21),
-        kernel("NCCLDEVKERNEL_ALLGATHER_RING_LL", 400, 50, stream=21),
-    ])  # fmt: skip
+    found = instances(
+        write_trace,
+        [
+            step(1, 0, 1000),
+            cpu("c10d::broadcast_", 10, 100),
+            launch(30, 10, correlation=5),
+            kernel(
+                "ncclKernel_Broadcast_RING_LL_Sum_int8_t(ncclDevComm*, unsigned long, ncclWork*)",
+                50,
+                100,
+                stream=20,
+                correlation=5,
+            ),
+            kernel("ncclDevKernel_SendRecv(ncclDevKernelArgsStorage<4096ul>)", 300, 50, stream=21),
+            kernel("NCCLDEVKERNEL_ALLGATHER_RING_LL", 400, 50, stream=21),
+        ],
+    )
     assert [(i.kind, i.source, i.lane) for i in found] == [
         ("broadcast", "c10d", "stream 20"),
         ("send_recv", "nccl_kernel", "stream 21"),
@@ -85,12 +113,16 @@ def test_c10d_operator_and_a_kernel_alone_in_either_vocabulary(write_trace: Writ
 
 
 def test_gloo_events_stand_for_their_cpu_operators(write_trace: WriteTrace) -> None:
-    found = instances(write_trace, [
-        step(1, 0, 1000),
-        cpu("c10d::allreduce_", 10, 20),
-        label("gloo:all_reduce", 15, 300, tid=7),
-        label("gloo:barrier", 400, 30, tid=8),
-    ], gpu=False)  # fmt: skip
+    found = instances(
+        write_trace,
+        [
+            step(1, 0, 1000),
+            cpu("c10d::allreduce_", 10, 20),
+            label("gloo:all_reduce", 15, 300, tid=7),
+            label("gloo:barrier", 400, 30, tid=8),
+        ],
+        gpu=False,
+    )
     assert [(i.kind, i.source, i.start_ns, i.end_ns, i.blocking) for i in found] == [
         ("all_reduce", "gloo", 15_000, 315_000, True),  # ts 0 is the step's start
         ("barrier", "gloo", 400_000, 430_000, True),

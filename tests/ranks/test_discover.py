@@ -17,20 +17,33 @@ def info(
     dist = Distributed(rank, world, backend) if rank is not None or world is not None else None
     return RankOrigin.of(
         TraceInfo(
-            path=Path(name), size_bytes=0, events_total=0, devices=None, distributed=dist,
-            base_time_ns=None, time_unit=None, options={}, memory_events=0, fwdbwd_flows=0,
+            path=Path(name),
+            size_bytes=0,
+            events_total=0,
+            devices=None,
+            distributed=dist,
+            base_time_ns=None,
+            time_unit=None,
+            options={},
+            memory_events=0,
+            fwdbwd_flows=0,
         )
-    )  # fmt: skip
+    )
 
 
 @pytest.mark.parametrize(
     ("name", "rank"),
     [
-        ("rank-3.json", 3), ("trace_rank3.pt.trace.json.gz", 3), ("job_rank_12.json", 12),
-        ("worker7.json", 7), ("Rank02.json", 2), ("sampled_128rank_rank1_x.json.gz", 1),
-        ("trace.json", None), ("ranking.json", None),
+        ("rank-3.json", 3),
+        ("trace_rank3.pt.trace.json.gz", 3),
+        ("job_rank_12.json", 12),
+        ("worker7.json", 7),
+        ("Rank02.json", 2),
+        ("sampled_128rank_rank1_x.json.gz", 1),
+        ("trace.json", None),
+        ("ranking.json", None),
     ],
-)  # fmt: skip
+)
 def test_rank_numbers_in_file_names(name: str, rank: int | None) -> None:
     assert rank_in_name(name) == rank
 
@@ -58,15 +71,20 @@ def test_a_trace_without_its_rank_does_not_renumber_the_others() -> None:
         [info(f"rank{k}.json", rank=k, world=12) for k in (0, 1, 10, 2)] + [info("last.json")]
     )
     assert [(r.rank, r.source) for r in found.ranks] == [
-        (0, "distributedInfo"), (1, "distributedInfo"), (10, "distributedInfo"),
-        (2, "distributedInfo"), (3, "file order"),
-    ]  # fmt: skip
+        (0, "distributedInfo"),
+        (1, "distributedInfo"),
+        (10, "distributedInfo"),
+        (2, "distributedInfo"),
+        (3, "file order"),
+    ]
     assert "1 of 5 traces do not say their rank" in found.warnings[0]
     assert "last.json -> 3" in found.warnings[0]
     mixed = identify([info("b.json"), info("x_rank0.json"), info("a.json", rank=1)])
     assert [(r.rank, r.source) for r in mixed.ranks] == [
-        (2, "file order"), (0, "file name"), (1, "distributedInfo"),
-    ]  # fmt: skip
+        (2, "file order"),
+        (0, "file name"),
+        (1, "distributedInfo"),
+    ]
 
 
 def test_a_huge_world_size_is_counted_not_listed() -> None:

@@ -6,24 +6,60 @@ from steptrace.across.ranks.collectives import Instance, kind_of
 from steptrace.across.ranks.matching import match
 
 
-def inst(kind: str = "all_reduce", seq: int | None = None, t: int = 0, group: str = "0",
-         source: str = "record_param_comms", size: int | None = None,
-         nbytes: int | None = None) -> Instance:  # fmt: skip
+def inst(
+    kind: str = "all_reduce",
+    seq: int | None = None,
+    t: int = 0,
+    group: str = "0",
+    source: str = "record_param_comms",
+    size: int | None = None,
+    nbytes: int | None = None,
+) -> Instance:
     return Instance(
-        kind=kind, process_group=group, seq=seq, lane="", source=source,  # type: ignore[arg-type]
-        issued_ns=t, start_ns=t, end_ns=t + 10, blocking=True, nbytes=nbytes, group_size=size,
+        kind=kind,
+        process_group=group,
+        seq=seq,
+        lane="",
+        source=source,  # type: ignore[arg-type]
+        issued_ns=t,
+        start_ns=t,
+        end_ns=t + 10,
+        blocking=True,
+        nbytes=nbytes,
+        group_size=size,
         group_ranks=None,
-    )  # fmt: skip
+    )
 
 
 def test_kinds_of_every_vocabulary() -> None:
-    names = ["allreduce", "all_reduce", "AllReduce", "_allgather_base", "AllGather",
-             "reduce_scatter_tensor", "ReduceScatter", "alltoall_base", "all_to_all",
-             "SendRecv", "broadcast", "barrier"]  # fmt: skip
+    names = [
+        "allreduce",
+        "all_reduce",
+        "AllReduce",
+        "_allgather_base",
+        "AllGather",
+        "reduce_scatter_tensor",
+        "ReduceScatter",
+        "alltoall_base",
+        "all_to_all",
+        "SendRecv",
+        "broadcast",
+        "barrier",
+    ]
     assert [kind_of(n) for n in names] == [
-        "all_reduce", "all_reduce", "all_reduce", "all_gather", "all_gather", "reduce_scatter",
-        "reduce_scatter", "all_to_all", "all_to_all", "send_recv", "broadcast", "barrier",
-    ]  # fmt: skip
+        "all_reduce",
+        "all_reduce",
+        "all_reduce",
+        "all_gather",
+        "all_gather",
+        "reduce_scatter",
+        "reduce_scatter",
+        "all_to_all",
+        "all_to_all",
+        "send_recv",
+        "broadcast",
+        "barrier",
+    ]
 
 
 def test_seq_pairs_calls_recorded_in_different_orders() -> None:
@@ -76,8 +112,11 @@ def test_a_pairing_by_order_that_lost_its_place_shows_in_the_sizes() -> None:
     assert [m.key for m in found.matched] == ["#0"]
     assert {(u.reason, u.instances, u.first_key) for u in found.unmatched} == {
         ("different sizes at the same position", 2, "#1"),
-        ("counts differ per rank (rank 0: 3, rank 1: 2): calls past the shortest are unpaired",
-         1, "#2"),
-    }  # fmt: skip
+        (
+            "counts differ per rank (rank 0: 3, rank 1: 2): calls past the shortest are unpaired",
+            1,
+            "#2",
+        ),
+    }
     uneven = match({0: [inst("all_to_all", nbytes=4)], 1: [inst("all_to_all", nbytes=9)]}, 2)
     assert len(uneven.matched) == 1  # an all-to-all may send different sizes

@@ -284,8 +284,11 @@ def test_no_progress_bar_when_piped() -> None:
     code = "from steptrace.cli import main; main()"
     done = subprocess.run(
         [sys.executable, "-c", code, "analyze", str(SET), "-f", "json", "--jobs", "2"],
-        capture_output=True, text=True, check=False, env={**os.environ, "COLUMNS": "100"},
-    )  # fmt: skip
+        capture_output=True,
+        text=True,
+        check=False,
+        env={**os.environ, "COLUMNS": "100"},
+    )
     assert done.returncode == 0, done.stderr
     assert "analyz" not in done.stderr and "\x1b" not in done.stderr and "\r" not in done.stderr
     assert done.stderr.splitlines() == [
@@ -379,9 +382,10 @@ def test_a_scheduler_given_where_it_does_not_apply_is_said_once() -> None:
     assert single.exit_code == 0, single.stderr
     assert "--scheduler applies to the ranks of one job" in single.stderr
     quiet = runner.invoke(
-        app, ["analyze", str(rank_paths(SET)[0]), "-f", "json"],
+        app,
+        ["analyze", str(rank_paths(SET)[0]), "-f", "json"],
         env={"STEPTRACE_SCHEDULER": "tcp://nowhere:1"},
-    )  # fmt: skip
+    )
     assert quiet.exit_code == 0 and "--scheduler" not in quiet.stderr  # set for other jobs
 
 
@@ -409,10 +413,12 @@ def test_ctrl_c_while_the_ranks_run_is_one_line_and_ends_every_worker(
     folder = _slow_ranks(tmp_path)
     command = [str(Path(sys.executable).parent / "steptrace"), "analyze", str(folder), "-f", "json"]
     running = subprocess.Popen(
-        [*command, *runner], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+        [*command, *runner],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
         start_new_session=True,  # a group of its own, as a terminal's foreground job
         preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
-    )  # fmt: skip
+    )
     try:
         tree = psutil.Process(running.pid)
         deadline = time.monotonic() + 60
@@ -436,9 +442,10 @@ def test_ctrl_c_while_the_ranks_run_is_one_line_and_ends_every_worker(
 def _group(group: int) -> list[int]:
     """The live processes of a process group (zombies left out)."""
     return [
-        p.pid for p in psutil.process_iter(["status"])
+        p.pid
+        for p in psutil.process_iter(["status"])
         if _group_of(p.pid) == group and p.info["status"] != psutil.STATUS_ZOMBIE
-    ]  # fmt: skip
+    ]
 
 
 def _group_of(pid: int) -> int | None:
@@ -463,8 +470,10 @@ def test_ctrl_c_while_a_cluster_starts_is_held_then_raised() -> None:
             os.kill(os.getpid(), signal.SIGINT)
             child = subprocess.run(
                 [sys.executable, "-c", "print(open('/proc/self/status').read())"],
-                capture_output=True, text=True, check=True,
-            )  # fmt: skip
+                capture_output=True,
+                text=True,
+                check=True,
+            )
             time.sleep(0.2)  # time for a signal that was not held to be raised here
             reached_the_end = True
     finally:

@@ -25,8 +25,12 @@ def _complete(path: Path) -> list[dict[str, Any]]:
 def recount(path: Path) -> int:
     """Collective calls in one rank's raw trace (see the module docstring)."""
     events = _complete(path)
-    rpc = [e for e in events if e["name"] == "record_param_comms"
-           and e.get("args", {}).get("Collective name") not in (None, "wait")]  # fmt: skip
+    rpc = [
+        e
+        for e in events
+        if e["name"] == "record_param_comms"
+        and e.get("args", {}).get("Collective name") not in (None, "wait")
+    ]
     c10d = [e for e in events if e.get("cat") == "cpu_op" and e["name"].startswith("c10d::")]
     c10d = [op for op in c10d if not any(_inside(r, op) for r in rpc)]
     c10d = [op for op in c10d if not any(_inside(op, o) for o in c10d if o is not op)]
@@ -79,8 +83,10 @@ def test_the_sampled_128_rank_pair_reports_every_collective_unmatched() -> None:
     assert expected > 0
     assert sum(u.instances for u in report.unmatched) == expected
     assert sum(c.matched for c in report.collectives) == 0
-    assert all(u.reason.startswith("group larger than the ranks given (128 ranks")
-               for u in report.unmatched)  # fmt: skip
+    assert all(
+        u.reason.startswith("group larger than the ranks given (128 ranks")
+        for u in report.unmatched
+    )
     assert report.clocks.trusted is False
     assert report.stragglers == ()
     assert all(r.collectives == recount(p) for r, p in zip(report.ranks, paths, strict=True))

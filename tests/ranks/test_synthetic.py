@@ -106,9 +106,15 @@ def test_a_missing_instance_is_reported_with_its_reason(tmp_path: Path) -> None:
 
 def test_64_ranks(tmp_path: Path) -> None:
     plan = Plan(
-        ranks=64, steps=3, collectives=2, slow_rank=41, slow_phase="forward",
-        delay_ns=3_000_000, max_offset_ns=50_000_000, seed=5,
-    )  # fmt: skip
+        ranks=64,
+        steps=3,
+        collectives=2,
+        slow_rank=41,
+        slow_phase="forward",
+        delay_ns=3_000_000,
+        max_offset_ns=50_000_000,
+        seed=5,
+    )
     report, truth = run(plan, tmp_path)
     assert [(s.rank, s.phase) for s in report.stragglers] == [(41, "forward")]
     assert report.unmatched == ()
@@ -119,9 +125,17 @@ def test_the_report_writes_and_reads_back_as_documented(tmp_path: Path) -> None:
     report, _ = run(Plan(ranks=3, steps=2, seed=2), tmp_path)
     data = msgspec.json.decode(msgspec.json.encode(report))
     assert list(data) == [
-        "schema", "world_size", "ranks", "clocks", "collectives", "unmatched", "stragglers",
-        "findings", "thresholds", "warnings",
-    ]  # fmt: skip
+        "schema",
+        "world_size",
+        "ranks",
+        "clocks",
+        "collectives",
+        "unmatched",
+        "stragglers",
+        "findings",
+        "thresholds",
+        "warnings",
+    ]
     assert data["schema"] == "steptrace.ranks/2"
     assert set(data["collectives"][0]["wait_ms"]) == {"0", "1", "2"}
     assert msgspec.json.decode(msgspec.json.encode(report), type=RanksReport) == report

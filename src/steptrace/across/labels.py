@@ -87,10 +87,15 @@ def _change(old: _Side | None, new: _Side | None) -> LabelChange:
     if old is not None and new is not None:
         moved = time_moved(old.median_ms, new.median_ms) or old.share != new.share
         return LabelChange(
-            old.name, new.name if new.name != old.name else None,
-            "changed" if moved else "unchanged", old.median_ms, new.median_ms,
-            new.median_ms - old.median_ms, old.steps, new.steps,
-        )  # fmt: skip
+            old.name,
+            new.name if new.name != old.name else None,
+            "changed" if moved else "unchanged",
+            old.median_ms,
+            new.median_ms,
+            new.median_ms - old.median_ms,
+            old.steps,
+            new.steps,
+        )
     if old is not None:
         return LabelChange(old.name, None, "disappeared", old.median_ms, None, None, old.steps, 0)
     assert new is not None

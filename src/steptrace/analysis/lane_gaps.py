@@ -53,10 +53,12 @@ class IdleGaps(msgspec.Struct, frozen=True, eq=False):
         return tuple(
             Gap(a, b, str(c))
             for a, b, c in zip(
-                self.start_ns[keep].tolist(), self.end_ns[keep].tolist(),
-                self.cause[keep].tolist(), strict=True,
+                self.start_ns[keep].tolist(),
+                self.end_ns[keep].tolist(),
+                self.cause[keep].tolist(),
+                strict=True,
             )
-        )  # fmt: skip
+        )
 
 
 def sync_ends(events: EventTable) -> NDArray[np.float64]:

@@ -74,9 +74,17 @@ def merge(
         bands.extend(_bands(small, group, sizes, start_ns, dur_ns, int(d), kind, name))
         for i in at[alone[at]].tolist():
             bars.append(
-                Bar(first_id + len(bars), int(start_ns[i]), int(dur_ns[i]), int(d),
-                    int(kind[i]), int(name[i]), int(owner[i]), int(launch_ns[i]))
-            )  # fmt: skip
+                Bar(
+                    first_id + len(bars),
+                    int(start_ns[i]),
+                    int(dur_ns[i]),
+                    int(d),
+                    int(kind[i]),
+                    int(name[i]),
+                    int(owner[i]),
+                    int(launch_ns[i]),
+                )
+            )
             kept.append(i)
     return tuple(bars), tuple(bands), np.array(kept, dtype=np.int64)
 
@@ -93,9 +101,15 @@ def _groups(start: Ints, end: Ints, resolution_ns: int) -> Ints:
 
 
 def _bands(
-    rows: Ints, group: Ints, sizes: Ints, start: Ints, dur: Ints, depth: int, kind: Ints,
+    rows: Ints,
+    group: Ints,
+    sizes: Ints,
+    start: Ints,
+    dur: Ints,
+    depth: int,
+    kind: Ints,
     name: Ints,
-) -> list[Band]:  # fmt: skip
+) -> list[Band]:
     """One band per run of two or more short events (``rows``, in start order)."""
     if rows.size == 0:
         return []
@@ -105,10 +119,11 @@ def _bands(
     busy = np.add.reduceat(dur[rows], first)
     kinds, names = _most_frequent(group, kind[rows]), _most_frequent(group, name[rows])
     return [
-        Band(int(lo[g]), int(hi[g]), depth, int(sizes[g]), int(busy[g]), int(kinds[g]),
-             int(names[g]))
+        Band(
+            int(lo[g]), int(hi[g]), depth, int(sizes[g]), int(busy[g]), int(kinds[g]), int(names[g])
+        )
         for g in np.flatnonzero(sizes >= 2).tolist()
-    ]  # fmt: skip
+    ]
 
 
 def _most_frequent(group: Ints, values: Ints) -> Ints:

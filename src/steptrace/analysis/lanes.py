@@ -46,8 +46,7 @@ BUDGET = 24_000  # bars, bands and gaps of all steps together
 STEP_MAX = 6_000  # at most this many for one step
 STEP_MIN = 300  # at least this many for one step, however many steps there are
 NAME_CHARS = 300  # names are cut to this many characters (the tables hold them whole)
-KINDS = ("label", "operator", "kernel", "communication", "memset", "HtoD", "DtoH", "DtoD",
-         "copy")  # fmt: skip
+KINDS = ("label", "operator", "kernel", "communication", "memset", "HtoD", "DtoH", "DtoD", "copy")
 
 
 class Lane(msgspec.Struct, frozen=True, kw_only=True):
@@ -194,10 +193,16 @@ def _step(c: _Drawing, w: StepWindow, share: int, gaps: IdleGaps | None) -> Step
             break
         resolution *= 2
     return StepLanes(
-        name=w.name, number=w.number, start_us=w.start_us, wall_ns=wall_ns,
-        resolution_ns=resolution, lanes=lanes, gaps=gaps.drawn(shown) if gaps else (),
-        small_gaps=int((~shown).sum()), small_gaps_ns=int(length[~shown].sum()),
-    )  # fmt: skip
+        name=w.name,
+        number=w.number,
+        start_us=w.start_us,
+        wall_ns=wall_ns,
+        resolution_ns=resolution,
+        lanes=lanes,
+        gaps=gaps.drawn(shown) if gaps else (),
+        small_gaps=int((~shown).sum()),
+        small_gaps_ns=int(length[~shown].sum()),
+    )
 
 
 def _ns(values: NDArray[np.float64], lo_ns: int) -> NDArray[np.int64]:
@@ -222,9 +227,14 @@ def _lanes(
         rows, depth = cpu[on], cpu_depth[on]
         kind = np.where(events.kind[rows] == Kind.USER_ANNOTATION, 0, 1)
         bars, bands, kept = merge(
-            _ns(events.start_us[rows], lo_ns), np.rint(events.dur_us[rows] * 1000).astype(np.int64),
-            depth, kind, c.names.of(events.name_id[rows]), resolution, first_id=next_id,
-        )  # fmt: skip
+            _ns(events.start_us[rows], lo_ns),
+            np.rint(events.dur_us[rows] * 1000).astype(np.int64),
+            depth,
+            kind,
+            c.names.of(events.name_id[rows]),
+            resolution,
+            first_id=next_id,
+        )
         for bar, row in zip(bars, rows[kept].tolist(), strict=True):
             drawn[row] = bar.id
         next_id += len(bars)
@@ -262,10 +272,16 @@ def _gpu_lanes(
         r = rows[on]
         depth = c.gpu_depth[gpu_at][on]
         bars, bands, _ = merge(
-            _ns(events.start_us[r], lo_ns), np.rint(events.dur_us[r] * 1000).astype(np.int64),
-            depth, kinds[on], c.names.of(events.name_id[r]), resolution, first_id=first_id,
-            owner=owner_bar[on], launch_ns=launch_ns[on],
-        )  # fmt: skip
+            _ns(events.start_us[r], lo_ns),
+            np.rint(events.dur_us[r] * 1000).astype(np.int64),
+            depth,
+            kinds[on],
+            c.names.of(events.name_id[r]),
+            resolution,
+            first_id=first_id,
+            owner=owner_bar[on],
+            launch_ns=launch_ns[on],
+        )
         first_id += len(bars)
         lanes.append(
             Lane(

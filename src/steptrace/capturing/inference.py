@@ -22,7 +22,7 @@ from steptrace.capturing.result import CaptureResult
 from steptrace.capturing.session import Capture
 from steptrace.errors import CaptureError
 from steptrace.scenario import Scenario
-from steptrace.window import Window, window_of
+from steptrace.window import Window
 
 Request = Callable[[Any, Any], Any]
 
@@ -36,17 +36,15 @@ def profile_inference(
     out: str | Path,
     window: Window | None = None,
     clock: Callable[[], float] = time.perf_counter,
-    **legacy: Any,
 ) -> CaptureResult:
     """Load the model (timed, outside the window), then capture ``request(model, x)`` steps.
 
     ``window`` sets the schedule and profiler options (``Window()`` by default; its
-    ``measure_overhead`` and ``count_flops`` are for training and are not used here); the
-    keyword arguments of earlier versions (``active=5``, ...) still work and land in it.
+    ``measure_overhead`` and ``count_flops`` are for training and are not used here).
     """
     if scenario.kind != "inference":
         raise CaptureError(f"profile_inference needs an inference scenario, not {scenario.kind!r}")
-    plan = window_of(window, legacy)
+    plan = window or Window()
     if len(inputs) < plan.needed_steps:
         raise CaptureError(f"{len(inputs)} inputs given; {plan.describe()}")
     capture = Capture(scenario, out=out, window=plan, clock=clock)

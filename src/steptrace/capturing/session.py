@@ -39,7 +39,7 @@ from steptrace.scenario import (
 )
 from steptrace.trace.kinds import GPU_WORK
 from steptrace.trace.load import load_trace
-from steptrace.window import Window, window_of
+from steptrace.window import Window
 
 
 class Capture(AbstractContextManager["Capture"]):
@@ -66,13 +66,11 @@ class Capture(AbstractContextManager["Capture"]):
         window: Window | None = None,
         sync_steps: bool = False,
         clock: Callable[[], float] = time.perf_counter,
-        **legacy: Any,
     ) -> None:
-        """``window``: the schedule and options (``Window()`` by default); the keyword
-        arguments of earlier versions (``active=5``, ``record_shapes=True``, ...) still
-        work and land in it. ``sync_steps`` waits for the device at each step boundary."""
+        """``window``: the schedule and options (``Window()`` by default); ``sync_steps``
+        waits for the device at each step boundary."""
         self.scenario = scenario
-        self.window = window_of(window, legacy)
+        self.window = window or Window()
         self.device = devices.resolve(scenario.device)
         self._activities = devices.activities(self.device)  # refuses an unobservable GPU
         self.total_steps = self.window.profiled_steps

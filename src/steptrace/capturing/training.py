@@ -26,7 +26,7 @@ from steptrace.capturing.session import Capture
 from steptrace.capturing.state import SavedState
 from steptrace.errors import CaptureError
 from steptrace.scenario import ObservedRun, Scenario
-from steptrace.window import Window, window_of
+from steptrace.window import Window
 
 Phase = Callable[[str], AbstractContextManager[Any]]
 LossFn = Callable[[Any, Any], torch.Tensor]
@@ -70,7 +70,6 @@ def profile_training(
     window: Window | None = None,
     restore_state: bool = True,
     split_batch: SplitBatch | None = None,
-    **legacy: Any,
 ) -> CaptureResult:
     """Capture a labelled training window and return where it is and what was measured.
 
@@ -78,12 +77,11 @@ def profile_training(
     mapping whose ``labels`` is the target; see ``steptrace.capturing.batches``).
 
     ``window`` sets the schedule, the profiler options, ``measure_overhead`` and
-    ``count_flops`` (``Window()`` by default); the keyword arguments of earlier versions
-    (``active=5``, ``measure_overhead=True``, ...) still work and land in it.
+    ``count_flops`` (``Window()`` by default).
     """
     if scenario.kind != "training":
         raise CaptureError(f"profile_training needs a training scenario, not {scenario.kind!r}")
-    plan = window_of(window, legacy)
+    plan = window or Window()
     _check_length(loader, plan)
     clock = time.perf_counter
     capture = Capture(scenario, out=out, window=plan, sync_steps=plan.measure_overhead, clock=clock)

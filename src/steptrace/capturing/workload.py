@@ -48,14 +48,23 @@ def run_workload(workload: Workload, *, out: str | Path, window: Window) -> Capt
     scenario = workload.scenario
     if scenario.kind == "training":
         model, optimizer, loss_fn, loader = (
-            workload.model, workload.optimizer, workload.loss_fn, workload.loader,
-        )  # fmt: skip
+            workload.model,
+            workload.optimizer,
+            workload.loss_fn,
+            workload.loader,
+        )
         if model is None or optimizer is None or loss_fn is None or loader is None:
             raise CaptureError("a training workload needs model, optimizer, loss_fn and loader")
         return profile_training(
-            model, optimizer, loss_fn, loader, scenario=scenario, out=out, window=window,
+            model,
+            optimizer,
+            loss_fn,
+            loader,
+            scenario=scenario,
+            out=out,
+            window=window,
             split_batch=workload.split_batch,
-        )  # fmt: skip
+        )
     load_model, request, inputs = workload.load_model, workload.request, workload.inputs
     if load_model is None or request is None or inputs is None:
         raise CaptureError("an inference workload needs load_model, request and inputs")

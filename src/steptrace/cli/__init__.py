@@ -82,9 +82,11 @@ def app() -> None:
 @click.argument("traces", nargs=-1, required=True)
 @report_options
 @click.option(
-    "--threshold", multiple=True, metavar="NAME=VALUE",
+    "--threshold",
+    multiple=True,
+    metavar="NAME=VALUE",
     help="Override a finding threshold (repeatable; with several ranks: a rank threshold).",
-)  # fmt: skip
+)
 @switch("--per-rank", "Several traces: one report per trace, not one report of the job.")
 @ranks_options
 def analyze(
@@ -106,7 +108,7 @@ def analyze(
     (--scheduler). Traces and folders may be fsspec URLs (s3://..., gs://..., file://...).
     In a folder, files that are not traces are skipped.
     """
-    from steptrace.cli.inputs import split_urls, trace_inputs, url_inputs
+    from steptrace.cli.trace_args import split_urls, trace_inputs, url_inputs
     from steptrace.trace.source import BackgroundRead, ReadAhead
 
     try:
@@ -120,11 +122,19 @@ def analyze(
     one_job = len(files) + len(remote) > 1 and not per_rank
     source = click.get_current_context().get_parameter_source("scheduler")
     if scheduler and not one_job and source == click.core.ParameterSource.COMMANDLINE:
-        _warn("--scheduler applies to the ranks of one job (several traces, without "
-              "--per-rank): the traces are measured here")  # fmt: skip
+        _warn(
+            "--scheduler applies to the ranks of one job (several traces, without "
+            "--per-rank): the traces are measured here"
+        )
     if one_job:
-        _analyze_ranks([str(f) for f in files] + remote, output_format, findings_only,
-                       list(threshold), jobs, scheduler)  # fmt: skip
+        _analyze_ranks(
+            [str(f) for f in files] + remote,
+            output_format,
+            findings_only,
+            list(threshold),
+            jobs,
+            scheduler,
+        )
         return
     texts = ReadAhead(files)  # reading starts now, beside the imports
     from steptrace.cli.jobs import usable_cores
@@ -254,12 +264,23 @@ def profile(
 @click.option("--out", type=FILE, help="New trace file (never overwritten). Default: dated.")
 @count("--checks", 3, 0, "Findings whose check runs, most severe first.")
 @click.option(
-    "--budget", type=click.FloatRange(min=1), default=60.0, show_default=True,
+    "--budget",
+    type=click.FloatRange(min=1),
+    default=60.0,
+    show_default=True,
     help="Seconds for all the checks together (an upper bound; the capture comes first).",
-)  # fmt: skip
+)
 @report_options
-def investigate(target: str, out: Path | None, checks: int, budget: float, output_format: str,
-                top: int, findings_only: bool, totals: bool) -> None:  # fmt: skip
+def investigate(
+    target: str,
+    out: Path | None,
+    checks: int,
+    budget: float,
+    output_format: str,
+    top: int,
+    findings_only: bool,
+    totals: bool,
+) -> None:
     """Capture a workload, analyze it, and run each finding's controlled check outside the
     profiler: each hypothesis supported, not supported, outputs differ, or not testable here.
 
@@ -293,9 +314,12 @@ def investigate(target: str, out: Path | None, checks: int, budget: float, outpu
     "--unit", type=click.Choice(["ms/step", "samples/s"]), default="ms/step", show_default=True
 )
 @click.option(
-    "--budget", type=click.FloatRange(min=0.5), default=20.0, show_default=True,
+    "--budget",
+    type=click.FloatRange(min=0.5),
+    default=20.0,
+    show_default=True,
     help="Seconds of timing at most (an upper bound; correctness steps come first).",
-)  # fmt: skip
+)
 @count("--check-steps", 3, 1, "Steps before comparing outputs.")
 @click.option("--rtol", type=float, help="Relative tolerance (default by dtype).")
 @click.option("--atol", type=float, help="Absolute tolerance (default by dtype).")
@@ -313,7 +337,7 @@ def compare(
 
     BASELINE and CANDIDATE are MODULE:FUNCTION, the steps A and B: step(state, batch).
     """
-    from steptrace.cli.ab import check_outputs, run_compare
+    from steptrace.cli.comparing import check_outputs, run_compare
 
     targets: dict[str, str | None] = {"baseline": baseline, "candidate": candidate}
     targets |= {k: options.pop(k) for k in ("state", "batches", "state_b", "batches_b")}
@@ -322,9 +346,11 @@ def compare(
         from steptrace.validate import CheckPlan, TimingPlan
 
         check = CheckPlan(
-            steps=options["check_steps"], rtol=options["rtol"], atol=options["atol"],
+            steps=options["check_steps"],
+            rtol=options["rtol"],
+            atol=options["atol"],
             accept_difference=options["accept_difference"],
-        )  # fmt: skip
+        )
         plan = TimingPlan(budget_s=options["budget"], unit=options["unit"])
         result = run_compare(targets, options["device"], check=check, plan=plan)
     except ImportError as error:
@@ -347,9 +373,12 @@ def compare(
 @click.argument("after", type=FILE)
 @format_option
 @click.option(
-    "--top", type=click.IntRange(min=1), default=15, show_default=True,
+    "--top",
+    type=click.IntRange(min=1),
+    default=15,
+    show_default=True,
     help="Changed operators and kernels to list.",
-)  # fmt: skip
+)
 def diff(before: Path, after: Path, output_format: str, top: int) -> None:
     """Where time moved between two windows (a diff suggests; compare decides).
 
@@ -403,17 +432,22 @@ def scrub(trace: Path, output: Path | None, check: bool) -> None:
 
 @app.command(short_help="The whole method on a small CNN, reports in a new folder.")
 @click.option(
-    "--out", type=FILE, default=Path("steptrace-demo"), show_default=True,
+    "--out",
+    type=FILE,
+    default=Path("steptrace-demo"),
+    show_default=True,
     help="Folder under which a new dated folder is made.",
-)  # fmt: skip
+)
 @click.option(
     "--device", default="auto", show_default=True, help="auto (CUDA when present), cpu or cuda."
 )
 @switch("--quick", "Shorter A/B checks (for tests).")
 @click.option(
-    "--ranks/--no-ranks", default=True, show_default=True,
+    "--ranks/--no-ranks",
+    default=True,
+    show_default=True,
     help="Also record 4 gloo ranks with a planted straggler and analyze them together.",
-)  # fmt: skip
+)
 def demo(out: Path, device: str, quick: bool, ranks: bool) -> None:
     """The whole method on a small CNN: question, capture, findings, A/B checks, reports.
 
@@ -432,8 +466,10 @@ def demo(out: Path, device: str, quick: bool, ranks: bool) -> None:
     except (CaptureError, OSError) as error:
         _fail(str(error))
     extra = "ranks.html, ranks.md, ranks.json, ranks/ (the rank traces), " if ranks else ""
-    print(f"Reports in {folder}/: report.html, report.md, report.json (every check's samples), "
-          f"{extra}trace.json (open it in ui.perfetto.dev)")  # fmt: skip
+    print(
+        f"Reports in {folder}/: report.html, report.md, report.json (every check's samples), "
+        f"{extra}trace.json (open it in ui.perfetto.dev)"
+    )
 
 
 def _report(

@@ -24,9 +24,14 @@ def switch(name: str, text: str, *parameter: str) -> Callable[[_Command], _Comma
 def format_option(command: _Command) -> _Command:
     """``--format``: every format of the renderer registry."""
     return click.option(
-        "--format", "-f", "output_format", type=click.Choice(formats()), default="text",
-        show_default=True, help="Output format (text: the terminal).",
-    )(command)  # fmt: skip
+        "--format",
+        "-f",
+        "output_format",
+        type=click.Choice(formats()),
+        default="text",
+        show_default=True,
+        help="Output format (text: the terminal).",
+    )(command)
 
 
 def report_options(command: _Command) -> _Command:
@@ -36,7 +41,10 @@ def report_options(command: _Command) -> _Command:
         (
             format_option,
             click.option(
-                "--top", type=click.IntRange(min=1), default=15, show_default=True,
+                "--top",
+                type=click.IntRange(min=1),
+                default=15,
+                show_default=True,
                 help="Operators and kernels to list.",
             ),
             switch("--findings-only", "Only the question and the findings table."),
@@ -45,7 +53,7 @@ def report_options(command: _Command) -> _Command:
                 "Operator and kernel tables: totals over the whole trace (default: per step).",
             ),
         )
-    ):  # fmt: skip
+    ):
         command = option(command)
     return command
 
@@ -68,7 +76,7 @@ _WINDOW_OPTIONS = (
     ("record_shapes", switch("--record-shapes", "Record input shapes (costly).")),
     ("profile_memory", switch("--profile-memory", "Record allocations (costly).")),
     ("with_stack", switch("--with-stack", "Record Python stacks (costly).")),
-)  # fmt: skip
+)
 
 
 def window_options(command: Callable[..., None]) -> Callable[..., None]:
@@ -91,17 +99,22 @@ def ranks_options(command: _Command) -> _Command:
     for option in reversed(
         (
             click.option(
-                "--jobs", "-j", type=click.IntRange(min=1), default=None,
+                "--jobs",
+                "-j",
+                type=click.IntRange(min=1),
+                default=None,
                 help="Several traces: ranks measured at once, each in its own process "
                 "(default: the cores; 1: in this process; with --scheduler local: workers). "
                 "One large trace: the processes that decode it.",
             ),
             click.option(
-                "--scheduler", envvar="STEPTRACE_SCHEDULER", metavar="ADDRESS",
+                "--scheduler",
+                envvar="STEPTRACE_SCHEDULER",
+                metavar="ADDRESS",
                 help="Several traces: measure the ranks on a Dask cluster, tcp://HOST:8786, "
                 "or 'local' for a LocalCluster (env STEPTRACE_SCHEDULER; steptrace[dask]).",
             ),
         )
-    ):  # fmt: skip
+    ):
         command = option(command)
     return command

@@ -75,6 +75,12 @@ def finding(
     share = min(max(severity, 0.0), 1.0)
     level: Level = "high" if share >= HIGH else "medium" if share >= MEDIUM else "low"
     return Finding(
-        rule=rule, severity=share, level=level, observation=observation, evidence=evidence,
-        hypothesis=hypothesis, next_check=next_check, caveats=caveats,
-    )  # fmt: skip
+        rule=rule,
+        severity=share,
+        level=level,
+        observation=observation,
+        evidence=evidence,
+        hypothesis=hypothesis,
+        next_check=next_check,
+        caveats=caveats,
+    )

@@ -4,7 +4,7 @@
 ``CHECKS`` is the registry of each rule's check (``registry``).
 """
 
-from steptrace.investigation.registry import CHECKS
+from steptrace.investigation.rule_checks import CHECKS
 from steptrace.investigation.run import investigate, run_checks
 
 __all__ = ["CHECKS", "investigate", "run_checks"]

@@ -3,15 +3,15 @@ that measures rather than compares returns (``Measured``)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
-from typing import Any
+from collections.abc import Callable
+from dataclasses import dataclass
 
 from steptrace.analysis.measure import TraceAnalysis
 from steptrace.hypotheses.finding import Figure, Finding
 from steptrace.hypotheses.thresholds import Thresholds
 from steptrace.investigation.subject import Subject
 from steptrace.validate.results import Comparison, Outcome
+from steptrace.validate.timing import TimingPlan
 from steptrace.window import Window
 
 
@@ -26,7 +26,7 @@ class Context:
     window: Window  # the capture's (the profiler check records with its options)
     step_ms: float  # the step outside the profiler when measured, else the trace's median
     step_from: str  # which: "outside the profiler" or "in the trace (profiled)"
-    options: Mapping[str, Any] = field(default_factory=dict)  # plan= for compare
+    plan: TimingPlan  # how the A/B is timed, within the check's share
     timeout_s: float = 60.0  # for checks that run outside compare (a subprocess)
 
 

@@ -13,26 +13,31 @@ A check that accepted a difference by design (other data, another precision) say
 
 from __future__ import annotations
 
-from steptrace.validate.results import Comparison, Outcome
+from steptrace.validate.results import (
+    Comparison,
+    Faster,
+    NoDetectableDifference,
+    Outcome,
+    OutputsDiffer,
+    Slower,
+)
 
 NOT_SUPPORTED = "Not supported at this noise"
 
 
 def outcome_of(comparison: Comparison) -> tuple[Outcome, str]:
     """The outcome and its sentence."""
-    said = comparison.sentence
-    said = _following(said)
-    if comparison.accepted_difference and not comparison.correctness.ok:
-        said += " (outputs differ by design, accepted)"
-    verdict = comparison.verdict
-    if verdict == "faster":
-        return "supported", f"Supported: {said}"
-    if verdict == "slower":
-        return "not-supported", f"Not supported: the change makes the step slower; {said}"
-    if verdict == "no-detectable-difference":
-        return "not-supported", f"{NOT_SUPPORTED}: {said}"
-    if verdict == "outputs-differ":
+    said = _following(comparison.sentence)
+    if isinstance(comparison, OutputsDiffer):
         return "outputs-differ", f"Outputs differ: the change is not equivalent; {said}"
+    if comparison.accepted_difference:
+        said += " (outputs differ by design, accepted)"
+    if isinstance(comparison, Faster):
+        return "supported", f"Supported: {said}"
+    if isinstance(comparison, Slower):
+        return "not-supported", f"Not supported: the change makes the step slower; {said}"
+    if isinstance(comparison, NoDetectableDifference):
+        return "not-supported", f"{NOT_SUPPORTED}: {said}"
     return "not-testable", f"Not testable within this budget: {said}"
 
 

@@ -25,14 +25,14 @@ from steptrace.devices import resolve
 from steptrace.errors import CaptureError, NotTestable
 from steptrace.hypotheses.finding import Finding
 from steptrace.hypotheses.thresholds import Thresholds
-from steptrace.investigation.check import Check, Context
+from steptrace.investigation.check import Check, Context, Measured
 from steptrace.investigation.outcome import outcome_of
-from steptrace.investigation.registry import CHECKS
+from steptrace.investigation.rule_checks import CHECKS
 from steptrace.investigation.subject import Subject, subject_of
 from steptrace.pipeline import analyze
 from steptrace.report.model import Report
 from steptrace.scenario import Scenario
-from steptrace.validate.results import CheckResult, Comparison, Outcome
+from steptrace.validate.results import CheckResult, Outcome
 from steptrace.validate.timing import TimingPlan
 from steptrace.window import Window
 
@@ -62,8 +62,10 @@ def investigate(
     scenario = workload.scenario
     say(f"Question: {scenario.question}")
     plan = window or (WINDOW if scenario.kind == "training" else Window(active=WINDOW.active))
-    say(f"Capturing a labelled window (wait {plan.wait}, warm-up {plan.warmup}, "
-        f"active {plan.active}) ...")  # fmt: skip
+    say(
+        f"Capturing a labelled window (wait {plan.wait}, warm-up {plan.warmup}, "
+        f"active {plan.active}) ..."
+    )
     captured = run_workload(workload, out=out, window=plan)
     say("Analyzing the trace ...")
     report = analyze(captured.trace, thresholds=thresholds)
@@ -138,9 +140,16 @@ def _context(
     overhead_s = 2 * (CHECK_STEPS + plan.warmup) * step_s
     timing_s = max(share_s - overhead_s, 0.5 * share_s)
     return Context(
-        subject, finding, report.analysis, report.thresholds, window, 1000 * step_s, step_from,
-        {"plan": TimingPlan(budget_s=timing_s)}, share_s,
-    )  # fmt: skip
+        subject=subject,
+        finding=finding,
+        analysis=report.analysis,
+        limits=report.thresholds,
+        window=window,
+        step_ms=1000 * step_s,
+        step_from=step_from,
+        plan=TimingPlan(budget_s=timing_s),
+        timeout_s=share_s,
+    )
 
 
 def _step_s(report: Report) -> tuple[float, str]:
@@ -160,21 +169,39 @@ def _run_one(
     try:
         made = spec.run(context)
     except NotTestable as exc:
-        return _not_run(finding, spec, f"not testable here: {exc.reason}", exc.instead or None,
-                        share_s, clock() - began)  # fmt: skip
+        return _not_run(
+            finding,
+            spec,
+            f"not testable here: {exc.reason}",
+            exc.instead or None,
+            share_s,
+            clock() - began,
+        )
     except CaptureError as exc:  # the user's step raised or could not be copied
         return _not_run(finding, spec, f"not testable here: {exc}", None, share_s, clock() - began)
     elapsed = clock() - began
-    if not isinstance(made, Comparison):
+    if isinstance(made, Measured):
         return CheckResult(
-            rule=finding.rule, check=spec.name, change=spec.change, outcome=made.outcome,
-            sentence=made.sentence, measured=made.figures, budget_s=share_s, elapsed_s=elapsed,
-        )  # fmt: skip
+            rule=finding.rule,
+            check=spec.name,
+            change=spec.change,
+            outcome=made.outcome,
+            sentence=made.sentence,
+            measured=made.figures,
+            budget_s=share_s,
+            elapsed_s=elapsed,
+        )
     outcome, sentence = outcome_of(made)
     return CheckResult(
-        rule=finding.rule, check=spec.name, change=spec.change, outcome=outcome,
-        sentence=sentence, comparison=made, budget_s=share_s, elapsed_s=elapsed,
-    )  # fmt: skip
+        rule=finding.rule,
+        check=spec.name,
+        change=spec.change,
+        outcome=outcome,
+        sentence=sentence,
+        comparison=made,
+        budget_s=share_s,
+        elapsed_s=elapsed,
+    )
 
 
 def _not_run(
@@ -187,7 +214,12 @@ def _not_run(
 ) -> CheckResult:
     outcome: Outcome = "not-testable"
     return CheckResult(
-        rule=finding.rule, check=spec.name, change=spec.change, outcome=outcome,
-        sentence=reason[0].upper() + reason[1:] + ".", instead=instead or finding.next_check,
-        budget_s=budget_s, elapsed_s=elapsed_s,
-    )  # fmt: skip
+        rule=finding.rule,
+        check=spec.name,
+        change=spec.change,
+        outcome=outcome,
+        sentence=reason[0].upper() + reason[1:] + ".",
+        instead=instead or finding.next_check,
+        budget_s=budget_s,
+        elapsed_s=elapsed_s,
+    )

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import copy
 import tempfile
-from collections.abc import Callable
 from pathlib import Path
 
 import msgspec
@@ -23,6 +22,7 @@ from steptrace.hypotheses.finding import Figure
 from steptrace.investigation.check import Context, Measured, Runner
 from steptrace.quiet import without_usdt_lines
 from steptrace.validate.checks import pinned_memory_check, prepared_batch_check
+from steptrace.validate.factory import OnBatches
 from steptrace.validate.operator_timing import operator_timing
 from steptrace.validate.profiler import profiler_check
 from steptrace.validate.results import Comparison, OperatorTiming
@@ -35,31 +35,36 @@ def prepared_batch(context: Context) -> Comparison:
     if subject.loader is None:
         raise NotTestable("the workload has no loader to read", "give the workload its loader")
     return prepared_batch_check(
-        subject.step, make_state=subject.make_state, loader=subject.loader,
-        device=subject.device, **context.options,
-    )  # fmt: skip
+        subject.step,
+        make_state=subject.make_state,
+        loader=subject.loader,
+        device=subject.device,
+        plan=context.plan,
+    )
 
 
 def pinned_memory(context: Context) -> Comparison:
     subject = context.subject
     on_host = [to_device(b, torch.device("cpu")) for b in subject.batches]
     return pinned_memory_check(
-        subject.step, make_state=subject.make_state, batches=on_host, device=subject.device,
-        **context.options,
-    )  # fmt: skip
+        subject.step,
+        make_state=subject.make_state,
+        batches=on_host,
+        device=subject.device,
+        plan=context.plan,
+    )
 
 
-def on_batches(factory: Callable[..., Comparison]) -> Runner:
-    """The runner of a factory taking ``(step, make_state=, batches=, device=, **options)``:
+def on_batches(factory: OnBatches) -> Runner:
+    """The runner of a factory on the subject's step, state and batches:
     inference_mode_check, optimizer_check, autocast_check, compile_check,
     constant_once_check."""
 
     def run(context: Context) -> Comparison:
         s = context.subject
         return factory(
-            s.step, make_state=s.make_state, batches=s.batches, device=s.device,
-            **context.options,
-        )  # fmt: skip
+            s.step, make_state=s.make_state, batches=s.batches, device=s.device, plan=context.plan
+        )
 
     return run
 
@@ -68,9 +73,13 @@ def profiler(context: Context) -> Comparison:
     """``profiler_check`` records A with the capture's own profiler options."""
     s = context.subject
     return profiler_check(
-        s.step, make_state=s.make_state, batches=s.batches, device=s.device,
-        window=context.window, **context.options,
-    )  # fmt: skip
+        s.step,
+        make_state=s.make_state,
+        batches=s.batches,
+        device=s.device,
+        window=context.window,
+        plan=context.plan,
+    )
 
 
 def operator_alone(context: Context) -> Measured:
@@ -91,9 +100,10 @@ def operator_alone(context: Context) -> Measured:
     )
     if known is not None and known.calls:  # the figures of the trace the finding is about
         timing = msgspec.structs.replace(
-            timing, trace_self_ms_per_call=known.self_ms / known.calls,
+            timing,
+            trace_self_ms_per_call=known.self_ms / known.calls,
             trace_calls_per_step=known.calls_per_step or None,
-        )  # fmt: skip
+        )
     return _measured(timing, timing.trace_calls_per_step, (context.step_ms, context.step_from))
 
 

@@ -11,9 +11,8 @@ input)`` on a model from ``load_model()`` (called once here).
 from __future__ import annotations
 
 import itertools
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any
 
 import torch
 
@@ -22,10 +21,9 @@ from steptrace.capturing.training import training_step
 from steptrace.capturing.workload import Workload
 from steptrace.devices import to_device
 from steptrace.errors import CaptureError
+from steptrace.validate.inputs import Batch, MakeState, Output, State, Step
 
 BATCHES = 4  # batches kept for the checks: enough for correctness steps and a cycle
-
-Step = Callable[[Mapping[str, Any], Any], Any]
 
 
 @dataclass(frozen=True)
@@ -35,9 +33,9 @@ class Subject:
     kind: str  # "training" or "inference"
     device: torch.device
     step: Step
-    make_state: Callable[[], Mapping[str, Any]]
-    batches: Sequence[Any]  # read once, on the device
-    loader: Iterable[Any] | None  # training: the user's loader, re-iterated by input checks
+    make_state: MakeState
+    batches: Sequence[Batch]  # read once, on the device
+    loader: Iterable[Batch] | None  # training: the user's loader, re-iterated by input checks
 
 
 def subject_of(workload: Workload, device: torch.device) -> Subject:
@@ -49,8 +47,11 @@ def subject_of(workload: Workload, device: torch.device) -> Subject:
 
 def _training(workload: Workload, device: torch.device) -> Subject:
     model, optimizer, loss_fn, loader = (
-        workload.model, workload.optimizer, workload.loss_fn, workload.loader,
-    )  # fmt: skip
+        workload.model,
+        workload.optimizer,
+        workload.loss_fn,
+        workload.loader,
+    )
     if model is None or optimizer is None or loss_fn is None or loader is None:
         raise CaptureError("a training workload needs model, optimizer, loss_fn and loader")
     batches = [to_device(b, device) for b in itertools.islice(iter(loader), BATCHES)]
@@ -62,14 +63,19 @@ def _training(workload: Workload, device: torch.device) -> Subject:
 
     split = workload.split_batch or split_batch
 
-    def step(state: Mapping[str, Any], batch: Any) -> torch.Tensor:
-        return training_step(state["model"], state["optimizer"], loss_fn, batch, device,
-                             split=split)  # fmt: skip
+    def step(state: State, batch: Batch) -> torch.Tensor:
+        return training_step(
+            state["model"], state["optimizer"], loss_fn, batch, device, split=split
+        )
 
     return Subject(
-        "training", device, step, lambda: {"model": model, "optimizer": optimizer}, batches,
+        "training",
+        device,
+        step,
+        lambda: {"model": model, "optimizer": optimizer},
+        batches,
         loader,
-    )  # fmt: skip
+    )
 
 
 def _inference(workload: Workload, device: torch.device) -> Subject:
@@ -84,7 +90,7 @@ def _inference(workload: Workload, device: torch.device) -> Subject:
     if not batches:
         raise CaptureError("the inference workload has no inputs")
 
-    def step(state: Mapping[str, Any], batch: Any) -> Any:
+    def step(state: State, batch: Batch) -> Output:
         return request(state["model"], batch)
 
     return Subject("inference", device, step, lambda: {"model": model}, batches, None)

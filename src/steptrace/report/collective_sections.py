@@ -26,20 +26,38 @@ def collectives(report: RanksReport) -> Section:
             "collectives", heading, (Paragraph("No collective recognised on any rank."),)
         )
     columns = (
-        Column("kind", "text"), Column("process group", "name"), Column("group size", "count"),
-        Column("read from", "text"), Column("matched by", "text"), Column("count", "count"),
-        Column("matched", "count"), Column("transfer ms", "ms"),
-        Column("wait ms, median rank", "ms"), Column("wait ms, most", "ms"),
-        Column("bytes each", "bytes"), Column("algbw GB/s", "number"),
+        Column("kind", "text"),
+        Column("process group", "name"),
+        Column("group size", "count"),
+        Column("read from", "text"),
+        Column("matched by", "text"),
+        Column("count", "count"),
+        Column("matched", "count"),
+        Column("transfer ms", "ms"),
+        Column("wait ms, median rank", "ms"),
+        Column("wait ms, most", "ms"),
+        Column("bytes each", "bytes"),
+        Column("algbw GB/s", "number"),
         Column("busbw GB/s", "number"),
-    )  # fmt: skip
+    )
     rows = tuple(
-        (c.kind, c.process_group, c.group_size, c.source, c.match_key, c.count, c.matched,
-         c.transfer_ms, rank_fold.stat(c.wait_ms.values(), "median"),
-         rank_fold.stat(c.wait_ms.values(), "max"), c.bytes_per_instance, c.algbw_gbps,
-         c.busbw_gbps)
+        (
+            c.kind,
+            c.process_group,
+            c.group_size,
+            c.source,
+            c.match_key,
+            c.count,
+            c.matched,
+            c.transfer_ms,
+            rank_fold.stat(c.wait_ms.values(), "median"),
+            rank_fold.stat(c.wait_ms.values(), "max"),
+            c.bytes_per_instance,
+            c.algbw_gbps,
+            c.busbw_gbps,
+        )
         for c in report.collectives
-    )  # fmt: skip
+    )
     caption = (
         "transfer: per matched instance the shortest duration across ranks, summed; wait: "
         "a rank's duration minus that, summed; not observed: the trace gives no size"
@@ -58,8 +76,15 @@ def _waits(report: RanksReport) -> Table:
     caption = "wait ms at matched collectives, per rank; not observed: the rank has none there"
     if rank_fold.folds(ranks):
         for name in rank_fold.STATS:
-            rows.append((name, *(rank_fold.stat((v[k] for v in per_rank.values()), name)
-                                 for k in range(len(groups)))))  # fmt: skip
+            rows.append(
+                (
+                    name,
+                    *(
+                        rank_fold.stat((v[k] for v in per_rank.values()), name)
+                        for k in range(len(groups))
+                    ),
+                )
+            )
         caption = rank_fold.folded_caption(len(ranks), len(named))
     columns = (Column("rank", "text"), *(Column(f"{_group(c)} wait ms", "ms") for c in groups))
     return Table(columns, tuple(rows), caption=caption)
@@ -75,10 +100,13 @@ def unmatched(report: RanksReport) -> Section:
             (Paragraph("Every collective instance was matched across ranks."),),
         )
     columns = (
-        Column("kind", "text"), Column("process group", "name"), Column("reason", "text"),
-        Column("instances", "count"), Column("ranks that recorded them", "text"),
+        Column("kind", "text"),
+        Column("process group", "name"),
+        Column("reason", "text"),
+        Column("instances", "count"),
+        Column("ranks that recorded them", "text"),
         Column("first", "name"),
-    )  # fmt: skip
+    )
     rows = tuple(
         (u.kind, u.process_group, u.reason, u.instances, rank_fold.rank_list(u.ranks), u.first_key)
         for u in report.unmatched

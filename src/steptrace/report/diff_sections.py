@@ -48,16 +48,26 @@ def _changes(key: str, heading: str, changes: Sequence[NameChange]) -> Section:
     if not changes:
         return Section(key, heading, (Paragraph("No change listed."),))
     columns = (
-        Column("name", "name"), Column("status", "text"),
-        Column("calls/step before", "count"), Column("calls/step after", "count"),
-        Column("ms/step before", "ms"), Column("ms/step after", "ms"),
+        Column("name", "name"),
+        Column("status", "text"),
+        Column("calls/step before", "count"),
+        Column("calls/step after", "count"),
+        Column("ms/step before", "ms"),
+        Column("ms/step after", "ms"),
         Column("delta ms/step", "delta_ms"),
-    )  # fmt: skip
+    )
     rows = tuple(
-        (units.short(c.name, 70), c.status, _or_dash(c.before_calls), _or_dash(c.after_calls),
-         _or_dash(c.before_ms), _or_dash(c.after_ms), c.delta_ms)
+        (
+            units.short(c.name, 70),
+            c.status,
+            _or_dash(c.before_calls),
+            _or_dash(c.after_calls),
+            _or_dash(c.before_ms),
+            _or_dash(c.after_ms),
+            c.delta_ms,
+        )
         for c in changes
-    )  # fmt: skip
+    )
     return Section(key, f"{heading}: changes, largest first", (Table(columns, rows),))
 
 
@@ -66,16 +76,26 @@ def _labels(changes: Sequence[LabelChange]) -> Section:
     if not changes:
         return Section("labels", heading, (Paragraph("No label on either side."),))
     columns = (
-        Column("label", "name"), Column("status", "text"),
-        Column("steps before", "count"), Column("steps after", "count"),
-        Column("ms/step before", "ms"), Column("ms/step after", "ms"),
+        Column("label", "name"),
+        Column("status", "text"),
+        Column("steps before", "count"),
+        Column("steps after", "count"),
+        Column("ms/step before", "ms"),
+        Column("ms/step after", "ms"),
         Column("delta ms/step", "delta_ms"),
-    )  # fmt: skip
+    )
     rows = tuple(
-        (_label_name(c), c.status, c.before_steps, c.after_steps, c.before_ms, c.after_ms,
-         "—" if c.delta_ms is None else c.delta_ms)
+        (
+            _label_name(c),
+            c.status,
+            c.before_steps,
+            c.after_steps,
+            c.before_ms,
+            c.after_ms,
+            "—" if c.delta_ms is None else c.delta_ms,
+        )
         for c in changes
-    )  # fmt: skip
+    )
     one_sided = any(c.delta_ms is None for c in changes)
     caption = "not observed: the label is absent from that side (not 0 ms)" if one_sided else ""
     return Section(

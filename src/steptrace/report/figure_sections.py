@@ -306,8 +306,18 @@ def _copies_per_step(steps: Sequence[StepResult]) -> Table:
         for c in step.gpu.memcpy:
             size = c.bytes if c.bytes is not None else "bytes not recorded"
             pageable = c.pageable_bytes if c.pageable_bytes is not None else "—"
-            rows.append((step.name, f"Memcpy {c.direction}", c.count, c.busy_ms, size,
-                         c.pageable, pageable, c.pinned))  # fmt: skip
+            rows.append(
+                (
+                    step.name,
+                    f"Memcpy {c.direction}",
+                    c.count,
+                    c.busy_ms,
+                    size,
+                    c.pageable,
+                    pageable,
+                    c.pinned,
+                )
+            )
         if step.gpu.memset.count:
             s = step.gpu.memset
             rows.append((step.name, "Memset", s.count, s.busy_ms, "—", "—", "—", "—"))

@@ -104,8 +104,9 @@ def grid_block(
     caption = f"{unit} per rank"
     if rank_fold.folds(ranks):
         for name in rank_fold.STATS:
-            table_rows.append((name, *(rank_fold.stat((grid[r].get(c) for r in ranks), name)
-                                       for c in columns)))  # fmt: skip
+            table_rows.append(
+                (name, *(rank_fold.stat((grid[r].get(c) for r in ranks), name) for c in columns))
+            )
         caption += "; " + rank_fold.folded_caption(len(ranks), len(named))
     cell_unit: ColumnUnit = "delta_ms" if diverging else "ms"
     table = Table(
@@ -114,14 +115,23 @@ def grid_block(
         caption=caption,
     )
     binned = len(labels) < len(ranks)
-    drawn = f"; each row is a bin of {len(ranks) // len(labels)}+ ranks drawn with its rank " \
-        "farthest from 0" if binned else ""  # fmt: skip
+    drawn = (
+        f"; each row is a bin of {len(ranks) // len(labels)}+ ranks drawn with its rank "
+        "farthest from 0"
+        if binned
+        else ""
+    )
     return Heatmap(
-        tuple(labels), tuple(columns), tuple(rows), unit, table, diverging,
+        tuple(labels),
+        tuple(columns),
+        tuple(rows),
+        unit,
+        table,
+        diverging,
         caption=f"{unit} per rank{drawn}; grey: not observed"
         + ("; in bold: the stragglers' rows" if marks else ""),
         marked=tuple(marks),
-    )  # fmt: skip
+    )
 
 
 def _deviation(report: RanksReport, phases: Sequence[str]) -> dict[int, float]:
@@ -177,8 +187,13 @@ def _long_table(
         for name in steps:
             present = [s[name] for s in by_rank.values() if name in s]
             for stat in rank_fold.STATS:
-                rows.append((stat, name, *(rank_fold.stat((f(s) for s in present), stat)
-                                           for _, f in figures)))  # fmt: skip
+                rows.append(
+                    (
+                        stat,
+                        name,
+                        *(rank_fold.stat((f(s) for s in present), stat) for _, f in figures),
+                    )
+                )
         caption = rank_fold.folded_caption(len(by_rank), len(named))
     return Table(columns, tuple(rows), caption=caption)
 
@@ -192,10 +207,13 @@ def phases(report: RanksReport) -> Section:
     medians = {r.rank: {p: _rank_median(r.steps, of_phase(p)) for p in names} for r in report.ranks}
     rows = [_phase_row(p, {r: m[p] for r, m in medians.items()}) for p in names]
     columns = (
-        Column("phase", "name"), Column("median over ranks ms", "ms"),
-        Column("rank most above the others", "text"), Column("its ms", "ms"),
-        Column("others' median ms", "ms"), Column("difference ms", "delta_ms"),
-    )  # fmt: skip
+        Column("phase", "name"),
+        Column("median over ranks ms", "ms"),
+        Column("rank most above the others", "text"),
+        Column("its ms", "ms"),
+        Column("others' median ms", "ms"),
+        Column("difference ms", "delta_ms"),
+    )
     differences: Grid = {r: {} for r in medians}
     for p in names:
         for rank, value in _against_others({r: m[p] for r, m in medians.items()}).items():
@@ -204,9 +222,13 @@ def phases(report: RanksReport) -> Section:
         sorted(medians), _deviation(report, names), [s.rank for s in report.stragglers]
     )
     heat = grid_block(
-        differences, names, "ms above the others' median", named, diverging=True,
+        differences,
+        names,
+        "ms above the others' median",
+        named,
+        diverging=True,
         marked=[s.rank for s in report.stragglers],
-    )  # fmt: skip
+    )
     return Section("phases", heading, (Table(columns, tuple(rows)), heat))
 
 

@@ -126,10 +126,14 @@ def _rank_table(report: RanksReport) -> Table:
     first = [s.rank for s in report.stragglers]
     shown = set(rank_fold.named_ranks(numbers, odd, first))
     columns = (
-        Column("rank", "count"), Column("rank from", "text"), Column("trace", "name"),
-        Column("steps", "count"), Column("collectives", "count"), Column("GPU", "text"),
+        Column("rank", "count"),
+        Column("rank from", "text"),
+        Column("trace", "name"),
+        Column("steps", "count"),
+        Column("collectives", "count"),
+        Column("GPU", "text"),
         Column("warnings", "count"),
-    )  # fmt: skip
+    )
     rows = tuple(_rank_row(r) for r in report.ranks if r.rank in shown)
     caption = ""
     if rank_fold.folds(numbers):
@@ -143,9 +147,14 @@ def _rank_table(report: RanksReport) -> Table:
 def _rank_row(result: RankResult) -> tuple[Cell, ...]:
     gpu = "observed" if result.gpu_observed else "not observed"
     return (
-        result.rank, result.rank_from, result.path, len(result.steps), result.collectives,
-        gpu, len(result.warnings),
-    )  # fmt: skip
+        result.rank,
+        result.rank_from,
+        result.path,
+        len(result.steps),
+        result.collectives,
+        gpu,
+        len(result.warnings),
+    )
 
 
 def _warnings(report: RanksReport) -> list[str]:
@@ -187,21 +196,34 @@ def clocks(report: RanksReport) -> Section:
     shown = rank_fold.named_ranks(sorted(per_rank), deviation)
     by_rank = {c.rank: c for c in alignment.ranks}
     columns = (
-        Column("rank", "text"), Column("offset µs", "us"), Column("collectives used", "count"),
-        Column("residual µs", "us"), Column("base time written", "text"),
-    )  # fmt: skip
+        Column("rank", "text"),
+        Column("offset µs", "us"),
+        Column("collectives used", "count"),
+        Column("residual µs", "us"),
+        Column("base time written", "text"),
+    )
     rows: list[tuple[Cell, ...]] = [
-        (str(r), by_rank[r].offset_us, by_rank[r].collectives_used, by_rank[r].residual_us,
-         "yes" if by_rank[r].base_time_ns is not None else "no")
+        (
+            str(r),
+            by_rank[r].offset_us,
+            by_rank[r].collectives_used,
+            by_rank[r].residual_us,
+            "yes" if by_rank[r].base_time_ns is not None else "no",
+        )
         for r in shown
-    ]  # fmt: skip
+    ]
     caption = ""
     if rank_fold.folds(sorted(per_rank)):
         for name in rank_fold.STATS:
             rows.append(
-                (name, rank_fold.stat((v[0] for v in per_rank.values()), name), "—",
-                 rank_fold.stat((v[1] for v in per_rank.values()), name), "—")
-            )  # fmt: skip
+                (
+                    name,
+                    rank_fold.stat((v[0] for v in per_rank.values()), name),
+                    "—",
+                    rank_fold.stat((v[1] for v in per_rank.values()), name),
+                    "—",
+                )
+            )
         caption = rank_fold.folded_caption(len(per_rank), len(shown))
     note = (
         "offset: the rank's clock minus the reference's (subtracted from its times); "
@@ -229,17 +251,28 @@ def stragglers(report: RanksReport) -> Section:
             ),
         )
     columns = (
-        Column("rank", "count"), Column("phase", "name"), Column("excess ms/step", "ms"),
-        Column("steps late", "text"), Column("arrived last", "text"),
-        Column("others' wait ms/step", "ms"), Column("own wait ms/step", "ms"),
-    )  # fmt: skip
+        Column("rank", "count"),
+        Column("phase", "name"),
+        Column("excess ms/step", "ms"),
+        Column("steps late", "text"),
+        Column("arrived last", "text"),
+        Column("others' wait ms/step", "ms"),
+        Column("own wait ms/step", "ms"),
+    )
     rows = tuple(
-        (s.rank, s.phase, s.excess_ms, f"{s.steps_late} of {s.steps}",
-         f"{s.times_last} of {s.of}" if s.times_last is not None
-         else f"not claimed (clocks not trusted; {s.of} collectives)",
-         s.others_wait_ms, s.own_wait_ms)
+        (
+            s.rank,
+            s.phase,
+            s.excess_ms,
+            f"{s.steps_late} of {s.steps}",
+            f"{s.times_last} of {s.of}"
+            if s.times_last is not None
+            else f"not claimed (clocks not trusted; {s.of} collectives)",
+            s.others_wait_ms,
+            s.own_wait_ms,
+        )
         for s in report.stragglers
-    )  # fmt: skip
+    )
     caption = (
         "excess: the rank's time in the phase minus the other ranks' median, per step "
         "(median over steps); wait: time at collectives waiting for the last rank"

@@ -13,9 +13,17 @@ from steptrace.safe_text import html_text
 from steptrace.units import short
 
 PALETTE = (
-    "#4e79a7", "#f28e2b", "#59a14f", "#e15759", "#76b7b2", "#edc948",
-    "#b07aa1", "#ff9da7", "#9c755f", "#bab0ac",
-)  # fmt: skip
+    "#4e79a7",
+    "#f28e2b",
+    "#59a14f",
+    "#e15759",
+    "#76b7b2",
+    "#edc948",
+    "#b07aa1",
+    "#ff9da7",
+    "#9c755f",
+    "#bab0ac",
+)
 MUTED = "#d9d9d9"
 
 
@@ -245,8 +253,9 @@ def heatmap(
         if r in labelled:
             middle = y + cell_h / 2 + 3.5  # the label's baseline: centred on its row
             label = _text(GRID_LABEL - 6, middle, short(name, 11), "end")
-            parts.append(label.replace("<text ", '<text font-weight="bold" ') if r in marked
-                         else label)  # fmt: skip
+            parts.append(
+                label.replace("<text ", '<text font-weight="bold" ') if r in marked else label
+            )
         for c, value in enumerate(row):
             color = _cell_color(value, scale, diverging)
             shown = "not observed" if value is None else f"{value:.3f} {unit}"

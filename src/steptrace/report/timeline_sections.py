@@ -43,9 +43,13 @@ def timeline_section(report: Report, timeline: Lanes | None) -> Section | None:
     views = tuple(TimelineView(s.name, s.wall_ns, (LaneGroup("", 0, s),)) for s in timeline.steps)
     marks = tuple(m for f in report.findings if (m := _mark(f, timeline)) is not None)
     figure = TimelineFigure(
-        kinds=timeline.kinds, names=timeline.names, views=views, shown=timeline.shown,
-        marks=marks, caption=CAPTION,
-    )  # fmt: skip
+        kinds=timeline.kinds,
+        names=timeline.names,
+        views=views,
+        shown=timeline.shown,
+        marks=marks,
+        caption=CAPTION,
+    )
     return Section(KEY, HEADING, (Paragraph(stand_in(timeline.steps[timeline.shown])), figure))
 
 
@@ -83,9 +87,15 @@ def _mark(found: Finding, timeline: Lanes) -> Mark | None:
         start = min(b.start_ns for b in bars)
         end = max(b.start_ns + b.dur_ns for b in bars)
     return Mark(
-        label=found.rule, view=k, start_ns=start, end_ns=end, thread=where.thread,
-        streams=streams, lanes=lanes, names=tuple(sorted(names)),
-    )  # fmt: skip
+        label=found.rule,
+        view=k,
+        start_ns=start,
+        end_ns=end,
+        thread=where.thread,
+        streams=streams,
+        lanes=lanes,
+        names=tuple(sorted(names)),
+    )
 
 
 def _named(found: Finding, timeline: Lanes) -> set[int]:
@@ -146,9 +156,13 @@ def ranks_timeline_section(report: RanksReport, carried: tuple[RankLanes, ...]) 
     shown = min(first_names.shown, len(views) - 1)
     marks = tuple(_rank_mark(f, shown, views[shown], names) for f in report.findings)
     figure = TimelineFigure(
-        kinds=first_names.kinds, names=names, views=tuple(views), shown=shown, marks=marks,
+        kinds=first_names.kinds,
+        names=names,
+        views=tuple(views),
+        shown=shown,
+        marks=marks,
         caption=_ranks_caption(report, aligned),
-    )  # fmt: skip
+    )
     across = f"{len(carried)} of {len(report.ranks)} ranks"
     drawn_steps = max(len(t.lanes.steps) for t in carried)
     steps = max(len(r.steps) for r in report.ranks)
@@ -174,17 +188,27 @@ def _rank_mark(found: Finding, k: int, view: TimelineView, names: tuple[str, ...
         if group.label == f"rank {rank}":
             lanes = list(range(at, at + count))
             base = group.name_base
-            named = {base + b.name for lane in group.lanes.lanes for b in lane.bars
-                     if names[base + b.name] == phase}  # fmt: skip
+            named = {
+                base + b.name
+                for lane in group.lanes.lanes
+                for b in lane.bars
+                if names[base + b.name] == phase
+            }
             bars = [b for lane in group.lanes.lanes for b in lane.bars if base + b.name in named]
             if bars:
                 start = group.offset_ns + min(b.start_ns for b in bars)
                 end = group.offset_ns + max(b.start_ns + b.dur_ns for b in bars)
         at += count
     return Mark(
-        label=found.rule, view=k, start_ns=start, end_ns=end, thread=None, streams=(),
-        lanes=tuple(lanes), names=tuple(sorted(named)),
-    )  # fmt: skip
+        label=found.rule,
+        view=k,
+        start_ns=start,
+        end_ns=end,
+        thread=None,
+        streams=(),
+        lanes=tuple(lanes),
+        names=tuple(sorted(named)),
+    )
 
 
 def ranks_jumps(report: RanksReport, section: Section | None) -> Jumps | None:

@@ -26,8 +26,17 @@ PLOT = WIDTH - LABELS - 10
 TICKS = 8
 TEXT_MIN_PX = 48  # bars at least this wide at full view carry their name
 CAUSES = (WAITING_ON_HOST, AFTER_SYNC, NOT_KNOWN, NOTHING_AFTER)
-COLORS = ("#4e79a7", "#a0cbe8", "#59a14f", "#b07aa1", "#edc948", "#f28e2b", "#e15759",
-          "#17becf", "#9c755f")  # fmt: skip
+COLORS = (
+    "#4e79a7",
+    "#a0cbe8",
+    "#59a14f",
+    "#b07aa1",
+    "#edc948",
+    "#f28e2b",
+    "#e15759",
+    "#17becf",
+    "#9c755f",
+)
 GAP_COLORS = ("#f6b8b8", "#fbd78b", "#d5d5d5", "#eeeeee")
 STYLE = (
     ".tl{margin:.5rem 0}.tl svg{display:block;background:#fff;cursor:grab;user-select:none}"
@@ -49,8 +58,13 @@ def safe_json(value: object) -> str:
     """JSON that cannot end or open markup inside ``<script>``: ``<``, ``>``, ``&`` and the
     line separators are written as ``\\u`` escapes (the same value once parsed)."""
     text = msgspec.json.encode(value).decode()
-    for raw, escaped in (("<", "\\u003c"), (">", "\\u003e"), ("&", "\\u0026"),
-                         ("\u2028", "\\u2028"), ("\u2029", "\\u2029")):  # fmt: skip
+    for raw, escaped in (
+        ("<", "\\u003c"),
+        (">", "\\u003e"),
+        ("&", "\\u0026"),
+        ("\u2028", "\\u2028"),
+        ("\u2029", "\\u2029"),
+    ):
         text = text.replace(raw, escaped)
     return text
 
@@ -159,9 +173,13 @@ def time_text(ns: float) -> str:
 
 
 def _group(
-    group: LaneGroup, scale: float, y: int, lane_index: int, block: TimelineFigure,
+    group: LaneGroup,
+    scale: float,
+    y: int,
+    lane_index: int,
+    block: TimelineFigure,
     labels: list[str],
-) -> tuple[list[str], list[str], int, int]:  # fmt: skip
+) -> tuple[list[str], list[str], int, int]:
     rows: list[str] = [f'<g class="grp" data-off="{group.offset_ns * scale:.2f}">']
     texts: list[str] = []
     for lane in group.lanes.lanes:

@@ -140,9 +140,13 @@ def _chart(block: Chart) -> str:
         return svg.stacked(block.rows, series, block.totals, block.unit, muted)
     if isinstance(block, Heatmap):
         return svg.heatmap(
-            block.rows, block.columns, block.values, block.unit,
-            diverging=block.diverging, marked=block.marked,
-        )  # fmt: skip
+            block.rows,
+            block.columns,
+            block.values,
+            block.unit,
+            diverging=block.diverging,
+            marked=block.marked,
+        )
     return svg.strips([(s.name, s.values) for s in block.groups], block.unit)
 
 

@@ -20,7 +20,7 @@ from steptrace.report.model import FindingsReport, Report
 
 if TYPE_CHECKING:
     from steptrace.analysis.lanes import Lanes
-    from steptrace.report.check_sections import ComparisonLike
+    from steptrace.validate.results import Comparison
 
 
 @dataclass(frozen=True)
@@ -28,7 +28,7 @@ class View:
     """What to show beside the report itself."""
 
     findings_only: bool = False
-    comparisons: tuple[tuple[str, ComparisonLike], ...] = ()  # A/B checks, titled
+    comparisons: tuple[tuple[str, Comparison], ...] = ()  # A/B checks, titled
     trace_name: str | None = None  # the trace as the reader will find it (default: its path)
     notes: tuple[str, ...] = ()  # about this run, from whoever made it (the demo: its plants)
     totals: bool = False  # operator and kernel tables: totals over the trace, not per step

@@ -70,9 +70,13 @@ class SmallCNN(nn.Module):
     def __init__(self) -> None:
         super().__init__()
         self.features = nn.Sequential(
-            nn.Conv2d(3, 16, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
-            nn.Conv2d(16, 32, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
-        )  # fmt: skip
+            nn.Conv2d(3, 16, 3, padding=1),
+            nn.ReLU(),
+            nn.MaxPool2d(2),
+            nn.Conv2d(16, 32, 3, padding=1),
+            nn.ReLU(),
+            nn.MaxPool2d(2),
+        )
         self.head = nn.Linear(32 * (SIZE // 4) ** 2, CLASSES)
         self.class_weights = [1.0 + 0.1 * c for c in range(CLASSES)]  # a Python list
         self.register_buffer("weights_once", torch.tensor(self.class_weights))
@@ -132,8 +136,11 @@ def run_demo(
     """
     from steptrace.devices import activities, resolve
 
-    target = resolve("cuda" if device == "auto" and torch.cuda.is_available() else
-                     ("cpu" if device == "auto" else device))  # fmt: skip
+    target = resolve(
+        "cuda"
+        if device == "auto" and torch.cuda.is_available()
+        else ("cpu" if device == "auto" else device)
+    )
     activities(target)  # refuses a GPU that cannot be observed, before anything is made
     threads = torch.get_num_threads()
     partial = _new_folder(root, suffix=".partial")
@@ -161,14 +168,21 @@ def _run(folder: Path, target: torch.device, quick: bool, say: Say, ranks: bool)
 
     state = make_state(target)
     workload = Workload(
-        scenario=scenario(target), model=state["model"], optimizer=state["optimizer"],
-        loss_fn=nn.functional.cross_entropy, loader=loader(64),
-    )  # fmt: skip
+        scenario=scenario(target),
+        model=state["model"],
+        optimizer=state["optimizer"],
+        loss_fn=nn.functional.cross_entropy,
+        loader=loader(64),
+    )
     window = Window(active=3, measure_overhead=True, count_flops=True)
     report = investigate(
-        workload, out=folder / TRACE, window=window, checks=3,
-        budget_s=QUICK_BUDGET_S if quick else BUDGET_S, say=say,
-    )  # fmt: skip
+        workload,
+        out=folder / TRACE,
+        window=window,
+        checks=3,
+        budget_s=QUICK_BUDGET_S if quick else BUDGET_S,
+        say=say,
+    )
     report = _named_in_folder(report, folder)
     notes = planted_notes(report, target)
     for line in notes:
@@ -206,8 +220,10 @@ def _ranks_part(folder: Path, say: Say) -> Document:
     from steptrace.report.ranks_sections import ranks_document
 
     plant = DEMO_PLANT
-    say(f"Recording 4 gloo ranks (DDP), rank {plant.rank}'s {plant.phase} {plant.extra_ms:.0f} ms "
-        "slower ...")  # fmt: skip
+    say(
+        f"Recording 4 gloo ranks (DDP), rank {plant.rank}'s {plant.phase} {plant.extra_ms:.0f} ms "
+        "slower ..."
+    )
     paths = record_demo_ranks(folder / RANKS)
     say("Analyzing the 4 ranks together ...")
     job = analyze_job(paths, progress=False, lanes=True)

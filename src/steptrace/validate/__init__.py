@@ -1,11 +1,14 @@
 """Validation outside the profiler: A/B from the same state, correctness first, and the
-findings" controlled checks as factories, each
-``name(step, *, make_state, batches, device="cpu", **options) -> Comparison`` (A as the
-user runs it, B the change; ``steptrace.errors.NotTestable`` where one cannot run here).
+findings' controlled checks as factories, each
+``name(step, *, make_state, batches, device="cpu", check=None, plan=None,
+instruments=None) -> Comparison`` (A as the user runs it, B the change;
+``steptrace.errors.NotTestable`` where one cannot run here).
 
-Names load on first use: ``steptrace.validate.results`` (what validation produces:
-``Comparison``, ``OperatorTiming``, ``CheckResult``) is read without torch; ``compare``
-and the checks need it.
+A ``Comparison`` is one type per verdict: ``Faster``, ``Slower``,
+``NoDetectableDifference`` (each a ``Timed``, every figure present), ``OutputsDiffer``,
+``TooFewSamples``. Names load on first use: ``steptrace.validate.results`` (what
+validation produces) and ``steptrace.validate.inputs`` (``State``, ``Step``,
+``CandidateInputs``) are read without torch; ``compare`` and the checks need it.
 """
 
 from __future__ import annotations
@@ -20,40 +23,72 @@ if TYPE_CHECKING:
     from steptrace.validate.checks import pinned_memory_check, prepared_batch_check
     from steptrace.validate.compiled import compile_check
     from steptrace.validate.constants import ConstantCache, constant_once_check
-    from steptrace.validate.inference import inference_mode_check
+    from steptrace.validate.inference_mode import inference_mode_check
+    from steptrace.validate.inputs import CandidateInputs, State, Step
     from steptrace.validate.operator_timing import operator_timing
     from steptrace.validate.optimizer import optimizer_check
     from steptrace.validate.profiler import profiler_check
-    from steptrace.validate.results import CheckResult, Comparison, LoopCheck, OperatorTiming
+    from steptrace.validate.results import (
+        CheckResult,
+        Comparison,
+        Faster,
+        LoopCheck,
+        NoDetectableDifference,
+        OperatorTiming,
+        OutputsDiffer,
+        Slower,
+        Timed,
+        TooFewSamples,
+    )
     from steptrace.validate.script import operator_script
     from steptrace.validate.timing import CheckPlan, Instruments, TimingPlan
 
+_RESULTS = (
+    "CheckResult",
+    "Comparison",
+    "Faster",
+    "LoopCheck",
+    "NoDetectableDifference",
+    "OperatorTiming",
+    "OutputsDiffer",
+    "Slower",
+    "Timed",
+    "TooFewSamples",
+)
 _MODULE_OF = {
     "autocast_check": "steptrace.validate.autocast",
     **dict.fromkeys(("pinned_memory_check", "prepared_batch_check"), "steptrace.validate.checks"),
     "compare": "steptrace.validate.ab",
     "compile_check": "steptrace.validate.compiled",
     **dict.fromkeys(("ConstantCache", "constant_once_check"), "steptrace.validate.constants"),
-    "inference_mode_check": "steptrace.validate.inference",
+    "inference_mode_check": "steptrace.validate.inference_mode",
+    **dict.fromkeys(("CandidateInputs", "State", "Step"), "steptrace.validate.inputs"),
     "operator_timing": "steptrace.validate.operator_timing",
     "optimizer_check": "steptrace.validate.optimizer",
     "profiler_check": "steptrace.validate.profiler",
-    **dict.fromkeys(
-        ("CheckResult", "Comparison", "LoopCheck", "OperatorTiming"), "steptrace.validate.results"
-    ),
+    **dict.fromkeys(_RESULTS, "steptrace.validate.results"),
     "operator_script": "steptrace.validate.script",
     **dict.fromkeys(("CheckPlan", "Instruments", "TimingPlan"), "steptrace.validate.timing"),
 }
 
 __all__ = [
+    "CandidateInputs",
     "CheckPlan",
     "CheckResult",
     "Comparison",
     "ConstantCache",
+    "Faster",
     "Instruments",
     "LoopCheck",
+    "NoDetectableDifference",
     "OperatorTiming",
+    "OutputsDiffer",
+    "Slower",
+    "State",
+    "Step",
+    "Timed",
     "TimingPlan",
+    "TooFewSamples",
     "autocast_check",
     "compare",
     "compile_check",

@@ -1,26 +1,26 @@
 """``compare``: is B faster than A, outside the profiler, from the same state, and correct?
 
 1. Same start: ``make_state()`` is called once; A and B each get a deep copy of it (model,
-   optimizer and the rest), and the same RNG seed before they run. ``make_state_b``,
-   ``batches_b`` and ``loop_batches_b`` give B its own (another optimizer flag, pinned
-   batches, a loader with workers): the result lists what differed by design.
-2. Correctness first: each side runs ``check_steps`` steps on its batches; outputs,
+   optimizer and the rest), and the same RNG seed before they run. ``CandidateInputs``
+   gives B its own state, batches or whole loop (another optimizer flag, pinned batches,
+   a loader with workers): the result lists what differed by design.
+2. Correctness first: each side runs ``CheckPlan.steps`` steps on its batches; outputs,
    gradients, parameters and buffers are compared with dtype tolerances. A mismatch is
-   the verdict (``outputs-differ``, saying by how much and what to try) unless
-   ``accept_difference=True``.
+   the result (``OutputsDiffer``, saying by how much and what to try) unless
+   ``CheckPlan(accept_difference=True)``.
 3. Timing: fresh copies, warm-up kept apart, A and B interleaved in randomized blocks,
    synchronized at step boundaries only, within the time budget (an upper bound).
 4. Statistics: raw values, median, IQR, min, max per side; the ratio B/A with its CI from
    the estimator that fits the noise (``estimators``: the medians on a quiet machine, the
    blocks' fastest steps under interference); a paired rank test; the verdict in words.
+   The result's type is its verdict (``steptrace.validate.results``).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import Any
+from collections.abc import Sequence
+from typing import NamedTuple
 
-import msgspec
 import numpy as np
 import torch
 
@@ -28,8 +28,16 @@ from steptrace.errors import CaptureError
 from steptrace.validate.agreement import check_both, guarded
 from steptrace.validate.correctness import explain, flatten
 from steptrace.validate.estimators import MIN_PAIRS, Interference, decide
-from steptrace.validate.results import Comparison, LoopCheck
-from steptrace.validate.sides import by_design, checked_batches, checked_state, copies
+from steptrace.validate.inputs import Batch, CandidateInputs, MakeLoop, MakeState, Step
+from steptrace.validate.results import (
+    TIMED,
+    Comparison,
+    Correctness,
+    LoopCheck,
+    OutputsDiffer,
+    TooFewSamples,
+)
+from steptrace.validate.sides import Start, copies, start
 from steptrace.validate.stats import SideStats, sentence, summarize, verdict
 from steptrace.validate.timing import (
     CheckPlan,
@@ -37,7 +45,6 @@ from steptrace.validate.timing import (
     Instruments,
     Samples,
     Sides,
-    Step,
     Sync,
     TimingPlan,
     run_blocks,
@@ -48,105 +55,119 @@ def compare(
     baseline: Step,
     candidate: Step,
     *,
-    make_state: Callable[[], Mapping[str, Any]],
-    batches: Sequence[Any],
+    make_state: MakeState,
+    batches: Sequence[Batch],
     device: str | torch.device = "cpu",
     check: CheckPlan | None = None,
     plan: TimingPlan | None = None,
-    loop_batches: Callable[[], Iterable[Any]] | None = None,
     instruments: Instruments | None = None,
-    make_state_b: Callable[[], Mapping[str, Any]] | None = None,
-    batches_b: Sequence[Any] | None = None,
-    loop_batches_b: Callable[[], Iterable[Any]] | None = None,
-    **legacy: Any,
+    loop_batches: MakeLoop | None = None,
+    candidate_inputs: CandidateInputs | None = None,
 ) -> Comparison:
     """Compare two step functions ``step(state, batch) -> outputs`` from the same state.
 
     ``check`` says how correctness is checked first, ``plan`` how the steps are timed and
-    in which unit; ``loop_batches`` also times the whole loop. ``make_state_b``,
-    ``batches_b`` and ``loop_batches_b`` give B its own state, batches or loop (the
-    result's ``by_design`` lists what differed). The keyword arguments of earlier
-    versions (``rtol=``, ``unit=``, ``seed=``, ``clock=``, ...) still work.
+    in which unit, ``instruments`` the clock and synchronizer; ``loop_batches`` also times
+    the whole loop. ``candidate_inputs`` gives B its own state, batches or loop (the
+    result's ``by_design`` lists what differed).
     """
-    check, plan, instruments = _plans(check, plan, instruments, legacy)
+    check, plan = check or CheckPlan(), plan or TimingPlan()
+    instruments = instruments or Instruments()
     target = torch.device(device)
     sync = instruments.synchronize or _synchronizer(target)
-    origin_a = checked_state(make_state, "A", "make_state")
-    origin_b = None if make_state_b is None else checked_state(make_state_b, "B", "make_state_b")
-    feeds = (
-        checked_batches(batches, "A", "batches"),
-        checked_batches(batches if batches_b is None else batches_b, "B", "batches_b"),
-    )
-    loops = (loop_batches, loop_batches_b or loop_batches)
-    designed = by_design(origin_a, origin_b, batches_b is not None, loops)
-    origins = (origin_a, origin_a if origin_b is None else origin_b)
+    begun = start(make_state, batches, loop_batches, candidate_inputs or CandidateInputs())
+    steps = (baseline, candidate)
     correctness, pair_s = check_both(
-        (baseline, candidate), origins, feeds, check, seed=plan.seed, clock=instruments.clock,
+        steps,
+        begun.origins,
+        begun.feeds,
+        check,
+        seed=plan.seed,
+        clock=instruments.clock,
         synchronize=sync,
-    )  # fmt: skip
-    untimed = Comparison(
-        verdict="outputs-differ", sentence=explain(correctness), ratio=None, ci=None,
-        p_value=None, estimate=None, other_estimate=None, interference=None, band=plan.band,
-        unit=plan.unit, batch_size=plan.batch_size or _batch_size(feeds[0][0]), baseline=None,
-        candidate=None, correctness=correctness, accepted_difference=not correctness.ok,
-        by_design=designed, noise_warning=None, samples=None, loop=None, device=str(target),
-    )  # fmt: skip
+    )
+    said = _Said(correctness, begun.by_design, str(target))
     if not correctness.ok and not check.accept_difference:
-        return untimed
-    state_a, state_b = copies(origins[0], "A"), copies(origins[1], "B")
-    step_a, step_b = guarded(baseline, "A", "while timed"), guarded(candidate, "B", "while timed")
-    sides = Sides(lambda x: step_a(state_a, x), lambda x: step_b(state_b, x), *feeds)
-    samples = run_blocks(
-        sides, plan, clock=instruments.clock, synchronize=sync, pair_s=pair_s,
-        before_block=instruments.before_block or (lambda side: None),
-    )  # fmt: skip
-    loop = _loop((baseline, candidate), origins, loops, plan, instruments.clock, sync)
+        return OutputsDiffer(
+            sentence=explain(correctness),
+            correctness=correctness,
+            by_design=said.by_design,
+            device=said.device,
+        )
+    samples = _timed_blocks(steps, begun, plan, instruments, sync, pair_s)
+    loop = _loop(steps, begun, plan, instruments.clock, sync)
     if len(samples.order) < MIN_PAIRS:
-        too_few = _too_few(plan, pair_s, samples)
-        return msgspec.structs.replace(
-            untimed, verdict="too-few-samples", sentence=too_few, samples=samples, loop=loop
+        return TooFewSamples(
+            sentence=_too_few(plan, pair_s, samples),
+            correctness=correctness,
+            by_design=said.by_design,
+            device=said.device,
+            accepted_difference=not correctness.ok,
+            samples=samples,
+            loop=loop,
         )
     if min(min(samples.a), min(samples.b)) <= 0:
         raise CaptureError("the clock is too coarse for these steps: a step took 0 ms")
+    return _verdict(samples, loop, plan, said, plan.batch_size or _batch_size(begun.feeds[0][0]))
+
+
+class _Said(NamedTuple):
+    """What every result says, whatever the timing: correctness, design, device."""
+
+    correctness: Correctness
+    by_design: tuple[str, ...]
+    device: str
+
+
+def _timed_blocks(
+    steps: tuple[Step, Step],
+    begun: Start,
+    plan: TimingPlan,
+    instruments: Instruments,
+    sync: Sync,
+    pair_s: float,
+) -> Samples:
+    """Both sides timed in interleaved blocks, each on fresh copies of its start."""
+    state_a, state_b = copies(begun.origins[0], "A"), copies(begun.origins[1], "B")
+    step_a, step_b = guarded(steps[0], "A", "while timed"), guarded(steps[1], "B", "while timed")
+    sides = Sides(lambda x: step_a(state_a, x), lambda x: step_b(state_b, x), *begun.feeds)
+    return run_blocks(
+        sides,
+        plan,
+        clock=instruments.clock,
+        synchronize=sync,
+        pair_s=pair_s,
+        before_block=instruments.before_block or (lambda side: None),
+    )
+
+
+def _verdict(
+    samples: Samples, loop: LoopCheck | None, plan: TimingPlan, said: _Said, batch_size: int | None
+) -> Comparison:
+    """The verdict from the raw samples: the deciding estimate, both sides' summaries."""
     deciding, other, measured = decide(samples.a, samples.b, samples.block_steps)
     outcome = verdict(deciding, plan.band)
     a_stats, b_stats = summarize(samples.a), summarize(samples.b)
-    return msgspec.structs.replace(
-        untimed, verdict=outcome, sentence=sentence(outcome, deciding, plan.band, plan.unit),
-        ratio=deciding.ratio, ci=deciding.ci, p_value=deciding.p_value, estimate=deciding,
-        other_estimate=other, interference=measured, baseline=a_stats, candidate=b_stats,
-        noise_warning=_noise(a_stats, b_stats, measured), samples=samples, loop=loop,
-    )  # fmt: skip
-
-
-# The keyword arguments of earlier versions, and where each one now lives.
-_LEGACY = {
-    "check_steps": ("check", "steps"), "rtol": ("check", "rtol"), "atol": ("check", "atol"),
-    "accept_difference": ("check", "accept_difference"), "unit": ("plan", "unit"),
-    "batch_size": ("plan", "batch_size"), "band": ("plan", "band"), "seed": ("plan", "seed"),
-    "loop_repeats": ("plan", "loop_repeats"), "clock": ("instruments", "clock"),
-    "synchronize": ("instruments", "synchronize"),
-}  # fmt: skip
-
-
-def _plans(
-    check: CheckPlan | None,
-    plan: TimingPlan | None,
-    instruments: Instruments | None,
-    legacy: dict[str, Any],
-) -> tuple[CheckPlan, TimingPlan, Instruments]:
-    """The three values, with the keyword arguments of earlier versions applied to them."""
-    unknown = sorted(set(legacy) - set(_LEGACY))
-    if unknown:
-        raise TypeError(f"compare() got unexpected keyword argument(s): {', '.join(unknown)}")
-    changes: dict[str, dict[str, Any]] = {"check": {}, "plan": {}, "instruments": {}}
-    for name, value in legacy.items():
-        where, field = _LEGACY[name]
-        changes[where][field] = value
-    return (
-        msgspec.structs.replace(check or CheckPlan(), **changes["check"]),
-        msgspec.structs.replace(plan or TimingPlan(), **changes["plan"]),
-        msgspec.structs.replace(instruments or Instruments(), **changes["instruments"]),
+    return TIMED[outcome](
+        sentence=sentence(outcome, deciding, plan.band, plan.unit),
+        correctness=said.correctness,
+        by_design=said.by_design,
+        device=said.device,
+        accepted_difference=not said.correctness.ok,
+        samples=samples,
+        loop=loop,
+        ratio=deciding.ratio,
+        ci=deciding.ci,
+        p_value=deciding.p_value,
+        estimate=deciding,
+        other_estimate=other,
+        interference=measured,
+        band=plan.band,
+        unit=plan.unit,
+        batch_size=batch_size,
+        baseline=a_stats,
+        candidate=b_stats,
+        noise_warning=_noise(a_stats, b_stats, measured),
     )
 
 
@@ -156,7 +177,7 @@ def _synchronizer(device: torch.device) -> Sync:
     return lambda: None
 
 
-def _batch_size(batch: Any) -> int | None:
+def _batch_size(batch: Batch) -> int | None:
     first = next((v for _, v in flatten(batch, "batch") if isinstance(v, torch.Tensor)), None)
     return int(first.shape[0]) if first is not None and first.dim() > 0 else None
 
@@ -194,19 +215,14 @@ def _too_few(plan: TimingPlan, pair_s: float, samples: Samples) -> str:
 
 
 def _loop(
-    steps: tuple[Step, Step],
-    origins: tuple[Mapping[str, Any], Mapping[str, Any]],
-    loops: tuple[Callable[[], Iterable[Any]] | None, Callable[[], Iterable[Any]] | None],
-    plan: TimingPlan,
-    clock: Clock,
-    sync: Sync,
+    steps: tuple[Step, Step], begun: Start, plan: TimingPlan, clock: Clock, sync: Sync
 ) -> LoopCheck | None:
     """The whole loop (data included) per side, a few times, in a random order."""
-    if loops[0] is None and loops[1] is None:
+    if begun.loops[0] is None and begun.loops[1] is None:
         return None
     coin = np.random.default_rng(plan.seed + 1)
     times: dict[str, list[float]] = {"A": [], "B": []}
-    sides = list(zip("AB", steps, origins, loops, strict=True))
+    sides = list(zip("AB", steps, begun.origins, begun.loops, strict=True))
     for _ in range(plan.loop_repeats):
         for name, step, origin, loop in sides if coin.integers(2) else reversed(sides):
             if loop is None:
@@ -214,10 +230,10 @@ def _loop(
             state = copies(origin, name)
             run = guarded(step, name, "in the whole loop")
             sync()
-            start = clock()
+            began = clock()
             for batch in loop():
                 run(state, batch)
             sync()
-            times[name].append((clock() - start) * 1000)
+            times[name].append((clock() - began) * 1000)
     a_median, b_median = float(np.median(times["A"])), float(np.median(times["B"]))
     return LoopCheck(tuple(times["A"]), tuple(times["B"]), a_median, b_median, b_median / a_median)

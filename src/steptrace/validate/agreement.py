@@ -13,7 +13,6 @@ import copy
 import random
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from typing import Any
 
 import numpy as np
 import torch
@@ -25,15 +24,16 @@ from steptrace.validate.correctness import (
     same_start,
     snapshot,
 )
+from steptrace.validate.inputs import Batch, Output, State, Step
 from steptrace.validate.results import Correctness, Difference
 from steptrace.validate.sides import copies
-from steptrace.validate.timing import CheckPlan, Clock, Step, Sync
+from steptrace.validate.timing import CheckPlan, Clock, Sync
 
 
 def guarded(step: Step, side: str, when: str) -> Step:
     """The user's step, whose exceptions become one line naming the side."""
 
-    def run(state: Any, batch: Any) -> Any:
+    def run(state: State, batch: Batch) -> Output:
         try:
             return step(state, batch)
         except CaptureError:
@@ -49,8 +49,8 @@ def guarded(step: Step, side: str, when: str) -> Step:
 
 def check_both(
     steps: tuple[Step, Step],
-    origins: tuple[Mapping[str, Any], Mapping[str, Any]],
-    batches: tuple[Sequence[Any], Sequence[Any]],
+    origins: tuple[State, State],
+    batches: tuple[Sequence[Batch], Sequence[Batch]],
     check: CheckPlan,
     *,
     seed: int,
@@ -65,7 +65,7 @@ def check_both(
     with _rng_kept():
         for side, step, state, feed in zip("AB", steps, (state_a, state_b), batches, strict=True):
             _seed_everything(seed)
-            results: dict[str, Any] = {}
+            results: dict[str, Output] = {}
             times = []
             for i in range(check.steps):  # batches copied per side: a step may change them
                 batch = copy.deepcopy(feed[i % len(feed)])
@@ -90,7 +90,9 @@ def check_both(
     return correctness, sum(seconds)
 
 
-def _pair(name: str, a: Mapping[str, Any], b: Mapping[str, Any], check: CheckPlan) -> Difference:
+def _pair(
+    name: str, a: Mapping[str, Output], b: Mapping[str, Output], check: CheckPlan
+) -> Difference:
     """Compare by name: a value on one side only is a difference, never silently dropped."""
     if name not in a or name not in b:
         side = "A" if name in a else "B"
@@ -99,7 +101,7 @@ def _pair(name: str, a: Mapping[str, Any], b: Mapping[str, Any], check: CheckPla
     return compare_values(name, a[name], b[name], check.rtol, check.atol)
 
 
-def _kept(value: Any) -> Any:
+def _kept(value: Output) -> Output:
     """A copy of an output as it is now (a later in-place change must not alter it)."""
     if isinstance(value, torch.Tensor):
         return value.detach().clone()

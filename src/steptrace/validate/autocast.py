@@ -13,8 +13,7 @@ question: compare the loss curve or accuracy over a run, not only ms/step.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from collections.abc import Sequence
 
 import torch
 
@@ -22,8 +21,9 @@ from steptrace.devices import each_tensor
 from steptrace.errors import CaptureError, NotTestable
 from steptrace.validate.ab import compare
 from steptrace.validate.factory import B_FAILED, origin, refused_b, said
+from steptrace.validate.inputs import Batch, MakeState, Output, State, Step
 from steptrace.validate.results import Comparison, Correctness
-from steptrace.validate.timing import CheckPlan
+from steptrace.validate.timing import CheckPlan, Instruments, TimingPlan
 
 LOW = (torch.float16, torch.bfloat16)
 RTOL, ATOL = 1e-2, 1e-3  # bfloat16 over a few steps (README, correctness.py)
@@ -34,12 +34,14 @@ INSTEAD = (
 
 
 def autocast_check(
-    step: Callable[[Mapping[str, Any], Any], Any],
+    step: Step,
     *,
-    make_state: Callable[[], Mapping[str, Any]],
-    batches: Sequence[Any],
+    make_state: MakeState,
+    batches: Sequence[Batch],
     device: str | torch.device = "cpu",
-    **options: Any,
+    check: CheckPlan | None = None,
+    plan: TimingPlan | None = None,
+    instruments: Instruments | None = None,
 ) -> Comparison:
     """Full precision (A) against ``torch.autocast`` on the GPU (B), difference accepted."""
     target = torch.device(device)
@@ -52,48 +54,71 @@ def autocast_check(
         )
     dtype = torch.bfloat16 if torch.cuda.is_bf16_supported() else torch.float16
     return autocast_compare(
-        step, make_state=make_state, batches=batches, device=target, dtype=dtype, **options
+        step,
+        make_state=make_state,
+        batches=batches,
+        device=target,
+        dtype=dtype,
+        check=check,
+        plan=plan,
+        instruments=instruments,
     )
 
 
 def autocast_compare(
-    step: Callable[[Mapping[str, Any], Any], Any],
+    step: Step,
     *,
-    make_state: Callable[[], Mapping[str, Any]],
-    batches: Sequence[Any],
+    make_state: MakeState,
+    batches: Sequence[Batch],
     device: torch.device,
     dtype: torch.dtype,
-    **options: Any,
+    check: CheckPlan | None = None,
+    plan: TimingPlan | None = None,
+    instruments: Instruments | None = None,
 ) -> Comparison:
     """The comparison itself, on any device autocast supports (the CPU in tests)."""
     state, made = origin(make_state)
     wide = next((p.dtype for p in state["model"].parameters() if p.is_floating_point()), None)
 
-    def under_autocast(state: Mapping[str, Any], batch: Any) -> Any:
+    def under_autocast(state: State, batch: Batch) -> Output:
         with torch.autocast(device.type, dtype=dtype):
             returned = step(state, batch)
         if wide is None or wide in LOW:
             return returned
         return each_tensor(returned, lambda t: t.to(wide) if t.dtype in LOW else t)
 
-    check = options.pop("check", None) or CheckPlan()
-    check = CheckPlan(
-        steps=check.steps, rtol=RTOL if check.rtol is None else check.rtol,
-        atol=ATOL if check.atol is None else check.atol, accept_difference=True,
-    )  # fmt: skip
     try:
         result = compare(
-            step, under_autocast, make_state=made, batches=batches, device=device, check=check,
-            **options,
-        )  # fmt: skip
+            step,
+            under_autocast,
+            make_state=made,
+            batches=batches,
+            device=device,
+            check=_accepting(check or CheckPlan()),
+            plan=plan,
+            instruments=instruments,
+        )
     except CaptureError as error:
         if str(error).startswith(B_FAILED):
             raise refused_b(
                 error, f"the step cannot run under autocast({dtype})", INSTEAD
             ) from None
         raise
-    return said(result, f"precision: B under torch.autocast({device.type!r}, {dtype})",
-                measured(result.correctness))  # fmt: skip
+    return said(
+        result,
+        f"precision: B under torch.autocast({device.type!r}, {dtype})",
+        measured(result.correctness),
+    )
+
+
+def _accepting(check: CheckPlan) -> CheckPlan:
+    """The plan with bfloat16's tolerances unless given, the difference accepted."""
+    return CheckPlan(
+        steps=check.steps,
+        rtol=RTOL if check.rtol is None else check.rtol,
+        atol=ATOL if check.atol is None else check.atol,
+        accept_difference=True,
+    )
 
 
 def measured(correctness: Correctness) -> str:

@@ -14,26 +14,28 @@ A check that cannot run here raises ``steptrace.errors.NotTestable`` before any 
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
-from typing import Any
+from collections.abc import Iterable, Sequence
 
+import msgspec
 import torch
 
 from steptrace.devices import pin, to_device
 from steptrace.errors import NotTestable
 from steptrace.validate.ab import compare
+from steptrace.validate.inputs import Batch, MakeState, Output, State, Step
 from steptrace.validate.results import Comparison
-
-StepOnBatch = Callable[[Mapping[str, Any], Any], Any]
+from steptrace.validate.timing import CheckPlan, Instruments, TimingPlan
 
 
 def prepared_batch_check(
-    step: StepOnBatch,
+    step: Step,
     *,
-    make_state: Callable[[], Mapping[str, Any]],
-    loader: Iterable[Any],
+    make_state: MakeState,
+    loader: Iterable[Batch],
     device: str | torch.device = "cpu",
-    **options: Any,
+    check: CheckPlan | None = None,
+    plan: TimingPlan | None = None,
+    instruments: Instruments | None = None,
 ) -> Comparison:
     """Does the step wait for data? The same compute with and without reading the batch.
 
@@ -44,7 +46,7 @@ def prepared_batch_check(
     prepared = to_device(next(iter(loader)), target)
     source = {"batches": iter(loader)}
 
-    def from_loader(state: Mapping[str, Any], _: Any) -> Any:
+    def from_loader(state: State, _: Batch) -> Output:
         try:
             batch = next(source["batches"])
         except StopIteration:
@@ -52,23 +54,32 @@ def prepared_batch_check(
             batch = next(source["batches"])
         return step(state, to_device(batch, target))
 
-    def from_memory(state: Mapping[str, Any], _: Any) -> Any:
+    def from_memory(state: State, _: Batch) -> Output:
         return step(state, prepared)
 
-    options["accept_difference"] = True  # different batches by design: say it, don't hide it
+    # different batches by design: say it, don't hide it
+    accepted = msgspec.structs.replace(check or CheckPlan(), accept_difference=True)
     return compare(
-        from_loader, from_memory, make_state=make_state, batches=[None], device=target,
-        **options,
-    )  # fmt: skip
+        from_loader,
+        from_memory,
+        make_state=make_state,
+        batches=[None],
+        device=target,
+        check=accepted,
+        plan=plan,
+        instruments=instruments,
+    )
 
 
 def pinned_memory_check(
-    step: StepOnBatch,
+    step: Step,
     *,
-    make_state: Callable[[], Mapping[str, Any]],
-    batches: list[Any],
+    make_state: MakeState,
+    batches: Sequence[Batch],
     device: str | torch.device = "cuda",
-    **options: Any,
+    check: CheckPlan | None = None,
+    plan: TimingPlan | None = None,
+    instruments: Instruments | None = None,
 ) -> Comparison:
     """Pageable copies (A) against pinned memory with non_blocking copies (B)."""
     target = torch.device(device)
@@ -81,13 +92,19 @@ def pinned_memory_check(
     pinned = [pin(b) for b in batches]
     pageable = list(batches)
 
-    def from_pageable(state: Mapping[str, Any], index: int) -> Any:
+    def from_pageable(state: State, index: int) -> Output:
         return step(state, to_device(pageable[index], target))
 
-    def from_pinned(state: Mapping[str, Any], index: int) -> Any:
+    def from_pinned(state: State, index: int) -> Output:
         return step(state, to_device(pinned[index], target, non_blocking=True))
 
     return compare(
-        from_pageable, from_pinned, make_state=make_state, batches=list(range(len(batches))),
-        device=target, **options,
-    )  # fmt: skip
+        from_pageable,
+        from_pinned,
+        make_state=make_state,
+        batches=list(range(len(batches))),
+        device=target,
+        check=check,
+        plan=plan,
+        instruments=instruments,
+    )

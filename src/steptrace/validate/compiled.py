@@ -20,25 +20,17 @@ from __future__ import annotations
 
 import copy
 import time
-from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from collections.abc import Callable, Sequence
 
 import torch
 
 from steptrace.devices import synchronize
 from steptrace.errors import CaptureError, NotTestable
 from steptrace.validate.ab import compare
-from steptrace.validate.factory import (
-    B_FAILED,
-    one_line,
-    origin,
-    refused_b,
-    said,
-    strict,
-    with_check,
-)
+from steptrace.validate.factory import B_FAILED, one_line, origin, refused_b, said, strict
+from steptrace.validate.inputs import Batch, CandidateInputs, MakeState, State, Step
 from steptrace.validate.results import Comparison
-from steptrace.validate.timing import CheckPlan, Clock
+from steptrace.validate.timing import CheckPlan, Clock, Instruments, TimingPlan
 
 DRIFT = CheckPlan(steps=3, rtol=1e-4, atol=1e-6)
 INSTEAD = (
@@ -49,15 +41,26 @@ Compiler = Callable[[torch.nn.Module], torch.nn.Module]
 
 
 def compile_check(
-    step: Callable[[Mapping[str, Any], Any], Any],
+    step: Step,
     *,
-    make_state: Callable[[], Mapping[str, Any]],
-    batches: Sequence[Any],
+    make_state: MakeState,
+    batches: Sequence[Batch],
     device: str | torch.device = "cpu",
-    **options: Any,
+    check: CheckPlan | None = None,
+    plan: TimingPlan | None = None,
+    instruments: Instruments | None = None,
 ) -> Comparison:
     """The eager model (A) against ``torch.compile(model)`` (B), compile cost said apart."""
-    return compiled_compare(step, make_state, batches, torch.device(device), _compile, options)
+    return compiled_compare(
+        step,
+        make_state=make_state,
+        batches=batches,
+        device=torch.device(device),
+        compiler=_compile,
+        check=check,
+        plan=plan,
+        instruments=instruments,
+    )
 
 
 def _compile(model: torch.nn.Module) -> torch.nn.Module:
@@ -67,26 +70,37 @@ def _compile(model: torch.nn.Module) -> torch.nn.Module:
 
 
 def compiled_compare(
-    step: Callable[[Mapping[str, Any], Any], Any],
-    make_state: Callable[[], Mapping[str, Any]],
-    batches: Sequence[Any],
+    step: Step,
+    *,
+    make_state: MakeState,
+    batches: Sequence[Batch],
     device: torch.device,
     compiler: Compiler,
-    options: dict[str, Any],
+    check: CheckPlan | None = None,
+    plan: TimingPlan | None = None,
+    instruments: Instruments | None = None,
     clock: Clock = time.perf_counter,
 ) -> Comparison:
-    """``compile_check`` with the compiler injectable (a failing one in tests)."""
+    """``compile_check`` with the compiler injectable (a failing one in tests), and the
+    clock that times the compile."""
     state, made = origin(make_state)
     if not batches:
         raise NotTestable("no batch to compile the step on", INSTEAD)
-    compiled = copy.deepcopy(dict(state))
+    compiled = copy.deepcopy(state)
     compiled["model"] = compiler(compiled["model"])
     seconds = _first_call(step, compiled, batches[0], device, clock)
     try:
         result = compare(
-            step, step, make_state=made, batches=batches, device=device,
-            make_state_b=lambda: compiled, **with_check(strict(options, "compile_check"), DRIFT),
-        )  # fmt: skip
+            step,
+            step,
+            make_state=made,
+            batches=batches,
+            device=device,
+            check=strict(check, "compile_check") or DRIFT,
+            plan=plan,
+            instruments=instruments,
+            candidate_inputs=CandidateInputs(make_state=lambda: compiled),
+        )
     except CaptureError as error:  # a recompile for another batch can fail too
         if str(error).startswith(B_FAILED):
             raise refused_b(error, "the compiled step failed", INSTEAD) from None
@@ -99,14 +113,10 @@ def compiled_compare(
 
 
 def _first_call(
-    step: Callable[[Mapping[str, Any], Any], Any],
-    compiled: Mapping[str, Any],
-    batch: Any,
-    device: torch.device,
-    clock: Clock,
+    step: Step, compiled: State, batch: Batch, device: torch.device, clock: Clock
 ) -> float:
     """Compile by running one step on copies (the state B starts from stays untouched)."""
-    throwaway, inputs = copy.deepcopy(dict(compiled)), copy.deepcopy(batch)
+    throwaway, inputs = copy.deepcopy(compiled), copy.deepcopy(batch)
     synchronize(device)
     started = clock()
     try:

@@ -35,13 +35,16 @@ from torch.overrides import TorchFunctionMode
 from steptrace.errors import CaptureError
 from steptrace.validate.ab import compare
 from steptrace.validate.factory import B_FAILED, refused_b, said, strict
+from steptrace.validate.inputs import Batch, MakeState, Output, State, Step
 from steptrace.validate.results import Comparison
+from steptrace.validate.timing import CheckPlan, Instruments, TimingPlan
 
 BUILDERS = (torch.tensor, torch.as_tensor)
 MOVERS = (torch.Tensor.to, torch.Tensor.cuda)
-PLAIN = (bool, int, float, complex, str, type(None), torch.dtype, torch.device,
-         torch.memory_format)  # fmt: skip
-Entry = tuple[Any, torch.Tensor, tuple[int, int]]  # (source or None, tensor, versions)
+PLAIN = (bool, int, float, complex, str, type(None), torch.dtype, torch.device, torch.memory_format)
+Entry = tuple[torch.Tensor | None, torch.Tensor, tuple[int, int]]  # (source, tensor, versions)
+Key = tuple[object, ...]  # the builder or mover, what it was given, the defaults
+TorchFunction = Callable[..., Any]  # a torch function; what it returns flows on untouched
 INSTEAD = (
     "create the tensor once on the device before the loop (or register it as a buffer) by "
     "hand, check the outputs are unchanged, then compare ms/step (steptrace compare)"
@@ -53,7 +56,7 @@ class _NotPlainError(Exception):
 
 
 class _PlainPickler(pickle.Pickler):
-    def reducer_override(self, obj: Any) -> Any:
+    def reducer_override(self, obj: object) -> Any:  # pickle's own return type
         if type(obj) is complex:
             return NotImplemented  # pickled by value
         raise _NotPlainError  # exact ints, floats, bools, lists, tuples never come here
@@ -64,17 +67,17 @@ class ConstantCache(TorchFunctionMode):
 
     def __init__(self) -> None:
         super().__init__()
-        self.built: dict[Any, Entry] = {}  # key -> (source, tensor, versions)
+        self.built: dict[Key, Entry] = {}  # key -> (source, tensor, versions)
         self.hits = 0
         self.misses = 0
         self.calls = 0  # torch calls seen: each one pays the mode's own cost
 
     def __torch_function__(
         self,
-        func: Any,
-        types: Any,
-        args: Sequence[Any] = (),
-        kwargs: Mapping[str, Any] | None = None,
+        func: TorchFunction,
+        types: Sequence[type],
+        args: Sequence[object] = (),
+        kwargs: Mapping[str, object] | None = None,
     ) -> Any:
         self.calls += 1
         kwargs = kwargs or {}
@@ -88,13 +91,13 @@ class ConstantCache(TorchFunctionMode):
         made = func(*args, **kwargs)
         if isinstance(made, torch.Tensor) and _cacheable(func, args, made):
             self.misses += 1
-            source = args[0] if func in MOVERS else None
-            version = source._version if isinstance(source, torch.Tensor) else 0
+            source = args[0] if func in MOVERS and isinstance(args[0], torch.Tensor) else None
+            version = 0 if source is None else source._version
             self.built[key] = (source, made, (version, made._version))
         return made
 
 
-def _key(func: Any, args: Sequence[Any], kwargs: Mapping[str, Any]) -> Any:
+def _key(func: TorchFunction, args: Sequence[object], kwargs: Mapping[str, object]) -> Key | None:
     """The cache key, or None when this call is not one to cache."""
     if func not in BUILDERS and func not in MOVERS:
         return None
@@ -113,7 +116,7 @@ def _key(func: Any, args: Sequence[Any], kwargs: Mapping[str, Any]) -> Any:
     return (func, content, options, defaults)
 
 
-def _content(data: Any) -> bytes | None:
+def _content(data: object) -> bytes | None:
     """Python numbers, lists and tuples of them, pickled exactly; None for anything else."""
     if isinstance(data, torch.Tensor) or not isinstance(data, list | tuple | bool | int | float):
         return None
@@ -125,19 +128,22 @@ def _content(data: Any) -> bytes | None:
     return buffer.getvalue()
 
 
-def _plain_arguments(args: Sequence[Any], kwargs: Mapping[str, Any]) -> bool:
+def _plain_arguments(args: Sequence[object], kwargs: Mapping[str, object]) -> bool:
     return all(type(v) in PLAIN for v in (*args, *kwargs.values()))
 
 
-def _cacheable(func: Any, args: Sequence[Any], made: torch.Tensor) -> bool:
+def _cacheable(func: TorchFunction, args: Sequence[object], made: torch.Tensor) -> bool:
     if made.requires_grad:
         return False
     if func in MOVERS:  # a copy to another device, not the tensor itself
-        return made is not args[0] and made.device != args[0].device
+        source = args[0]
+        return (
+            isinstance(source, torch.Tensor) and made is not source and made.device != source.device
+        )
     return True
 
 
-def _unchanged(entry: Entry, args: Sequence[Any]) -> bool:
+def _unchanged(entry: Entry, args: Sequence[object]) -> bool:
     """The same source tensor, not changed in place, and a result not changed either."""
     source, made, (source_version, made_version) = entry
     if made._version != made_version:
@@ -148,27 +154,35 @@ def _unchanged(entry: Entry, args: Sequence[Any]) -> bool:
 
 
 def constant_once_check(
-    step: Callable[[Mapping[str, Any], Any], Any],
+    step: Step,
     *,
-    make_state: Callable[[], Mapping[str, Any]],
-    batches: Sequence[Any],
+    make_state: MakeState,
+    batches: Sequence[Batch],
     device: str | torch.device = "cpu",
-    **options: Any,
+    check: CheckPlan | None = None,
+    plan: TimingPlan | None = None,
+    instruments: Instruments | None = None,
 ) -> Comparison:
     """The step as written (A) against the same step with its constants built once (B)."""
     cache = ConstantCache()
     ran = [0]
 
-    def constants_once(state: Mapping[str, Any], batch: Any) -> Any:
+    def constants_once(state: State, batch: Batch) -> Output:
         ran[0] += 1
         with cache:
             return step(state, batch)
 
     try:
         result = compare(
-            step, constants_once, make_state=make_state, batches=batches, device=device,
-            **strict(options, "constant_once_check"),
-        )  # fmt: skip
+            step,
+            constants_once,
+            make_state=make_state,
+            batches=batches,
+            device=device,
+            check=strict(check, "constant_once_check"),
+            plan=plan,
+            instruments=instruments,
+        )
     except CaptureError as error:
         if str(error).startswith(B_FAILED):
             raise refused_b(error, "the step fails with its constants cached", INSTEAD) from None

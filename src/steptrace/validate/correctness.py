@@ -18,11 +18,11 @@ data, dropout) is ``accept_difference=True``.
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
-from typing import Any
 
 import numpy as np
 import torch
 
+from steptrace.validate.inputs import Output, State
 from steptrace.validate.results import Correctness, Difference
 
 # dtype -> (rtol, atol), torch.testing.assert_close's defaults
@@ -35,7 +35,7 @@ TOLERANCES: dict[torch.dtype, tuple[float, float]] = {
 COMPILED = "_orig_mod."  # torch.compile's wrapper: the same parameter under another name
 
 
-def flatten(value: Any, prefix: str) -> Iterator[tuple[str, Any]]:
+def flatten(value: Output, prefix: str) -> Iterator[tuple[str, Output]]:
     """Tensors and numbers inside tuples, lists and dicts, with readable names."""
     if isinstance(value, Mapping):
         for key, item in value.items():
@@ -47,7 +47,9 @@ def flatten(value: Any, prefix: str) -> Iterator[tuple[str, Any]]:
         yield prefix, value
 
 
-def compare_values(name: str, a: Any, b: Any, rtol: float | None, atol: float | None) -> Difference:
+def compare_values(
+    name: str, a: Output, b: Output, rtol: float | None, atol: float | None
+) -> Difference:
     a, b = _as_tensor(a), _as_tensor(b)
     if isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor):
         return _compare_tensors(name, a, b, rtol, atol)
@@ -105,12 +107,12 @@ def explain(check: Correctness) -> str:
     )
 
 
-def _as_tensor(value: Any) -> Any:
+def _as_tensor(value: Output) -> Output:
     """numpy arrays are compared as tensors (never with ``==``)."""
     return torch.from_numpy(np.asarray(value)) if isinstance(value, np.ndarray) else value
 
 
-def snapshot(state: Mapping[str, Any]) -> dict[str, torch.Tensor]:
+def snapshot(state: State) -> dict[str, torch.Tensor]:
     """Parameters and gradients of the state's model, cloned, by name."""
     model = state["model"]
     taken: dict[str, torch.Tensor] = {}
@@ -124,7 +126,7 @@ def snapshot(state: Mapping[str, Any]) -> dict[str, torch.Tensor]:
     return taken
 
 
-def same_start(a: Mapping[str, Any], b: Mapping[str, Any]) -> bool:
+def same_start(a: State, b: State) -> bool:
     """Bit-for-bit equal parameters and buffers."""
     left, right = snapshot(a), snapshot(b)
     return left.keys() == right.keys() and all(_identical(left[k], right[k]) for k in left)

@@ -1,49 +1,62 @@
-"""What every check factory shares: the user's state made once, strict options, refusals.
+"""What every check factory shares: the user's state made once, strict plans, refusals.
 
-A check factory is ``name(step, *, make_state, batches, device="cpu", **options)``: A is
-the step as the user runs it, B the change, ``options`` go to ``compare``. The helpers
-here make the state once (so that a B built from it starts from the same weights even
-when ``make_state`` is not seeded), refuse ``accept_difference`` where a change must not
-alter any value, and turn a B that cannot run at all into ``NotTestable``.
+A check factory is ``name(step, *, make_state, batches, device="cpu", check=None,
+plan=None, instruments=None) -> Comparison`` (``OnBatches``): A is the step as the user
+runs it, B the change; ``check``, ``plan`` and ``instruments`` go to ``compare`` (None:
+the check's own default). The helpers here make the state once (so that a B built from
+it starts from the same weights even when ``make_state`` is not seeded), refuse
+``accept_difference`` where a change must not alter any value, and turn a B that cannot
+run at all into ``NotTestable``.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
-from typing import Any
+from collections.abc import Sequence
+from typing import Protocol
 
 import msgspec
+import torch
 
 from steptrace.errors import CaptureError, NotTestable
+from steptrace.validate.inputs import Batch, MakeState, State, Step
 from steptrace.validate.results import Comparison
 from steptrace.validate.sides import checked_state
-from steptrace.validate.timing import CheckPlan
+from steptrace.validate.timing import CheckPlan, Instruments, TimingPlan
 
-MakeState = Callable[[], Mapping[str, Any]]
 B_FAILED = "B's step raised at correctness step"  # agreement.guarded's words for B's steps
 
 
-def origin(make_state: MakeState) -> tuple[Mapping[str, Any], MakeState]:
+class OnBatches(Protocol):
+    """A check factory on the user's step, state and batches."""
+
+    def __call__(
+        self,
+        step: Step,
+        *,
+        make_state: MakeState,
+        batches: Sequence[Batch],
+        device: str | torch.device = ...,
+        check: CheckPlan | None = ...,
+        plan: TimingPlan | None = ...,
+        instruments: Instruments | None = ...,
+    ) -> Comparison: ...
+
+
+def origin(make_state: MakeState) -> tuple[State, MakeState]:
     """The user's state, made once, and a ``make_state`` that returns it (compare copies it)."""
     made = checked_state(make_state, "A", "make_state")
     return made, lambda: made
 
 
-def strict(options: dict[str, Any], check: str) -> dict[str, Any]:
-    """The options, refused when they would accept a difference the change must not make."""
-    plan = options.get("check")
-    if options.get("accept_difference") or (isinstance(plan, CheckPlan) and plan.accept_difference):
+def strict(check: CheckPlan | None, name: str) -> CheckPlan | None:
+    """The correctness plan, refused when it would accept a difference the change must
+    not make."""
+    if check is not None and check.accept_difference:
         raise CaptureError(
-            f"{check} compares outputs: the change must not alter any value, so "
+            f"{name} compares outputs: the change must not alter any value, so "
             "accept_difference is not an option here"
         )
-    return options
-
-
-def with_check(options: dict[str, Any], default: CheckPlan) -> dict[str, Any]:
-    """``default`` as the correctness plan unless the caller gave one (or its fields)."""
-    given = {"check", "check_steps", "rtol", "atol", "accept_difference"} & options.keys()
-    return options if given else {**options, "check": default}
+    return check
 
 
 def said(result: Comparison, *lines: str) -> Comparison:

@@ -40,11 +40,15 @@ def operator_timing(
     median_s, iqr_s, runs = _run(script, operator, timeout_s)
     steps = len(analysis.steps)
     return OperatorTiming(
-        operator=operator, device=device, median_ms=1000 * median_s, iqr_ms=1000 * iqr_s,
+        operator=operator,
+        device=device,
+        median_ms=1000 * median_s,
+        iqr_ms=1000 * iqr_s,
         runs=runs,
         trace_self_ms_per_call=found.self_ms / found.calls if found.calls else 0.0,
-        trace_calls_per_step=found.calls / steps if steps else None, script=script,
-    )  # fmt: skip
+        trace_calls_per_step=found.calls / steps if steps else None,
+        script=script,
+    )
 
 
 def _run(script: str, operator: str, timeout_s: float) -> tuple[float, float, int]:
@@ -53,9 +57,13 @@ def _run(script: str, operator: str, timeout_s: float) -> tuple[float, float, in
         path.write_text(script, encoding="utf-8")
         try:
             done = subprocess.run(
-                [sys.executable, str(path)], capture_output=True, text=True,
-                timeout=timeout_s, check=False, cwd=folder,
-            )  # fmt: skip
+                [sys.executable, str(path)],
+                capture_output=True,
+                text=True,
+                timeout=timeout_s,
+                check=False,
+                cwd=folder,
+            )
         except subprocess.TimeoutExpired:
             raise NotTestable(
                 f"timing {operator} alone took longer than {timeout_s:g} s", _instead(operator)

@@ -20,16 +20,17 @@ from __future__ import annotations
 
 import copy
 import inspect
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import torch
 
 from steptrace.errors import NotTestable
 from steptrace.validate.ab import compare
-from steptrace.validate.factory import one_line, origin, strict, with_check
+from steptrace.validate.factory import one_line, origin, strict
+from steptrace.validate.inputs import Batch, CandidateInputs, MakeState, State, Step
 from steptrace.validate.results import Comparison
-from steptrace.validate.timing import CheckPlan
+from steptrace.validate.timing import CheckPlan, Instruments, TimingPlan
 
 FLAGS = ("fused", "foreach")
 DEFAULT_FOREACH = ("cuda", "xpu", "mtia")  # where torch picks foreach by itself (foreach=None)
@@ -41,12 +42,14 @@ INSTEAD = (
 
 
 def optimizer_check(
-    step: Callable[[Mapping[str, Any], Any], Any],
+    step: Step,
     *,
-    make_state: Callable[[], Mapping[str, Any]],
-    batches: Sequence[Any],
+    make_state: MakeState,
+    batches: Sequence[Batch],
     device: str | torch.device = "cpu",
-    **options: Any,
+    check: CheckPlan | None = None,
+    plan: TimingPlan | None = None,
+    instruments: Instruments | None = None,
 ) -> Comparison:
     """The user's optimizer (A) against the same one with a fused or foreach kernel (B)."""
     state, made = origin(make_state)
@@ -59,12 +62,19 @@ def optimizer_check(
     _refuse_if_grouped(optimizer)
     rebuilt = faster_state(state)  # refusals before any step runs
     return compare(
-        step, step, make_state=made, batches=batches, device=device,
-        make_state_b=lambda: rebuilt, **with_check(strict(options, "optimizer_check"), DRIFT),
-    )  # fmt: skip
+        step,
+        step,
+        make_state=made,
+        batches=batches,
+        device=device,
+        check=strict(check, "optimizer_check") or DRIFT,
+        plan=plan,
+        instruments=instruments,
+        candidate_inputs=CandidateInputs(make_state=lambda: rebuilt),
+    )
 
 
-def faster_state(state: Mapping[str, Any]) -> dict[str, Any]:
+def faster_state(state: State) -> State:
     """A deep copy of ``state`` whose optimizer is rebuilt with ``fused`` (else ``foreach``)."""
     copied = copy.deepcopy(dict(state))
     old = copied["optimizer"]
@@ -99,7 +109,7 @@ def _refuse_if_grouped(optimizer: torch.optim.Optimizer) -> None:
     )
 
 
-def _grouped(group: Mapping[str, Any]) -> bool:
+def _grouped(group: Mapping[str, Any]) -> bool:  # torch's param group
     if group.get("fused") or group.get("foreach"):
         return True
     if group.get("foreach") is None and not group.get("differentiable"):

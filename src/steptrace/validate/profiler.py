@@ -31,8 +31,7 @@ per session (``profiler_start``, ``profiler_stop``); no setting of torch 2.13 si
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from collections.abc import Sequence
 
 import msgspec
 import torch
@@ -42,11 +41,10 @@ from steptrace.devices import activities
 from steptrace.quiet import without_usdt_lines
 from steptrace.validate.ab import compare
 from steptrace.validate.factory import said, strict
+from steptrace.validate.inputs import Batch, MakeState, Output, State, Step
 from steptrace.validate.results import Comparison
-from steptrace.validate.timing import Instruments
+from steptrace.validate.timing import CheckPlan, Instruments, TimingPlan
 from steptrace.window import Window
-
-Step = Callable[[Mapping[str, Any], Any], Any]
 
 
 class Recorder:
@@ -68,10 +66,12 @@ class Recorder:
     def start(self) -> None:
         if self.session is None:
             self.session = profile(
-                activities=self.activities, record_shapes=self.window.record_shapes,
-                profile_memory=self.window.profile_memory, with_stack=self.window.with_stack,
+                activities=self.activities,
+                record_shapes=self.window.record_shapes,
+                profile_memory=self.window.profile_memory,
+                with_stack=self.window.with_stack,
                 with_flops=self.window.with_flops,
-            )  # fmt: skip
+            )
             with without_usdt_lines():  # kineto's start and stop lines (steptrace.quiet)
                 self.session.start()
             self.sessions += 1
@@ -87,7 +87,7 @@ class Recorder:
         """A's step: recorded, as in a capture (a session is started only if none runs:
         in the correctness steps, which have no hook)."""
 
-        def recorded(state: Mapping[str, Any], batch: Any) -> Any:
+        def recorded(state: State, batch: Batch) -> Output:
             self.start()
             self.steps += 1
             self._in_session += 1
@@ -100,7 +100,7 @@ class Recorder:
     def bare(self, step: Step) -> Step:
         """B's step: no session (already stopped by the hook, outside the timing)."""
 
-        def plain(state: Mapping[str, Any], batch: Any) -> Any:
+        def plain(state: State, batch: Batch) -> Output:
             self.stop()
             return step(state, batch)
 
@@ -110,23 +110,32 @@ class Recorder:
 def profiler_check(
     step: Step,
     *,
-    make_state: Callable[[], Mapping[str, Any]],
-    batches: Sequence[Any],
+    make_state: MakeState,
+    batches: Sequence[Batch],
     device: str | torch.device = "cpu",
     window: Window | None = None,
-    **options: Any,
+    check: CheckPlan | None = None,
+    plan: TimingPlan | None = None,
+    instruments: Instruments | None = None,
 ) -> Comparison:
-    """The step under ``torch.profiler`` (A) against the bare step (B)."""
+    """The step under ``torch.profiler`` (A) against the bare step (B); ``window``: the
+    profiler's options (the capture's)."""
     target = torch.device(device)
     recorder = Recorder(target, window or Window())
-    given = options.pop("instruments", None) or Instruments()
-    instruments = msgspec.structs.replace(given, before_block=recorder.before_block)
+    hooked = msgspec.structs.replace(
+        instruments or Instruments(), before_block=recorder.before_block
+    )
     try:
         result = compare(
-            recorder.profiled(step), recorder.bare(step), make_state=make_state,
-            batches=batches, device=target, instruments=instruments,
-            **strict(options, "profiler_check"),
-        )  # fmt: skip
+            recorder.profiled(step),
+            recorder.bare(step),
+            make_state=make_state,
+            batches=batches,
+            device=target,
+            check=strict(check, "profiler_check"),
+            plan=plan,
+            instruments=hooked,
+        )
     finally:
         recorder.stop()
     names = "+".join(str(a).rpartition(".")[2] for a in recorder.activities)

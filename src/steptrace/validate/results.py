@@ -1,16 +1,20 @@
 """What validation produces, without torch: the report reads it on any machine.
 
-``Comparison`` (an A/B: correctness, timing, verdict, every raw value), its parts
-(``Correctness``, ``Difference``, ``LoopCheck``), ``OperatorTiming`` (one operator timed
-alone), and ``CheckResult``: a finding's controlled
-check and what it says of the finding's hypothesis (``steptrace investigate``).
+``Comparison`` (an A/B: correctness, timing, verdict, every raw value) is one of five
+results, by verdict: ``Faster``, ``Slower`` and ``NoDetectableDifference`` (``Timed``:
+every timing figure present), ``OutputsDiffer`` (no timing ran) and ``TooFewSamples``
+(the raw samples, no estimate). In JSON they are one object whose ``verdict`` says which.
+Their parts (``Correctness``, ``Difference``, ``LoopCheck``), ``OperatorTiming`` (one
+operator timed alone), and ``CheckResult``: a finding's controlled check and what it says
+of the finding's hypothesis (``steptrace investigate``).
 """
 
 from __future__ import annotations
 
 import csv
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Literal
+from typing import ClassVar, Literal, TypeAlias
 
 import msgspec
 
@@ -19,7 +23,9 @@ from steptrace.validate.estimators import Estimate, Interference
 from steptrace.validate.stats import SideStats, Verdict
 from steptrace.validate.timing import Samples
 
-Unit = Literal["ms/step", "samples/s"]  # as TimingPlan.unit
+COMPARE_SCHEMA = "steptrace.compare/4"  # /4: one shape per verdict, no null timing figure
+TimingUnit = Literal["ms/step", "samples/s"]  # as TimingPlan.unit
+Row = tuple[str, str, int, float]  # side, phase, index, ms: one line of ``write_csv``
 # What a check says of its finding's hypothesis. Never "confirmed": a check supports a
 # hypothesis at the noise it measured, or does not; a trace alone supports nothing.
 # "measured": a measurement without an A/B (the operator alone), its figures in ``measured``.
@@ -53,44 +59,15 @@ class LoopCheck(msgspec.Struct, frozen=True):
     ratio: float  # median B / median A
 
 
-class Comparison(msgspec.Struct, frozen=True, kw_only=True):
-    """An A/B outside the profiler: correctness first, then timing, then the verdict.
+class _Compared(msgspec.Struct, frozen=True, kw_only=True, tag_field="verdict"):
+    """What every comparison holds, whatever its verdict (the JSON tag ``verdict``)."""
 
-    ``verdict`` is ``faster``, ``slower``, ``no-detectable-difference``, ``outputs-differ``
-    (then no timing ran) or ``too-few-samples`` (the budget fits too few steps);
-    ``sentence`` says it in words with its interval. ``samples`` holds every raw step
-    time; ``ratio`` and ``ci`` are B/A from ``estimate`` (the estimator that decided),
-    ``other_estimate`` is the other one, ``interference`` what the machine added.
-    """
-
-    schema: str = "steptrace.compare/3"  # /3: estimators, interference, by design
-    verdict: Verdict
-    sentence: str
-    ratio: float | None  # B / A of the step time (below 1: B is faster)
-    ci: tuple[float, float] | None
-    p_value: float | None
-    estimate: Estimate | None  # the one that decided
-    other_estimate: Estimate | None
-    interference: Interference | None
-    band: float
-    unit: Unit
-    batch_size: int | None
-    baseline: SideStats | None
-    candidate: SideStats | None
+    verdict: ClassVar[Verdict]
+    schema: str = COMPARE_SCHEMA
+    sentence: str  # the verdict in words, with its interval or what to try
     correctness: Correctness
-    accepted_difference: bool
     by_design: tuple[str, ...]  # what differed between the sides because it was asked for
-    noise_warning: str | None
-    samples: Samples | None  # every raw value, ms per step
-    loop: LoopCheck | None
     device: str
-
-    def throughput(self, side: Literal["baseline", "candidate"]) -> float | None:
-        """Samples per second from the median step time (needs ``batch_size``)."""
-        stats = self.baseline if side == "baseline" else self.candidate
-        if stats is None or not self.batch_size:
-            return None
-        return self.batch_size / (stats.median / 1000)
 
     def write_json(self, path: str | Path) -> Path:
         """Write every figure and raw value to a new file (never overwrites); strict JSON
@@ -106,16 +83,107 @@ class Comparison(msgspec.Struct, frozen=True, kw_only=True):
         with target.open("x", encoding="utf-8", newline="") as handle:
             writer = csv.writer(handle)
             writer.writerow(["side", "phase", "index", "ms"])
-            if self.samples is not None:
-                for side, phase, values in (
-                    ("A", "warmup", self.samples.warmup_a), ("B", "warmup", self.samples.warmup_b),
-                    ("A", "steady", self.samples.a), ("B", "steady", self.samples.b),
-                ):  # fmt: skip
-                    writer.writerows((side, phase, i, v) for i, v in enumerate(values))
-            if self.loop is not None:
-                writer.writerows(("A", "loop", i, v) for i, v in enumerate(self.loop.a_ms))
-                writer.writerows(("B", "loop", i, v) for i, v in enumerate(self.loop.b_ms))
+            writer.writerows(self.rows())
         return target
+
+    def rows(self) -> Iterable[Row]:
+        """Every raw ms (none: no timing ran)."""
+        return ()
+
+
+class OutputsDiffer(_Compared, frozen=True, kw_only=True, tag="outputs-differ"):
+    """B's outputs differ from A's beyond tolerance: no timing ran, no speed verdict.
+
+    ``sentence`` says which value differs most, by how much, and what to try.
+    """
+
+    verdict: ClassVar[Literal["outputs-differ"]] = "outputs-differ"
+
+
+class _Ran(_Compared, frozen=True, kw_only=True):
+    """A comparison whose timing ran: its raw samples, and the whole loop when asked."""
+
+    accepted_difference: bool  # the outputs differed and were accepted: timed anyway
+    samples: Samples  # every raw ms per step, warm-up apart
+    loop: LoopCheck | None  # None: no whole loop was asked for
+
+    def rows(self) -> Iterable[Row]:
+        """Every raw ms: warm-up and steady steps per side, then the whole loops."""
+        loop_a, loop_b = (self.loop.a_ms, self.loop.b_ms) if self.loop else ((), ())
+        s = self.samples
+        for side, phase, values in (
+            ("A", "warmup", s.warmup_a),
+            ("B", "warmup", s.warmup_b),
+            ("A", "steady", s.a),
+            ("B", "steady", s.b),
+            ("A", "loop", loop_a),
+            ("B", "loop", loop_b),
+        ):
+            yield from ((side, phase, i, v) for i, v in enumerate(values))
+
+
+class TooFewSamples(_Ran, frozen=True, kw_only=True, tag="too-few-samples"):
+    """The budget fits too few blocks for a confidence interval: the samples, no estimate.
+
+    ``sentence`` says the budget a verdict would need.
+    """
+
+    verdict: ClassVar[Literal["too-few-samples"]] = "too-few-samples"
+
+
+class Timed(_Ran, frozen=True, kw_only=True):
+    """A verdict from the timing: ``Faster``, ``Slower`` or ``NoDetectableDifference``.
+
+    Every figure comes from the raw ``samples``: ``baseline`` and ``candidate`` summarize
+    each side's steady steps; ``ratio``, ``ci`` and ``p_value`` are B/A from ``estimate``
+    (the estimator that decided); ``other_estimate`` is the other one, ``interference``
+    what the machine added to the steps.
+    """
+
+    ratio: float  # B / A of the step time (below 1: B is faster)
+    ci: tuple[float, float]
+    p_value: float | None  # None: fewer than 6 block pairs differ at all, no rank test
+    estimate: Estimate
+    other_estimate: Estimate
+    interference: Interference
+    band: float  # a difference is only called beyond this (±)
+    unit: TimingUnit  # the unit the sentence speaks in
+    batch_size: int | None  # for samples/s; None: unknown
+    baseline: SideStats  # A's steady steps (ms)
+    candidate: SideStats  # B's
+    noise_warning: str | None  # None: the timings were quiet enough
+
+    def throughput(self, side: Literal["baseline", "candidate"]) -> float | None:
+        """Samples per second from the median step time (None: no batch size known)."""
+        stats = self.baseline if side == "baseline" else self.candidate
+        return self.batch_size / (stats.median / 1000) if self.batch_size else None
+
+
+class Faster(Timed, frozen=True, kw_only=True, tag="faster"):
+    """B is faster: the whole CI of B/A lies below ``1 - band``."""
+
+    verdict: ClassVar[Literal["faster"]] = "faster"
+
+
+class Slower(Timed, frozen=True, kw_only=True, tag="slower"):
+    """B is slower: the whole CI of B/A lies above ``1 + band``."""
+
+    verdict: ClassVar[Literal["slower"]] = "slower"
+
+
+class NoDetectableDifference(Timed, frozen=True, kw_only=True, tag="no-detectable-difference"):
+    """The CI of B/A reaches into the noise band: no difference is called."""
+
+    verdict: ClassVar[Literal["no-detectable-difference"]] = "no-detectable-difference"
+
+
+# An A/B's result, one type per verdict: ``isinstance(result, Timed)`` has every figure.
+Comparison: TypeAlias = Faster | Slower | NoDetectableDifference | OutputsDiffer | TooFewSamples
+TIMED: dict[Verdict, type[Faster | Slower | NoDetectableDifference]] = {
+    "faster": Faster,
+    "slower": Slower,
+    "no-detectable-difference": NoDetectableDifference,
+}
 
 
 class CheckResult(msgspec.Struct, frozen=True, kw_only=True):

@@ -1,29 +1,62 @@
 """What each side of an A/B starts from, and what differs between them by design.
 
-By default both sides get deep copies of one ``make_state()`` and the same batches. A
-side may have its own ``make_state_b`` (another optimizer flag, a compiled model),
-``batches_b`` (pinned copies) or ``loop_batches_b`` (a loader with more workers): then the
-correctness checks still run across them (same initial weights, compared outputs), and
-the result says what differed by design. Mistakes in what the user passed are one-line
-``CaptureError``s that name the side and the cause.
+By default both sides get deep copies of one ``make_state()`` and the same batches. B may
+have its own (``CandidateInputs``: another optimizer flag, a compiled model, pinned
+batches, a loader with more workers): then the correctness checks still run across them
+(same initial weights, compared outputs), and the result says what differed by design.
+Mistakes in what the user passed are one-line ``CaptureError``s that name the side and
+the cause.
 """
 
 from __future__ import annotations
 
 import copy
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import Any
 
+import msgspec
 import torch
 
 from steptrace.errors import CaptureError
+from steptrace.validate.inputs import Batch, CandidateInputs, MakeLoop, MakeState, State
 
-LOADER_FIELDS = ("batch_size", "num_workers", "pin_memory", "persistent_workers",
-                 "prefetch_factor", "drop_last")  # fmt: skip
+LOADER_FIELDS = (
+    "batch_size",
+    "num_workers",
+    "pin_memory",
+    "persistent_workers",
+    "prefetch_factor",
+    "drop_last",
+)
 OPTIMIZER_FLAGS = ("foreach", "fused", "capturable", "differentiable", "maximize", "amsgrad")
 
 
-def checked_state(make: Callable[[], Any], side: str, name: str) -> Mapping[str, Any]:
+class Start(msgspec.Struct, frozen=True):
+    """Both sides' checked starting states, batches and whole loops (A's, then B's), and
+    what differs between them because the user asked for it, in words."""
+
+    origins: tuple[State, State]
+    feeds: tuple[Sequence[Batch], Sequence[Batch]]
+    loops: tuple[MakeLoop | None, MakeLoop | None]
+    by_design: tuple[str, ...]
+
+
+def start(
+    make_state: MakeState,
+    batches: Sequence[Batch],
+    loop_batches: MakeLoop | None,
+    own: CandidateInputs,
+) -> Start:
+    """Each side's start: A's inputs, and B's own where ``own`` gives them."""
+    origin_a = checked_state(make_state, "A", "make_state")
+    origin_b = None if own.make_state is None else checked_state(own.make_state, "B", "make_state")
+    feed_b = batches if own.batches is None else own.batches
+    feeds = (checked_batches(batches, "A", "batches"), checked_batches(feed_b, "B", "batches"))
+    loops = (loop_batches, own.loop_batches or loop_batches)
+    designed = by_design(origin_a, origin_b, own.batches is not None, loops)
+    return Start((origin_a, origin_b or origin_a), feeds, loops, designed)
+
+
+def checked_state(make: Callable[[], object], side: str, name: str) -> State:
     """The user's state, refused in one line when it cannot be compared."""
     try:
         state = make()
@@ -40,10 +73,10 @@ def checked_state(make: Callable[[], Any], side: str, name: str) -> Mapping[str,
         raise CaptureError(
             f"{side}: {name}()['model'] is {_kind(state['model'])}, not a torch.nn.Module"
         )
-    return state
+    return dict(state)
 
 
-def checked_batches(batches: Any, side: str, name: str) -> Sequence[Any]:
+def checked_batches(batches: object, side: str, name: str) -> Sequence[Batch]:
     """A non-empty sequence of batches, or a one-line error naming the argument."""
     if batches is None or isinstance(batches, str | bytes) or not isinstance(batches, Iterable):
         raise CaptureError(f"{side}: {name} is {_kind(batches)}: give a non-empty list of batches")
@@ -53,7 +86,7 @@ def checked_batches(batches: Any, side: str, name: str) -> Sequence[Any]:
     return listed
 
 
-def copies(origin: Mapping[str, Any], side: str) -> dict[str, Any]:
+def copies(origin: State, side: str) -> State:
     """A deep copy of a starting state (the optimizer keeps pointing at its copy)."""
     try:
         return copy.deepcopy(dict(origin))
@@ -62,22 +95,22 @@ def copies(origin: Mapping[str, Any], side: str) -> dict[str, Any]:
 
 
 def by_design(
-    origin_a: Mapping[str, Any],
-    origin_b: Mapping[str, Any] | None,
+    origin_a: State,
+    origin_b: State | None,
     batches_b_given: bool,
-    loops: tuple[Callable[[], Iterable[Any]] | None, Callable[[], Iterable[Any]] | None],
+    loops: tuple[MakeLoop | None, MakeLoop | None],
 ) -> tuple[str, ...]:
     """What differs between the sides because the user asked for it, in words."""
     said: list[str] = []
     if origin_b is not None:
-        said.append("state: B's from make_state_b")
+        said.append("state: B's own make_state")
         said += _models(origin_a["model"], origin_b["model"])
         said += _optimizers(origin_a.get("optimizer"), origin_b.get("optimizer"))
     if batches_b_given:
-        said.append("batches: B reads batches_b")
+        said.append("batches: B reads its own batches")
     loop_a, loop_b = loops
     if loop_b is not None and loop_b is not loop_a:
-        said.append("whole loop: B's from loop_batches_b")
+        said.append("whole loop: B's own loop_batches")
         if loop_a is not None:
             said += _loaders(loop_a(), loop_b())
     return tuple(said)
@@ -88,7 +121,7 @@ def _models(a: torch.nn.Module, b: torch.nn.Module) -> list[str]:
     return [f"model: A {kinds[0]}, B {kinds[1]}"] if kinds[0] != kinds[1] else []
 
 
-def _optimizers(a: Any, b: Any) -> list[str]:
+def _optimizers(a: object, b: object) -> list[str]:
     if a is None or b is None:
         return [] if a is b else ["optimizer: only one side has one"]
     if type(a) is not type(b):
@@ -102,7 +135,7 @@ def _optimizers(a: Any, b: Any) -> list[str]:
     return found
 
 
-def _loaders(a: Iterable[Any], b: Iterable[Any]) -> list[str]:
+def _loaders(a: Iterable[Batch], b: Iterable[Batch]) -> list[str]:
     found = []
     for field in LOADER_FIELDS:
         left, right = getattr(a, field, None), getattr(b, field, None)
@@ -111,11 +144,11 @@ def _loaders(a: Iterable[Any], b: Iterable[Any]) -> list[str]:
     return found
 
 
-def _plain(value: Any) -> bool:
+def _plain(value: object) -> bool:
     return isinstance(value, bool | int | float | str | None | tuple)
 
 
-def _kind(value: Any) -> str:
+def _kind(value: object) -> str:
     return "None" if value is None else f"a {type(value).__name__}"
 
 

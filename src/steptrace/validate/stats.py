@@ -41,9 +41,14 @@ def summarize(samples: ArrayLike) -> SideStats:
         "gross" if spread > GROSS else "noisy" if spread > NOISY else "ok"
     )
     return SideStats(
-        n=int(values.size), median=float(median), iqr=float(q3 - q1),
-        min=float(values.min()), max=float(values.max()), spread=spread, noise=noise,
-    )  # fmt: skip
+        n=int(values.size),
+        median=float(median),
+        iqr=float(q3 - q1),
+        min=float(values.min()),
+        max=float(values.max()),
+        spread=spread,
+        noise=noise,
+    )
 
 
 def verdict(estimate: Estimate, band: float) -> Verdict:

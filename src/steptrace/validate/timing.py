@@ -20,14 +20,15 @@ import itertools
 import math
 import time
 from collections.abc import Callable, Iterator, Sequence
-from typing import Any, Literal
+from typing import Literal
 
 import msgspec
 import numpy as np
 
 from steptrace.validate.estimators import MIN_PAIRS, decide
+from steptrace.validate.inputs import Batch, Output
 
-Step = Callable[[Any, Any], Any]
+BoundStep = Callable[[Batch], Output]  # a side's step on its own state: batch -> outputs
 Clock = Callable[[], float]
 Sync = Callable[[], None]
 BeforeBlock = Callable[[str], None]  # called with "A" or "B" before that side's steps run
@@ -88,10 +89,10 @@ class Instruments(msgspec.Struct, frozen=True):
 class Sides(msgspec.Struct, frozen=True):
     """Both steps, each bound to its own state, and the batches each one reads."""
 
-    step_a: Callable[[Any], Any]
-    step_b: Callable[[Any], Any]
-    batches_a: Sequence[Any]
-    batches_b: Sequence[Any]
+    step_a: BoundStep
+    step_b: BoundStep
+    batches_a: Sequence[Batch]
+    batches_b: Sequence[Batch]
 
 
 def run_blocks(
@@ -113,10 +114,15 @@ def run_blocks(
 
     def result(stopped: Stop, block: int = 0) -> Samples:
         return Samples(
-            warmup_a=tuple(timed["warm A"]), warmup_b=tuple(timed["warm B"]),
-            a=tuple(timed["A"]), b=tuple(timed["B"]), order=tuple(order),
-            elapsed_s=clock() - started, block_steps=block, stopped=stopped,
-        )  # fmt: skip
+            warmup_a=tuple(timed["warm A"]),
+            warmup_b=tuple(timed["warm B"]),
+            a=tuple(timed["A"]),
+            b=tuple(timed["B"]),
+            order=tuple(order),
+            elapsed_s=clock() - started,
+            block_steps=block,
+            stopped=stopped,
+        )
 
     if pair_s is not None and not _fits(plan.budget_s, pair_s, 1 + MIN_PAIRS):
         return result("too-few-samples")
@@ -161,7 +167,7 @@ def _fits(seconds: float, pair_s: float, blocks: int, block: int = 1) -> bool:
 
 
 def _timed(
-    step: Callable[[Any], Any], feed: Iterator[Any], count: int, clock: Clock, synchronize: Sync
+    step: BoundStep, feed: Iterator[Batch], count: int, clock: Clock, synchronize: Sync
 ) -> list[float]:
     times = []
     synchronize()

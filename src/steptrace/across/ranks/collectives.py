@@ -57,11 +57,31 @@ _KINDS = {
     "scatter": "scatter",
 }
 _DTYPE_BYTES = {
-    "float": 4, "float32": 4, "double": 8, "float64": 8, "half": 2, "float16": 2,
-    "bfloat16": 2, "long": 8, "int64": 8, "int": 4, "int32": 4, "short": 2, "int16": 2,
-    "byte": 1, "uint8": 1, "char": 1, "int8": 1, "signed char": 1, "unsigned char": 1,
-    "bool": 1, "c10::half": 2, "c10::bfloat16": 2, "float8_e4m3fn": 1, "float8_e5m2": 1,
-}  # fmt: skip
+    "float": 4,
+    "float32": 4,
+    "double": 8,
+    "float64": 8,
+    "half": 2,
+    "float16": 2,
+    "bfloat16": 2,
+    "long": 8,
+    "int64": 8,
+    "int": 4,
+    "int32": 4,
+    "short": 2,
+    "int16": 2,
+    "byte": 1,
+    "uint8": 1,
+    "char": 1,
+    "int8": 1,
+    "signed char": 1,
+    "unsigned char": 1,
+    "bool": 1,
+    "c10::half": 2,
+    "c10::bfloat16": 2,
+    "float8_e4m3fn": 1,
+    "float8_e5m2": 1,
+}
 DEFAULT_GROUP = "default"
 
 
@@ -239,22 +259,38 @@ def _cpu_instance(
         start, end = issued, _ns(float(events.end_us[row]), clock_ns)
         lane = "cpu"
     return Instance(
-        kind=kind, process_group=group, seq=seq, lane=lane,
-        source="record_param_comms" if k is not None else "c10d", issued_ns=issued,
-        start_ns=start, end_ns=end, blocking=bool(kernels) or not gpu, nbytes=nbytes,
-        group_size=size, group_ranks=ranks,
-    )  # fmt: skip
+        kind=kind,
+        process_group=group,
+        seq=seq,
+        lane=lane,
+        source="record_param_comms" if k is not None else "c10d",
+        issued_ns=issued,
+        start_ns=start,
+        end_ns=end,
+        blocking=bool(kernels) or not gpu,
+        nbytes=nbytes,
+        group_size=size,
+        group_ranks=ranks,
+    )
 
 
 def _gloo_instance(events: EventTable, row: int, clock_ns: int) -> Instance:
     match = _GLOO.match(events.name_of(row))
     start = _ns(float(events.start_us[row]), clock_ns)
     return Instance(
-        kind=kind_of(match.group(1) if match else "unknown"), process_group=DEFAULT_GROUP,
-        seq=None, lane="gloo", source="gloo", issued_ns=start, start_ns=start,
-        end_ns=_ns(float(events.end_us[row]), clock_ns), blocking=True,
-        nbytes=_shape_bytes(events, row), group_size=None, group_ranks=None,
-    )  # fmt: skip
+        kind=kind_of(match.group(1) if match else "unknown"),
+        process_group=DEFAULT_GROUP,
+        seq=None,
+        lane="gloo",
+        source="gloo",
+        issued_ns=start,
+        start_ns=start,
+        end_ns=_ns(float(events.end_us[row]), clock_ns),
+        blocking=True,
+        nbytes=_shape_bytes(events, row),
+        group_size=None,
+        group_ranks=None,
+    )
 
 
 def _kernel_instance(events: EventTable, row: int, clock_ns: int) -> Instance:

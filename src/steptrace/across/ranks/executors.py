@@ -73,9 +73,11 @@ class ProcessPool:
             context.set_forkserver_preload(_PRELOAD)
         workers = max(1, min(self.jobs, len(items)))
         pool = ProcessPoolExecutor(
-            max_workers=workers, mp_context=context, initializer=worker_start,
+            max_workers=workers,
+            mp_context=context,
+            initializer=worker_start,
             initargs=(os.getpid(),),
-        )  # fmt: skip
+        )
         try:
             pending: dict[Future[T], int] = {
                 pool.submit(work, item): k for k, item in enumerate(items)
@@ -126,11 +128,13 @@ class DaskCluster:
                     warnings.simplefilter("ignore")  # "port 8787 in use": no dashboard starts
                     cluster = stack.enter_context(
                         distributed.LocalCluster(
-                            n_workers=max(1, min(self.jobs, items)), threads_per_worker=1,
-                            processes=True, dashboard_address=None,
+                            n_workers=max(1, min(self.jobs, items)),
+                            threads_per_worker=1,
+                            processes=True,
+                            dashboard_address=None,
                             silence_logs=logging.ERROR,
                         )
-                    )  # fmt: skip
+                    )
                 return stack.enter_context(distributed.Client(cluster, set_as_default=False))
             _reachable(distributed, self.scheduler)
             client = distributed.Client(self.scheduler, timeout=_CONNECT_S, set_as_default=False)

@@ -33,9 +33,11 @@ def ranks_progress(
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
     columns = (
-        TextColumn("{task.description}", markup=False), BarColumn(), MofNCompleteColumn(),
+        TextColumn("{task.description}", markup=False),
+        BarColumn(),
+        MofNCompleteColumn(),
         TimeElapsedColumn(),
-    )  # fmt: skip
+    )
     shown = console or Console(stderr=True)
     with Progress(*columns, console=shown, transient=True) as progress:
         task = progress.add_task("analyzing ranks", total=total)

@@ -63,8 +63,9 @@ def find_stragglers(
     rows = [table[r][:n_steps] for r in ranks]
     walls = np.median(np.array([[s.wall_ms for s in row] for row in rows]), axis=0)
     floors = np.maximum(limits.straggler_floor_ms, limits.straggler_step_share * walls)
-    waits = np.array([[np.nan if s.comm_wait_ms is None else s.comm_wait_ms for s in row]
-                      for row in rows])  # fmt: skip
+    waits = np.array(
+        [[np.nan if s.comm_wait_ms is None else s.comm_wait_ms for s in row] for row in rows]
+    )
     phases = sorted({p for row in rows for s in row for p in s.phases_ms} | {UNLABELED})
     times = {p: np.array([[_phase_ms(s, p) for s in row] for row in rows]) for p in phases}
     found = []
@@ -77,10 +78,19 @@ def find_stragglers(
         if best is not None:
             phase, excess, late, own, others = best
             times_last, of = arrivals.get(rank, (None, 0))
-            found.append(Straggler(
-                rank=rank, phase=phase, excess_ms=excess, steps_late=late, steps=n_steps,
-                others_wait_ms=others, own_wait_ms=own, times_last=times_last, of=of,
-            ))  # fmt: skip
+            found.append(
+                Straggler(
+                    rank=rank,
+                    phase=phase,
+                    excess_ms=excess,
+                    steps_late=late,
+                    steps=n_steps,
+                    others_wait_ms=others,
+                    own_wait_ms=own,
+                    times_last=times_last,
+                    of=of,
+                )
+            )
     return tuple(sorted(found, key=lambda s: -s.excess_ms))
 
 

@@ -181,8 +181,9 @@ def _imbalance(analysis: RanksAnalysis, limits: RankThresholds) -> list[Finding]
         share = (c.transfer_ms / steps) / wall if steps and wall > 0 else 0.0
         if share < limits.imbalance_step_share:
             continue
-        found.append(_imbalance_finding(analysis, c.kind, c.process_group, heaviest, ratio,
-                                        share, sizes))  # fmt: skip
+        found.append(
+            _imbalance_finding(analysis, c.kind, c.process_group, heaviest, ratio, share, sizes)
+        )
     return found
 
 

@@ -26,44 +26,153 @@ _USER_NAMES = frozenset({"user", "username", "logname", "login", "owner", "autho
 _USER_PAIRS = frozenset({("started", "by"), ("created", "by"), ("submitted", "by")})
 _HOST_NAMES = frozenset({"host", "hostname", "nodename", "nodelist", "fqdn"})
 _HOST_PAIRS = frozenset(
-    {("host", "name"), ("node", "name"), ("master", "addr"), ("master", "address"),
-     ("ip", "address"), ("ip", "addr")}
-)  # fmt: skip
+    {
+        ("host", "name"),
+        ("node", "name"),
+        ("master", "addr"),
+        ("master", "address"),
+        ("ip", "address"),
+        ("ip", "addr"),
+    }
+)
 # a word ending so: PGPASSWORD, csrftoken, apisecret
 _SECRET_ENDINGS = ("password", "passwd", "passphrase", "secret", "token", "apikey", "credentials")
 _SECRET_WORDS = frozenset({"pwd", "credential", "authorization", "cookie"})
 # ``*_KEY`` is a secret unless the word before says otherwise (a sort key, a dispatch key)
 _PLAIN_KEYS = frozenset(
-    {"dispatch", "sort", "cache", "primary", "foreign", "partition", "group", "dict", "map",
-     "lookup", "index", "hash", "public", "row", "column", "id", "metric", "layout"}
-)  # fmt: skip
+    {
+        "dispatch",
+        "sort",
+        "cache",
+        "primary",
+        "foreign",
+        "partition",
+        "group",
+        "dict",
+        "map",
+        "lookup",
+        "index",
+        "hash",
+        "public",
+        "row",
+        "column",
+        "id",
+        "metric",
+        "layout",
+    }
+)
 # words after a secret word that make the field something else (HF_TOKEN_PATH, max_token_len)
 _NOT_A_VALUE = frozenset(
-    {"path", "file", "dir", "len", "length", "count", "num", "size", "limit", "type", "ids",
-     "index", "position", "url", "env", "var", "name", "names", "kind", "required", "expiry",
-     "ttl", "timeout", "max", "min"}
-)  # fmt: skip
+    {
+        "path",
+        "file",
+        "dir",
+        "len",
+        "length",
+        "count",
+        "num",
+        "size",
+        "limit",
+        "type",
+        "ids",
+        "index",
+        "position",
+        "url",
+        "env",
+        "var",
+        "name",
+        "names",
+        "kind",
+        "required",
+        "expiry",
+        "ttl",
+        "timeout",
+        "max",
+        "min",
+    }
+)
 _ID_FIELDS = frozenset({"trace_id", "pg_name"})
 # The keys the analyses read, and the vocabularies of the format (phases, categories).
 FORMAT_KEYS = frozenset(
-    {*RawDocument.__struct_encode_fields__, *Event.__struct_encode_fields__,
-     *Instant.__struct_encode_fields__, *FlowEvent.__struct_encode_fields__,
-     *(f.key for f in FIELDS), "ph", "traceEvents", "External id", "id", "s", "bp",
-     "computeMajor", "computeMinor", "totalGlobalMem", "rank", "world_size", "backend",
-     "pg_config", "Collective name", "Process Group Name", "Seq", "In msg nelems",
-     "Group size", "dtype", "schema", "scenario", "capture"}
-)  # fmt: skip
+    {
+        *RawDocument.__struct_encode_fields__,
+        *Event.__struct_encode_fields__,
+        *Instant.__struct_encode_fields__,
+        *FlowEvent.__struct_encode_fields__,
+        *(f.key for f in FIELDS),
+        "ph",
+        "traceEvents",
+        "External id",
+        "id",
+        "s",
+        "bp",
+        "computeMajor",
+        "computeMinor",
+        "totalGlobalMem",
+        "rank",
+        "world_size",
+        "backend",
+        "pg_config",
+        "Collective name",
+        "Process Group Name",
+        "Seq",
+        "In msg nelems",
+        "Group size",
+        "dtype",
+        "schema",
+        "scenario",
+        "capture",
+    }
+)
 FORMAT_WORDS = frozenset(
-    {*(word.lower() for word in FORMAT_KEYS), *CATEGORY_KINDS, *IGNORED_CATEGORIES,
-     "ac2g", "fwdbwd", "cpu_instant_event", "gpu_user_annotation", "python", "cuda", "cpu",
-     "gpu", "nccl", "gloo"}
-)  # fmt: skip
+    {
+        *(word.lower() for word in FORMAT_KEYS),
+        *CATEGORY_KINDS,
+        *IGNORED_CATEGORIES,
+        "ac2g",
+        "fwdbwd",
+        "cpu_instant_event",
+        "gpu_user_annotation",
+        "python",
+        "cuda",
+        "cpu",
+        "gpu",
+        "nccl",
+        "gloo",
+    }
+)
 # Values that name nobody and hide nothing: kept, and never learned as a name.
 GENERIC = frozenset(
-    {"", "root", "user", "users", "shared", "admin", "ubuntu", "nobody", "guest", "runner",
-     "localhost", "git", "none", "null", "true", "false", "yes", "no", "on", "off", "unknown",
-     "default", "redacted", "***", "xxx", "n/a", "na"}
-)  # fmt: skip
+    {
+        "",
+        "root",
+        "user",
+        "users",
+        "shared",
+        "admin",
+        "ubuntu",
+        "nobody",
+        "guest",
+        "runner",
+        "localhost",
+        "git",
+        "none",
+        "null",
+        "true",
+        "false",
+        "yes",
+        "no",
+        "on",
+        "off",
+        "unknown",
+        "default",
+        "redacted",
+        "***",
+        "xxx",
+        "n/a",
+        "na",
+    }
+)
 
 
 @lru_cache(maxsize=4096)

@@ -11,9 +11,17 @@ from __future__ import annotations
 import re
 
 KINDS = (
-    "user", "host", "ip", "email", "token", "jwt", "secret", "pem", "hex-secret",
+    "user",
+    "host",
+    "ip",
+    "email",
+    "token",
+    "jwt",
+    "secret",
+    "pem",
+    "hex-secret",
     "base64-secret",
-)  # fmt: skip
+)
 PLACEHOLDER = re.compile(rf"<({'|'.join(KINDS)})-([1-9]\d*)>")
 _PLACEHOLDER = PLACEHOLDER.pattern.replace("(", "(?:")
 
@@ -74,9 +82,16 @@ RULES: dict[str, str] = {
 }
 # What a match of each rule is, when the rule itself says it.
 RULE_KINDS = {
-    "email": "email", "jwt": "jwt", "token": "token", "pem": "pem", "hex": "hex-secret",
-    "base64": "base64-secret", "home": "user", "tilde": "user", "inductor": "user",
-}  # fmt: skip
+    "email": "email",
+    "jwt": "jwt",
+    "token": "token",
+    "pem": "pem",
+    "hex": "hex-secret",
+    "base64": "base64-secret",
+    "home": "user",
+    "tilde": "user",
+    "inductor": "user",
+}
 # Names declared in text (``username: alice``, ``HOSTNAME=gn17``, ``--password hunter2``).
 DECLARED = re.compile(
     r"(?<![\w.-])(?P<name>-{0,2}[\w.-]*?"

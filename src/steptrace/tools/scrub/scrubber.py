@@ -41,12 +41,19 @@ class Scrubber:
         self.code = VALUE
         self.kinds: list[str] = []
         self.rules: dict[str, Callable[[re.Match[str]], str]] = {
-            "keep": re.Match.group, "url": self._url, "bearer": self._bearer,
-            "assign": self._assign, "cluster": self._cluster, "ip6_framed": self._ip6_framed,
-            "ip4": self._ip4, "ip6": self._ip6, "host": self._host,
-            "known_long": self._known_name, "known_short": self._known_name,
+            "keep": re.Match.group,
+            "url": self._url,
+            "bearer": self._bearer,
+            "assign": self._assign,
+            "cluster": self._cluster,
+            "ip6_framed": self._ip6_framed,
+            "ip4": self._ip4,
+            "ip6": self._ip6,
+            "host": self._host,
+            "known_long": self._known_name,
+            "known_short": self._known_name,
             "known_secret": self._known_secret,
-        }  # fmt: skip
+        }
 
     def scrub(self, text: str, code: int) -> tuple[str, tuple[str, ...]]:
         """``text`` with its secrets replaced, and the kinds replaced, in order.

@@ -26,13 +26,41 @@ import ipaddress
 import re
 
 _GENERIC_TLDS = frozenset(
-    {"com", "net", "org", "edu", "gov", "mil", "io", "ai", "dev", "app", "cloud", "biz",
-     "xyz", "online", "arpa"}
-)  # fmt: skip
+    {
+        "com",
+        "net",
+        "org",
+        "edu",
+        "gov",
+        "mil",
+        "io",
+        "ai",
+        "dev",
+        "app",
+        "cloud",
+        "biz",
+        "xyz",
+        "online",
+        "arpa",
+    }
+)
 _LOCAL_SUFFIXES = frozenset(
-    {"internal", "local", "localdomain", "lan", "cluster", "corp", "intra", "intranet",
-     "home", "priv", "private", "hpc", "domain"}
-)  # fmt: skip
+    {
+        "internal",
+        "local",
+        "localdomain",
+        "lan",
+        "cluster",
+        "corp",
+        "intra",
+        "intranet",
+        "home",
+        "priv",
+        "private",
+        "hpc",
+        "domain",
+    }
+)
 # without the codes that are also Python or file words: py pt so sh cc cu md pl to is ...
 _COUNTRIES = """ac ad ae af ag al am aq ar au aw ax az ba bb bd be bf bg bh bi bj bm bo br bs bt bw
 bz ca cd cf cg ch ci ck cm cn co cr cw cx cy cz de dj dk dm dz ec ee eg er es et eu fi
@@ -54,20 +82,85 @@ _ADDRESS_BEFORE = re.compile(
 )
 _SHARED_SPACE = ipaddress.IPv4Network("100.64.0.0/10")
 _COMMON_FOLDERS = frozenset(
-    {"main", "src", "code", "app", "repo", "repos", "run", "runs", "exp", "experiments",
-     "model", "models", "data", "datasets", "output", "outputs", "logs", "job", "jobs", "temp",
-     "test", "tests", "dev", "prod", "env", "envs", "venv", "conda", "bin", "lib", "opt",
-     "share", "cache", "workspace", "train", "training"}
-)  # fmt: skip
+    {
+        "main",
+        "src",
+        "code",
+        "app",
+        "repo",
+        "repos",
+        "run",
+        "runs",
+        "exp",
+        "experiments",
+        "model",
+        "models",
+        "data",
+        "datasets",
+        "output",
+        "outputs",
+        "logs",
+        "job",
+        "jobs",
+        "temp",
+        "test",
+        "tests",
+        "dev",
+        "prod",
+        "env",
+        "envs",
+        "venv",
+        "conda",
+        "bin",
+        "lib",
+        "opt",
+        "share",
+        "cache",
+        "workspace",
+        "train",
+        "training",
+    }
+)
 _FS = re.compile(r"fs\d*|scratch\d*|work\d*")
 _LOOK_BEHIND = 24  # characters before an address that can say what it is
 _PATH_MARKERS = frozenset({"home", "homes", "users", "user", "people", "scratch", "members"})
 _FS_WORDS = frozenset(
-    {"gpfs", "lustre", "scratch", "work", "users", "user", "home", "homes", "projects",
-     "project", "proj", "shared", "group", "groups", "data", "sd", "nobackup", "global",
-     "cfs", "cdirs", "alpine", "orion", "fsx", "checkpoint", "public", "common", "tmp",
-     "world-shared", "proj-shared", "scratch1", "scratch2", "work1", "work2"}
-)  # fmt: skip
+    {
+        "gpfs",
+        "lustre",
+        "scratch",
+        "work",
+        "users",
+        "user",
+        "home",
+        "homes",
+        "projects",
+        "project",
+        "proj",
+        "shared",
+        "group",
+        "groups",
+        "data",
+        "sd",
+        "nobackup",
+        "global",
+        "cfs",
+        "cdirs",
+        "alpine",
+        "orion",
+        "fsx",
+        "checkpoint",
+        "public",
+        "common",
+        "tmp",
+        "world-shared",
+        "proj-shared",
+        "scratch1",
+        "scratch2",
+        "work1",
+        "work2",
+    }
+)
 
 
 def is_host(name: str) -> bool:

@@ -10,15 +10,16 @@ optimizer, or it calls ``backward``) cannot run under inference mode: ``NotTesta
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from collections.abc import Sequence
 
 import torch
 
 from steptrace.errors import CaptureError, NotTestable
 from steptrace.validate.ab import compare
 from steptrace.validate.factory import B_FAILED, origin, refused_b, strict
+from steptrace.validate.inputs import Batch, MakeState, Output, State, Step
 from steptrace.validate.results import Comparison
+from steptrace.validate.timing import CheckPlan, Instruments, TimingPlan
 
 INSTEAD = (
     "serve with model.eval() under torch.inference_mode() by hand, check the outputs are "
@@ -27,12 +28,14 @@ INSTEAD = (
 
 
 def inference_mode_check(
-    step: Callable[[Mapping[str, Any], Any], Any],
+    step: Step,
     *,
-    make_state: Callable[[], Mapping[str, Any]],
-    batches: Sequence[Any],
+    make_state: MakeState,
+    batches: Sequence[Batch],
     device: str | torch.device = "cpu",
-    **options: Any,
+    check: CheckPlan | None = None,
+    plan: TimingPlan | None = None,
+    instruments: Instruments | None = None,
 ) -> Comparison:
     """The step as the user serves it (A) and under ``torch.inference_mode()`` (B)."""
     state, made = origin(make_state)
@@ -43,15 +46,21 @@ def inference_mode_check(
             INSTEAD,
         )
 
-    def under_inference_mode(state: Mapping[str, Any], batch: Any) -> Any:
+    def under_inference_mode(state: State, batch: Batch) -> Output:
         with torch.inference_mode():
             return step(state, batch)
 
     try:
         return compare(
-            step, under_inference_mode, make_state=made, batches=batches, device=device,
-            **strict(options, "inference_mode_check"),
-        )  # fmt: skip
+            step,
+            under_inference_mode,
+            make_state=made,
+            batches=batches,
+            device=device,
+            check=strict(check, "inference_mode_check"),
+            plan=plan,
+            instruments=instruments,
+        )
     except CaptureError as error:
         if str(error).startswith(B_FAILED):
             what = "the step cannot run under torch.inference_mode()"

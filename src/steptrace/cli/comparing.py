@@ -16,7 +16,7 @@ from steptrace.cli.targets import load_callable
 from steptrace.errors import CaptureError
 
 if TYPE_CHECKING:
-    from steptrace.validate import Comparison
+    from steptrace.validate import CheckPlan, Comparison, TimingPlan
 
 
 def check_outputs(paths: Sequence[Path | None]) -> None:
@@ -54,18 +54,26 @@ def load_batches(target: str, option: str) -> list[Any]:
     return listed
 
 
-def run_compare(targets: dict[str, str | None], device: str, **plans: Any) -> Comparison:
-    """Load every named function and compare; ``plans`` are ``check`` and ``plan``."""
+def run_compare(
+    targets: dict[str, str | None], device: str, check: CheckPlan, plan: TimingPlan
+) -> Comparison:
+    """Load every named function and compare, with the command line's plans."""
     from steptrace.devices import activities, resolve
-    from steptrace.validate import compare
+    from steptrace.validate import CandidateInputs, compare
 
     activities(resolve(device))  # a GPU that is not there is refused, before any work
     state_b, batches_b = targets.get("state_b"), targets.get("batches_b")
+    own = CandidateInputs(
+        make_state=load_callable(state_b) if state_b else None,
+        batches=load_batches(batches_b, "--batches-b") if batches_b else None,
+    )
     return compare(
-        load_callable(str(targets["baseline"])), load_callable(str(targets["candidate"])),
+        load_callable(str(targets["baseline"])),
+        load_callable(str(targets["candidate"])),
         make_state=load_callable(str(targets["state"])),
-        batches=load_batches(str(targets["batches"]), "--batches"), device=device,
-        make_state_b=load_callable(state_b) if state_b else None,
-        batches_b=load_batches(batches_b, "--batches-b") if batches_b else None,
-        **plans,
-    )  # fmt: skip
+        batches=load_batches(str(targets["batches"]), "--batches"),
+        device=device,
+        check=check,
+        plan=plan,
+        candidate_inputs=own,
+    )

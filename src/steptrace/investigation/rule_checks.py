@@ -14,7 +14,7 @@ from steptrace.investigation.check import Check
 from steptrace.validate.autocast import autocast_check
 from steptrace.validate.compiled import compile_check
 from steptrace.validate.constants import constant_once_check
-from steptrace.validate.inference import inference_mode_check
+from steptrace.validate.inference_mode import inference_mode_check
 from steptrace.validate.optimizer import optimizer_check
 
 COMPILE_S = 30.0  # torch.compile of a small model took 7-13 s on 2 CPU cores: leave room
@@ -24,63 +24,85 @@ _RANKS = "it needs the job's ranks: run the check across the ranks, as the findi
 
 CHECKS: dict[str, Check] = {
     "input-pipeline": Check(
-        "prepared-batch", "A: batches from the loader; B: one batch prepared in advance",
-        run.prepared_batch, kinds=("training",),
+        "prepared-batch",
+        "A: batches from the loader; B: one batch prepared in advance",
+        run.prepared_batch,
+        kinds=("training",),
     ),
     "repeated-copy": Check(
-        "constants-once", "A: the step as written; B: tensors built from unchanged Python "
+        "constants-once",
+        "A: the step as written; B: tensors built from unchanged Python "
         "data (and their host-to-device copies) made once and reused",
         run.on_batches(constant_once_check),
     ),
     "small-launches": Check(
-        "compiled", "A: the model as it runs; B: torch.compile(model), compile time apart",
-        run.on_batches(compile_check), min_s=COMPILE_S,
+        "compiled",
+        "A: the model as it runs; B: torch.compile(model), compile time apart",
+        run.on_batches(compile_check),
+        min_s=COMPILE_S,
     ),
     "dominant-op": Check(
-        "operator-alone", "the operator alone on its recorded shapes, against the step",
+        "operator-alone",
+        "the operator alone on its recorded shapes, against the step",
         run.operator_alone,
     ),
     "pageable-memcpy": Check(
-        "pinned-memory", "A: copies from pageable memory; B: pinned memory, non_blocking",
-        run.pinned_memory, needs_gpu=True,
+        "pinned-memory",
+        "A: copies from pageable memory; B: pinned memory, non_blocking",
+        run.pinned_memory,
+        needs_gpu=True,
     ),
     "cpu-bound": Check(
-        "compiled", "A: the model as it runs; B: torch.compile(model), compile time apart",
-        run.on_batches(compile_check), min_s=COMPILE_S,
+        "compiled",
+        "A: the model as it runs; B: torch.compile(model), compile time apart",
+        run.on_batches(compile_check),
+        min_s=COMPILE_S,
     ),
     "inference-autograd": Check(
-        "inference-mode", "A: the request as served; B: the same under torch.inference_mode()",
-        run.on_batches(inference_mode_check), kinds=("inference",),
+        "inference-mode",
+        "A: the request as served; B: the same under torch.inference_mode()",
+        run.on_batches(inference_mode_check),
+        kinds=("inference",),
     ),
     "precision": Check(
-        "autocast", "A: as it runs; B: under torch.autocast (bf16, else fp16), outputs "
-        "differ by design within a stated tolerance", run.on_batches(autocast_check),
+        "autocast",
+        "A: as it runs; B: under torch.autocast (bf16, else fp16), outputs "
+        "differ by design within a stated tolerance",
+        run.on_batches(autocast_check),
         needs_gpu=True,
     ),
     "optimizer-kernels": Check(
-        "optimizer-flags", "A: the optimizer as built; B: the same with fused=True (else "
-        "foreach=True)", run.on_batches(optimizer_check), kinds=("training",),
+        "optimizer-flags",
+        "A: the optimizer as built; B: the same with fused=True (else foreach=True)",
+        run.on_batches(optimizer_check),
+        kinds=("training",),
     ),
     "profiler-distortion": Check(
-        "profiler-off", "A: the step while torch.profiler records; B: the bare step",
+        "profiler-off",
+        "A: the step while torch.profiler records; B: the bare step",
         run.profiler,
     ),
     "sync-in-step": Check(
-        "sync-moved-out", "A: the step; B: the step without its synchronizing call",
+        "sync-moved-out",
+        "A: the step; B: the step without its synchronizing call",
         manual=f"which call synchronizes is in your code: {_BY_HAND}",
     ),
     "comm-overlap": Check(
-        "bucketing", "A: DDP as configured; B: another bucket_cap_mb", manual=_RANKS,
+        "bucketing",
+        "A: DDP as configured; B: another bucket_cap_mb",
+        manual=_RANKS,
     ),
     "gpu-not-observed": Check(
-        "capture-again", "a capture with GPU activity collected",
+        "capture-again",
+        "a capture with GPU activity collected",
         manual="nothing about the GPU can be measured until GPU activity is collected",
     ),
     "straggler": Check("prepared-batch-on-rank", "the late rank's phase replaced", manual=_RANKS),
     "exposed-communication": Check("bucketing", "DDP bucketing changed", manual=_RANKS),
     "collective-imbalance": Check("even-split", "the split evened out", manual=_RANKS),
     "clock-skew": Check(
-        "clock-sync", "the hosts' clocks checked",
+        "clock-sync",
+        "the hosts' clocks checked",
         manual="it is about the hosts' clocks, not the step: nothing to time",
     ),
-}  # fmt: skip
+}
