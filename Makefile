@@ -5,7 +5,7 @@ TORCH_SPEC ?= torch==2.13.0
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.steptrace-installed
 
-.PHONY: demo test test-gpu lint typecheck unit bench clean
+.PHONY: demo test test-fast test-gpu lint typecheck unit bench clean
 
 $(STAMP): pyproject.toml
 	@echo "steptrace: setting up $(VENV) once: $(TORCH_SPEC), numpy, msgspec, click, rich and the"
@@ -26,10 +26,15 @@ lint: $(STAMP)
 typecheck: $(STAMP)
 	$(BIN)/mypy
 
+# --durations=15: the slowest tests printed on every run, so a slow one is seen where it comes in.
 unit: $(STAMP)
-	$(BIN)/python -m pytest
+	$(BIN)/python -m pytest --durations=15
 
 test: lint typecheck unit
+
+# The inner loop: the tests without the end-to-end ones marked slow (about 2 minutes on 2 cores).
+test-fast: $(STAMP)
+	$(BIN)/python -m pytest -m "not slow" --durations=15
 
 # The CUDA paths (capture with GPU activity, synchronized timing, pinned memory, the demo
 # on cuda): skipped without a GPU, so run this on a machine that has one.

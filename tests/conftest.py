@@ -147,9 +147,13 @@ class Case(NamedTuple):
     result: TraceAnalysis
 
 
-@pytest.fixture(scope="module", params=trace_params())
+@pytest.fixture(scope="session", params=trace_params())
 def analyzed(request: pytest.FixtureRequest) -> Case:
-    """Each shared trace in turn, with the integer-ns reference's view of its events."""
+    """Each shared trace in turn, with the integer-ns reference's view of its events.
+
+    Session-scoped: pytest runs every test of every module on one trace before the next, so
+    each trace is read exactly once per run and only one is held at a time.
+    """
     path: Path = request.param
     evs = reference.events(reference.read_exact(path))
     return Case(path, evs, report_of(path.name).analysis)

@@ -11,6 +11,7 @@ import gzip
 import heapq
 import json
 import re
+from bisect import bisect_right
 from collections import defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -252,17 +253,28 @@ def launched_gpu_ns(
     ops_by_thread: dict[tuple[str, str], list[Ev]] = defaultdict(list)
     for e in evs:
         if is_cpu_op(e):
-            ops_by_thread[e.thread].append(e)
+            ops_by_thread[e.thread].append(e)  # in opening order
     out: dict[str, list[int]] = defaultdict(lambda: [0, 0])
     for g in gpu_events(evs):
         call = calls.get((g.raw.get("args") or {}).get("correlation"))
         if call is None:
             continue
-        around = [o for o in ops_by_thread[call.thread] if o.start <= call.start < o.end]
-        if around:
-            inner = around[-1]  # the innermost: on equal spans, the later in the file
-            if counted is not None and not counted(inner):
-                continue
-            out[inner.name][0] += 1
-            out[inner.name][1] += g.dur
+        inner = innermost(ops_by_thread[call.thread], call.start)
+        if inner is None or (counted is not None and not counted(inner)):
+            continue
+        out[inner.name][0] += 1
+        out[inner.name][1] += g.dur
     return {name: (c, d) for name, (c, d) in out.items()}
+
+
+def innermost(ops: list[Ev], t: int) -> Ev | None:
+    """The last event in ``ops`` (opening order) open at ``t``: ``start <= t < end``.
+
+    The same event as ``[o for o in ops if o.start <= t < o.end][-1]`` (on equal spans, the
+    later in the file), found by walking back from the last event that started by ``t``
+    instead of scanning every event.
+    """
+    for k in range(bisect_right(ops, t, key=lambda o: o.start) - 1, -1, -1):
+        if ops[k].end > t:
+            return ops[k]
+    return None
