@@ -64,16 +64,16 @@ def _carries(field: Field, e: reference.Ev) -> bool:
     return field.names is None or re.search(field.names, e.name, re.IGNORECASE) is not None
 
 
-def _integer(value: Any) -> int:
+def _integer(value: Any, missing: int = MISSING) -> int:
     """An integer field as Kineto writes it (ints; digits in a string: "stream 7")."""
     if isinstance(value, bool) or value is None:
-        return MISSING
+        return missing
     if isinstance(value, int):
         return value
     if isinstance(value, Decimal | float) and value == int(value):
         return int(value)
     found = re.search(r"-?\d+", value) if isinstance(value, str) else None
-    return int(found.group()) if found else MISSING
+    return int(found.group()) if found else missing
 
 
 def _expected(field: Field, e: reference.Ev) -> Any:
@@ -83,7 +83,7 @@ def _expected(field: Field, e: reference.Ev) -> Any:
     if field.fallback is not None and value is None:
         value = e.raw.get(field.fallback)
     if field.value is Value.INT:
-        return _integer(value)
+        return _integer(value, int(field.missing))
     if field.value is Value.FLOAT:
         return float(value) if isinstance(value, int | float | Decimal) else None
     if field.value is Value.FLAG:
@@ -124,7 +124,7 @@ def test_every_declared_field_holds_what_the_json_wrote(path: Path) -> None:
             column, rows = events.column(field.column), carriers
             others = np.ones(len(events), dtype=bool)
             others[carriers] = False
-            missing = field.value.missing
+            missing = field.missing
             if isinstance(missing, float):
                 assert np.isnan(column[others]).all(), field.column
             else:
@@ -152,7 +152,7 @@ def test_memory_instants_reach_the_trace_in_time_order() -> None:
     at_ns = [(reference.ns(e["ts"]) or 0) - origin for e in ordered]
     assert np.array_equal(np.rint(instants.at_us * 1000).astype(np.int64), at_ns)
     for field in (f for f in FIELDS if f.phase == "i"):
-        want = [_integer((e.get("args") or {}).get(field.key)) for e in ordered]
+        want = [_integer((e.get("args") or {}).get(field.key), int(field.missing)) for e in ordered]
         assert instants.column(field.column).tolist() == want, field.column
     assert [instants.texts[i] for i in instants.name] == [e["name"] for e in ordered]
 

@@ -20,6 +20,7 @@ from steptrace.analysis.copies import CopyPattern
 from steptrace.analysis.cpu import CpuStep
 from steptrace.analysis.gpu import GpuStep
 from steptrace.analysis.kernels import KernelStat
+from steptrace.analysis.memory import MemoryAnalysis, memory_warnings
 from steptrace.analysis.operators import OperatorStat
 from steptrace.analysis.outside import GpuOutsideSteps, outside_warnings
 from steptrace.analysis.phases import Phase, Reading, StepPhases
@@ -117,6 +118,7 @@ class TraceAnalysis(msgspec.Struct, frozen=True):
     kernels_total: int
     copies: tuple[CopyPattern, ...]  # device copies grouped by direction, size and operator
     gpu_outside_steps: GpuOutsideSteps | None = None  # None: GPU not observed
+    memory: MemoryAnalysis | None = None  # None: no [memory] events (profile_memory off)
 
     def top(self, n: int) -> TraceAnalysis:
         """The same analysis listing only the first ``n`` operators and kernels."""
@@ -161,6 +163,7 @@ def analysis_of(context: TraceContext, computed: dict[str, Any]) -> TraceAnalysi
         *marker_warnings(events),
         *overlap_warnings(windows),
         *outside_warnings(outside),
+        *memory_warnings(trace.instants, computed["memory"]),
         *_partial_warnings(steps),
     ]
     operators: tuple[OperatorStat, ...] = computed["operators"]
@@ -191,6 +194,7 @@ def analysis_of(context: TraceContext, computed: dict[str, Any]) -> TraceAnalysi
         kernels_total=len(kernels),
         copies=computed["copies"],
         gpu_outside_steps=outside,
+        memory=computed["memory"],
     )
 
 

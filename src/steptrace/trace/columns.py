@@ -196,7 +196,7 @@ class ColumnBuilder:
                 batch[f"{field.column}.rows"] = rows.astype(np.int32)
                 batch[field.column] = values
                 continue
-            column = np.full(n, field.value.missing, dtype=_DTYPES[field.value])
+            column = np.full(n, field.missing, dtype=_DTYPES[field.value])
             column[rows] = values
             batch[field.column] = column
         return batch
@@ -216,7 +216,7 @@ class ColumnBuilder:
         values: list[Any] = list(map(attrgetter(field.column), args))
         value = field.value
         if value is Value.INT:
-            return np.asarray(_ints(values, fallback), dtype=np.int64)
+            return np.asarray(_ints(values, fallback, int(field.missing)), dtype=np.int64)
         if value is Value.FLOAT:
             return np.array(
                 [v if isinstance(v, int | float) else math.nan for v in values], np.float64
@@ -396,8 +396,11 @@ def _canonical_threads(
 _INT64 = (-(2**63), 2**63)
 
 
-def _ints(values: list[Any], fallback: Iterator[int | str] | None = None) -> Ints | list[int]:
-    """An integer field per row; where it is absent, ``fallback`` (pid or tid)."""
+def _ints(
+    values: list[Any], fallback: Iterator[int | str] | None = None, missing: int = MISSING
+) -> Ints | list[int]:
+    """An integer field per row; where it is absent, ``fallback`` (pid or tid), else
+    ``missing``."""
     if set(map(type, values)) <= {int}:  # the usual case, converted in C
         try:
             return np.array(values, dtype=np.int64)
@@ -406,16 +409,20 @@ def _ints(values: list[Any], fallback: Iterator[int | str] | None = None) -> Int
     written: Iterable[object] = values
     if fallback is not None:
         written = (f if v is None else v for v, f in zip(values, fallback, strict=True))
-    return [v if type(v) is int and _INT64[0] <= v < _INT64[1] else as_int(v) for v in written]
+    return [
+        v if type(v) is int and _INT64[0] <= v < _INT64[1] else as_int(v, missing)
+        for v in written
+    ]
 
 
-def as_int(value: object) -> int:
-    """An integer field as written (``7``, ``"7"``, ``"stream 7"``, ``"0x0"``); else MISSING."""
+def as_int(value: object, missing: int = MISSING) -> int:
+    """An integer field as written (``7``, ``"7"``, ``"stream 7"``, ``"0x0"``); else
+    ``missing``."""
     number = _parse_int(value)
-    return number if _INT64[0] <= number < _INT64[1] else MISSING
+    return number if number is not None and _INT64[0] <= number < _INT64[1] else missing
 
 
-def _parse_int(value: object) -> int:
+def _parse_int(value: object) -> int | None:
     if type(value) is int:
         return value
     if isinstance(value, float) and value.is_integer():
@@ -425,11 +432,11 @@ def _parse_int(value: object) -> int:
             try:
                 return int(value, 16)
             except ValueError:
-                return MISSING
+                return None
         match = _DIGITS.search(value)
         if match:
             return int(match.group())
-    return MISSING
+    return None
 
 
 def _id(value: int | str) -> int | str:

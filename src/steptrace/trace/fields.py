@@ -27,6 +27,7 @@ from steptrace.errors import TraceError
 from steptrace.trace.kinds import GPU_WORK, LAUNCHES, Kind
 
 MISSING = -1  # integer and text columns: the trace did not say
+ABSENT = -(2**63)  # integer fields whose -1 is a value (a 1-byte free, a CPU's Device Id)
 
 
 class Value(Enum):
@@ -58,6 +59,12 @@ class Field:
     phase: Phase = "X"
     names: str | None = None  # a regular expression: only carriers so named (a sparse column)
     fallback: Literal["pid", "tid"] | None = None  # where the key is absent
+    absent: int | None = None  # what an INT column holds where absent, when not MISSING
+
+    @property
+    def missing(self) -> float | int | bool:
+        """What the column holds where the trace did not say."""
+        return self.value.missing if self.absent is None else self.absent
 
     @property
     def sparse(self) -> bool:
@@ -85,8 +92,8 @@ def _collective(column: str, key: str, value: Value) -> Field:
 
 
 def _memory(column: str, key: str) -> Field:
-    """``[memory]`` instants (``profile_memory``) carry these."""
-    return Field(column, key, Value.INT, "instants", phase="i")
+    """``[memory]`` instants (``profile_memory``) carry these; -1 is a value there."""
+    return Field(column, key, Value.INT, "instants", phase="i", absent=ABSENT)
 
 
 FIELDS: tuple[Field, ...] = (

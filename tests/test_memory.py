@@ -1,0 +1,192 @@
+"""Memory per step against a plain reference: the ``[memory]`` events of the JSON, replayed
+in Python in exact integer nanoseconds (no steptrace code), on every real trace with them."""
+
+from __future__ import annotations
+
+import json
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+
+import msgspec
+import pytest
+
+import steptrace
+from steptrace.analysis.memory import MemoryStep
+from tests import reference
+from tests.conftest import TRACES, WriteTrace, trace_params
+from tests.tracegen import PID, TID, cpu, document, label, step
+
+PROFMEM = TRACES / "gpu" / "v100_ddp2_rank1_train_profmem__df_index_resolver.json.gz"
+RESNET_2021 = (
+    TRACES
+    / "gpu"
+    / "kineto_v100_resnet50_train_dataloader_nw0.worker0.1623143089861.pt.trace.json.gz"
+)
+
+
+def _device(args: dict[str, Any]) -> str:
+    kind, index = args.get("Device Type"), args.get("Device Id")
+    return "cpu" if kind == 0 else f"cuda:{index}" if kind == 1 else f"device-type-{kind}:{index}"
+
+
+def reference_memory(path: Path) -> dict[tuple[str, str], dict[str, int]]:
+    """(device, step) -> its figures, and the bytes alive at the peak replayed by Addr."""
+    doc = reference.read_exact(path)
+    evs = reference.events(doc)
+    origin = min(reference.ns(e["ts"]) or 0 for e in reference.complete_events(doc))
+    memory: dict[str, list[tuple[int, dict[str, Any]]]] = defaultdict(list)
+    for e in doc["traceEvents"]:
+        args = e.get("args") or {}
+        if e.get("ph") == "i" and e.get("name") == "[memory]" and "Total Allocated" in args:
+            memory[_device(args)].append(((reference.ns(e["ts"]) or 0) - origin, args))
+    figures = {}
+    for device, written in memory.items():
+        written.sort(key=lambda x: x[0])  # stable: ties as written
+        for name, lo, hi in reference.step_windows(evs):
+            inside = [a for t, a in written if lo <= t < hi]
+            if not inside:
+                continue
+            start = int(inside[0]["Total Allocated"]) - int(inside[0]["Bytes"])
+            levels = [int(a["Total Allocated"]) for a in inside]
+            peak = max(start, *levels)
+            upto = levels.index(peak) + 1 if peak in levels and peak > start else 0
+            alive: dict[int, int] = {}
+            for a in inside[:upto]:
+                if int(a["Bytes"]) > 0:
+                    alive[int(a["Addr"])] = int(a["Bytes"])
+                else:
+                    alive.pop(int(a["Addr"]), None)
+            figures[(device, name)] = {
+                "start": start,
+                "peak": peak,
+                "reserved": max(int(a["Total Reserved"]) for a in inside),
+                "end": levels[-1],
+                "allocations": sum(1 for a in inside if int(a["Bytes"]) > 0),
+                "allocated": sum(int(a["Bytes"]) for a in inside if int(a["Bytes"]) > 0),
+                "alive_in_step": sum(alive.values()),
+            }
+    return figures
+
+
+def _steps(report: steptrace.Report) -> dict[tuple[str, str], MemoryStep]:
+    memory = report.analysis.memory
+    assert memory is not None
+    return {(d.device, s.step): s for d in memory.devices for s in d.steps if s.allocations}
+
+
+@pytest.mark.parametrize("path", trace_params())
+def test_every_device_step_equals_the_reference(path: Path) -> None:
+    expected = reference_memory(path)
+    report = steptrace.analyze(path)
+    if not expected:
+        assert report.analysis.memory is None
+        return
+    found = _steps(report)
+    assert set(found) == set(expected)
+    for key, want in expected.items():
+        got = found[key]
+        assert (
+            got.start_allocated_bytes,
+            got.peak_allocated_bytes,
+            got.peak_reserved_bytes,
+            got.end_allocated_bytes,
+            got.allocations,
+            got.allocated_bytes,
+        ) == (
+            want["start"],
+            want["peak"],
+            want["reserved"],
+            want["end"],
+            want["allocations"],
+            want["allocated"],
+        ), key
+        held = got.held
+        assert held.allocated_in_step_bytes == want["alive_in_step"], key
+        assert (
+            held.alive_from_start_bytes + held.allocated_in_step_bytes == got.peak_allocated_bytes
+        )
+        assert sum(h.bytes for h in held.by_label) == held.allocated_in_step_bytes or (
+            len(held.by_label) == 10
+        )
+
+
+@pytest.mark.skipif(not PROFMEM.exists(), reason="real traces not found")
+def test_the_shared_profile_memory_trace_as_the_issue_measured_it() -> None:
+    """V100 DDP rank 1: 3.8 GiB at each step's start, a peak of 6.17 GiB, 11.9 GiB
+    reserved, 2,677 allocations moving about 10 GB, and no growth."""
+    memory = steptrace.analyze(PROFMEM).analysis.memory
+    assert memory is not None
+    (gpu,) = [d for d in memory.devices if d.device == "cuda:1"]
+    gib = 2**30
+    for s in gpu.steps:
+        assert round(s.start_allocated_bytes / gib, 1) == 3.8
+        assert round(s.peak_allocated_bytes / gib, 2) == 6.17
+        assert round(s.peak_reserved_bytes / gib, 1) == 11.9
+        assert s.allocations == 2677 and round(s.allocated_bytes / 1e9) == 10
+    assert gpu.growth_bytes_per_step == 0
+
+
+@pytest.mark.skipif(not RESNET_2021.exists(), reason="real traces not found")
+def test_a_2021_trace_writes_bytes_alone_so_its_peak_is_not_observed() -> None:
+    report = steptrace.analyze(RESNET_2021)
+    assert report.analysis.memory is None
+    assert any("carry no Total Allocated" in w for w in report.analysis.trace.warnings)
+
+
+def _memory(ts: float, nbytes: int, total: int, addr: int, tid: int = TID) -> dict[str, Any]:
+    return {
+        "ph": "i",
+        "cat": "cpu_instant_event",
+        "s": "t",
+        "name": "[memory]",
+        "pid": PID,
+        "tid": tid,
+        "ts": ts,
+        "args": {
+            "Device Type": 0,
+            "Device Id": -1,
+            "Addr": addr,
+            "Bytes": nbytes,
+            "Total Allocated": total,
+            "Total Reserved": 0,
+        },
+    }
+
+
+def test_the_peak_names_its_label_and_operator_and_what_holds_it(write_trace: WriteTrace) -> None:
+    """A step that frees a block it began with, allocates under an aten::empty inside an
+    operator inside a label, and peaks there; a 1-byte free (Bytes -1) is a free."""
+    events = [
+        _memory(1, 100, 100, 0xA),  # before the step: held at its start
+        step(1, 10, 100),
+        label("forward", 20, 50),
+        cpu("aten::linear", 25, 30),
+        cpu("aten::empty", 26, 1),
+        _memory(15, -100, 0, 0xA),  # the step frees the block it began with
+        _memory(26.5, 1000, 1000, 0xB),  # under aten::empty: counted for aten::linear
+        _memory(27, 1, 1001, 0xC),
+        _memory(28, -1, 1000, 0xC),  # a 1-byte free
+        _memory(80, -1000, 0, 0xB),
+    ]
+    report = steptrace.analyze(write_trace(document(events)))
+    assert report.analysis.memory is not None
+    (device,) = report.analysis.memory.devices
+    (s,) = device.steps
+    assert (s.start_allocated_bytes, s.peak_allocated_bytes, s.end_allocated_bytes) == (
+        100,
+        1001,
+        0,
+    )
+    assert (s.peak_label, s.peak_operator) == ("forward", "aten::linear")
+    assert s.held.alive_from_start_bytes == 0 and s.held.allocated_in_step_bytes == 1001
+    assert [(h.name, h.bytes) for h in s.held.by_operator] == [("aten::linear", 1001)]
+    assert {m.name: (m.peak_allocated_bytes, m.growth_bytes) for m in s.labels} == {
+        "forward": (1001, 1000)
+    }
+    assert device.growth_bytes_per_step == -100
+
+
+def test_a_trace_without_memory_events_writes_null(write_trace: WriteTrace) -> None:
+    report = steptrace.analyze(write_trace(document([step(1, 0, 10)])))
+    assert json.loads(msgspec.json.encode(report))["analysis"]["memory"] is None
