@@ -410,8 +410,7 @@ def _ints(
     if fallback is not None:
         written = (f if v is None else v for v, f in zip(values, fallback, strict=True))
     return [
-        v if type(v) is int and _INT64[0] <= v < _INT64[1] else as_int(v, missing)
-        for v in written
+        v if type(v) is int and _INT64[0] <= v < _INT64[1] else as_int(v, missing) for v in written
     ]
 
 
