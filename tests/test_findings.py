@@ -452,6 +452,10 @@ def test_rule_ids_are_the_documented_ones() -> None:
         "optimizer-kernels",
         "profiler-distortion",
         "gpu-not-observed",
+        "memory-growth",
+        "memory-peak",
+        "memory-reserved",
+        "memory-churn",
     ]
     documented = (Path(__file__).parents[1] / "docs" / "findings.md").read_text()
     assert all(f"`{rule}`" in documented for rule, _ in RULES)

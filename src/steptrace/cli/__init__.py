@@ -270,12 +270,17 @@ def profile(
     show_default=True,
     help="Seconds for all the checks together (an upper bound; the capture comes first).",
 )
+@switch(
+    "--memory",
+    "Record allocations: memory per step, its findings and their checks (adds overhead).",
+)
 @report_options
 def investigate(
     target: str,
     out: Path | None,
     checks: int,
     budget: float,
+    memory: bool,
     output_format: str,
     top: int,
     findings_only: bool,
@@ -290,7 +295,7 @@ def investigate(
 
     path = out or Path(f"steptrace-{time.strftime('%Y%m%d-%H%M%S')}.json")
     try:
-        report = run(target, path, checks=checks, budget_s=budget, say=_say)
+        report = run(target, path, checks=checks, budget_s=budget, say=_say, memory=memory)
     except ImportError as error:
         _fail(f"investigate needs torch ({error})")
     except (CaptureError, TraceError) as error:

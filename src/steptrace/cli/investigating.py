@@ -12,16 +12,27 @@ if TYPE_CHECKING:
 
 
 def run(
-    target: str, out: Path, *, checks: int, budget_s: float, say: Callable[[str], None]
+    target: str,
+    out: Path,
+    *,
+    checks: int,
+    budget_s: float,
+    say: Callable[[str], None],
+    memory: bool = False,
 ) -> Report:
-    """The report of ``target``'s workload with its checks; progress and warnings to ``say``."""
+    """The report of ``target``'s workload with its checks; progress and warnings to ``say``;
+    ``memory``: allocations recorded (memory per step, its findings and their checks)."""
     from steptrace.cli.targets import load_workload
     from steptrace.investigation import investigate
+    from steptrace.investigation.run import default_window
 
     workload = load_workload(target)
+    window = default_window(workload.scenario, memory=memory)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        report = investigate(workload, out=out, checks=checks, budget_s=budget_s, say=say)
+        report = investigate(
+            workload, out=out, checks=checks, budget_s=budget_s, say=say, window=window
+        )
     for warning in caught:
         say(f"warning: {warning.message}")
     return report

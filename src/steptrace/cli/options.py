@@ -74,7 +74,17 @@ _WINDOW_OPTIONS = (
     ("measure_overhead", switch("--measure-overhead", "Training: time the steps unprofiled too.")),
     ("count_flops", switch("--flops", "Training: FLOPs per step, MFU when known.", "count_flops")),
     ("record_shapes", switch("--record-shapes", "Record input shapes (costly).")),
-    ("profile_memory", switch("--profile-memory", "Record allocations (costly).")),
+    (
+        "profile_memory",
+        click.option(
+            "--memory",
+            "--profile-memory",
+            "profile_memory",
+            is_flag=True,
+            default=False,
+            help="Record allocations: memory per step and its findings (adds overhead).",
+        ),
+    ),
     ("with_stack", switch("--with-stack", "Record Python stacks (costly).")),
 )
 

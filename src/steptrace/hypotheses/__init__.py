@@ -4,7 +4,8 @@ Each rule is a plain function ``(case, thresholds) -> list[Finding]`` over a ``C
 analysis, the scenario, the capture's facts); ``RULES`` lists them in the order of their
 documented ids (docs/findings.md). ``find`` runs them all, gives time that two findings
 claim to one of them, and ranks what fired by severity: the share of the step's wall time
-each explains (``steptrace.hypotheses.claims`` defines it).
+each explains (``steptrace.hypotheses.claims`` defines it); the memory findings, whose
+severity is a share of a device's memory, after them, ranked among themselves.
 """
 
 from __future__ import annotations
@@ -19,6 +20,12 @@ from steptrace.hypotheses.finding import Evidence, Figure, Finding, Where
 from steptrace.hypotheses.rules.dominance import dominant_op, profiler_distortion
 from steptrace.hypotheses.rules.input import input_pipeline
 from steptrace.hypotheses.rules.launches import optimizer_kernels, small_launches
+from steptrace.hypotheses.rules.memory import (
+    memory_churn,
+    memory_growth,
+    memory_peak,
+    memory_reserved,
+)
 from steptrace.hypotheses.rules.mode import gpu_not_observed, inference_autograd, precision
 from steptrace.hypotheses.rules.transfers import pageable_memcpy, repeated_copy
 from steptrace.hypotheses.rules.waiting import comm_overlap, cpu_bound, sync_in_step
@@ -40,6 +47,10 @@ RULES: tuple[tuple[str, Rule], ...] = (
     ("optimizer-kernels", optimizer_kernels),
     ("profiler-distortion", profiler_distortion),
     ("gpu-not-observed", gpu_not_observed),
+    ("memory-growth", memory_growth),
+    ("memory-peak", memory_peak),
+    ("memory-reserved", memory_reserved),
+    ("memory-churn", memory_churn),
 )
 
 
@@ -59,8 +70,13 @@ def find(case: Case, thresholds: Thresholds | None = None) -> tuple[Finding, ...
     """Every finding that fires, most severe first."""
     limits = thresholds or Thresholds()
     case = complete_steps(case)
-    found = resolve([f for _, rule in RULES for f in rule(case, limits)])
-    return tuple(sorted(found, key=lambda f: -f.severity))
+    found = [f for _, rule in RULES for f in rule(case, limits)]
+    timed = resolve([f for f in found if f.basis == "step time"])  # memory claims no time
+    of_memory = [f for f in found if f.basis != "step time"]
+    return (
+        *sorted(timed, key=lambda f: -f.severity),
+        *sorted(of_memory, key=lambda f: -f.severity),
+    )
 
 
 __all__ = ["RULES", "Case", "Evidence", "Figure", "Finding", "Thresholds", "Where", "find"]

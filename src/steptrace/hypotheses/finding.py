@@ -1,9 +1,10 @@
 """A finding: what was observed, the evidence, one hypothesis, and the next controlled check.
 
 Findings are possible readings of a trace, never verdicts: no duration or speed-up is
-promised. ``severity`` is the share of the step's wall time the finding explains (0 to 1,
-defined in ``steptrace.hypotheses.claims``), used to rank findings; ``level`` puts it in
-words. The evidence is typed: figures that carry
+promised. ``severity`` is a share (0 to 1) of what ``basis`` names: of the step's wall time
+for the findings about time (defined in ``steptrace.hypotheses.claims``), of a device's
+memory peak for the findings about memory, never mixed; it ranks findings within their
+basis, and ``level`` puts it in words. The evidence is typed: figures that carry
 their unit, and ``Where`` to look on the timeline.
 """
 
@@ -14,6 +15,9 @@ from typing import Literal
 import msgspec
 
 Level = Literal["high", "medium", "low"]
+# what a severity is a share of: the step's wall time, a device's memory peak (allocated,
+# or reserved), or the bytes a step allocated
+Basis = Literal["step time", "memory peak", "reserved memory", "allocated bytes"]
 HIGH, MEDIUM = 0.20, 0.05  # shares of step time
 # ms, µs; share (0 to 1 of something named); ratio (x times); count; bytes; names; text
 FigureUnit = Literal["ms", "us", "share", "ratio", "count", "bytes", "names", "text"]
@@ -52,13 +56,14 @@ class Finding(msgspec.Struct, frozen=True, kw_only=True):
     """One rule that fired: observation, evidence, one hypothesis, the next check, caveats."""
 
     rule: str  # a stable id: input-pipeline, repeated-copy, ... (docs/findings.md)
-    severity: float  # the share of the step's wall time it explains, 0 to 1
+    severity: float  # a share of ``basis``, 0 to 1: of the step's wall time by default
     level: Level
     observation: str
     evidence: Evidence
     hypothesis: str
     next_check: str
     caveats: tuple[str, ...]
+    basis: Basis = "step time"
 
 
 def finding(
@@ -70,6 +75,7 @@ def finding(
     hypothesis: str,
     next_check: str,
     caveats: tuple[str, ...] = (),
+    basis: Basis = "step time",
 ) -> Finding:
     """Build a finding; severity is clipped to [0, 1] and given a level."""
     share = min(max(severity, 0.0), 1.0)
@@ -83,4 +89,5 @@ def finding(
         hypothesis=hypothesis,
         next_check=next_check,
         caveats=caveats,
+        basis=basis,
     )

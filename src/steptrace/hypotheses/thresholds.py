@@ -57,6 +57,22 @@ class Thresholds(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_field
     short_operator_us: float = 10.0
     short_operator_count: int = 200
     overhead_ratio: float = 1.2
+    # memory rules: a device whose peak allocated stays under this is left out (the few
+    # bytes a GPU trace allocates on the CPU are no memory problem).
+    memory_floor_bytes: int = 2**20
+    # memory-growth: the allocated bytes grow in every complete step (two at least) by at
+    # least this many bytes and this share of the device's peak (less is allocator noise).
+    memory_growth_bytes: int = 65_536
+    memory_growth_share: float = 0.001
+    # memory-peak: in a training step, allocations of the step still alive at its peak
+    # hold at least this share of it (activations, most often).
+    memory_peak_share: float = 0.5
+    # memory-reserved: a GPU reserves at least this many times its peak allocated, and at
+    # least the second number of bytes more than it.
+    memory_reserved_ratio: float = 1.5
+    memory_reserved_bytes: int = 256 * 2**20
+    # memory-churn: a step allocates at least this many times its peak (median over steps).
+    memory_churn_ratio: float = 4.0
     # step variation (a warning, not a finding): the slowest complete step takes more than
     # this many times the fastest. Half again is more than timer noise and warm-up jitter
     # on a quiet machine; a real run showed 3x: then a median of a few steps describes none.

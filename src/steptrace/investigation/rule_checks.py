@@ -97,6 +97,34 @@ CHECKS: dict[str, Check] = {
         "a capture with GPU activity collected",
         manual="nothing about the GPU can be measured until GPU activity is collected",
     ),
+    "memory-growth": Check(
+        "memory-growth",
+        "more steps of a fresh copy, outside the profiler: the memory allocated after each",
+        run.memory_growth,
+    ),
+    "memory-peak": Check(
+        "activation-checkpointing",
+        "A: the model as built; B: its largest block under torch.utils.checkpoint; "
+        "one step's peak allocated, outputs compared first",
+        run.checkpointed,
+        kinds=("training",),
+    ),
+    "memory-reserved": Check(
+        "expandable-segments",
+        "A: the caching allocator as configured; B: expandable_segments:True",
+        manual=(
+            "the allocator's configuration is read once, when CUDA starts: run the workload "
+            "in two processes, one with PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True, and "
+            "compare torch.cuda.max_memory_reserved() (and the step time)"
+        ),
+        needs_gpu=True,
+    ),
+    "memory-churn": Check(
+        "compiled",
+        "A: the model as it runs; B: torch.compile(model) (fewer temporaries), compile time apart",
+        run.on_batches(compile_check),
+        min_s=COMPILE_S,
+    ),
     "straggler": Check("prepared-batch-on-rank", "the late rank's phase replaced", manual=_RANKS),
     "exposed-communication": Check("bucketing", "DDP bucketing changed", manual=_RANKS),
     "collective-imbalance": Check("even-split", "the split evened out", manual=_RANKS),

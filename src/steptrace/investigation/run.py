@@ -42,6 +42,13 @@ WINDOW = Window(active=3, measure_overhead=True)  # minimal options: no shapes, 
 CHECK_STEPS = 3  # correctness steps per side before any timing (the factories' default)
 
 
+def default_window(scenario: Scenario, *, memory: bool = False) -> Window:
+    """The window ``investigate`` captures: ``WINDOW`` (inference: without the unprofiled
+    timing); ``memory``: with allocations recorded (``profile_memory``)."""
+    plan = WINDOW if scenario.kind == "training" else Window(active=WINDOW.active)
+    return msgspec.structs.replace(plan, profile_memory=memory)
+
+
 def investigate(
     workload: Workload,
     scenario: Scenario | None = None,
@@ -61,7 +68,7 @@ def investigate(
         workload = dataclasses.replace(workload, scenario=scenario)
     scenario = workload.scenario
     say(f"Question: {scenario.question}")
-    plan = window or (WINDOW if scenario.kind == "training" else Window(active=WINDOW.active))
+    plan = window or default_window(scenario)
     say(
         f"Capturing a labelled window (wait {plan.wait}, warm-up {plan.warmup}, "
         f"active {plan.active}) ..."

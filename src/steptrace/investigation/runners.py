@@ -21,8 +21,11 @@ from steptrace.errors import NotTestable
 from steptrace.hypotheses.finding import Figure
 from steptrace.investigation.check import Context, Measured, Runner
 from steptrace.quiet import without_usdt_lines
+from steptrace.units import pct, size
 from steptrace.validate.checks import pinned_memory_check, prepared_batch_check
+from steptrace.validate.correctness import explain
 from steptrace.validate.factory import OnBatches
+from steptrace.validate.memory_checks import checkpoint_peaks, growth
 from steptrace.validate.operator_timing import operator_timing
 from steptrace.validate.profiler import profiler_check
 from steptrace.validate.results import Comparison, OperatorTiming
@@ -156,3 +159,60 @@ def _shapes(context: Context) -> TraceAnalysis:
                 recording.stop()
         recording.export_chrome_trace(str(path))
         return analyze(path).analysis
+
+
+GROWTH_STEPS = 12  # steps measured by the memory-growth check, at most (its budget decides)
+PEAK_FALL = 0.02  # the checkpointed peak must fall by this share of the peak at least
+
+
+def memory_growth(context: Context) -> Measured:
+    """More steps of a fresh copy outside the profiler, the allocated memory after each:
+    supported when it grows in most of them by at least the rule's floor (median)."""
+    subject, limits = context.subject, context.limits
+    step_s = max(context.step_ms / 1000, 1e-3)
+    steps = int(min(GROWTH_STEPS, max(4, context.plan.budget_s / step_s / 2)))
+    found = growth(subject.step, subject.make_state, subject.batches, subject.device, steps)
+    per_step = found.median_bytes
+    trace = context.finding.evidence.values().get("growth_bytes_per_step")
+    grows = per_step >= limits.memory_growth_bytes and found.growing_steps >= 0.75 * steps
+    said = (
+        f"Outside the profiler, {steps} more steps from a fresh copy of the state: the memory "
+        f"allocated grows by {size(per_step)} per step (median; {found.growing_steps} of "
+        f"{steps} steps grew)"
+    )
+    said += f", against {size(float(trace))} in the trace" if isinstance(trace, int) else ""
+    said += ": it keeps growing, as a leak does." if grows else ": it does not keep growing here."
+    figures = (
+        Figure("steps", steps, "count"),
+        Figure("growth_bytes_per_step", int(per_step), "bytes"),
+        Figure("growing_steps", found.growing_steps, "count"),
+        Figure("after_bytes", tuple(found.after_bytes), "names"),
+    )
+    return Measured("supported" if grows else "not-supported", said, figures)
+
+
+def checkpointed(context: Context) -> Measured:
+    """The largest block under activation checkpointing: outputs compared first, then one
+    step's peak with and without it (``validate.memory_checks``)."""
+    subject = context.subject
+    found = checkpoint_peaks(subject.step, subject.make_state, subject.batches, subject.device)
+    block = f"the largest block ({found.block})"
+    if found.peak_a_bytes is None or found.peak_b_bytes is None:
+        said = f"With {block} checkpointed, the step's outputs differ: {explain(found.correctness)}"
+        return Measured("outputs-differ", said, (Figure("block", found.block, "text"),))
+    a, b = found.peak_a_bytes, found.peak_b_bytes
+    falls = a > 0 and (a - b) >= PEAK_FALL * a
+    said = (
+        f"With {block} checkpointed, outputs and gradients agree, and one step's peak "
+        f"allocated goes from {size(a)} to {size(b)} "
+        f"({'-' if b <= a else '+'}{pct(abs(a - b) / a) if a else 'n/a'}): "
+    )
+    said += (
+        "checkpointing lowers the peak." if falls else "checkpointing does not lower the peak here."
+    )
+    figures = (
+        Figure("block", found.block, "text"),
+        Figure("peak_a_bytes", a, "bytes"),
+        Figure("peak_b_bytes", b, "bytes"),
+    )
+    return Measured("supported" if falls else "not-supported", said, figures)
