@@ -62,11 +62,20 @@ def findings_section(
     return Section("findings", heading, (Paragraph(title), table))
 
 
+# what a severity is a share of, in the findings table
+_BASIS = {
+    "step time": "step",
+    "memory peak": "memory peak",
+    "reserved memory": "reserved memory",
+    "allocated bytes": "allocated bytes",
+}
+
+
 def _finding_row(found: Finding, clock: str, outcome: str | None) -> tuple[str, ...]:
     """Each part on its own line; a part's own text (names from the trace in it) on one."""
     check = one_line(found.next_check) + (f"\nChecked: {outcome} (see Checks)" if outcome else "")
     return (
-        f"{found.level} · {100 * found.severity:.0f}% of step\n{found.rule}",
+        f"{found.level} · {100 * found.severity:.0f}% of {_BASIS[found.basis]}\n{found.rule}",
         f"{one_line(found.observation)}\n{one_line(evidence_line(found, clock))}",
         one_line(found.hypothesis),
         check,

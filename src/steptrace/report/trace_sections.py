@@ -2,8 +2,9 @@
 
 Reading order: the question, notes on what the trace can and cannot say, step times, the
 steps on the timeline (HTML draws it; the findings link to their places on it), the labels
-of each step, the GPU, its time by kind of work, CPU operators, kernels, copies, the
-findings, the checks run on them, warnings, and how to open the trace on a timeline.
+of each step, the GPU, memory, the GPU's time by kind of work, CPU operators, kernels,
+copies, the findings, the checks run on them, warnings, and how to open the trace on a
+timeline.
 ``findings_only`` keeps the question, the findings and the warnings.
 """
 
@@ -62,6 +63,7 @@ def sections(report: Report, view: View) -> tuple[Section, ...]:
     from steptrace.report.context_sections import notes, question, timeline, warnings
     from steptrace.report.figure_sections import copies, gpu, kernels, labels, operators, steps
     from steptrace.report.finding_sections import findings
+    from steptrace.report.memory_sections import memory
     from steptrace.report.outcome_sections import checks as outcomes
     from steptrace.report.timeline_sections import finding_jumps, timeline_section
 
@@ -84,6 +86,7 @@ def sections(report: Report, view: View) -> tuple[Section, ...]:
         *((drawn,) if drawn else ()),
         labels(report),
         gpu(report),
+        memory(report),
         categories(report),
         operators(report, view.totals),
         kernels(report, view.totals),
