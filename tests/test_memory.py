@@ -190,3 +190,27 @@ def test_the_peak_names_its_label_and_operator_and_what_holds_it(write_trace: Wr
 def test_a_trace_without_memory_events_writes_null(write_trace: WriteTrace) -> None:
     report = steptrace.analyze(write_trace(document([step(1, 0, 10)])))
     assert json.loads(msgspec.json.encode(report))["analysis"]["memory"] is None
+
+
+@pytest.mark.skipif(not PROFMEM.exists(), reason="real traces not found")
+def test_the_timeline_draws_each_steps_memory_with_its_peak() -> None:
+    """The lanes carry the device of the largest peak: every step's curve peaks where the
+    memory figures say, within the points' bound, and the HTML draws it."""
+    from steptrace.analysis.lane_memory import POINTS
+    from steptrace.pipeline import analyze_source
+    from steptrace.report.renderers import renderer
+    from steptrace.report.trace_sections import View, report_document
+
+    report, lanes = analyze_source(PROFMEM, lanes=True)
+    assert lanes is not None and report.analysis.memory is not None
+    (gpu,) = [d for d in report.analysis.memory.devices if d.device == "cuda:1"]
+    for step_lanes, figures in zip(lanes.steps, gpu.steps, strict=True):
+        curve = step_lanes.memory
+        assert curve is not None and curve.device == "cuda:1"
+        assert curve.peak_bytes == figures.peak_allocated_bytes
+        assert len(curve.at_ns) <= POINTS
+        assert max(curve.reserved) == figures.peak_reserved_bytes
+        assert 0 <= curve.peak_ns <= step_lanes.wall_ns
+    html = renderer("html").render([report_document(report, View(lanes=lanes))])
+    assert html.count('class="mband"') == len(lanes.steps)
+    assert "peak 6.6 GB allocated on cuda:1" in html

@@ -3,7 +3,8 @@
 Contract: ``TraceContext(trace, partial_step=None)`` holds the shared intermediates as
 properties, each computed on first use and kept: the steps (``steps.find_steps``), which
 of them are partial and which counted, the operator tree (``links.cpu_tree``), the launch
-calls and links of the GPU work (``links``) and the GPU's work merged (``gpu_busy``). A
+calls and links of the GPU work (``links``), the GPU's work merged (``gpu_busy``), the
+memory per step (``memory``, which the timeline draws too). A
 figure module reads what it needs from it (its ``FIGURE``, see ``registry``); ``compose``
 decides where and in which order figures run. Nothing here does I/O or finds anything.
 
@@ -16,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cached_property
-from typing import Generic, Literal, TypeVar
+from typing import TYPE_CHECKING, Generic, Literal, TypeVar
 
 from steptrace.analysis.gpu_busy import GpuBusy, gpu_busy
 from steptrace.analysis.links import (
@@ -29,6 +30,9 @@ from steptrace.analysis.links import (
 )
 from steptrace.analysis.steps import Steps, StepWindow, find_steps
 from steptrace.trace.table import EventTable, Trace
+
+if TYPE_CHECKING:
+    from steptrace.analysis.memory import MemoryAnalysis
 
 T = TypeVar("T")
 # What a figure reads of the context beyond the events: "tree" (the operator tree) and
@@ -77,6 +81,15 @@ class TraceContext:
     def links(self) -> GpuLinks:
         """Each GPU activity's launch call and operator (needs the tree)."""
         return gpu_links(self.events, self.tree, self.launches)
+
+    @cached_property
+    def memory(self) -> MemoryAnalysis | None:
+        """Memory per step and device (``memory``); None: no ``[memory]`` events."""
+        from steptrace.analysis.memory import memory_per_step  # it reads the context's types
+
+        return memory_per_step(
+            self.events, self.trace.instants, self.windows, self.tree, self.counted
+        )
 
     @cached_property
     def gpu_busy(self) -> GpuBusy | None:

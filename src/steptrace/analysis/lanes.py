@@ -32,6 +32,7 @@ from numpy.typing import NDArray
 from steptrace.analysis.context import FigureSpec, TraceContext
 from steptrace.analysis.gpu import COMMUNICATION, copy_kind
 from steptrace.analysis.lane_gaps import Gap, IdleGaps, idle_gaps, sync_ends
+from steptrace.analysis.lane_memory import MemoryCurve, memory_curves
 from steptrace.analysis.lane_merge import Band, Bar, merge
 from steptrace.analysis.links import CpuTree, GpuLinks
 from steptrace.analysis.steps import StepWindow
@@ -75,6 +76,7 @@ class StepLanes(msgspec.Struct, frozen=True, kw_only=True):
     gaps: tuple[Gap, ...]  # GPU idle gaps of at least resolution_ns; empty: GPU not observed
     small_gaps: int  # idle gaps shorter than resolution_ns, not drawn
     small_gaps_ns: int
+    memory: MemoryCurve | None = None  # allocated and reserved bytes; None: not recorded
 
 
 class Lanes(msgspec.Struct, frozen=True, kw_only=True):
@@ -127,9 +129,13 @@ def step_lanes(
     lane = np.unique(streams, axis=0, return_inverse=True)[1].reshape(-1).astype(np.int32)
     gpu_depth = _depths(events, links.rows, lane)
     drawing = _Drawing(events, tree, links, cpu_rows, depth, names, trace, kinds, gpu_depth)
+    curves = memory_curves(context.trace.instants, windows, _peak_labels(context))
     steps = tuple(
-        _step(drawing, w, share, idle_gaps(observed, ends, w) if observed else None)
-        for w in windows
+        msgspec.structs.replace(
+            _step(drawing, w, share, idle_gaps(observed, ends, w) if observed else None),
+            memory=curve,
+        )
+        for w, curve in zip(windows, curves, strict=True)
     )
     walls = sorted(range(len(windows)), key=lambda k: windows[k].end_us - windows[k].start_us)
     return Lanes(
@@ -139,6 +145,14 @@ def step_lanes(
         shown=walls[(len(walls) - 1) // 2] if walls else 0,
         gpu_observed=observed is not None,
     )
+
+
+def _peak_labels(context: TraceContext) -> dict[str, dict[str, str | None]]:
+    """Per device and step: the label around the memory peak (``analysis.memory``)."""
+    found = context.memory
+    if found is None:
+        return {}
+    return {d.device: {s.step: s.peak_label for s in d.steps} for d in found.devices}
 
 
 @dataclass(frozen=True)
@@ -345,5 +359,9 @@ def _thread_label(trace: Trace, thread: int) -> str:
 
 
 FIGURE = FigureSpec(
-    "lanes", step_lanes, frozenset({"steps", "gpu_busy", "tree", "links"}), on_demand=True
+    "lanes",
+    step_lanes,
+    frozenset({"steps", "gpu_busy", "tree", "links"}),
+    on_demand=True,
+    groups=frozenset({"instants"}),
 )

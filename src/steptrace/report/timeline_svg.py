@@ -16,12 +16,15 @@ from collections.abc import Iterator
 import msgspec
 
 from steptrace.analysis.lane_gaps import AFTER_SYNC, NOT_KNOWN, NOTHING_AFTER, WAITING_ON_HOST
+from steptrace.analysis.lane_memory import MemoryCurve
 from steptrace.analysis.lanes import Lane
 from steptrace.report.document import LaneGroup, TimelineFigure, TimelineView
 from steptrace.safe_text import html_text, visible
-from steptrace.units import short
+from steptrace.units import short, size
 
 WIDTH, LABELS, ROW, LANE_GAP, AXIS = 1060, 210, 11, 5, 30
+MEMORY_H = 44  # the memory curve's band, above the lanes
+ALLOCATED, RESERVED = "#e15759", "#9c755f"
 PLOT = WIDTH - LABELS - 10
 TICKS = 8
 TEXT_MIN_PX = 48  # bars at least this wide at full view carry their name
@@ -49,6 +52,9 @@ STYLE = (
     ".tl .key{display:inline-block;width:.8em;height:.8em;"
     "margin:0 .2em 0 .8em;vertical-align:-.1em}.tl text{font-size:10px;fill:#222}"
     ".tl .lnk{stroke:#000;stroke-width:1.2px;vector-effect:non-scaling-stroke}"
+    ".tl .mem{fill:none;stroke-width:1.4px;vector-effect:non-scaling-stroke}"
+    ".tl .mpk{stroke:#e15759;stroke-width:1px;stroke-dasharray:3 2;"
+    "vector-effect:non-scaling-stroke}"
     + "".join(f".tl .k{i}{{fill:{c}}}" for i, c in enumerate(COLORS))
     + "".join(f".tl .c{i}{{fill:{c}}}" for i, c in enumerate(GAP_COLORS))
 )
@@ -122,6 +128,11 @@ def _legend(block: TimelineFigure) -> str:
         for i, c in enumerate(CAUSES)
         if c in used_causes
     ]
+    curves = [v.groups[0].lanes.memory for v in block.views if len(v.groups) == 1]
+    if any(curves):
+        keys.append(f'<span class="key" style="background:{ALLOCATED}"></span>memory allocated')
+    if any(c and any(c.reserved) for c in curves):
+        keys.append(f'<span class="key" style="background:{RESERVED}"></span>reserved (dashed)')
     return f'<div class="bar">{"".join(keys)}</div>'
 
 
@@ -131,6 +142,12 @@ def _view(view: TimelineView, index: int, shown: bool, block: TimelineFigure) ->
     labels: list[str] = []
     names: list[str] = []
     y = AXIS
+    curve = view.groups[0].lanes.memory if len(view.groups) == 1 else None
+    if curve is not None and curve.at_ns:
+        drawn, label = _memory(curve, scale, y)
+        body.append(drawn)
+        labels.append(label)
+        y += MEMORY_H + LANE_GAP
     lane_index = 0
     for group in view.groups:
         if group.label:
@@ -154,6 +171,51 @@ def _view(view: TimelineView, index: int, shown: bool, block: TimelineFigure) ->
         f'<svg x="{LABELS}" y="0" width="{PLOT}" height="{height}">{axis}'
         f'<g class="z">{"".join(body)}</g><g class="tx">{"".join(names)}</g></svg></svg>'
     )
+
+
+def _memory(curve: MemoryCurve, scale: float, top: int) -> tuple[str, str]:
+    """The step's allocated (solid) and reserved (dashed) bytes as lines in a band of
+    ``MEMORY_H`` above the lanes, the peak marked by a line named with its label; and the
+    band's label on the left."""
+    most = max(max(curve.allocated), max(curve.reserved), 1)
+
+    def path(values: tuple[int, ...]) -> str:
+        points = []
+        last_y = None
+        for at, value in zip(curve.at_ns, values, strict=True):
+            y = top + MEMORY_H - value / most * (MEMORY_H - 4)
+            if last_y is not None:  # a step: the level holds until the next event
+                points.append(f"{at * scale:.2f},{last_y:.1f}")
+            points.append(f"{at * scale:.2f},{y:.1f}")
+            last_y = y
+        return " ".join(points)
+
+    where = f" in {curve.peak_label}" if curve.peak_label else ""
+    peak = (
+        f"peak {size(curve.peak_bytes)} allocated on {curve.device} at "
+        f"{time_text(curve.peak_ns)}{where}"
+    )
+    x = curve.peak_ns * scale
+    reserved = (
+        f'<polyline class="mem" stroke="{RESERVED}" stroke-dasharray="4 2" '
+        f'points="{path(curve.reserved)}"><title>reserved</title></polyline>'
+        if any(curve.reserved)  # the CPU reserves nothing
+        else ""
+    )
+    drawn = (
+        f'<g class="mband">{reserved}'
+        f'<polyline class="mem" stroke="{ALLOCATED}" points="{path(curve.allocated)}">'
+        f"<title>allocated</title></polyline>"
+        f'<line class="mpk" x1="{x:.2f}" y1="{top}" x2="{x:.2f}" y2="{top + MEMORY_H}">'
+        f"<title>{html_text(peak)}</title></line></g>"
+    )
+    label = (
+        f'<text x="{LABELS - 6}" y="{top + 12}" text-anchor="end">'
+        f"<title>{html_text(peak)}</title>memory ({html_text(curve.device)})</text>"
+        f'<text x="{LABELS - 6}" y="{top + 24}" text-anchor="end">'
+        f"up to {html_text(size(most))}</text>"
+    )
+    return drawn, label
 
 
 def _ticks(span_ns: int, height: int) -> Iterator[str]:
