@@ -214,3 +214,13 @@ def test_the_timeline_draws_each_steps_memory_with_its_peak() -> None:
     html = renderer("html").render([report_document(report, View(lanes=lanes))])
     assert html.count('class="mband"') == len(lanes.steps)
     assert "peak 6.6 GB allocated on cuda:1" in html
+
+
+@pytest.mark.skipif(not PROFMEM.exists(), reason="real traces not found")
+def test_diff_compares_each_devices_peak() -> None:
+    same = steptrace.diff(PROFMEM, PROFMEM)
+    gpu = next(m for m in same.memory if m.device == "cuda:1")
+    assert gpu.before_peak_bytes == gpu.after_peak_bytes == 6629508096 and gpu.delta_bytes == 0
+    other = steptrace.diff(PROFMEM, TRACES / "cpu" / "cpu_train_trace.json.gz")
+    gone = next(m for m in other.memory if m.device == "cuda:1")
+    assert gone.after_peak_bytes is None and gone.delta_bytes is None  # not recorded, not 0

@@ -60,6 +60,18 @@ class NameChange(msgspec.Struct, frozen=True):
     delta_ms: float  # after - before, an absent side counting as 0
 
 
+class MemoryChange(msgspec.Struct, frozen=True):
+    """One device's memory before and after: the largest step peak allocated and the median
+    growth per step; None where a side recorded no memory for it (not observed)."""
+
+    device: str
+    before_peak_bytes: int | None
+    after_peak_bytes: int | None
+    delta_bytes: int | None  # after - before; None unless both sides recorded it
+    before_growth_bytes_per_step: float | None
+    after_growth_bytes_per_step: float | None
+
+
 class TraceDiff(msgspec.Struct, frozen=True):
     """Two traces compared; ``labels`` lists every label, ``operators`` and ``kernels``
     only what moved."""
@@ -80,6 +92,7 @@ class TraceDiff(msgspec.Struct, frozen=True):
     kernel_counts: ChangeCounts
     warnings: tuple[str, ...]
     reminder: str
+    memory: tuple[MemoryChange, ...] = ()  # per device, when either side recorded memory
 
 
 def diff_analyses(
@@ -122,7 +135,39 @@ def diff_analyses(
         kernel_counts=kernel_counts,
         warnings=tuple(_warnings(before, after, scenarios)),
         reminder=REMINDER,
+        memory=_memory_changes(before, after),
     )
+
+
+def _memory_changes(before: TraceAnalysis, after: TraceAnalysis) -> tuple[MemoryChange, ...]:
+    """Each device either side recorded memory for, its peak and growth on both sides."""
+    sides = [_peaks(a) for a in (before, after)]
+    changes = []
+    for device in sorted(sides[0].keys() | sides[1].keys()):
+        old, new = sides[0].get(device), sides[1].get(device)
+        changes.append(
+            MemoryChange(
+                device=device,
+                before_peak_bytes=old[0] if old else None,
+                after_peak_bytes=new[0] if new else None,
+                delta_bytes=new[0] - old[0] if old and new else None,
+                before_growth_bytes_per_step=old[1] if old else None,
+                after_growth_bytes_per_step=new[1] if new else None,
+            )
+        )
+    return tuple(changes)
+
+
+def _peaks(analysis: TraceAnalysis) -> dict[str, tuple[int, float]]:
+    if analysis.memory is None:
+        return {}
+    return {
+        d.device: (
+            max((s.peak_allocated_bytes for s in d.steps), default=0),
+            d.growth_bytes_per_step,
+        )
+        for d in analysis.memory.devices
+    }
 
 
 def _spread_change(before: Spread, after: Spread) -> SpreadChange:

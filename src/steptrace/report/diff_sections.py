@@ -6,7 +6,7 @@ from collections.abc import Sequence
 
 from steptrace import units
 from steptrace.across.changes import ChangeCounts
-from steptrace.across.diff import NameChange, SpreadChange, TraceDiff
+from steptrace.across.diff import MemoryChange, NameChange, SpreadChange, TraceDiff
 from steptrace.across.labels import LabelChange
 from steptrace.report.cells import spread
 from steptrace.report.document import Block, Column, Document, Paragraph, Section, Table
@@ -38,10 +38,29 @@ def summary_lines(diff: TraceDiff) -> list[str]:
         lines.append(
             _spread_line(name, change) if change else f"{name}: not observed on both sides"
         )
+    lines += [_memory_line(m) for m in diff.memory]
     lines.append(f"labels: {_counts(diff.label_counts)}")
     lines.append(f"operators: {_counts(diff.operator_counts)}")
     lines.append(f"kernels: {_counts(diff.kernel_counts)}")
     return lines
+
+
+def _memory_line(change: MemoryChange) -> str:
+    """A device's memory peak (and growth per step) before and after."""
+
+    def side(peak: int | None, growth: float | None) -> str:
+        if peak is None or growth is None:
+            return "not recorded"
+        return f"{units.size(peak)} (growth {units.size(growth)}/step)"
+
+    before = side(change.before_peak_bytes, change.before_growth_bytes_per_step)
+    after = side(change.after_peak_bytes, change.after_growth_bytes_per_step)
+    delta = (
+        f", {'+' if change.delta_bytes >= 0 else '-'}{units.size(abs(change.delta_bytes))}"
+        if (change.delta_bytes is not None)
+        else ""
+    )
+    return f"memory peak on {change.device}: {before} → {after}{delta}"
 
 
 def _changes(key: str, heading: str, changes: Sequence[NameChange]) -> Section:
