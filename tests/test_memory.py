@@ -224,3 +224,47 @@ def test_diff_compares_each_devices_peak() -> None:
     other = steptrace.diff(PROFMEM, TRACES / "cpu" / "cpu_train_trace.json.gz")
     gone = next(m for m in other.memory if m.device == "cuda:1")
     assert gone.after_peak_bytes is None and gone.delta_bytes is None  # not recorded, not 0
+
+
+def test_a_rank_whose_peak_stands_out_is_named() -> None:
+    """The rank matrix carries each rank's peak per step; the rank whose peak exceeds the
+    others' median by 1.2 times and 64 MiB is named, and only it."""
+    import msgspec
+
+    from steptrace.across.ranks.figures import RanksAnalysis
+    from steptrace.across.ranks.rank_thresholds import RankThresholds
+    from steptrace.hypotheses.rules.job import rank_findings
+    from tests.ranks.reports import fixture_report
+
+    report = fixture_report()
+    base = 500 * 2**20
+
+    def with_peak(rank: Any) -> Any:
+        peak = base * (2 if rank.rank == 3 else 1) + rank.rank * 2**20  # rank 3 holds double
+        steps = tuple(msgspec.structs.replace(s, peak_allocated_bytes=peak) for s in rank.steps)
+        return msgspec.structs.replace(rank, steps=steps)
+
+    analysis = RanksAnalysis(
+        world_size=report.world_size,
+        ranks=tuple(with_peak(r) for r in report.ranks),
+        clocks=report.clocks,
+        collectives=report.collectives,
+        unmatched=report.unmatched,
+        stragglers=report.stragglers,
+        warnings=report.warnings,
+    )
+    found = [f for f in rank_findings(analysis, RankThresholds()) if f.rule == "memory-imbalance"]
+    assert [f.evidence.values()["rank"] for f in found] == [3]
+    assert found[0].basis == "memory peak"
+    quiet = msgspec.structs.replace(analysis, ranks=report.ranks)  # no memory recorded
+    assert not [f for f in rank_findings(quiet, RankThresholds()) if f.rule == "memory-imbalance"]
+
+
+@pytest.mark.skipif(not PROFMEM.exists(), reason="real traces not found")
+def test_a_rank_summary_keeps_each_steps_peak() -> None:
+    from steptrace.across.ranks.matrix import RankData
+    from steptrace.across.ranks.work import summarize
+
+    data = summarize(str(PROFMEM))
+    assert isinstance(data, RankData)
+    assert [s.peak_allocated_bytes for s in data.steps] == [6629508096] * 5

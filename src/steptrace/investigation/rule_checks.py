@@ -128,6 +128,11 @@ CHECKS: dict[str, Check] = {
     "straggler": Check("prepared-batch-on-rank", "the late rank's phase replaced", manual=_RANKS),
     "exposed-communication": Check("bucketing", "DDP bucketing changed", manual=_RANKS),
     "collective-imbalance": Check("even-split", "the split evened out", manual=_RANKS),
+    "memory-imbalance": Check(
+        "rank-memory",
+        "the rank's memory section beside another rank's",
+        manual=_RANKS,
+    ),
     "clock-skew": Check(
         "clock-sync",
         "the hosts' clocks checked",

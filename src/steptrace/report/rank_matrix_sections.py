@@ -160,7 +160,14 @@ def matrix(report: RanksReport) -> Section:
     heat = grid_block(_steps_grid(report, figure), steps, title, named, marked=slow)
     figures = _long_table(report, named, steps, [(t, f) for t, f in FIGURES])
     labels = _long_table(report, named, steps, [(f"{p} ms", of_phase(p)) for p in phases])
-    return Section("matrix", heading, (heat, figures, labels))
+    if not any(s.peak_allocated_bytes is not None for r in report.ranks for s in r.steps):
+        return Section("matrix", heading, (heat, figures, labels))
+    memory = _long_table(report, named, steps, [("peak allocated", _peak)], unit="bytes")
+    return Section("matrix", heading, (heat, figures, labels, memory))
+
+
+def _peak(step: RankStep) -> float | None:
+    return None if step.peak_allocated_bytes is None else float(step.peak_allocated_bytes)
 
 
 def _long_table(
@@ -168,12 +175,13 @@ def _long_table(
     named: Sequence[int],
     steps: Sequence[str],
     figures: Sequence[tuple[str, Callable[[RankStep], float | None]]],
+    unit: ColumnUnit = "ms",
 ) -> Table:
     """One row per (rank, step) for the named ranks; when folded, per step median/p90/max."""
     columns = (
         Column("rank", "text"),
         Column("step", "name"),
-        *(Column(t, "ms") for t, _ in figures),
+        *(Column(t, unit) for t, _ in figures),
     )
     by_rank = {r.rank: {s.name: s for s in r.steps} for r in report.ranks}
     rows: list[tuple[Cell, ...]] = []

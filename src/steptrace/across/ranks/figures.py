@@ -51,6 +51,9 @@ class RankStep(msgspec.Struct, frozen=True, kw_only=True):
     comm_wait_ms: float | None  # summed wait at matched collectives in the step; None: none
     phases_ms: dict[str, float]  # each label's exclusive ms in the step, by name
     unlabeled_ms: float | None  # step time on the step's thread outside every label
+    # the most allocated in the step, on the rank's device of the largest peak; None: the
+    # trace recorded no memory (profile_memory off)
+    peak_allocated_bytes: int | None = None
 
 
 class RankResult(msgspec.Struct, frozen=True, kw_only=True):

@@ -65,6 +65,7 @@ class StepFigures(msgspec.Struct, frozen=True, kw_only=True):
     exposed_ms: float | None
     phases_ms: dict[str, float]  # the user's labels (not gloo:/nccl:), exclusive ms
     unlabeled_ms: float | None
+    peak_allocated_bytes: int | None = None  # the device of the largest; None: not recorded
 
 
 class RankParts(msgspec.Struct, frozen=True, kw_only=True):
@@ -128,7 +129,7 @@ _COLLECTIVES = FigureSpec(
 _RANK_LANES = FigureSpec("rank_lanes", _lanes, frozenset({"steps", "gpu_busy", "tree", "links"}))
 # The figures each part reads (the steps' warnings need the GPU work outside the steps).
 _PART_FIGURES: dict[Part, tuple[FigureSpec[Any], ...]] = {
-    "steps": (*figures(["gpu", "phases", "gpu_outside_steps"]), _COLLECTIVES),
+    "steps": (*figures(["gpu", "phases", "gpu_outside_steps", "memory"]), _COLLECTIVES),
     "collectives": (_COLLECTIVES,),
     "lanes": (_RANK_LANES,),
 }
@@ -188,6 +189,7 @@ def _step_figures(
 ) -> tuple[StepFigures, ...]:
     windows = context.windows
     comm, exposed = _exposure(context.events, gpu, windows, instances, _clock_ns(context))
+    peaks = _peaks(context)
     return tuple(
         StepFigures(
             name=w.name,
@@ -203,9 +205,21 @@ def _step_figures(
                 p.name: p.exclusive_ms for p in ph.phases if not _COLLECTIVE_LABEL.match(p.name)
             },
             unlabeled_ms=ph.unlabeled_ms,
+            peak_allocated_bytes=peaks.get(w.name),
         )
         for w, g, ph, c, e in zip(windows, gpu, phases, comm, exposed, strict=True)
     )
+
+
+def _peaks(context: TraceContext) -> dict[str, int]:
+    """Per step name: the peak allocated of the device with the trace's largest peak."""
+    memory = context.memory
+    if memory is None or not memory.devices:
+        return {}
+    device = max(
+        memory.devices, key=lambda d: max((s.peak_allocated_bytes for s in d.steps), default=0)
+    )
+    return {s.step: s.peak_allocated_bytes for s in device.steps}
 
 
 def _exposure(
@@ -266,6 +280,7 @@ def rank_steps(
                 comm_wait_ms=comm_wait,
                 phases_ms=step.phases_ms,
                 unlabeled_ms=step.unlabeled_ms,
+                peak_allocated_bytes=step.peak_allocated_bytes,
             )
         )
     return tuple(rows)

@@ -40,6 +40,11 @@ class RankThresholds(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_f
     imbalance_ratio: float = 1.5
     # ... and the instances involved take at least this share of the step.
     imbalance_step_share: float = 0.05
+    # memory-imbalance: a rank's peak allocated (median over its steps) exceeds the other
+    # ranks' median by at least this ratio (ranks that run the same model should not) ...
+    memory_imbalance_ratio: float = 1.2
+    # ... and by at least this many bytes (a few MB differ with any logging).
+    memory_imbalance_bytes: int = 64 * 2**20
 
     def to_dict(self) -> dict[str, Any]:
         data: dict[str, Any] = msgspec.to_builtins(self)

@@ -1,10 +1,11 @@
 """Rules over several ranks of one job: ``straggler``, ``exposed-communication``,
-``collective-imbalance``, ``clock-skew`` (docs/findings.md).
+``collective-imbalance``, ``clock-skew``, ``memory-imbalance`` (docs/findings.md).
 
 Contract: ``rank_findings(analysis, thresholds) -> tuple[Finding, ...]`` over a
 ``RanksAnalysis``, most severe first; the same ``Finding`` as a single trace's rules, with
 the severity a share of the median step wall time (0 for ``clock-skew``, which explains
-no time but limits what can be claimed).
+no time but limits what can be claimed); ``memory-imbalance``'s is a share of the rank's
+memory peak (its ``basis``), after the others.
 """
 
 from __future__ import annotations
@@ -23,9 +24,15 @@ from steptrace.hypotheses.finding import (
     Where,
     finding,
 )
-from steptrace.units import pct
+from steptrace.units import pct, size
 
-RANK_RULES = ("straggler", "exposed-communication", "collective-imbalance", "clock-skew")
+RANK_RULES = (
+    "straggler",
+    "exposed-communication",
+    "collective-imbalance",
+    "clock-skew",
+    "memory-imbalance",
+)
 
 
 def rank_findings(analysis: RanksAnalysis, limits: RankThresholds) -> tuple[Finding, ...]:
@@ -35,7 +42,52 @@ def rank_findings(analysis: RanksAnalysis, limits: RankThresholds) -> tuple[Find
         *_imbalance(analysis, limits),
         *_clock_skew(analysis, limits),
     ]
-    return tuple(sorted(found, key=lambda f: -f.severity))
+    timed = sorted(found, key=lambda f: -f.severity)
+    return (*timed, *_memory_imbalance(analysis, limits))
+
+
+def _memory_imbalance(analysis: RanksAnalysis, limits: RankThresholds) -> list[Finding]:
+    """A rank whose memory peak stands out from the other ranks' (median over its steps)."""
+    peaks = {
+        r.rank: statistics.median(p)
+        for r in analysis.ranks
+        if (p := [s.peak_allocated_bytes for s in r.steps if s.peak_allocated_bytes is not None])
+    }
+    if len(peaks) < 2:
+        return []
+    found = []
+    for rank, peak in sorted(peaks.items()):
+        others = statistics.median(v for r, v in peaks.items() if r != rank)
+        excess = peak - others
+        if peak < limits.memory_imbalance_ratio * others or excess < limits.memory_imbalance_bytes:
+            continue
+        found.append(
+            finding(
+                "memory-imbalance",
+                excess / peak,
+                observation=(
+                    f"Rank {rank} peaks at {size(peak)} allocated (median over its steps), "
+                    f"{peak / others:.2f} times the other ranks' median of {size(others)}."
+                ),
+                evidence=_evidence(
+                    _where(_rank(analysis, rank)),
+                    ("rank", rank, "count"),
+                    ("peak_allocated_bytes", int(peak), "bytes"),
+                    ("others_median_peak_bytes", int(others), "bytes"),
+                ),
+                hypothesis=(
+                    "That rank holds more than the others (a larger shard, an uneven split "
+                    "of an embedding or a pipeline stage, rank 0's logging or checkpoint "
+                    "buffers): it runs out of memory first."
+                ),
+                next_check=(
+                    "Analyze that rank's trace alone (its memory section says what holds its "
+                    "peak) beside another rank's, and even out what differs."
+                ),
+                basis="memory peak",
+            )
+        )
+    return sorted(found, key=lambda f: -f.severity)
 
 
 def _median_wall(analysis: RanksAnalysis) -> float:
