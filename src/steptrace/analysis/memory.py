@@ -194,14 +194,31 @@ def _allocators(
 ) -> tuple[Ints, Ints]:
     """Per memory event: the name id of the operator that allocated (an allocation-only one
     climbed to its parent) and of the innermost label around it, on its thread; -1 if none."""
-    at, thread = instants.at_us[rows], instants.thread_id[rows]
-    op = _innermost(events, tree.ops, at, thread)
+    allocations = rows[instants.column("bytes")[rows] > 0]  # a free's allocator is not read
+    at, thread = instants.at_us[allocations], instants.thread_id[allocations]
+    op = _innermost_of(events, tree.ops, at, thread)  # indices into tree.ops
     allocation_only = np.array([bool(_ALLOCATION_ONLY.match(n)) for n in events.names], dtype=bool)
     while (climb := (op >= 0) & allocation_only[_names_at(events, tree.ops, op)]).any():
         op[climb] = tree.op_parent[op[climb]]
-    operator = np.where(op >= 0, _names_at(events, tree.ops, op), -1)
-    inside = _innermost(events, labels, at, thread)
-    return operator, np.where(inside >= 0, _names_at(events, labels, inside), -1)
+    operator = np.full(rows.size, -1, dtype=np.int64)
+    label = np.full(rows.size, -1, dtype=np.int64)
+    placed = np.searchsorted(rows, allocations)
+    operator[placed] = np.where(op >= 0, _names_at(events, tree.ops, op), -1)
+    inside = _innermost_of(events, labels, at, thread)
+    label[placed] = np.where(inside >= 0, _names_at(events, labels, inside), -1)
+    return operator, label
+
+
+def _innermost_of(
+    events: EventTable, rows: Ints, at: NDArray[np.float64], thread: NDArray[np.int32]
+) -> Ints:
+    """``_innermost`` among the ``rows`` on the times' threads only (the others can contain
+    none of them): indices into ``rows``, or -1."""
+    if rows.size == 0 or thread.size == 0:
+        return np.full(at.size, -1, dtype=np.int64)
+    on = np.flatnonzero(np.isin(events.thread_id[rows], np.unique(thread)))
+    found = _innermost(events, rows[on], at, thread)
+    return np.where(found >= 0, on[np.maximum(found, 0)], -1) if on.size else found
 
 
 def _names_at(events: EventTable, rows: Ints, index: Ints) -> Ints:

@@ -180,7 +180,6 @@ def _instants(
 
     table = InstantTable(
         name=column("name"),
-        category=column("category"),
         thread_id=thread_of_raw[column("raw_thread")],
         at_us=at_us[order],
         columns={f.column: column(f.column) for f in columns.instant_fields},
@@ -193,7 +192,6 @@ def _empty_instants(columns: Columns) -> InstantTable:
     none = np.zeros(0, dtype=np.int32)
     return InstantTable(
         name=none,
-        category=none,
         thread_id=none,
         at_us=np.zeros(0),
         columns={f.column: np.zeros(0, dtype=np.int64) for f in columns.instant_fields},

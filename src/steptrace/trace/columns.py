@@ -243,7 +243,6 @@ class ColumnBuilder:
             "at_ns": at_ns,
             "at_status": at_status,
             "name": _ids(self.texts, map(attrgetter("name"), instants), n),
-            "category": _ids(self.texts, map(attrgetter("cat"), instants), n),
             "raw_thread": _ids(self.raw_threads, map(attrgetter("pid", "tid"), instants), n),
         }
         for field in self._instant_fields:

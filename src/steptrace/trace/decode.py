@@ -77,7 +77,6 @@ class Instant(msgspec.Struct, tag_field="ph", tag="i", gc=False):
     """An instant event when the instants are kept; ``args`` added by ``codec``."""
 
     name: str = ""
-    cat: str = ""
     ts: msgspec.Raw = msgspec.Raw()
     pid: int | str = ""
     tid: int | str = ""

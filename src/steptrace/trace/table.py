@@ -129,7 +129,6 @@ class InstantTable(msgspec.Struct, frozen=True, eq=False):
     order (ties as written), on the event table's clock and threads."""
 
     name: Texts  # ids into ``texts``
-    category: Texts
     thread_id: NDArray[np.int32]  # into ``EventTable.threads``
     at_us: Floats  # from the event table's ``origin_ns``
     columns: dict[str, NDArray[Any]]  # the instants' fields: addr, bytes, total_allocated...
