@@ -196,7 +196,7 @@ def _allocators(
     climbed to its parent) and of the innermost label around it, on its thread; -1 if none."""
     allocations = rows[instants.column("bytes")[rows] > 0]  # a free's allocator is not read
     at, thread = instants.at_us[allocations], instants.thread_id[allocations]
-    op = _innermost_of(events, tree.ops, at, thread)  # indices into tree.ops
+    op = _innermost_operator(events, tree, at, thread)  # indices into tree.ops
     allocation_only = np.array([bool(_ALLOCATION_ONLY.match(n)) for n in events.names], dtype=bool)
     while (climb := (op >= 0) & allocation_only[_names_at(events, tree.ops, op)]).any():
         op[climb] = tree.op_parent[op[climb]]
@@ -207,6 +207,27 @@ def _allocators(
     inside = _innermost_of(events, labels, at, thread)
     label[placed] = np.where(inside >= 0, _names_at(events, labels, inside), -1)
     return operator, label
+
+
+def _innermost_operator(
+    events: EventTable, tree: CpuTree, at: NDArray[np.float64], thread: NDArray[np.int32]
+) -> Ints:
+    """Per time (on its thread): the index into ``tree.ops`` of the innermost operator open
+    at it, or -1: the last operator of the thread begun by then, climbed up the tree while
+    it had ended (an operator open at a time contains every later-begun one still open)."""
+    found = np.full(at.size, -1, dtype=np.int64)
+    ops = tree.ops
+    for each in np.unique(thread).tolist():
+        mine = np.flatnonzero(events.thread_id[ops] == each)  # by start, as the table is
+        points = np.flatnonzero(thread == each)
+        if mine.size == 0:
+            continue
+        begun = np.searchsorted(events.start_us[ops[mine]], at[points], side="right") - 1
+        found[points] = np.where(begun >= 0, mine[np.maximum(begun, 0)], -1)
+    ended = events.end_us[ops]
+    while (climb := (found >= 0) & (ended[np.maximum(found, 0)] <= at)).any():
+        found[climb] = tree.op_parent[found[climb]]
+    return found
 
 
 def _innermost_of(
