@@ -1,11 +1,14 @@
 """``TraceContext``: one loaded trace and what its figures share, each computed once.
 
-Contract: ``TraceContext(trace, partial_step=None)`` holds the shared intermediates as
-properties, each computed on first use and kept: the steps (``steps.find_steps``), which
-of them are partial and which counted, the operator tree (``links.cpu_tree``), the launch
-calls and links of the GPU work (``links``) and the GPU's work merged (``gpu_busy``). A
-figure module reads what it needs from it (its ``FIGURE``, see ``registry``); ``compose``
-decides where and in which order figures run. Nothing here does I/O or finds anything.
+Contract: ``TraceContext(trace, partial_step=None, kinds=DEFAULT, peaks=None)`` holds the
+shared intermediates as properties, each computed on first use and kept: the steps
+(``steps.find_steps``), which of them are partial and which counted, the operator tree
+(``links.cpu_tree``), the launch calls and links of the GPU work (``links``) and the GPU's
+work merged (``gpu_busy``); and the caller's settings: the table of kernel kinds
+(``kernel_kinds``) and the device's peaks when they were given or measured at capture
+(``hardware``; None: the figures look the device up). A figure module reads what it needs
+from it (its ``FIGURE``, see ``registry``); ``compose`` decides where and in which order
+figures run. Nothing here does I/O or finds anything.
 
 Several threads may read one context once what they read is computed (``compose``
 computes the intermediates a side reads before it starts that side).
@@ -19,6 +22,8 @@ from functools import cached_property
 from typing import Generic, Literal, TypeVar
 
 from steptrace.analysis.gpu_busy import GpuBusy, gpu_busy
+from steptrace.analysis.hardware import DevicePeaks
+from steptrace.analysis.kernel_kinds import DEFAULT, KernelKinds
 from steptrace.analysis.links import (
     CpuTree,
     GpuLaunches,
@@ -39,10 +44,19 @@ Need = Literal["steps", "gpu_busy", "tree", "links"]
 class TraceContext:
     """A trace and its shared intermediates (see module)."""
 
-    def __init__(self, trace: Trace, *, partial_step: int | None = None) -> None:
+    def __init__(
+        self,
+        trace: Trace,
+        *,
+        partial_step: int | None = None,
+        kinds: KernelKinds = DEFAULT,
+        peaks: DevicePeaks | None = None,
+    ) -> None:
         self.trace = trace
         self.events: EventTable = trace.events
         self.partial_step = partial_step  # a ProfilerStep its capture cut short
+        self.kinds = kinds  # kernel name -> kind of work
+        self.peaks = peaks  # given or measured at capture; None: the device table's
 
     @cached_property
     def steps(self) -> Steps:

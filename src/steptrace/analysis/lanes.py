@@ -30,7 +30,8 @@ import numpy as np
 from numpy.typing import NDArray
 
 from steptrace.analysis.context import FigureSpec, TraceContext
-from steptrace.analysis.gpu import COMMUNICATION, copy_kind
+from steptrace.analysis.gpu import copy_kind
+from steptrace.analysis.kernel_kinds import category_of
 from steptrace.analysis.lane_gaps import Gap, IdleGaps, idle_gaps, sync_ends
 from steptrace.analysis.lane_merge import Band, Bar, merge
 from steptrace.analysis.links import CpuTree, GpuLinks
@@ -329,7 +330,7 @@ def _gpu_kind(kind: int, name: str) -> str:
     if kind == Kind.MEMCPY:
         direction, _ = copy_kind(name)
         return direction if direction in KINDS else "copy"
-    return "communication" if COMMUNICATION.search(name) else "kernel"
+    return "communication" if category_of(name) == "communication" else "kernel"
 
 
 def _thread_short(trace: Trace, thread: int) -> str:

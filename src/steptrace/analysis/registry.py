@@ -12,7 +12,17 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from steptrace.analysis import copies, cpu, gpu, kernels, lanes, operators, outside, phases
+from steptrace.analysis import (
+    copies,
+    cpu,
+    gpu,
+    kernels,
+    lanes,
+    operators,
+    outside,
+    phases,
+    roofline,
+)
 from steptrace.analysis.context import FigureSpec
 from steptrace.trace.fields import Selection, select
 
@@ -24,6 +34,7 @@ FIGURES: tuple[FigureSpec[Any], ...] = (
     copies.FIGURE,
     operators.FIGURE,
     cpu.FIGURE,
+    roofline.FIGURE,
     lanes.FIGURE,
 )
 
