@@ -270,3 +270,22 @@ def test_gpu_time_per_row_is_the_union_of_what_it_launched() -> None:
         held["aten::_scaled_dot_product_flash_attention"],
         ops["aten::_flash_attention_forward"].gpu_ms or 0.0,
     )
+
+
+def test_a_copy_from_the_host_is_a_transfer_held_to_no_roof(write_trace: WriteTrace) -> None:
+    events = [
+        tracegen.step(1, 0, 1000),
+        tracegen.cpu(
+            "aten::copy_", 10, 100, **_inputs([[1024], [1024], []], ["float", "float", "Bool"])
+        ),
+        tracegen.launch(20, 5, 1, name="cudaMemcpyAsync"),
+        tracegen.gpu(
+            "gpu_memcpy", "Memcpy HtoD (Pageable -> Device)", 200, 4, correlation=1, bytes=4096
+        ),
+    ]
+    path = write_trace(_document(events, "NVIDIA H100 80GB HBM3"))
+    (row,) = steptrace.analyze(path).analysis.roofline
+    assert row.model == "host transfer" and row.flops_per_call == 0
+    assert row.bytes_per_call == 4096  # what the copy carried, not source plus target
+    assert row.achieved_tbps == pytest.approx(4096 / 4e-6 / 1e12)
+    assert row.peak_tbps is None and row.roofline_pct is None and row.bound is None

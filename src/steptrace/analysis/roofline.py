@@ -6,7 +6,9 @@ shapes, input types, concrete inputs) among the rows ``roofline_calls`` chooses,
 (largest first), and the peaks used. Nothing without recorded shapes: no row, and the
 cost models are not even imported.
 
-- ``flops_per_call``, ``bytes_per_call``: ``op_models``; None: no model (never a guess).
+- ``flops_per_call``, ``bytes_per_call``: ``op_models``; None: no model (never a guess). A
+  copy to or from the host is a ``host transfer``: the bytes its copies carried, no
+  FLOPs, and no roof (the host's link bounds it, not the device's memory).
 - ``gpu_ms``: the union of the GPU work the calls launched (their children's included;
   copies and sets too); on a GPU trace, a row that launched none is left out (it ran on
   the CPU). ``cpu_ms``: the calls' summed CPU duration. The achieved figures divide by
@@ -31,9 +33,11 @@ import numpy as np
 from numpy.typing import NDArray
 
 from steptrace.analysis.context import FigureSpec, TraceContext
+from steptrace.analysis.gpu import copy_kind
 from steptrace.analysis.hardware import DevicePeaks, peaks_for
 from steptrace.analysis.kernel_kinds import TF32
 from steptrace.trace import intervals as iv
+from steptrace.trace.kinds import Kind
 from steptrace.trace.table import EventTable
 
 if TYPE_CHECKING:
@@ -134,12 +138,16 @@ def _row(
     texts = [events.text(int(_column(events, c)[first])) for c in _INPUTS]
     name = events.name_of(first)
     modelled = bool(chosen.modelled[members[0]])
-    from steptrace.analysis.op_inputs import Call
+    from steptrace.analysis.op_inputs import Call, Cost
     from steptrace.analysis.op_models import cost
 
     dims, types, strides, concrete = texts
     call = Call.parse(dims, types, strides, concrete) if dims and types else None
     found = cost(name, call) if modelled and call is not None else None
+    if found is not None and _crosses_host(events, work):
+        moved = events.bytes[work[events.kind[work] == Kind.MEMCPY]]  # what the link carried
+        per_call = int(np.nansum(moved)) // members.size if np.isfinite(moved).any() else None
+        found = Cost("host transfer", 0, per_call or found.bytes // 2, None, False)
     gpu_ms = iv.total(iv.union(events.start_us[work], events.end_us[work])) / 1000
     if on_gpu and work.size == 0:
         return None
@@ -184,6 +192,14 @@ def _compact(text: str | None) -> str | None:
         return " ".join(text.split())
 
 
+def _crosses_host(events: EventTable, work: Rows) -> bool:
+    """Does the work copy to or from the host (a ``copy_`` of a CPU tensor)? Then the
+    link to the host bounds it, not the device's memory, and no roof holds it."""
+    copies = work[events.kind[work] == Kind.MEMCPY]
+    names = {events.names[i] for i in np.unique(events.name_id[copies]).tolist()}
+    return any(copy_kind(n)[0] in ("HtoD", "DtoH", "HtoH") for n in names)
+
+
 def _precision(events: EventTable, found: Cost | None, work: Rows) -> str | None:
     """The row's precision; fp32 matrix work whose kernels run on tensor cores is TF32."""
     if found is None or not found.matrix or found.precision != "float32":
@@ -199,7 +215,7 @@ def _measured(row: RooflineRow, found: Cost | None, peaks: DevicePeaks | None) -
         return row
     flops, moved = row.calls * found.flops, row.calls * found.bytes
     peak = peaks.compute(row.precision, found.matrix) if peaks else None
-    bandwidth = peaks.memory_tbps if peaks else None
+    bandwidth = peaks.memory_tbps if peaks and found.model != "host transfer" else None
     intensity = found.flops / found.bytes if found.bytes > 0 else None
     roof_s = None
     if peak and bandwidth:
