@@ -96,7 +96,7 @@ def test_the_report_loads_in_headless_chromium(tmp_path: Path) -> None:
             "[...document.querySelectorAll('svg')].filter(s => !s.closest('.tl')).length"
         )
     assert problems == []  # no console error, no network request
-    assert svg_count == 4  # steps, labels, GPU, GPU by kind of work
+    assert svg_count == 5  # steps, labels, GPU, GPU by kind of work, the roofline
     pixels = image.open(io.BytesIO(shot)).convert("L")
     low, high = pixels.getextrema()
     assert high - low > 100  # not blank: text and bars on a light background
