@@ -10,11 +10,16 @@ from collections.abc import Sequence
 
 from steptrace import units
 from steptrace.analysis.copies import CopyPattern
-from steptrace.analysis.kernels import KernelStat
 from steptrace.analysis.measure import StepResult
 from steptrace.analysis.parts import part_of
 from steptrace.report.cells import NOT_OBSERVED, spread
 from steptrace.report.document import Bars, Cell, Column, Paragraph, Section, Series, Stacked, Table
+from steptrace.report.kernel_launch import (
+    LAUNCH_COLUMNS,
+    LAUNCH_NOT_RECORDED,
+    launch_caption,
+    launch_shape,
+)
 from steptrace.report.model import Report
 
 # Names longer than this are cut in tables (the JSON keeps them whole): kernels are longer.
@@ -279,56 +284,17 @@ def kernels(report: Report, totals: bool = False) -> Section:
                 k.mean_us,
                 k.min_us,
                 k.max_us,
-                *(_launch_shape(k) if shaped else ()),
+                *(launch_shape(k) if shaped else ()),
             )
             for k in analysis.kernels
         ),
         caption=(
             f"{scope.replace('started', 'were launched')} Mean, min and max are per call, "
             "exact over every call of the kernel in the trace. "
-            + (_launch_caption(analysis.kernels) if shaped else LAUNCH_NOT_RECORDED)
+            + (launch_caption(analysis.kernels) if shaped else LAUNCH_NOT_RECORDED)
         ),
     )
     return Section("kernels", heading, (table,))
-
-
-LAUNCH_COLUMNS = (
-    Column("occupancy", "share"),
-    Column("blocks/SM", "number"),
-    Column("regs", "count"),
-    Column("smem", "bytes"),
-)
-LAUNCH_NOT_RECORDED = (
-    "Occupancy and launch shape: not recorded in this trace (NVIDIA traces write them since 2022)."
-)
-
-
-def _launch_shape(k: KernelStat) -> tuple[Cell, ...]:
-    shown = (
-        k.occupancy_pct / 100 if k.occupancy_pct is not None else None,
-        k.blocks_per_sm,
-        round(k.registers_per_thread) if k.registers_per_thread is not None else None,
-        k.shared_memory_bytes,
-    )
-    return tuple(v if v is not None else "—" for v in shown)
-
-
-def _launch_caption(kernels: Sequence[KernelStat]) -> str:
-    """What the launch columns are, and the kernels whose grid does not fill the GPU."""
-    said = (
-        "Occupancy (Kineto's estimate), blocks per SM, registers per thread and shared "
-        "memory (smem) per block: means over the calls weighted by their duration (—: not "
-        "recorded)."
-    )
-    thin = [k.name for k in kernels if k.blocks_per_sm is not None and k.blocks_per_sm < 1]
-    if not thin:
-        return said
-    names = "; ".join(units.short(n, 60) for n in thin)
-    return (
-        f"{said} Fewer blocks than SMs, so some SMs get no work (the GPU is not filled): "
-        f"{names}. Persistent kernels launch about one block per SM by design, and "
-        "collectives a few; elsewhere a larger batch or a split-K kernel fills it."
-    )
 
 
 def copies(report: Report) -> Section:
