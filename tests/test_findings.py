@@ -448,6 +448,8 @@ def test_rule_ids_are_the_documented_ones() -> None:
         "cpu-bound",
         "inference-autograd",
         "precision",
+        "low-efficiency",
+        "fusion",
         "comm-overlap",
         "optimizer-kernels",
         "profiler-distortion",

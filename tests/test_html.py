@@ -64,7 +64,8 @@ def test_structure_of_a_gpu_report() -> None:
     html = render_html(report, lanes)
     views = html.count('<svg class="tlv"')  # the timeline: one per step, each with its plot
     assert views == len(report.analysis.steps)
-    assert page.tags.count("svg") == 4 + 2 * views  # steps, labels, GPU, GPU by kind, timeline
+    # steps, labels, GPU, GPU by kind, the roofline, and the timeline
+    assert page.tags.count("svg") == 5 + 2 * views
     assert page.tags.count("script") == 2  # the timeline's data and its code, both inline
     assert page.links and all(link.startswith("#d0-") for link in page.links)  # nothing fetched
     assert html.count("<tr>") >= len(report.findings) + len(report.analysis.kernels)
@@ -95,7 +96,7 @@ def test_the_report_loads_in_headless_chromium(tmp_path: Path) -> None:
             "[...document.querySelectorAll('svg')].filter(s => !s.closest('.tl')).length"
         )
     assert problems == []  # no console error, no network request
-    assert svg_count == 4  # steps, labels, GPU, GPU by kind of work
+    assert svg_count == 5  # steps, labels, GPU, GPU by kind of work, the roofline
     pixels = image.open(io.BytesIO(shot)).convert("L")
     low, high = pixels.getextrema()
     assert high - low > 100  # not blank: text and bars on a light background

@@ -23,6 +23,8 @@ import msgspec
 from steptrace.across.ranks.rank_thresholds import RankThresholds
 from steptrace.analysis.compose import compute
 from steptrace.analysis.context import FigureSpec, TraceContext
+from steptrace.analysis.hardware import DevicePeaks, measured_peaks
+from steptrace.analysis.kernel_kinds import DEFAULT, KernelKinds
 from steptrace.analysis.lanes import Lanes
 from steptrace.analysis.measure import analysis_of
 from steptrace.analysis.registry import fields_for, figures
@@ -49,12 +51,23 @@ _SCHEMA_FIRST = re.compile(rb'\A\s*(\[\s*)?\{\s*"schema"\s*:\s*"([^"\\]*)"')
 _Saved = TypeVar("_Saved")
 
 
-def analyze(path: str | Path, *, thresholds: Thresholds | None = None, workers: int = 1) -> Report:
+def analyze(
+    path: str | Path,
+    *,
+    thresholds: Thresholds | None = None,
+    workers: int = 1,
+    kinds: KernelKinds | None = None,
+    peaks: DevicePeaks | None = None,
+) -> Report:
     """Load a trace file and its scenario, measure it, find what its figures suggest.
 
     ``path`` may be an fsspec URL (``s3://...``, ``file://...``: ``trace.remote``);
-    ``workers`` > 1 decodes a large file in that many processes."""
-    return analyze_source(path, thresholds=thresholds, workers=workers).report
+    ``workers`` > 1 decodes a large file in that many processes. ``kinds``: the table of
+    kernel kinds (``analysis.kernel_kinds``, with a user's patterns); ``peaks``: the
+    device's measured peaks for the roofline (``analysis.hardware``; else those measured
+    at capture, else the datasheet's of a known device)."""
+    found = analyze_source(path, thresholds=thresholds, workers=workers, kinds=kinds, peaks=peaks)
+    return found.report
 
 
 class Analyzed(NamedTuple):
@@ -72,6 +85,8 @@ def analyze_source(
     progress: bool | None = None,
     text: FileText | None = None,
     lanes: bool = False,
+    kinds: KernelKinds | None = None,
+    peaks: DevicePeaks | None = None,
 ) -> Analyzed:
     """``analyze`` for the command line: ``text`` is the file's content when it was read
     already (``trace.source.ReadAhead``), ``progress`` shows the loading, ``lanes`` also
@@ -83,7 +98,7 @@ def analyze_source(
         sidecar, unreadable = read_sidecar_url(path)
     else:
         sidecar, unreadable = read_sidecar(trace.info.path)
-    return _analyzed(trace, sidecar, unreadable, thresholds, chosen)
+    return _analyzed(trace, sidecar, unreadable, thresholds, chosen, Tables(kinds, peaks))
 
 
 def lanes_of(path: str | Path) -> Lanes:
@@ -96,7 +111,14 @@ def lanes_of(path: str | Path) -> Lanes:
 
 def analyze_trace(trace: Trace, *, thresholds: Thresholds | None = None) -> Report:
     """The report of a loaded trace, with the scenario the trace itself carries. No I/O."""
-    return _analyzed(trace, None, [], thresholds, figures()).report
+    return _analyzed(trace, None, [], thresholds, figures(), Tables()).report
+
+
+class Tables(NamedTuple):
+    """The user's tables: kernel kinds and the device's peaks (None: the defaults)."""
+
+    kinds: KernelKinds | None = None
+    peaks: DevicePeaks | None = None
 
 
 def _analyzed(
@@ -105,12 +127,19 @@ def _analyzed(
     unreadable: list[str],
     thresholds: Thresholds | None,
     chosen: tuple[FigureSpec[Any], ...],
+    tables: Tables,
 ) -> Analyzed:
     name = sidecar_path(trace.info.path).name
     record, warnings = decode_record(sidecar, trace.info.scenario_block, name)
     scenario = record.scenario if record else None
     capture = record.capture if record else None
-    context = TraceContext(trace, partial_step=capture.partial_step if capture else None)
+    measured = measured_peaks(capture.peaks if capture else None)
+    context = TraceContext(
+        trace,
+        partial_step=capture.partial_step if capture else None,
+        kinds=tables.kinds or DEFAULT,
+        peaks=tables.peaks.over(measured) if tables.peaks else measured,
+    )
     computed = compute(context, chosen)
     analysis = analysis_of(context, computed)
     limits = thresholds or Thresholds()

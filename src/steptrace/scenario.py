@@ -131,6 +131,17 @@ class ObservedRun(msgspec.Struct, frozen=True, kw_only=True):
     device: str | None = None
 
 
+class MeasuredPeaks(msgspec.Struct, frozen=True, kw_only=True):
+    """A device's roofs measured at capture: a matrix product and a copy, timed alone."""
+
+    device: str  # what was measured ("cpu", with the threads torch used)
+    matmul_dtype: str  # the product's dtype (float32)
+    matmul_tflops: float  # the best of a few n x n products, 2n^3 FLOPs each
+    copy_tbps: float  # the best of a few large copies: bytes read + written per second
+    matmul_size: int  # n
+    copy_bytes: int  # the size of the tensor copied
+
+
 class CaptureFacts(msgspec.Struct, frozen=True, kw_only=True):
     """What a capture did and measured outside the profiler, stored beside its trace.
 
@@ -154,6 +165,7 @@ class CaptureFacts(msgspec.Struct, frozen=True, kw_only=True):
     achieved_tflops: float | None = None
     peak_tflops: float | None = None
     mfu: float | None = None
+    peaks: MeasuredPeaks | None = None  # the CPU's roofs, measured once (record_shapes)
     observed: ObservedRun | None = None
     warnings: tuple[str, ...] = ()
 

@@ -6,15 +6,9 @@ one tuple per step window ``[lo[k], hi[k]]``, every category listed in ``CATEGOR
 ``summarize(per_step)`` over the steps: median [min–max] ms per step, and the share of the
 steps' busy time taken together (medians of parts need not add up; these shares do).
 
-A kernel's category comes from its name (``category_of``, first match in this order):
-``communication`` (NCCL, RCCL, gloo), ``attention`` (flash, fmha, ``attention``),
-``convolution`` (``conv``, cuDNN's ``scudnn``, ``dgrad``/``wgrad``/``fprop``, winograd),
-``GEMM`` (``gemm``, CUTLASS, cuBLAS, ``nvjet``, hipBLASLt's ``Cijk``, ``matmul``), ``reduction``
-(``reduce``, ``norm``, ``softmax``, ``sum``, ``mean``, ``pool``, Triton's ``triton_red`` and
-``triton_per``), ``elementwise`` (``elementwise``, ``vectorized``, ``unrolled``, Triton's
-``triton_poi``, ``fill``, ``multi_tensor_apply``, dropout, layout transforms), else ``other``
-(sorts, embeddings, ...). Names are a heuristic: the patterns are in ``_PATTERNS``. Copies and
-sets are ``copy`` by their kind, whatever their name.
+A kernel's category comes from its name: ``kernel_kinds`` holds the one table of
+patterns (a user can add to it). Copies and sets are ``copy`` by their kind, whatever
+their name.
 
 Overlap is attributed once: busy time is the union of all GPU work on the timeline (as
 ``GpuStep.busy_ms``), and each instant of it goes to one category, the first in priority
@@ -28,31 +22,19 @@ on the timeline, clipped to the step, whichever step launched the work.
 
 from __future__ import annotations
 
-import functools
-import re
-
 import msgspec
 import numpy as np
 from numpy.typing import NDArray
 
 from steptrace.analysis.gpu_busy import GpuBusy
+from steptrace.analysis.kernel_kinds import CATEGORIES, DEFAULT, KernelKinds
 from steptrace.analysis.spread import Spread
 from steptrace.trace import intervals as iv
 from steptrace.trace.arrays import distinct
 from steptrace.trace.kinds import Kind
 from steptrace.trace.table import EventTable
 
-# Report order; PRIORITY (below) decides which category gets time where several overlap.
-CATEGORIES = (
-    "GEMM",
-    "convolution",
-    "attention",
-    "elementwise",
-    "reduction",
-    "communication",
-    "copy",
-    "other",
-)
+# PRIORITY decides which category gets time where several overlap (report order: CATEGORIES).
 PRIORITY = (
     "GEMM",
     "convolution",
@@ -62,32 +44,6 @@ PRIORITY = (
     "other",
     "communication",
     "copy",
-)
-# Kernel names -> category: the first pattern that matches (copies and sets are ``copy``).
-_PATTERNS = (
-    ("communication", re.compile(r"nccl|rccl|gloo", re.I)),
-    ("attention", re.compile(r"flash|fmha|attention|attn|sdpa", re.I)),
-    (
-        "convolution",
-        re.compile(r"conv|dgrad|wgrad|fprop|winograd|implicit_?gemm|scudnn|hcudnn", re.I),
-    ),
-    ("GEMM", re.compile(r"gemm|cutlass|cublas|nvjet|^Cijk|matmul|xmma|hmma|wgmma|_mm_", re.I)),
-    (
-        "reduction",
-        re.compile(
-            r"reduc|norm|softmax|welford|argmax|argmin|topk|cumsum|scan|nll_loss|"
-            r"cross_entropy|\bsum|sum_|mean|pool|bn_fw|bn_bw|triton_red|triton_per",
-            re.I,
-        ),
-    ),
-    (
-        "elementwise",
-        re.compile(
-            r"elementwise|vectorized|unrolled|triton_poi|pointwise|fill|CatArray|"
-            r"multi_tensor_apply|dropout|ToNhwc|ToNchw",
-            re.I,
-        ),
-    ),
 )
 
 
@@ -107,24 +63,16 @@ class CategorySummary(msgspec.Struct, frozen=True):
     share_of_busy: float | None  # of the steps' GPU busy time together; None: never busy
 
 
-@functools.cache  # a trace has many calls and far fewer kernel names
-def category_of(name: str) -> str:
-    """The category of a kernel name (``other`` when no pattern matches)."""
-    for category, pattern in _PATTERNS:
-        if pattern.search(name):
-            return category
-    return "other"
-
-
 def category_per_step(
     events: EventTable,
     timeline: GpuBusy,
     lo: NDArray[np.float64],
     hi: NDArray[np.float64],
+    kinds: KernelKinds = DEFAULT,
 ) -> list[tuple[CategoryTime, ...]]:
     """Per step window, every category's busy time and share of the step's busy time."""
     rows = timeline.rows
-    of_row = _row_categories(events, rows)
+    of_row = _row_categories(events, rows, kinds)
     own = [
         iv.union(events.start_us[chosen], events.end_us[chosen])
         for chosen in (rows[of_row == code] for code in range(len(PRIORITY)))
@@ -159,12 +107,14 @@ def summarize(per_step: list[tuple[CategoryTime, ...]]) -> tuple[CategorySummary
     return tuple(summaries)
 
 
-def _row_categories(events: EventTable, rows: NDArray[np.int64]) -> NDArray[np.int8]:
+def _row_categories(
+    events: EventTable, rows: NDArray[np.int64], kinds: KernelKinds
+) -> NDArray[np.int8]:
     """Per row: its category, as its index in ``PRIORITY`` (a byte, not a string, per row)."""
     name_id = events.name_id[rows]
     named = distinct(name_id)
     code = np.zeros(len(events.names), dtype=np.int8)
-    code[named] = [PRIORITY.index(category_of(events.names[i])) for i in named.tolist()]
+    code[named] = [PRIORITY.index(kinds.kind_of(events.names[i])) for i in named.tolist()]
     categories: NDArray[np.int8] = code[name_id]
     kind = events.kind[rows]
     categories[(kind == Kind.MEMCPY) | (kind == Kind.MEMSET)] = PRIORITY.index("copy")

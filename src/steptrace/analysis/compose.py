@@ -33,7 +33,7 @@ def compute(context: TraceContext, figures: Sequence[FigureSpec[Any]]) -> dict[s
     with helper_for(len(context.events)) as helper:
         tree = helper.submit(lambda: context.tree) if late else None
         for figure in early:
-            results[figure.name] = figure.compute(context)
+            results[figure.name] = context.figure(figure)
         if tree is None:
             return results
         tree.result()
@@ -45,9 +45,9 @@ def compute(context: TraceContext, figures: Sequence[FigureSpec[Any]]) -> dict[s
         side = helper.submit(_each, context, helped)
         for figure in late:
             if "tree" in figure.needs:
-                results[figure.name] = figure.compute(context)
+                results[figure.name] = context.figure(figure)
     return results | side.result()
 
 
 def _each(context: TraceContext, figures: Sequence[FigureSpec[Any]]) -> dict[str, Any]:
-    return {f.name: f.compute(context) for f in figures}
+    return {f.name: context.figure(f) for f in figures}

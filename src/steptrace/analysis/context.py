@@ -1,12 +1,15 @@
 """``TraceContext``: one loaded trace and what its figures share, each computed once.
 
-Contract: ``TraceContext(trace, partial_step=None)`` holds the shared intermediates as
-properties, each computed on first use and kept: the steps (``steps.find_steps``), which
-of them are partial and which counted, the operator tree (``links.cpu_tree``), the launch
-calls and links of the GPU work (``links``), the GPU's work merged (``gpu_busy``), the
-memory per step (``memory``, which the timeline draws too). A
-figure module reads what it needs from it (its ``FIGURE``, see ``registry``); ``compose``
-decides where and in which order figures run. Nothing here does I/O or finds anything.
+Contract: ``TraceContext(trace, partial_step=None, kinds=DEFAULT, peaks=None)`` holds the
+shared intermediates as properties, each computed on first use and kept: the steps
+(``steps.find_steps``), which of them are partial and which counted, the operator tree
+(``links.cpu_tree``), the launch calls and links of the GPU work (``links``), the GPU's
+work merged (``gpu_busy``); each figure once (``figure(spec)``: the timeline reads the
+memory figure); and the caller's settings: the table of kernel kinds (``kernel_kinds``)
+and the device's peaks when they were given or measured at capture (``hardware``; None:
+the figures look the device up). A figure module reads what it needs from it (its
+``FIGURE``, see ``registry``); ``compose`` decides where and in which order figures run.
+Nothing here does I/O or finds anything.
 
 Several threads may read one context once what they read is computed (``compose``
 computes the intermediates a side reads before it starts that side).
@@ -17,9 +20,11 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cached_property
-from typing import TYPE_CHECKING, Generic, Literal, TypeVar
+from typing import Any, Generic, Literal, TypeVar
 
 from steptrace.analysis.gpu_busy import GpuBusy, gpu_busy
+from steptrace.analysis.hardware import DevicePeaks
+from steptrace.analysis.kernel_kinds import DEFAULT, KernelKinds
 from steptrace.analysis.links import (
     CpuTree,
     GpuLaunches,
@@ -31,9 +36,6 @@ from steptrace.analysis.links import (
 from steptrace.analysis.steps import Steps, StepWindow, find_steps
 from steptrace.trace.table import EventTable, Trace
 
-if TYPE_CHECKING:
-    from steptrace.analysis.memory import MemoryAnalysis
-
 T = TypeVar("T")
 # What a figure reads of the context beyond the events: "tree" (the operator tree) and
 # "links" (GPU work -> its operator, which needs the tree) decide where it can run.
@@ -43,10 +45,27 @@ Need = Literal["steps", "gpu_busy", "tree", "links"]
 class TraceContext:
     """A trace and its shared intermediates (see module)."""
 
-    def __init__(self, trace: Trace, *, partial_step: int | None = None) -> None:
+    def __init__(
+        self,
+        trace: Trace,
+        *,
+        partial_step: int | None = None,
+        kinds: KernelKinds = DEFAULT,
+        peaks: DevicePeaks | None = None,
+    ) -> None:
         self.trace = trace
         self.events: EventTable = trace.events
         self.partial_step = partial_step  # a ProfilerStep its capture cut short
+        self.kinds = kinds  # kernel name -> kind of work
+        self.peaks = peaks  # given or measured at capture; None: the device table's
+        self._figures: dict[str, Any] = {}
+
+    def figure(self, spec: FigureSpec[T]) -> T:
+        """``spec``'s result on this trace, computed once: a figure may read another's."""
+        if spec.name not in self._figures:
+            self._figures[spec.name] = spec.compute(self)
+        result: T = self._figures[spec.name]
+        return result
 
     @cached_property
     def steps(self) -> Steps:
@@ -81,15 +100,6 @@ class TraceContext:
     def links(self) -> GpuLinks:
         """Each GPU activity's launch call and operator (needs the tree)."""
         return gpu_links(self.events, self.tree, self.launches)
-
-    @cached_property
-    def memory(self) -> MemoryAnalysis | None:
-        """Memory per step and device (``memory``); None: no ``[memory]`` events."""
-        from steptrace.analysis.memory import memory_per_step  # it reads the context's types
-
-        return memory_per_step(
-            self.events, self.trace.instants, self.windows, self.tree, self.counted
-        )
 
     @cached_property
     def gpu_busy(self) -> GpuBusy | None:

@@ -31,6 +31,7 @@ from steptrace.analysis.categories import CategoryTime, category_per_step
 from steptrace.analysis.context import FigureSpec, TraceContext
 from steptrace.analysis.gpu_busy import GpuBusy
 from steptrace.analysis.idle import after_sync_us, waiting_on_host_us
+from steptrace.analysis.kernel_kinds import DEFAULT, KernelKinds
 from steptrace.analysis.spread import Spread
 from steptrace.analysis.steps import StepWindow, indices_by_step, step_of
 from steptrace.trace import intervals as iv
@@ -39,7 +40,6 @@ from steptrace.trace.kinds import LAUNCHES, Kind
 from steptrace.trace.table import EventTable
 
 # Kernels of collective-communication libraries, reported apart from compute.
-COMMUNICATION = re.compile(r"nccl|rccl|gloo", re.IGNORECASE)
 # Host calls that block until the device (or a copy) has finished.
 SYNC_CALLS = frozenset(
     {
@@ -114,9 +114,13 @@ class GpuStep(msgspec.Struct, frozen=True):
 
 
 def gpu_per_step(
-    events: EventTable, steps: tuple[StepWindow, ...], timeline: GpuBusy | None
+    events: EventTable,
+    steps: tuple[StepWindow, ...],
+    timeline: GpuBusy | None,
+    kinds: KernelKinds = DEFAULT,
 ) -> tuple[GpuStep | None, ...]:
-    """One ``GpuStep`` per step, or ``None`` for each when the GPU was not observed."""
+    """One ``GpuStep`` per step, or ``None`` for each when the GPU was not observed;
+    ``kinds``: the table of kernel kinds (``kernel_kinds``)."""
     if timeline is None:
         return tuple(None for _ in steps)
     lo = np.array([s.start_us for s in steps])
@@ -128,8 +132,8 @@ def gpu_per_step(
     sync_ends = events.end_us[syncs]
     sync_step = step_of(steps, events.start_us[syncs])
     launched_in = step_of(steps, timeline.issued_us)  # the step whose CPU side launched it
-    communication = _communication(events, timeline, launched_in, lo, hi)
-    categories = category_per_step(events, timeline, lo, hi)
+    communication = _communication(events, timeline, launched_in, lo, hi, kinds)
+    categories = category_per_step(events, timeline, lo, hi, kinds)
     results = []
     launched = indices_by_step(launched_in, len(steps))
     synced = indices_by_step(sync_step, len(steps))
@@ -245,10 +249,12 @@ def _communication(
     launched_in: NDArray[np.int64],
     lo: NDArray[np.float64],
     hi: NDArray[np.float64],
+    kinds: KernelKinds,
 ) -> list[CommunicationSummary]:
     """Per step: communication kernels it launched; their time and overlap on the timeline."""
     is_kernel = events.kind[timeline.rows] == Kind.KERNEL
-    is_comm = is_kernel & communication_names(events)[events.name_id[timeline.rows]]
+    named = communication_names(events, kinds, timeline.rows[is_kernel])
+    is_comm = is_kernel & named[events.name_id[timeline.rows]]
     launched = launched_in[is_comm]
     counts = np.bincount(launched[launched >= 0], minlength=lo.size)
     comm, overlap = _comm_timeline(events, timeline.rows[is_kernel], is_comm[is_kernel])
@@ -277,9 +283,16 @@ def _union(events: EventTable, rows: NDArray[np.int64]) -> iv.Intervals:
     return iv.union(events.start_us[rows], events.end_us[rows])
 
 
-def communication_names(events: EventTable) -> NDArray[np.bool_]:
-    """Per interned name: is it a collective-communication kernel?"""
-    return np.array([bool(COMMUNICATION.search(n)) for n in events.names], dtype=bool)
+def communication_names(
+    events: EventTable, kinds: KernelKinds = DEFAULT, rows: NDArray[np.int64] | None = None
+) -> NDArray[np.bool_]:
+    """Per interned name: is it a collective-communication kernel (``kinds``' table)? Only
+    the names of ``rows`` are read when given (the others: False)."""
+    named = np.zeros(len(events.names), dtype=bool)
+    ids = distinct(events.name_id[rows]) if rows is not None else range(len(events.names))
+    for i in ids:
+        named[i] = kinds.kind_of(events.names[i]) == "communication"
+    return named
 
 
 def _sync_rows(events: EventTable) -> NDArray[np.int64]:
@@ -304,7 +317,7 @@ def _syncs(events: EventTable, rows: NDArray[np.int64]) -> tuple[SyncSummary, ..
 
 
 def _figure(context: TraceContext) -> tuple[GpuStep | None, ...]:
-    return gpu_per_step(context.events, context.windows, context.gpu_busy)
+    return gpu_per_step(context.events, context.windows, context.gpu_busy, context.kinds)
 
 
 FIGURE = FigureSpec("gpu", _figure, frozenset({"steps", "gpu_busy"}))

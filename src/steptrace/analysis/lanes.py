@@ -29,8 +29,10 @@ import msgspec
 import numpy as np
 from numpy.typing import NDArray
 
+from steptrace.analysis import memory
 from steptrace.analysis.context import FigureSpec, TraceContext
-from steptrace.analysis.gpu import COMMUNICATION, copy_kind
+from steptrace.analysis.gpu import copy_kind
+from steptrace.analysis.kernel_kinds import category_of
 from steptrace.analysis.lane_gaps import Gap, IdleGaps, idle_gaps, sync_ends
 from steptrace.analysis.lane_memory import MemoryCurve, memory_curves
 from steptrace.analysis.lane_merge import Band, Bar, merge
@@ -149,7 +151,7 @@ def step_lanes(
 
 def _peak_labels(context: TraceContext) -> dict[str, dict[str, str | None]]:
     """Per device and step: the label around the memory peak (``analysis.memory``)."""
-    found = context.memory
+    found = context.figure(memory.FIGURE)
     if found is None:
         return {}
     return {d.device: {s.step: s.peak_label for s in d.steps} for d in found.devices}
@@ -343,7 +345,7 @@ def _gpu_kind(kind: int, name: str) -> str:
     if kind == Kind.MEMCPY:
         direction, _ = copy_kind(name)
         return direction if direction in KINDS else "copy"
-    return "communication" if COMMUNICATION.search(name) else "kernel"
+    return "communication" if category_of(name) == "communication" else "kernel"
 
 
 def _thread_short(trace: Trace, thread: int) -> str:

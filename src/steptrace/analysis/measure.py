@@ -1,8 +1,9 @@
 """``measure``: one loaded trace -> its ``TraceAnalysis``, the registry's figures composed.
 
 Contract: ``measure(trace) -> TraceAnalysis``, pure (no I/O, no findings): steps, labels,
-CPU and GPU per step, GPU work outside the steps, operators, kernels and copies, as frozen
-typed results. It mirrors the ``analysis`` object of the JSON report (``docs/json-schema.md``).
+CPU and GPU per step, GPU work outside the steps, operators, kernels, copies and the
+roofline per operator, as frozen typed results. It mirrors the ``analysis`` object of the
+JSON report (``docs/json-schema.md``).
 The figures are those of ``registry`` over one ``TraceContext``, computed by ``compose``;
 ``analysis_of`` assembles them when the caller computed them (with figures on demand).
 """
@@ -19,12 +20,14 @@ from steptrace.analysis.context import TraceContext
 from steptrace.analysis.copies import CopyPattern
 from steptrace.analysis.cpu import CpuStep
 from steptrace.analysis.gpu import GpuStep
+from steptrace.analysis.hardware import DevicePeaks
 from steptrace.analysis.kernels import KernelStat
 from steptrace.analysis.memory import MemoryAnalysis, memory_warnings
 from steptrace.analysis.operators import OperatorStat
 from steptrace.analysis.outside import GpuOutsideSteps, outside_warnings
 from steptrace.analysis.phases import Phase, Reading, StepPhases
 from steptrace.analysis.registry import figures
+from steptrace.analysis.roofline import Roofline, RooflineRow
 from steptrace.analysis.spread import Spread
 from steptrace.analysis.steps import marker_warnings, overlap_warnings
 from steptrace.trace.table import Device, Trace
@@ -119,10 +122,19 @@ class TraceAnalysis(msgspec.Struct, frozen=True):
     copies: tuple[CopyPattern, ...]  # device copies grouped by direction, size and operator
     gpu_outside_steps: GpuOutsideSteps | None = None  # None: GPU not observed
     memory: MemoryAnalysis | None = None  # None: no [memory] events (profile_memory off)
+    # per operator and recorded inputs, by time: FLOPs, bytes, achieved and peak figures
+    roofline: tuple[RooflineRow, ...] = ()  # (): no shapes recorded; may be cut to the top N
+    roofline_peaks: DevicePeaks | None = None  # the roofs used; None: not known
 
     def top(self, n: int) -> TraceAnalysis:
-        """The same analysis listing only the first ``n`` operators and kernels."""
-        return msgspec.structs.replace(self, operators=self.operators[:n], kernels=self.kernels[:n])
+        """The same analysis listing only the first ``n`` operators, kernels and roofline
+        rows."""
+        return msgspec.structs.replace(
+            self,
+            operators=self.operators[:n],
+            kernels=self.kernels[:n],
+            roofline=self.roofline[:n],
+        )
 
 
 def measure(trace: Trace, *, partial_step: int | None = None) -> TraceAnalysis:
@@ -168,6 +180,7 @@ def analysis_of(context: TraceContext, computed: dict[str, Any]) -> TraceAnalysi
     ]
     operators: tuple[OperatorStat, ...] = computed["operators"]
     kernels: tuple[KernelStat, ...] = computed["kernels"]
+    rooflined: Roofline = computed["roofline"]
     return TraceAnalysis(
         trace=TraceSummary(
             path=info.url or str(info.path),
@@ -195,6 +208,8 @@ def analysis_of(context: TraceContext, computed: dict[str, Any]) -> TraceAnalysi
         copies=computed["copies"],
         gpu_outside_steps=outside,
         memory=computed["memory"],
+        roofline=rooflined.rows,
+        roofline_peaks=rooflined.peaks,
     )
 
 

@@ -389,7 +389,9 @@ def _name(events: EventTable, name_id: int) -> str | None:
 
 
 def _figure(context: TraceContext) -> MemoryAnalysis | None:
-    return context.memory
+    return memory_per_step(
+        context.events, context.trace.instants, context.windows, context.tree, context.counted
+    )
 
 
 FIGURE = FigureSpec("memory", _figure, frozenset({"steps", "tree"}), groups=frozenset({"instants"}))

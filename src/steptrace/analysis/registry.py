@@ -22,6 +22,7 @@ from steptrace.analysis import (
     operators,
     outside,
     phases,
+    roofline,
 )
 from steptrace.analysis.context import FigureSpec
 from steptrace.trace.fields import Selection, select
@@ -35,6 +36,7 @@ FIGURES: tuple[FigureSpec[Any], ...] = (
     operators.FIGURE,
     cpu.FIGURE,
     memory.FIGURE,
+    roofline.FIGURE,
     lanes.FIGURE,
 )
 

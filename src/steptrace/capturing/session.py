@@ -3,10 +3,11 @@
 It refuses before anything runs (an existing output, a GPU that cannot be observed), runs
 torch.profiler with a schedule (wait / warm-up / active) and minimal options unless asked,
 writes the scenario into the trace and beside it, and after the window checks that a GPU
-that was asked for really appears in the trace. A loop that stops before the schedule's
-end is warned about: the facts record the active steps run and the step the profiler's
-stop cut short (``partial_step``, which the analysis marks partial); a window in which no
-active step completed is not kept (none at all is an error).
+that was asked for really appears in the trace (on the CPU with shapes recorded, it then
+measures the CPU's roofs for the roofline: ``capturing.peaks``). A loop that stops
+before the schedule's end is warned about: the facts record the active steps run and the
+step the profiler's stop cut short (``partial_step``, which the analysis marks partial);
+a window in which no active step completed is not kept (none at all is an error).
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from torch.profiler import profile, record_function, schedule
 
 from steptrace import devices
 from steptrace.capturing import files
+from steptrace.capturing.peaks import measure_cpu_peaks
 from steptrace.capturing.result import CaptureResult
 from steptrace.errors import CaptureError, CaptureWarning
 from steptrace.quiet import without_usdt_lines
@@ -33,6 +35,7 @@ from steptrace.scenario import (
     OPTION_COSTS,
     TRACE_METADATA_KEY,
     CaptureFacts,
+    MeasuredPeaks,
     Scenario,
     record_payload,
     sidecar_path,
@@ -248,8 +251,16 @@ class Capture(AbstractContextManager["Capture"]):
             gpu_requested=gpu_requested,
             gpu_observed=gpu_observed,
             profiled_step_ms=tuple(self.step_ms),
+            peaks=self._cpu_peaks(gpu_requested),
         )
         return self.amend(CaptureResult(self.scenario, facts), warnings=tuple(warned))
+
+    def _cpu_peaks(self, gpu_requested: bool) -> MeasuredPeaks | None:
+        """On the CPU with shapes recorded (the roofline needs them): its roofs, measured
+        now that the window is over (``capturing.peaks``)."""
+        if gpu_requested or not self.window.record_shapes:
+            return None
+        return measure_cpu_peaks()
 
     def _ended_early(self, cut: int | None) -> str:
         """The warning of a loop that stopped before the schedule's end."""

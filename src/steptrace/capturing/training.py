@@ -217,7 +217,8 @@ def _throughput(
     if not flops_per_step or not steady_ms:
         return {}
     achieved = flops_per_step / (statistics.median(steady_ms) / 1000) / 1e12
-    peak = flops.peak_tflops(devices.device_name(capture.device), capture.scenario.dtype)
+    name, memory = devices.device_name(capture.device), flops.device_memory(capture.device)
+    peak = flops.peak_tflops(name, capture.scenario.dtype, memory)
     return {
         "achieved_tflops": achieved,
         "peak_tflops": peak,

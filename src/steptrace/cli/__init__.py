@@ -26,6 +26,7 @@ from steptrace.cli.options import (
     switch,
     window_options,
 )
+from steptrace.cli.tables import read_kinds, read_peaks, table_options
 from steptrace.errors import CaptureError, TraceError
 from steptrace.safe_text import one_line, visible
 
@@ -89,6 +90,7 @@ def app() -> None:
 )
 @switch("--per-rank", "Several traces: one report per trace, not one report of the job.")
 @ranks_options
+@table_options
 def analyze(
     traces: tuple[str, ...],
     output_format: str,
@@ -99,6 +101,8 @@ def analyze(
     per_rank: bool,
     jobs: int | None,
     scheduler: str | None,
+    peaks_file: Path | None,
+    kinds_file: Path | None,
 ) -> None:
     """Measure traces on the timeline and turn what they show into testable hypotheses.
 
@@ -112,6 +116,7 @@ def analyze(
     from steptrace.trace.source import BackgroundRead, ReadAhead
 
     try:
+        peaks, kinds = read_peaks(peaks_file), read_kinds(kinds_file)
         local, urls = split_urls(traces)
         files, skipped = trace_inputs(local) if local or not urls else ([], [])
         remote, skipped_remote = url_inputs(urls)
@@ -126,6 +131,8 @@ def analyze(
             "--scheduler applies to the ranks of one job (several traces, without "
             "--per-rank): the traces are measured here"
         )
+    if one_job and (peaks or kinds):
+        _warn("--peaks and --kernel-kinds apply to one trace's report (--per-rank), not a job's")
     if one_job:
         _analyze_ranks(
             [str(f) for f in files] + remote,
@@ -151,7 +158,13 @@ def analyze(
         try:  # one trace that cannot be analyzed costs only its own report
             text = reading.take() if reading is not None else None
             found = analyze_source(
-                where, thresholds=limits, text=text, lanes=lanes, workers=workers
+                where,
+                thresholds=limits,
+                text=text,
+                lanes=lanes,
+                workers=workers,
+                kinds=kinds,
+                peaks=peaks,
             )
             reports.append(found)
         except TraceError as error:

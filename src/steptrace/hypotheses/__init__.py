@@ -18,6 +18,7 @@ from steptrace.hypotheses.case import Case
 from steptrace.hypotheses.claims import resolve
 from steptrace.hypotheses.finding import Evidence, Figure, Finding, Where
 from steptrace.hypotheses.rules.dominance import dominant_op, profiler_distortion
+from steptrace.hypotheses.rules.efficiency import fusion, low_efficiency
 from steptrace.hypotheses.rules.input import input_pipeline
 from steptrace.hypotheses.rules.launches import optimizer_kernels, small_launches
 from steptrace.hypotheses.rules.memory import (
@@ -43,6 +44,8 @@ RULES: tuple[tuple[str, Rule], ...] = (
     ("cpu-bound", cpu_bound),
     ("inference-autograd", inference_autograd),
     ("precision", precision),
+    ("low-efficiency", low_efficiency),
+    ("fusion", fusion),
     ("comm-overlap", comm_overlap),
     ("optimizer-kernels", optimizer_kernels),
     ("profiler-distortion", profiler_distortion),

@@ -52,9 +52,18 @@ def _always(found: Finding) -> bool:
     return True
 
 
+def _vector_operator(found: Finding) -> bool:
+    """An operator that is neither matrix work nor communication: elementwise, reductions."""
+    name = str(found.evidence.values().get("operator", ""))
+    return not MATRIX_OPERATOR.search(name) and not COMMUNICATION_OPERATOR.search(name)
+
+
 # (rule that gives up time, rule it gives it to, when): their figures can hold the same time.
 SHARED: tuple[tuple[str, str, Callable[[Finding], bool]], ...] = (
     ("dominant-op", "precision", _operator_is(MATRIX_OPERATOR)),
+    ("dominant-op", "low-efficiency", _operator_is(MATRIX_OPERATOR)),
+    ("dominant-op", "fusion", _vector_operator),
+    ("low-efficiency", "precision", _always),
     ("dominant-op", "comm-overlap", _operator_is(COMMUNICATION_OPERATOR)),
     ("repeated-copy", "pageable-memcpy", _pageable),
     ("optimizer-kernels", "small-launches", _always),

@@ -19,8 +19,9 @@ Level = Literal["high", "medium", "low"]
 # or reserved), or the bytes a step allocated
 Basis = Literal["step time", "memory peak", "reserved memory", "allocated bytes"]
 HIGH, MEDIUM = 0.20, 0.05  # shares of step time
-# ms, µs; share (0 to 1 of something named); ratio (x times); count; bytes; names; text
-FigureUnit = Literal["ms", "us", "share", "ratio", "count", "bytes", "names", "text"]
+# ms, µs; share (0 to 1 of something named); ratio (x times); count; bytes; tflops (TFLOP/s);
+# names; text
+FigureUnit = Literal["ms", "us", "share", "ratio", "count", "bytes", "tflops", "names", "text"]
 Value = int | float | str | tuple[int | str, ...] | None
 
 

@@ -43,6 +43,18 @@ class Thresholds(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_field
     # precision: fp32 matrix kernels take at least this share of kernel time, on a GPU with
     # tensor cores (compute capability 7.0 and later) and no tensor-core kernel in sight.
     precision_share: float = 0.20
+    # low-efficiency: matrix work (GEMM, convolution, attention) under this % of its
+    # roofline: well-tuned GEMMs reach 60-80% of datasheet peaks, so under 30% most of the
+    # hardware sits idle ...
+    low_efficiency_pct: float = 30.0
+    # ... and those operators take at least this share of the steps' wall time.
+    low_efficiency_share: float = 0.05
+    # fusion: the GPU is busy at least this share of the step (bound by the GPU, not the
+    # host) ...
+    fusion_gpu_busy: float = 0.7
+    # ... and elementwise and reduction kernels take at least this share of its busy time
+    # (the largest part: GEMM-heavy steps stay under it).
+    fusion_share: float = 0.4
     # comm-overlap: communication takes at least this share of the step (TensorBoard's
     # 10%) and less than the second share of it overlaps compute.
     comm_share: float = 0.10

@@ -71,6 +71,18 @@ CHECKS: dict[str, Check] = {
         run.on_batches(autocast_check),
         needs_gpu=True,
     ),
+    "low-efficiency": Check(
+        "operator-alone",
+        "the operator alone on its recorded shapes: its time per call and the TFLOP/s it "
+        "reaches, against the step",
+        run.operator_throughput,
+    ),
+    "fusion": Check(
+        "compiled",
+        "A: the model as it runs; B: torch.compile(model), compile time apart",
+        run.on_batches(compile_check),
+        min_s=COMPILE_S,
+    ),
     "optimizer-kernels": Check(
         "optimizer-flags",
         "A: the optimizer as built; B: the same with fused=True (else foreach=True)",

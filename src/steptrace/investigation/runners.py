@@ -9,6 +9,7 @@ changed. Factories raise ``NotTestable`` when they cannot run here.
 from __future__ import annotations
 
 import copy
+import json
 import tempfile
 from pathlib import Path
 
@@ -108,6 +109,40 @@ def operator_alone(context: Context) -> Measured:
             trace_calls_per_step=known.calls_per_step or None,
         )
     return _measured(timing, timing.trace_calls_per_step, (context.step_ms, context.step_from))
+
+
+def operator_throughput(context: Context) -> Measured:
+    """``operator_alone``, and the TFLOP/s the operator reaches alone: the FLOPs of the
+    shapes it was timed on (the roofline's row of them) over its time per call."""
+    measured = operator_alone(context)
+    values = {f.name: f.value for f in measured.figures}
+    operator, alone_ms = str(values.get("operator")), values.get("alone_ms_per_call")
+    flops = _flops_timed(context.analysis, operator)
+    if flops is None or not isinstance(alone_ms, float) or alone_ms <= 0:
+        return measured
+    tflops = flops / (alone_ms / 1000) / 1e12
+    said = f"{measured.sentence} Alone it reaches {tflops:.3g} TFLOP/s ({flops:,} FLOPs a call)."
+    return Measured(
+        measured.outcome, said, (*measured.figures, Figure("alone_tflops", tflops, "tflops"))
+    )
+
+
+def _flops_timed(analysis: TraceAnalysis, operator: str) -> int | None:
+    """The FLOPs per call of the shapes ``operator_timing`` times (the operator's most
+    frequent ones), from the roofline row of those shapes; None: not modelled."""
+    typical = next((o.input_shapes for o in analysis.operators if o.name == operator), None)
+    shapes = _parsed(typical)
+    rows = [r for r in analysis.roofline if r.operator == operator]
+    same = [r for r in rows if shapes is not None and _parsed(r.input_shapes) == shapes]
+    return same[0].flops_per_call if same else None
+
+
+def _parsed(shapes: str | None) -> object:
+    """Recorded shapes as values (one writer indents them, another does not)."""
+    try:
+        return json.loads(shapes) if shapes else None
+    except ValueError:
+        return None
 
 
 def _measured(timing: OperatorTiming, calls: float | None, step: tuple[float, str]) -> Measured:

@@ -15,7 +15,8 @@ from steptrace.report.model import Report
 HEADING = "GPU time by kind of work (per step; concurrent work counted once)"
 CAPTION = (
     "Kernels are sorted by name into GEMM, convolution, attention, elementwise, reduction, "
-    "communication and other; copies and sets are copy. Where work overlaps, each instant "
+    "communication and other (the table of patterns: docs/analyze.md; add yours with "
+    "--kernel-kinds FILE); copies and sets are copy. Where work overlaps, each instant "
     "counts once, for the first of: GEMM, convolution, attention, reduction, elementwise, "
     "other, communication, copy (so communication is its part not hidden by compute). The "
     "categories add up to GPU busy time; the share is of the steps' busy time together."

@@ -2,13 +2,14 @@
 
 A ``Document`` is a title and ``Section``s in reading order; a section is a heading and
 blocks: ``Paragraph``s, ``Table``s (typed columns, raw cell values) and charts (``Bars``,
-``Stacked``, ``Strips``, ``Heatmap``), the steps' lanes (``TimelineFigure``) and links to
-places on them (``Jumps``). Every renderer knows paragraphs and tables; a block it does
-not know, it renders as the block's ``fallback()`` (``shown``), as rich renders an
-object's ``__rich__``: so a new kind of block is one new class, not an edit of every
-renderer. A chart draws numbers of the report (its tables, or finer ones the JSON holds),
-never a figure of its own: its fallback is nothing, or the table it carries (a
-``Heatmap``'s). Builders compute everything here; renderers only format and escape.
+``Stacked``, ``Strips``, ``Heatmap``, ``RooflineChart``), the steps' lanes
+(``TimelineFigure``) and links to places on them (``Jumps``). Every renderer knows
+paragraphs and tables; a block it does not know, it renders as the block's ``fallback()``
+(``shown``), as rich renders an object's ``__rich__``: so a new kind of block is one new
+class, not an edit of every renderer. A chart draws numbers of the report (its tables, or
+finer ones the JSON holds), never a figure of its own: its fallback is nothing, or the
+table it carries (a ``Heatmap``'s, a ``RooflineChart``'s). Builders compute everything
+here; renderers only format and escape.
 """
 
 from __future__ import annotations
@@ -127,6 +128,37 @@ class Heatmap(msgspec.Struct, frozen=True, tag="heatmap"):
     diverging: bool = False
     caption: str = ""
     marked: tuple[int, ...] = ()  # rows whose label is always drawn (the stragglers')
+
+    def fallback(self) -> tuple[Block, ...]:
+        return (self.table,)
+
+
+class RooflinePoint(msgspec.Struct, frozen=True):
+    """One operator on the roofline: where it sits and what its hover says."""
+
+    label: str  # the operator and its shapes, short
+    intensity: float  # FLOP per byte (the x axis)
+    achieved_tflops: float  # the y axis
+    ms: float  # its time: the point's area
+    kind: str  # its model (GEMM, attention, elementwise, ...): the point's colour
+    tip: str  # the table's row in words, for the hover
+
+
+class Roof(msgspec.Struct, frozen=True):
+    label: str  # "bfloat16 matrix", "float32 vector", ...
+    tflops: float
+
+
+class RooflineChart(msgspec.Struct, frozen=True, tag="roofline"):
+    """Operators as points under their roofs (log-log: FLOP/byte, TFLOP/s): the memory
+    roof ``bandwidth_tbps`` × intensity and one flat roof per precision the rows use
+    (drawn by HTML; the other formats show ``table``, the same rows)."""
+
+    points: tuple[RooflinePoint, ...]
+    roofs: tuple[Roof, ...]
+    bandwidth_tbps: float | None
+    table: Table
+    caption: str = ""
 
     def fallback(self) -> tuple[Block, ...]:
         return (self.table,)

@@ -14,6 +14,12 @@ from steptrace.analysis.measure import StepResult
 from steptrace.analysis.parts import part_of
 from steptrace.report.cells import NOT_OBSERVED, spread
 from steptrace.report.document import Bars, Cell, Column, Paragraph, Section, Series, Stacked, Table
+from steptrace.report.kernel_launch import (
+    LAUNCH_COLUMNS,
+    LAUNCH_NOT_RECORDED,
+    launch_caption,
+    launch_shape,
+)
 from steptrace.report.model import Report
 
 # Names longer than this are cut in tables (the JSON keeps them whole): kernels are longer.
@@ -259,6 +265,7 @@ def kernels(report: Report, totals: bool = False) -> Section:
     suffix, scope = _scope(report, totals)
     shown = "totals" if totals else "per step"
     heading = f"Kernels, ordered by total time in the whole trace ({listed}): {shown}"
+    shaped = any(k.blocks_per_sm is not None for k in analysis.kernels)
     table = Table(
         (
             Column("kernel", "name"),
@@ -267,6 +274,7 @@ def kernels(report: Report, totals: bool = False) -> Section:
             Column("mean µs per call", "us"),
             Column("min µs", "us"),
             Column("max µs", "us"),
+            *(LAUNCH_COLUMNS if shaped else ()),
         ),
         tuple(
             (
@@ -276,12 +284,14 @@ def kernels(report: Report, totals: bool = False) -> Section:
                 k.mean_us,
                 k.min_us,
                 k.max_us,
+                *(launch_shape(k) if shaped else ()),
             )
             for k in analysis.kernels
         ),
         caption=(
             f"{scope.replace('started', 'were launched')} Mean, min and max are per call, "
-            "exact over every call of the kernel in the trace."
+            "exact over every call of the kernel in the trace. "
+            + (launch_caption(analysis.kernels) if shaped else LAUNCH_NOT_RECORDED)
         ),
     )
     return Section("kernels", heading, (table,))

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from steptrace.report import svg, timeline_svg
+from steptrace.report import roofline_svg, svg, timeline_svg
 from steptrace.report.cells import cell_text
 from steptrace.report.document import (
     Bars,
@@ -21,6 +21,7 @@ from steptrace.report.document import (
     Heatmap,
     Jumps,
     Paragraph,
+    RooflineChart,
     Section,
     Stacked,
     Strips,
@@ -79,7 +80,17 @@ def _document(document: Document, prefix: str) -> str:
     return "".join(parts)
 
 
-_DRAWN = (Paragraph, Table, Bars, Stacked, Strips, Heatmap, TimelineFigure, Jumps)
+_DRAWN = (
+    Paragraph,
+    Table,
+    Bars,
+    Stacked,
+    Strips,
+    Heatmap,
+    RooflineChart,
+    TimelineFigure,
+    Jumps,
+)
 
 
 def _section(section: Section, anchor: str, prefix: str = "") -> str:
@@ -104,6 +115,8 @@ def _block(block: Block, anchor: str = "", prefix: str = "") -> str:
         return timeline_svg.figure(block, anchor) + _caption(block.caption)
     if isinstance(block, Jumps):
         return _jumps(block, prefix + block.target)
+    if isinstance(block, RooflineChart):  # the chart, then its table: both are the section
+        return roofline_svg.roofline(block) + _caption(block.caption) + _table(block.table)
     if isinstance(block, Paragraph):
         kind = f' class="{block.tone}"' if block.tone != "plain" else ""
         return f"<p{kind}>{_lines(block.text)}</p>"

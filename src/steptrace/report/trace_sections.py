@@ -2,9 +2,9 @@
 
 Reading order: the question, notes on what the trace can and cannot say, step times, the
 steps on the timeline (HTML draws it; the findings link to their places on it), the labels
-of each step, the GPU, memory, the GPU's time by kind of work, CPU operators, kernels,
-copies, the findings, the checks run on them, warnings, and how to open the trace on a
-timeline.
+of each step, the GPU, memory, the GPU's time by kind of work, CPU operators, kernels, the
+roofline per operator, copies, the findings, the checks run on them, warnings, and how to
+open the trace on a timeline.
 ``findings_only`` keeps the question, the findings and the warnings.
 """
 
@@ -65,6 +65,7 @@ def sections(report: Report, view: View) -> tuple[Section, ...]:
     from steptrace.report.finding_sections import findings
     from steptrace.report.memory_sections import memory
     from steptrace.report.outcome_sections import checks as outcomes
+    from steptrace.report.roofline_sections import roofline
     from steptrace.report.timeline_sections import finding_jumps, timeline_section
 
     checks = (
@@ -90,6 +91,7 @@ def sections(report: Report, view: View) -> tuple[Section, ...]:
         categories(report),
         operators(report, view.totals),
         kernels(report, view.totals),
+        roofline(report),
         copies(report),
         found,
         *checks,

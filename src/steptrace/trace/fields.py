@@ -91,6 +91,11 @@ def _collective(column: str, key: str, value: Value) -> Field:
     )
 
 
+def _launch(column: str, key: str, value: Value) -> Field:
+    """Kernels carry these (NVIDIA traces since 2022); sparse: kept for kernel rows only."""
+    return Field(column, key, value, "launch", (Kind.KERNEL,), names="")
+
+
 def _memory(column: str, key: str) -> Field:
     """``[memory]`` instants (``profile_memory``) carry these; -1 is a value there."""
     return Field(column, key, Value.INT, "instants", phase="i", absent=ABSENT)
@@ -120,12 +125,14 @@ FIELDS: tuple[Field, ...] = (
     # gpu: how kernels were launched and ran, how fast copies went
     Field("grid", "grid", Value.JSON, "gpu", (Kind.KERNEL, *LAUNCHES)),
     Field("block", "block", Value.JSON, "gpu", (Kind.KERNEL, *LAUNCHES)),
-    Field("registers_per_thread", "registers per thread", Value.INT, "gpu", (Kind.KERNEL,)),
-    Field("shared_memory", "shared memory", Value.INT, "gpu", (Kind.KERNEL, *LAUNCHES)),
-    Field("blocks_per_sm", "blocks per SM", Value.FLOAT, "gpu", (Kind.KERNEL,)),
     Field("warps_per_sm", "warps per SM", Value.FLOAT, "gpu", (Kind.KERNEL,)),
-    Field("occupancy_pct", "est. achieved occupancy %", Value.FLOAT, "gpu", (Kind.KERNEL,)),
     Field("queued", "queued", Value.INT, "gpu", (Kind.KERNEL,)),
+    # launch: how each kernel filled the SMs (what the kernels table reads), kept for the
+    # kernels' rows only (sparse: every name, "", of a kernel)
+    _launch("registers_per_thread", "registers per thread", Value.INT),
+    _launch("shared_memory", "shared memory", Value.INT),
+    _launch("blocks_per_sm", "blocks per SM", Value.FLOAT),
+    _launch("occupancy_pct", "est. achieved occupancy %", Value.FLOAT),
     Field("bandwidth_gbps", "memory bandwidth (GB/s)", Value.FLOAT, "gpu", GPU_WORK),
     # sync: what a synchronization waited for (with enable_cuda_sync_events)
     Field("sync_kind", "cuda_sync_kind", Value.TEXT, "sync", (Kind.CUDA_SYNC,)),

@@ -27,6 +27,7 @@ import numpy as np
 from steptrace.across.ranks.collectives import Instance, collective_instances
 from steptrace.across.ranks.discover import RankOrigin
 from steptrace.across.ranks.figures import RankStep
+from steptrace.analysis import memory as memory_figure
 from steptrace.analysis.compose import compute
 from steptrace.analysis.context import FigureSpec, TraceContext
 from steptrace.analysis.gpu import GpuStep
@@ -213,7 +214,7 @@ def _step_figures(
 
 def _peaks(context: TraceContext) -> dict[str, int]:
     """Per step name: the peak allocated of the device with the trace's largest peak."""
-    memory = context.memory
+    memory = context.figure(memory_figure.FIGURE)
     if memory is None or not memory.devices:
         return {}
     device = max(
