@@ -29,7 +29,7 @@ from steptrace.validate import (  # noqa: E402
     profiler_check,
 )
 from steptrace.validate.compiled import compiled_compare  # noqa: E402
-from steptrace.validate.operator_timing import _run  # noqa: E402
+from steptrace.validate.operator_alone import _run  # noqa: E402
 from steptrace.validate.profiler import Recorder  # noqa: E402
 from tests import check_steps as steps  # noqa: E402
 from tests import workloads  # noqa: E402

@@ -88,3 +88,19 @@ def test_no_public_callable_takes_arbitrary_keywords() -> None:
         and any(p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters(function))
     ]
     assert open_ended == []
+
+
+def test_no_exported_name_turns_into_its_submodule() -> None:
+    """Once imported, a submodule is its package's attribute: a lazy name spelt like a
+    submodule would then give the module where a function or class was meant."""
+    found = list(pkgutil.walk_packages(steptrace.__path__, "steptrace."))
+    for each in found:
+        importlib.import_module(each.name)  # every submodule loaded, as in a long session
+    clashes = [
+        f"{each.name}.{name}"
+        for each in found
+        if each.ispkg
+        for name in getattr(importlib.import_module(each.name), "__all__", ())
+        if isinstance(getattr(importlib.import_module(each.name), name), ModuleType)
+    ]
+    assert clashes == []

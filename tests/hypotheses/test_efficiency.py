@@ -14,6 +14,7 @@ import steptrace
 from steptrace.analysis.measure import TraceAnalysis
 from steptrace.hypotheses import Case, Finding, Thresholds, find
 from steptrace.hypotheses.rules.efficiency import fusion, low_efficiency
+from steptrace.investigation.runners import _flops_timed
 from tests.conftest import report_of, trace_params
 from tests.public_traces import B200, MI300X, public_report
 
@@ -108,11 +109,6 @@ def test_time_is_not_claimed_twice() -> None:
 
 
 def test_the_check_reports_the_flops_of_the_shapes_it_times() -> None:
-    # imported here: importing the runners at collection binds the package attribute
-    # steptrace.validate.operator_timing to its submodule before other tests import the
-    # function of that name (a clash in steptrace.validate's lazy names)
-    from steptrace.investigation.runners import _flops_timed
-
     analysis = report_of("tracelens_h100").analysis
     flops = _flops_timed(analysis, "aten::mm")
     typical = next(o for o in analysis.operators if o.name == "aten::mm").input_shapes

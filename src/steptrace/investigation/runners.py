@@ -27,7 +27,7 @@ from steptrace.validate.checks import pinned_memory_check, prepared_batch_check
 from steptrace.validate.correctness import explain
 from steptrace.validate.factory import OnBatches
 from steptrace.validate.memory_checks import checkpoint_peaks, growth
-from steptrace.validate.operator_timing import operator_timing
+from steptrace.validate.operator_alone import operator_timing
 from steptrace.validate.profiler import profiler_check
 from steptrace.validate.results import Comparison, OperatorTiming
 

@@ -25,7 +25,7 @@ if TYPE_CHECKING:
     from steptrace.validate.constants import ConstantCache, constant_once_check
     from steptrace.validate.inference_mode import inference_mode_check
     from steptrace.validate.inputs import CandidateInputs, State, Step
-    from steptrace.validate.operator_timing import operator_timing
+    from steptrace.validate.operator_alone import operator_timing
     from steptrace.validate.optimizer import optimizer_check
     from steptrace.validate.profiler import profiler_check
     from steptrace.validate.results import (
@@ -63,7 +63,7 @@ _MODULE_OF = {
     **dict.fromkeys(("ConstantCache", "constant_once_check"), "steptrace.validate.constants"),
     "inference_mode_check": "steptrace.validate.inference_mode",
     **dict.fromkeys(("CandidateInputs", "State", "Step"), "steptrace.validate.inputs"),
-    "operator_timing": "steptrace.validate.operator_timing",
+    "operator_timing": "steptrace.validate.operator_alone",
     "optimizer_check": "steptrace.validate.optimizer",
     "profiler_check": "steptrace.validate.profiler",
     **dict.fromkeys(_RESULTS, "steptrace.validate.results"),
