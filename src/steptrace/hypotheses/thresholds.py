@@ -21,11 +21,13 @@ class Thresholds(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_field
     input_gpu_idle: float = 0.5
     # repeated-copy: a copy must recur in every step, in at least this many steps.
     repeated_copy_steps: int = 2
-    # small-launches: at least this many kernels in a step (TensorBoard's removed rule) ...
+    # small-launches: at least this many kernels in a step (TensorBoard's removed rule; a
+    # few kernels cost a few µs each to launch: they cannot explain a long wait) ...
     small_kernel_count: int = 100
     # ... with at least this share shorter than the runtime call that launched them,
     small_kernel_share: float = 0.5
-    # ... or the GPU idle waiting on the host for at least this share of the step.
+    # ... or the GPU idle waiting on the host for these short kernels' launches at least
+    # this share of the step.
     host_wait_share: float = 0.10
     # dominant-op: one operator holds at least this share of GPU time (or CPU self time).
     dominant_share: float = 0.30

@@ -4,6 +4,9 @@ and cannot tell, warnings, and how to open the trace on a timeline."""
 from __future__ import annotations
 
 from steptrace import units
+from steptrace.hypotheses import complete_steps
+from steptrace.hypotheses.case import Case
+from steptrace.hypotheses.rules.dominance import distortion_note
 from steptrace.report.document import Paragraph, Section
 from steptrace.report.model import Report
 from steptrace.scenario import OPTION_COSTS, CaptureFacts, Scenario
@@ -102,6 +105,9 @@ def notes(report: Report) -> Section:
         blocks.append(Paragraph(absent, "warning" if absent == GPU_ABSENT else "plain"))
     if not trace.steps_from_markers:
         blocks.append(Paragraph(NO_STEPS, "warning"))
+    case = complete_steps(Case(analysis, report.scenario, report.capture))
+    if (distortion := distortion_note(case, report.thresholds)) is not None:
+        blocks.append(Paragraph(distortion))
     first = analysis.summary.first_step
     if first is not None and first.differs and first.ratio is not None:
         blocks.append(
