@@ -76,8 +76,7 @@ def _minor(found: Sequence[Finding]) -> Table:
     return Table(
         (Column("minor finding", "text"), Column("observation", "text")),
         tuple(
-            (f"{f.rule}\n{100 * f.severity:.2g}% of step", one_line(f.observation))
-            for f in found
+            (f"{f.rule}\n{100 * f.severity:.2g}% of step", one_line(f.observation)) for f in found
         ),
         caption=(
             f"Minor: each explains under {100 * NOISE_FLOOR:.1f}% of the step, below what "
