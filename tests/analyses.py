@@ -33,9 +33,11 @@ from steptrace.analysis.measure import (
     TraceAnalysis,
     TraceSummary,
 )
+from steptrace.analysis.memory import MemoryAnalysis
 from steptrace.analysis.operators import OperatorStat
 from steptrace.analysis.parts import part_of
 from steptrace.analysis.phases import Phase, Reading
+from steptrace.analysis.roofline import RooflineRow
 from steptrace.analysis.spread import Spread
 from steptrace.trace.table import Device
 
@@ -272,6 +274,8 @@ def analysis(
     fwdbwd_flows: int = 0,
     launch_calls: int = 0,
     communication: Sequence[CollectiveKind] = (),
+    roofline: Sequence[RooflineRow] = (),
+    memory: MemoryAnalysis | None = None,
 ) -> TraceAnalysis:
     """An analysis of ``steps`` (at least one); the summary is derived from them."""
     observed = any(s.gpu for s in steps) if gpu_observed is None else gpu_observed
@@ -300,6 +304,8 @@ def analysis(
         len(kernels),
         tuple(copies),
         communication=tuple(communication),
+        roofline=tuple(roofline),
+        memory=memory,
     )
 
 

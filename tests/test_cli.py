@@ -35,10 +35,13 @@ def analyze(*args: str) -> str:
 
 def test_json_has_the_documented_names() -> None:
     out = json.loads(analyze(str(nccl()), "--format", "json", "--top", "3"))
-    assert out["schema"] == "steptrace.report/3"
-    # no lanes: the HTML report draws them, from the trace
+    assert out["schema"] == "steptrace.report/4"
+    # the verdict first; no lanes: the HTML report draws them, from the trace
+    assert list(out)[:2] == ["schema", "verdict"]
+    assert set(out["verdict"]) == {"bound", "on", "gpu_bound", "sentence", "figures", "top"}
     assert set(out) == {
         "schema",
+        "verdict",
         "scenario",
         "capture",
         "analysis",

@@ -488,6 +488,7 @@ def test_json_findings_and_findings_only(write_trace: WriteTrace) -> None:
     )
     assert set(only) == {
         "schema",
+        "verdict",
         "trace",
         "scenario",
         "capture",
@@ -496,7 +497,8 @@ def test_json_findings_and_findings_only(write_trace: WriteTrace) -> None:
         "warnings",
         "checks",
     }
-    assert only["schema"] == "steptrace.findings/3" and only["findings"] == full["findings"]
+    assert only["schema"] == "steptrace.findings/4" and only["findings"] == full["findings"]
+    assert only["verdict"] == full["verdict"]
     text = runner.invoke(app, ["analyze", str(path), "--findings-only"]).stdout
     assert "input-pipeline" in text and "Steps (wall time" not in text
     md = runner.invoke(app, ["analyze", str(path), "--format", "md"]).stdout

@@ -87,6 +87,11 @@ class Thresholds(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_field
     memory_reserved_bytes: int = 256 * 2**20
     # memory-churn: a step allocates at least this many times its peak (median over steps).
     memory_churn_ratio: float = 4.0
+    # the verdict (hypotheses.verdict): the GPU computing this share of the step bounds it;
+    # else the part that holds at least the second share of the time the GPU is not
+    # computing (input, host, communication) does, and none that large: mixed.
+    bound_gpu_busy: float = 0.8
+    bound_share: float = 0.6
     # step variation (a warning, not a finding): the slowest complete step takes more than
     # this many times the fastest. Half again is more than timer noise and warm-up jitter
     # on a quiet machine; a real run showed 3x: then a median of a few steps describes none.

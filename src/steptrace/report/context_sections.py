@@ -12,9 +12,8 @@ from steptrace.report.model import Report
 from steptrace.scenario import OPTION_COSTS, CaptureFacts, Scenario
 
 NO_QUESTION = (
-    "No question was recorded with this trace: state the question and the step's "
-    "boundaries before reading it (steptrace.profile_training or steptrace.capture "
-    "record them)."
+    "No question recorded: state it, and the step's boundaries, before reading "
+    "(steptrace.profile_training and steptrace.capture record them)."
 )
 GPU_ABSENT = (
     "GPU not observed: the trace holds no kernel, memcpy or memset event, so GPU "

@@ -240,7 +240,7 @@ def precision_advice(precisions: tuple[str, ...]) -> str:
         return advice
     return (
         "Try FP16 autocast (torch.autocast('cuda', dtype=torch.float16), with "
-        "torch.amp.GradScaler in training): its tensor cores run FP16 only"
+        "torch.amp.GradScaler in training; these tensor cores run FP16 only)"
     )
 
 
