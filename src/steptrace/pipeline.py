@@ -139,6 +139,7 @@ def _analyzed(
         partial_step=capture.partial_step if capture else None,
         kinds=tables.kinds or DEFAULT,
         peaks=tables.peaks.over(measured) if tables.peaks else measured,
+        inventory=capture.inventory if capture else None,
     )
     computed = compute(context, chosen)
     analysis = analysis_of(context, computed)
@@ -146,7 +147,7 @@ def _analyzed(
     varied = step_variation(analysis, limits)
     report = Report(
         scenario=scenario,
-        capture=capture,
+        capture=msgspec.structs.replace(capture, inventory=None) if capture else None,
         analysis=analysis,
         throughput=throughput(scenario, analysis.summary.wall_ms.median),
         findings=find(Case(analysis, scenario, capture), limits),

@@ -142,6 +142,34 @@ class MeasuredPeaks(msgspec.Struct, frozen=True, kw_only=True):
     copy_bytes: int  # the size of the tensor copied
 
 
+InventoryCategory = Literal["parameter", "gradient", "optimizer state", "batch"]
+
+
+class InventoryBlock(msgspec.Struct, frozen=True, array_like=True):
+    """A tensor's storage alive at a step's end, as the capture listed it."""
+
+    category: InventoryCategory
+    device: str  # "cpu", "cuda:0": as ``analysis.memory`` names devices
+    addr: int  # its storage's data_ptr: the Addr of its allocation's [memory] event
+    bytes: int
+
+
+class StepInventory(msgspec.Struct, frozen=True):
+    """The gradients and the batch alive at the end of ``ProfilerStep#step``."""
+
+    step: int
+    blocks: tuple[InventoryBlock, ...]
+
+
+class Inventory(msgspec.Struct, frozen=True):
+    """What a training capture's tensors are, by address (``capturing.inventory``): the
+    parameters and the optimizer's state once, after the window (their storages stay put),
+    and each active step's gradients and batch."""
+
+    persistent: tuple[InventoryBlock, ...]
+    steps: tuple[StepInventory, ...]
+
+
 class CaptureFacts(msgspec.Struct, frozen=True, kw_only=True):
     """What a capture did and measured outside the profiler, stored beside its trace.
 
@@ -166,6 +194,7 @@ class CaptureFacts(msgspec.Struct, frozen=True, kw_only=True):
     peak_tflops: float | None = None
     mfu: float | None = None
     peaks: MeasuredPeaks | None = None  # the CPU's roofs, measured once (record_shapes)
+    inventory: Inventory | None = None  # training with profile_memory only; not in reports
     observed: ObservedRun | None = None
     warnings: tuple[str, ...] = ()
 

@@ -129,6 +129,16 @@ class Capture(AbstractContextManager["Capture"]):
         return self.steps_done % self.window.cycle >= self._active_from and not self.done
 
     @property
+    def recording(self) -> bool:
+        """Inside the with-block, in a step the profiler records."""
+        return self._profiler is not None and self.active_now
+
+    @property
+    def profiler_step(self) -> int:
+        """N of the ``ProfilerStep#N`` running now (the profiler's label of this step)."""
+        return self._profiler.step_num if self._profiler is not None else -1
+
+    @property
     def done(self) -> bool:
         """All scheduled steps have run: a custom loop can stop."""
         return self.steps_done >= self.total_steps
