@@ -252,10 +252,7 @@ def profile(
         _fail(str(error))
     for message in captured.facts.warnings:
         _warn(message)
-    print(
-        f"steptrace: trace {', '.join(captured.facts.traces)}; scenario {captured.facts.sidecar}",
-        file=sys.stderr,
-    )
+    _note(f"trace {', '.join(captured.facts.traces)}; scenario {captured.facts.sidecar}")
     _report(reports, output_format, findings_only=findings_only, totals=totals, top=top)
 
 
@@ -363,9 +360,9 @@ def compare(
 
     _write([comparison_document(result, (baseline, candidate))], "text")
     if json_out is not None:
-        print(f"steptrace: raw values in {result.write_json(json_out)}", file=sys.stderr)
+        _note(f"raw values in {result.write_json(json_out)}")
     if csv_out is not None:
-        print(f"steptrace: raw step times in {result.write_csv(csv_out)}", file=sys.stderr)
+        _note(f"raw step times in {result.write_csv(csv_out)}")
 
 
 @app.command(short_help="Where time moved between two windows (compare decides).")
@@ -419,14 +416,14 @@ def scrub(trace: Path, output: Path | None, check: bool) -> None:
         _fail(str(error))
     kinds = ", ".join(f"{kind} ×{count}" for kind, count in report.counts.items())
     if output is not None:
-        print(f"steptrace: wrote {visible(str(output))}; replaced {report.total}: {kinds or '-'}")
+        print(f"steptrace: wrote {one_line(str(output))}; replaced {report.total}: {kinds or '-'}")
     elif not report.total:
-        print(f"steptrace: {visible(str(trace))}: nothing looks sensitive")
+        print(f"steptrace: {one_line(str(trace))}: nothing looks sensitive")
     else:
-        print(f"steptrace: {visible(str(trace))}: {report.total} still look sensitive: {kinds}")
+        print(f"steptrace: {one_line(str(trace))}: {report.total} still look sensitive: {kinds}")
         for place in report.places:  # the field's name, never the value
             field = json.dumps(place.field, ensure_ascii=False) if place.field else "no field"
-            print(f"  {place.kind:<14} ×{place.count:<6} in {visible(field)}")
+            print(f"  {place.kind:<14} ×{place.count:<6} in {one_line(field)}")
         raise SystemExit(1)
 
 
@@ -467,8 +464,8 @@ def demo(out: Path, device: str, quick: bool, ranks: bool) -> None:
         _fail(str(error))
     extra = "ranks.html, ranks.md, ranks.json, ranks/ (the rank traces), " if ranks else ""
     print(
-        f"Reports in {folder}/: report.html, report.md, report.json (every check's samples), "
-        f"{extra}trace.json (open it in ui.perfetto.dev)"
+        f"Reports in {one_line(str(folder))}/: report.html, report.md, report.json (every "
+        f"check's samples), {extra}trace.json (open it in ui.perfetto.dev)"
     )
 
 
@@ -518,6 +515,10 @@ def _fail(message: str, code: int = 2) -> NoReturn:
 
 def _warn(message: str) -> None:
     print(f"steptrace: warning: {one_line(message)}", file=sys.stderr)
+
+
+def _note(message: str) -> None:
+    print(f"steptrace: {one_line(message)}", file=sys.stderr)
 
 
 def without_huge_pages(environ: MutableMapping[str, str]) -> None:
