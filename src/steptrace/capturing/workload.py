@@ -23,7 +23,7 @@ from steptrace.capturing.batches import SplitBatch
 from steptrace.capturing.inference import profile_inference
 from steptrace.capturing.result import CaptureResult
 from steptrace.capturing.training import LossFn, profile_training
-from steptrace.errors import CaptureError
+from steptrace.errors import CaptureError, ended_by, raised_at
 from steptrace.scenario import Scenario
 from steptrace.window import Window
 
@@ -44,7 +44,20 @@ class Workload:
 
 
 def run_workload(workload: Workload, *, out: str | Path, window: Window) -> CaptureResult:
-    """Capture a workload with ``profile_training`` or ``profile_inference``."""
+    """Capture a workload with ``profile_training`` or ``profile_inference``; how the
+    workload's code ended it (an exception, ``sys.exit``) is a one-line ``CaptureError``
+    naming where, and nothing is left on disk."""
+    try:
+        return _captured(workload, out, window)
+    except (CaptureError, KeyboardInterrupt):
+        raise
+    except Exception as error:
+        raise CaptureError(f"the capture stopped: the workload raised {raised_at(error)}") from None
+    except BaseException as error:  # sys.exit, os._exit (``user_code``), GeneratorExit
+        raise CaptureError(f"the capture stopped: the workload {ended_by(error)}") from None
+
+
+def _captured(workload: Workload, out: str | Path, window: Window) -> CaptureResult:
     scenario = workload.scenario
     if scenario.kind == "training":
         model, optimizer, loss_fn, loader = (

@@ -19,6 +19,7 @@ import click
 
 from steptrace.cli.options import (
     FILE,
+    FiniteRange,
     count,
     format_option,
     ranks_options,
@@ -26,7 +27,7 @@ from steptrace.cli.options import (
     switch,
     window_options,
 )
-from steptrace.errors import CaptureError, TraceError
+from steptrace.errors import CaptureError, TraceError, raised_at
 from steptrace.safe_text import one_line, visible
 
 if TYPE_CHECKING:
@@ -239,11 +240,12 @@ def profile(
     try:
         from steptrace.capturing.workload import run_workload
         from steptrace.cli.targets import load_workload
+        from steptrace.user_code import running_user_code
     except ImportError as error:
         _fail(f"capture needs torch ({error})")
     path = out or Path(f"steptrace-{time.strftime('%Y%m%d-%H%M%S')}.json")
     try:
-        with warnings.catch_warnings():
+        with warnings.catch_warnings(), running_user_code("the capture"):
             warnings.simplefilter("ignore")  # the result carries them; printed below once
             captured = run_workload(load_workload(target), out=path, window=window)
         lanes = output_format == "html"
@@ -262,7 +264,7 @@ def profile(
 @count("--checks", 3, 0, "Findings whose check runs, most severe first.")
 @click.option(
     "--budget",
-    type=click.FloatRange(min=1),
+    type=FiniteRange(min=1),
     default=60.0,
     show_default=True,
     help="Seconds for all the checks together (an upper bound; the capture comes first).",
@@ -312,14 +314,15 @@ def investigate(
 )
 @click.option(
     "--budget",
-    type=click.FloatRange(min=0.5),
+    type=FiniteRange(min=0.5),
     default=20.0,
     show_default=True,
-    help="Seconds of timing at most (an upper bound; correctness steps come first).",
+    help="Seconds for the whole comparison at most, correctness steps included (a step "
+    "still running well past it is stopped).",
 )
 @count("--check-steps", 3, 1, "Steps before comparing outputs.")
-@click.option("--rtol", type=float, help="Relative tolerance (default by dtype).")
-@click.option("--atol", type=float, help="Absolute tolerance (default by dtype).")
+@click.option("--rtol", type=FiniteRange(min=0), help="Relative tolerance (default by dtype).")
+@click.option("--atol", type=FiniteRange(min=0), help="Absolute tolerance (default by dtype).")
 @switch("--accept-difference", "Give a speed verdict even if the outputs differ.")
 @click.option("--json", "json_out", type=FILE, help="Write every raw value to a new JSON file.")
 @click.option("--csv", "csv_out", type=FILE, help="Write the raw step times to a new CSV file.")
@@ -335,6 +338,7 @@ def compare(
     BASELINE and CANDIDATE are MODULE:FUNCTION, the steps A and B: step(state, batch).
     """
     from steptrace.cli.comparing import check_outputs, run_compare
+    from steptrace.user_code import running_user_code
 
     targets: dict[str, str | None] = {"baseline": baseline, "candidate": candidate}
     targets |= {k: options.pop(k) for k in ("state", "batches", "state_b", "batches_b")}
@@ -349,13 +353,14 @@ def compare(
             accept_difference=options["accept_difference"],
         )
         plan = TimingPlan(budget_s=options["budget"], unit=options["unit"])
-        result = run_compare(targets, options["device"], check=check, plan=plan)
+        with running_user_code("the comparison"):
+            result = run_compare(targets, options["device"], check=check, plan=plan)
     except ImportError as error:
         _fail(f"compare needs torch and scipy ({error})")
     except CaptureError as error:
         _fail(str(error))
     except Exception as error:  # the user's state, batches or steps failed: one line
-        _fail(f"the comparison stopped: {error!r}")
+        _fail(f"the comparison stopped: {raised_at(error)}")
     from steptrace.report.check_sections import comparison_document
 
     _write([comparison_document(result, (baseline, candidate))], "text")

@@ -1,4 +1,5 @@
-"""``steptrace investigate TARGET``: the workload loaded, investigated, its warnings said."""
+"""``steptrace investigate TARGET``: the workload loaded, investigated, its warnings said;
+what the workload prints goes to stderr (``user_code``)."""
 
 from __future__ import annotations
 
@@ -17,9 +18,10 @@ def run(
     """The report of ``target``'s workload with its checks; progress and warnings to ``say``."""
     from steptrace.cli.targets import load_workload
     from steptrace.investigation import investigate
+    from steptrace.user_code import running_user_code
 
-    workload = load_workload(target)
-    with warnings.catch_warnings(record=True) as caught:
+    with running_user_code("the investigation"), warnings.catch_warnings(record=True) as caught:
+        workload = load_workload(target)
         warnings.simplefilter("always")
         report = investigate(workload, out=out, checks=checks, budget_s=budget_s, say=say)
     for warning in caught:
