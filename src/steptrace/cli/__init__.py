@@ -6,6 +6,8 @@ of ``steptrace analyze``, so its start-up counts in every analysis.
 
 from __future__ import annotations
 
+import errno
+import io
 import json
 import os
 import sys
@@ -17,6 +19,7 @@ from typing import TYPE_CHECKING, Any, NoReturn
 
 import click
 
+from steptrace import ctrl_c
 from steptrace.cli.options import (
     FILE,
     FiniteRange,
@@ -514,6 +517,8 @@ def _say(line: str) -> None:
 
 
 def _fail(message: str, code: int = 2) -> NoReturn:
+    if ctrl_c.interrupted():  # what Ctrl-C broke on its way (a half-started profiler)
+        message, code = "aborted", 130
     print(f"steptrace: error: {one_line(message)}", file=sys.stderr)
     raise SystemExit(code)
 
@@ -545,24 +550,38 @@ def main() -> NoReturn:
     first touches of large arrays stall: on this project's 2-core machine the 1.7 GB
     replica took 7.0 s with them and 6.5 s without (``benchmarks/scale_one_trace.py``).
     """
+    ctrl_c.take_over()  # from here a Ctrl-C unwinds, and click says it in one line
     without_huge_pages(os.environ)  # inherited by the worker processes
-    for name in ("stdout", "stderr"):
-        if getattr(sys, name) is None:  # closed before the start: write to nowhere
-            setattr(sys, name, Path(os.devnull).open("w"))  # noqa: SIM115 (open until exit)
+    _replace_closed_streams()
     try:
         app(prog_name="steptrace")
         status: object = 0
     except SystemExit as done:
-        if "torch" in sys.modules:
-            raise
         status = done.code
-    code = _exit_code(status)
+    ctrl_c.settle()
+    code = ctrl_c.exit_code(_exit_code(status))
     for stream in (sys.stdout, sys.stderr):
         try:
             stream.flush()
-        except OSError:  # the reader went away (``| head``) or the disk is full
+        except (OSError, ValueError):  # the reader went away (``| head``), a full disk
             code = code or 1
-    os._exit(code)
+    ctrl_c.leave(code)  # torch's exit handlers run, if it was loaded
+
+
+def _replace_closed_streams() -> None:
+    """stdout closed before the start: writing the report fails in one line (exit 1);
+    stderr closed: its lines go nowhere."""
+    if sys.stdout is None:
+        sys.stdout = _ClosedOutput()
+    if sys.stderr is None:
+        sys.stderr = Path(os.devnull).open("w")  # noqa: SIM115 (open until the exit)
+
+
+class _ClosedOutput(io.TextIOBase):
+    """stdout closed by the caller (``>&-``): nothing written there can arrive."""
+
+    def write(self, text: str) -> int:
+        raise OSError(errno.EBADF, "stdout is closed: the report could not be written")
 
 
 def _exit_code(status: object) -> int:

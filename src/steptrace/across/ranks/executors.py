@@ -37,7 +37,7 @@ from contextlib import ExitStack, contextmanager
 from typing import Any, Protocol, TypeVar
 
 from steptrace.errors import TraceError
-from steptrace.lifetime import end_workers, worker_start
+from steptrace.lifetime import end_workers, starting_children, worker_start
 
 T = TypeVar("T")
 Outcome = tuple[int, Any]  # (index of the item, its result or the exception in its place)
@@ -72,16 +72,18 @@ class ProcessPool:
         if "forkserver" in methods:
             context.set_forkserver_preload(_PRELOAD)
         workers = max(1, min(self.jobs, len(items)))
-        pool = ProcessPoolExecutor(
-            max_workers=workers,
-            mp_context=context,
-            initializer=worker_start,
-            initargs=(os.getpid(),),
-        )
+        with starting_children():
+            pool = ProcessPoolExecutor(
+                max_workers=workers,
+                mp_context=context,
+                initializer=worker_start,
+                initargs=(os.getpid(),),
+            )
         try:
-            pending: dict[Future[T], int] = {
-                pool.submit(work, item): k for k, item in enumerate(items)
-            }
+            with starting_children():  # the workers start with the first submissions
+                pending: dict[Future[T], int] = {
+                    pool.submit(work, item): k for k, item in enumerate(items)
+                }
             for done in as_completed(pending):
                 index = pending.pop(done)  # the future goes with its result: nothing piles up
                 try:

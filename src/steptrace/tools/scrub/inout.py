@@ -13,6 +13,7 @@ from typing import Any
 
 import msgspec
 
+from steptrace import outputs
 from steptrace.errors import TraceError
 from steptrace.trace.source import decompress, read_file
 
@@ -86,18 +87,12 @@ def _check_with_json(data: bytes, where: str) -> None:
 
 def write_new(target: Path, data: bytes) -> None:
     """Create ``target`` (gzip when its name ends with ``.gz``; never replace a file),
-    removing a partial file on failure."""
+    whole or not at all (``outputs``)."""
     if target.name.endswith(".gz"):
         data = gzip.compress(data, compresslevel=6, mtime=0)
     try:
-        handle = target.open("xb")
+        outputs.write_new(target, data)
     except FileExistsError:
         raise TraceError(f"{target}: exists already; scrub never overwrites a file") from None
     except OSError as exc:
-        raise TraceError(f"{target}: cannot write ({exc.strerror or exc})") from None
-    try:
-        with handle:
-            handle.write(data)
-    except OSError as exc:
-        target.unlink(missing_ok=True)
         raise TraceError(f"{target}: cannot write ({exc.strerror or exc})") from None
