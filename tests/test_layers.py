@@ -28,6 +28,9 @@ LAYERS: tuple[frozenset[str], ...] = (
             "assignments",
             "quiet",
             "lifetime",
+            "ctrl_c",
+            "outputs",
+            "user_code",
         }
     ),
     frozenset({"trace"}),

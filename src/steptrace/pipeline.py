@@ -64,6 +64,15 @@ class Analyzed(NamedTuple):
     lanes: Lanes | None = None
 
 
+class Checked(NamedTuple):
+    """``Analyzed``, and whether loading skipped damaged input (events it could not use,
+    bytes after the gzip data: the report's warnings say which): the command line's exit
+    code 1."""
+
+    found: Analyzed
+    damaged: bool
+
+
 def analyze_source(
     path: str | Path,
     *,
@@ -76,6 +85,22 @@ def analyze_source(
     """``analyze`` for the command line: ``text`` is the file's content when it was read
     already (``trace.source.ReadAhead``), ``progress`` shows the loading, ``lanes`` also
     computes the steps' lanes (``analysis.lanes``) for the HTML report."""
+    checked = analyze_checked(
+        path, thresholds=thresholds, workers=workers, progress=progress, text=text, lanes=lanes
+    )
+    return checked.found
+
+
+def analyze_checked(
+    path: str | Path,
+    *,
+    thresholds: Thresholds | None = None,
+    workers: int = 1,
+    progress: bool | None = None,
+    text: FileText | None = None,
+    lanes: bool = False,
+) -> Checked:
+    """``analyze_source``, and whether its input was damaged (``Checked``)."""
     chosen = figures() + (figures(["lanes"]) if lanes else ())
     trace = read_trace(path, fields_for(chosen), progress=progress, text=text, workers=workers)
     del text  # the analysis needs the columns, not the file's text: let it go
@@ -83,7 +108,8 @@ def analyze_source(
         sidecar, unreadable = read_sidecar_url(path)
     else:
         sidecar, unreadable = read_sidecar(trace.info.path)
-    return _analyzed(trace, sidecar, unreadable, thresholds, chosen)
+    found = _analyzed(trace, sidecar, unreadable, thresholds, chosen)
+    return Checked(found, bool(trace.info.events_skipped or trace.info.bytes_ignored))
 
 
 def lanes_of(path: str | Path) -> Lanes:

@@ -63,6 +63,8 @@ class _Commands(click.Group):
             _fail(f"{error.format_message()} (see {command} --help)", error.exit_code)
         except click.Abort:
             _fail("aborted", 130)  # the shell's code for Ctrl-C, not a failed run's
+        except MemoryError:  # what no limit foresaw (an address-space limit met elsewhere)
+            _fail("out of memory: the input is too large for the memory available here", 2)
         except OSError as error:  # the output could not be written (a full disk, ...)
             place = f"{error.filename}: " if error.filename else ""
             _fail(f"{place}{error.strerror or error}", 1)
@@ -93,6 +95,13 @@ def app() -> None:
 )
 @switch("--per-rank", "Several traces: one report per trace, not one report of the job.")
 @ranks_options
+@click.option(
+    "--max-bytes",
+    type=click.IntRange(min=1),
+    envvar="STEPTRACE_MAX_BYTES",
+    help="Refuse a trace whose text passes this many bytes (default: the memory available; "
+    "a text read whole: a quarter of it). Env STEPTRACE_MAX_BYTES.",
+)
 def analyze(
     traces: tuple[str, ...],
     output_format: str,
@@ -103,6 +112,7 @@ def analyze(
     per_rank: bool,
     jobs: int | None,
     scheduler: str | None,
+    max_bytes: int | None,
 ) -> None:
     """Measure traces on the timeline and turn what they show into testable hypotheses.
 
@@ -112,6 +122,26 @@ def analyze(
     (--scheduler). Traces and folders may be fsspec URLs (s3://..., gs://..., file://...).
     In a folder, files that are not traces are skipped.
     """
+    from steptrace.trace.budget import max_bytes_set
+
+    with max_bytes_set(max_bytes):  # read where each trace loads, worker processes too
+        _analyze(
+            traces, output_format, top, findings_only, totals, threshold, per_rank, jobs, scheduler
+        )
+
+
+def _analyze(
+    traces: tuple[str, ...],
+    output_format: str,
+    top: int,
+    findings_only: bool,
+    totals: bool,
+    threshold: tuple[str, ...],
+    per_rank: bool,
+    jobs: int | None,
+    scheduler: str | None,
+) -> None:
+    """``analyze``'s work (see its docstring)."""
     from steptrace.cli.trace_args import split_urls, trace_inputs, url_inputs
     from steptrace.trace.source import BackgroundRead, ReadAhead
 
@@ -142,22 +172,23 @@ def analyze(
         return
     texts = ReadAhead(files)  # reading starts now, beside the imports
     from steptrace.cli.jobs import usable_cores
-    from steptrace.pipeline import analyze_source
+    from steptrace.pipeline import analyze_checked
 
     limits = _thresholds(list(threshold))
     lanes, workers = output_format == "html", jobs or usable_cores()
     reports: list[Analyzed] = []
-    failures = []
+    failures, damaged = [], False
     given: Iterable[tuple[str | Path, BackgroundRead | None]] = chain(
         texts, ((url, None) for url in remote)
     )  # lazy: two texts held at most
     for where, reading in given:
         try:  # one trace that cannot be analyzed costs only its own report
             text = reading.take() if reading is not None else None
-            found = analyze_source(
+            checked = analyze_checked(
                 where, thresholds=limits, text=text, lanes=lanes, workers=workers
             )
-            reports.append(found)
+            reports.append(checked.found)
+            damaged = damaged or checked.damaged
         except TraceError as error:
             failures.append(str(error))
     if not reports:
@@ -167,7 +198,7 @@ def analyze(
         _warn(f"{failure}; the other traces' reports are written")
     reports.sort(key=lambda r: _order_of(r.report))
     _report(reports, output_format, findings_only=findings_only, totals=totals, top=top)
-    if failures:
+    if failures or damaged:  # a report written, from damaged input or beside a failure
         raise SystemExit(1)
 
 
