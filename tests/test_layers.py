@@ -31,6 +31,7 @@ LAYERS: tuple[frozenset[str], ...] = (
             "ctrl_c",
             "outputs",
             "user_code",
+            "watchdog",
         }
     ),
     frozenset({"trace"}),

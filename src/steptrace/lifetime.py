@@ -46,6 +46,10 @@ def starting_children() -> Iterator[None]:
     if threading.current_thread() is not threading.main_thread():
         yield  # another thread's children: its caller's to handle
         return
+    from multiprocessing import resource_tracker
+
+    # started first: starting it unblocks SIGINT in the thread that spawns it
+    resource_tracker.ensure_running()
     caught: list[int] = []
     handler = signal.signal(signal.SIGINT, lambda number, frame: caught.append(number))
     mask = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})

@@ -33,6 +33,7 @@ from steptrace.hypotheses.variation import step_variation
 from steptrace.report.model import FINDINGS_SCHEMA, SCHEMA, RanksReport, Report
 from steptrace.scenario import decode_record, read_sidecar, sidecar_path, throughput
 from steptrace.trace.load import read_trace
+from steptrace.trace.nesting import NestedTooDeepError
 from steptrace.trace.remote import is_url, read_sidecar_url
 from steptrace.trace.source import GZIP_MAGIC, FileText, decompress, file_size, read_file
 from steptrace.trace.table import Trace
@@ -47,6 +48,7 @@ _PEEK_BYTES = 64 * 1024
 # them is what ``analyze --format json`` writes for several traces.
 _SCHEMA_FIRST = re.compile(rb'\A\s*(\[\s*)?\{\s*"schema"\s*:\s*"([^"\\]*)"')
 _Saved = TypeVar("_Saved")
+MOST_STEPS = 10_000  # a report's tables list each step: 10,000 render in a few seconds
 
 
 def analyze(path: str | Path, *, thresholds: Thresholds | None = None, workers: int = 1) -> Report:
@@ -108,7 +110,10 @@ def analyze_checked(
         sidecar, unreadable = read_sidecar_url(path)
     else:
         sidecar, unreadable = read_sidecar(trace.info.path)
-    found = _analyzed(trace, sidecar, unreadable, thresholds, chosen)
+    try:
+        found = _analyzed(trace, sidecar, unreadable, thresholds, chosen)
+    except NestedTooDeepError as error:
+        raise TraceError(f"{trace.info.url or trace.info.path}: {error}") from None
     return Checked(found, bool(trace.info.events_skipped or trace.info.bytes_ignored))
 
 
@@ -137,6 +142,12 @@ def _analyzed(
     scenario = record.scenario if record else None
     capture = record.capture if record else None
     context = TraceContext(trace, partial_step=capture.partial_step if capture else None)
+    if (count := len(context.steps.windows)) > MOST_STEPS:  # each step is a row of every table
+        raise TraceError(
+            f"{trace.info.url or trace.info.path}: {count:,} steps, more than the "
+            f"{MOST_STEPS:,} a report measures in bounded time: profile fewer steps "
+            "(a shorter schedule), or cut the trace"
+        )
     computed = compute(context, chosen)
     analysis = analysis_of(context, computed)
     limits = thresholds or Thresholds()

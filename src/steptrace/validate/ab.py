@@ -50,7 +50,7 @@ from steptrace.validate.timing import (
     TimingPlan,
     run_blocks,
 )
-from steptrace.validate.watchdog import Overrun, watchdog
+from steptrace.watchdog import Overrun, watchdog
 
 GRACE = 0.25  # the watchdog's share of the budget beyond it
 

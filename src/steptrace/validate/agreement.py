@@ -28,7 +28,7 @@ from steptrace.validate.inputs import Batch, Output, State, Step
 from steptrace.validate.results import Correctness, Difference
 from steptrace.validate.sides import copies
 from steptrace.validate.timing import CheckPlan, Clock, Sync
-from steptrace.validate.watchdog import Overrun
+from steptrace.watchdog import Overrun
 
 
 def guarded(step: Step, side: str, when: str) -> Step:

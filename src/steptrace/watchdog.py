@@ -1,12 +1,14 @@
-"""A deadline for the user's steps: a step still running when it passes is stopped.
+"""A deadline for work that may never end: a user's step, a connection never answered.
 
 ``watchdog(seconds)``: within the block, ``Overrun`` is raised in the main thread
 ``seconds`` from now (``SIGALRM``), wherever it is: inside a step that sleeps or loops for
-ever, the step ends there (``agreement.guarded`` names the side and the step). Python runs
-signal handlers between bytecodes: a single long native call (one huge matrix product)
-ends first. Outside the main thread, or where there is no ``SIGALRM``, there is no
-watchdog (the budget still sizes the blocks). Watchdogs do not nest: an inner one stops
-the outer one's timer, and gives it back, less the time spent, on leaving.
+ever, the step ends there (``validate.agreement.guarded`` names the side and the step); a
+Dask scheduler's address where nothing answers ends in one line
+(``across.ranks.executors``). Python runs signal handlers between bytecodes: a single long
+native call (one huge matrix product) ends first. Outside the main thread, or where there
+is no ``SIGALRM``, there is no watchdog (a comparison's budget still sizes its blocks).
+Watchdogs do not nest: an inner one stops the outer one's timer, and gives it back, less
+the time spent, on leaving.
 """
 
 from __future__ import annotations
