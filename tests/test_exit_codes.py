@@ -116,3 +116,15 @@ def test_a_folder_that_cannot_be_listed_is_refused_as_input(
     monkeypatch.setattr(Path, "iterdir", refused)
     code, _, err = analyze(str(tmp_path))
     assert code == 2 and err == f"steptrace: error: {tmp_path}: cannot read (Permission denied)\n"
+
+
+def test_a_rank_read_with_events_skipped_makes_the_job_exit_1(tmp_path: Path) -> None:
+    for rank in (0, 1):
+        source = shared_file(f"cpu/ddp_rank{rank}_trace_shapes.json.gz")
+        doc = json.loads(gzip.decompress(source.read_bytes()))
+        if rank == 1:
+            doc["traceEvents"].append({"ph": "X", "cat": "cpu_op", "name": "x", "ts": "soon"})
+        (tmp_path / f"rank{rank}.json").write_text(json.dumps(doc))
+    code, out, err = analyze(str(tmp_path), "--format", "json", "--jobs", "1")
+    assert code == 1, err
+    assert json.loads(out)["ranks"] and "skipped 1" in out

@@ -17,13 +17,14 @@ shell's 130), with nothing printed.
 
 from __future__ import annotations
 
-import atexit
-import contextlib
 import os
 import signal
 import sys
-from types import FrameType
-from typing import Any, NoReturn
+
+TYPE_CHECKING = False  # typing itself takes milliseconds to import: here, none to spare
+if TYPE_CHECKING:
+    from types import FrameType
+    from typing import Any, NoReturn
 
 ABORTED = b"\nsteptrace: error: aborted\n"  # the blank line closes the terminal's ^C
 COMMAND = "steptrace"
@@ -51,6 +52,8 @@ def take_over() -> None:
     """A Ctrl-C raises ``KeyboardInterrupt`` and is remembered (unless SIGINT is ignored)."""
     if signal.getsignal(signal.SIGINT) in (_aborted, signal.default_int_handler):
         signal.signal(signal.SIGINT, _raised)
+        import atexit
+
         atexit.register(_last)  # registered before torch's: runs after them
         sys.unraisablehook = _unraisable
 
@@ -100,8 +103,10 @@ def _remembered(number: int, frame: FrameType | None) -> None:
 def _say() -> None:
     if not _STATE.said:
         _STATE.said = True
-        with contextlib.suppress(OSError):  # stderr closed
+        try:
             os.write(2, ABORTED)
+        except OSError:  # stderr closed
+            return
 
 
 def leave(code: int) -> NoReturn:
@@ -120,6 +125,8 @@ def _last() -> None:
     if _STATE.code is None and not _STATE.interrupted:
         return  # not the command line's own exit
     for stream in (sys.stdout, sys.stderr):
-        with contextlib.suppress(OSError, ValueError, AttributeError):
+        try:
             stream.flush()
+        except (OSError, ValueError, AttributeError):  # closed, or gone
+            continue
     os._exit(exit_code(_STATE.code or 0))

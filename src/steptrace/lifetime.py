@@ -58,8 +58,8 @@ def starting_children() -> Iterator[None]:
     finally:
         signal.pthread_sigmask(signal.SIG_SETMASK, mask)
         signal.signal(signal.SIGINT, handler)
-    if caught and handler is signal.default_int_handler:
-        raise KeyboardInterrupt
+    if caught and callable(handler):  # Python's own, or the command's (``ctrl_c``)
+        handler(signal.SIGINT, None)
 
 
 def _exit_after(parent: int) -> None:

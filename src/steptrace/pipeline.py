@@ -257,6 +257,7 @@ class Job(NamedTuple):
     report: RanksReport
     failures: tuple[RankFailure, ...]
     lanes: tuple[RankLanes, ...] = ()
+    damaged: bool = False  # a rank's loading skipped events (its warnings say which)
 
 
 def analyze_job(
@@ -290,4 +291,5 @@ def analyze_job(
     )
     analysis = analyze_ranks_data(measured, identified, limits)
     report = RanksReport.of(analysis, rank_findings(analysis, limits), limits)
-    return Job(report, gathered.failures, analysis.lanes)
+    damaged = any(m.damaged for m in measured)
+    return Job(report, gathered.failures, analysis.lanes, damaged)

@@ -234,7 +234,7 @@ def _analyze_ranks(
         if output_format != "text" or warning in found.failures:  # text: in its body
             _warn(warning)
     _write([found.document], output_format)
-    if found.failures:
+    if found.failures or found.damaged:
         raise SystemExit(1)
 
 

@@ -1,7 +1,7 @@
 """``scrub``: a copy of a trace without the names, addresses and secrets that must stay home.
 
 Contract: ``scrub_text(data) -> (scrubbed, report)`` rewrites the strings of a JSON trace
-text, keys and values at any depth, and the numbers under a secret field (which become a
+text, keys and values at any depth, and the numbers of 6+ digits under a secret field (a
 placeholder string), nothing else: numbers (so every timing), spaces and untouched strings
 stay byte for byte, and the keys the analyses read (``ts``, ``args``,
 ``Input Dims``...) and the event phase are never changed. ``scrub_document(doc)`` does the

@@ -6,7 +6,8 @@ does not change stay byte for byte what they were (``ts`` is read from the text 
 few strings that a field governs: the value of a user, host or secret-named key, every
 string of an object or list under one (``"API_KEY": {"part1": ..., "part2": ...}``), or the
 string after an option in a list (``["--password", "hunter2"]``, ``["--user", "alice"]``,
-the lines of a PEM block); and the numbers under a secret field (``"password": 98765432``).
+the lines of a PEM block); and the numbers of 6 digits or more under a secret field
+(``"password": 98765432``).
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ _SPACE = b" \t\r\n"
 _PEM_END = re.compile(rb"-{4,5} ?END ")
 _FEW = 16  # up to this many wanted strings, each is searched for on its own
 _FIELD_REACH = 4096  # strings looked back for a value's key
+SECRET_DIGITS = 6  # a number under a secret field this long is a secret (a PIN, a password)
 # what sits between strings: brackets, commas, and numbers (never inside a string)
 _TOKEN = re.compile(rb"[\[\]{},]|-?\d+(?:\.\d+)?(?:[eE][+-]?\d+)?")
 
@@ -118,7 +120,8 @@ def numbers_under(parts: list[bytes], key: int) -> list[Number]:
                 if depth <= 0:
                     return found
             else:
-                found.append(Number(key, part, token.start(), token.end()))
+                if len(text.lstrip(b"-")) >= SECRET_DIGITS:  # fewer: a count, a flag
+                    found.append(Number(key, part, token.start(), token.end()))
                 if depth == 0:
                     return found
         if depth == 0:  # the value is a string (or null, true, false)
