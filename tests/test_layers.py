@@ -28,6 +28,10 @@ LAYERS: tuple[frozenset[str], ...] = (
             "assignments",
             "quiet",
             "lifetime",
+            "ctrl_c",
+            "outputs",
+            "user_code",
+            "watchdog",
         }
     ),
     frozenset({"trace"}),

@@ -21,6 +21,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import NamedTuple
 
+import msgspec
 import numpy as np
 import torch
 
@@ -49,6 +50,9 @@ from steptrace.validate.timing import (
     TimingPlan,
     run_blocks,
 )
+from steptrace.watchdog import Overrun, watchdog
+
+GRACE = 0.25  # the watchdog's share of the budget beyond it
 
 
 def compare(
@@ -73,10 +77,35 @@ def compare(
     """
     check, plan = check or CheckPlan(), plan or TimingPlan()
     instruments = instruments or Instruments()
-    target = torch.device(device)
-    sync = instruments.synchronize or _synchronizer(target)
-    begun = start(make_state, batches, loop_batches, candidate_inputs or CandidateInputs())
     steps = (baseline, candidate)
+    inputs = (make_state, batches, loop_batches, candidate_inputs or CandidateInputs())
+    try:
+        with watchdog(deadline_s(plan.budget_s)):
+            return _compared(steps, inputs, torch.device(device), check, plan, instruments)
+    except Overrun:  # between two steps: the steps themselves name the side (``guarded``)
+        raise CaptureError(
+            f"the comparison outlived its budget ({plan.budget_s:g} s) and was stopped"
+        ) from None
+
+
+def deadline_s(budget_s: float) -> float:
+    """When the watchdog stops a comparison: past its budget, with some grace (the blocks
+    are sized to end within the budget; what runs past it is a step that hangs)."""
+    return budget_s * (1 + GRACE) + 1.0
+
+
+def _compared(
+    steps: tuple[Step, Step],
+    inputs: tuple[MakeState, Sequence[Batch], MakeLoop | None, CandidateInputs],
+    target: torch.device,
+    check: CheckPlan,
+    plan: TimingPlan,
+    instruments: Instruments,
+) -> Comparison:
+    """``compare``'s work, its correctness steps counted inside the budget."""
+    began = instruments.clock()
+    sync = instruments.synchronize or _synchronizer(target)
+    begun = start(*inputs)
     correctness, pair_s = check_both(
         steps,
         begun.origins,
@@ -94,11 +123,13 @@ def compare(
             by_design=said.by_design,
             device=said.device,
         )
-    samples = _timed_blocks(steps, begun, plan, instruments, sync, pair_s)
+    spent_s = instruments.clock() - began
+    timing = msgspec.structs.replace(plan, budget_s=max(plan.budget_s - spent_s, 0.0))
+    samples = _timed_blocks(steps, begun, timing, instruments, sync, pair_s)
     loop = _loop(steps, begun, plan, instruments.clock, sync)
     if len(samples.order) < MIN_PAIRS:
         return TooFewSamples(
-            sentence=_too_few(plan, pair_s, samples),
+            sentence=_too_few(plan, pair_s, samples, spent_s),
             correctness=correctness,
             by_design=said.by_design,
             device=said.device,
@@ -199,8 +230,8 @@ def _noise(a: SideStats, b: SideStats, measured: Interference) -> str | None:
     return f"the timings are {level}: the verdict is less reliable; close other work and repeat"
 
 
-def _too_few(plan: TimingPlan, pair_s: float, samples: Samples) -> str:
-    needed = (1 + MIN_PAIRS) * pair_s
+def _too_few(plan: TimingPlan, pair_s: float, samples: Samples, spent_s: float) -> str:
+    needed = spent_s + (1 + MIN_PAIRS) * pair_s  # the correctness steps count in the budget
     blocks = len(samples.order)
     warm_s = (sum(samples.warmup_a) + sum(samples.warmup_b)) / 1000
     ran = f"only {blocks} block(s) ran" if blocks else "nothing was timed"
@@ -209,7 +240,8 @@ def _too_few(plan: TimingPlan, pair_s: float, samples: Samples) -> str:
     return (
         f"No verdict: a step of A and one of B take about {1000 * pair_s:.0f} ms together, "
         f"and a budget of {plan.budget_s:g} s fits fewer than the {MIN_PAIRS} blocks (and the "
-        f"warm-up) a confidence interval needs ({ran}); allow at least "
+        f"warm-up) a confidence interval needs after the correctness steps ({spent_s:.1f} s; "
+        f"{ran}); allow at least "
         f"{max(needed, warm_s + needed):.1f} s (TimingPlan(budget_s=...), --budget)."
     )
 

@@ -55,7 +55,7 @@ class TimingPlan(msgspec.Struct, frozen=True, kw_only=True):
     min_blocks: int = 6
     max_blocks: int = 200
     precision: float = 0.01  # stop when the CI half-width is within this of the ratio
-    budget_s: float = 20.0  # the timing's upper bound (correctness steps come before it)
+    budget_s: float = 20.0  # the comparison's upper bound, correctness steps included
     seed: int = 0  # the blocks' order and the starting RNG state of both sides
     band: float = 0.01  # a difference is only called beyond this noise band (±1%)
     loop_repeats: int = 3  # whole-loop runs per side, when a loop is given
