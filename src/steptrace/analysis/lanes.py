@@ -11,7 +11,9 @@ times in integer nanoseconds from the step's start:
   each GPU bar names the CPU bar of the top operator that launched it and when its launch
   call started (``correlation``), when known;
 - the GPU's idle gaps inside the window (the union of all GPU work, every device), each
-  with its cause (``lane_gaps``).
+  with its cause (``lane_gaps``);
+- per GPU lane, its launch queue: how many activities were launched on the stream and not
+  yet started, over the step (``lane_queue``; those launched in an earlier step count).
 
 Bounded: on each lane and depth, events shorter than the step's ``resolution_ns`` are
 merged with their close neighbours into ``Band``s that count them; nothing is dropped:
@@ -36,6 +38,7 @@ from steptrace.analysis.kernel_kinds import category_of
 from steptrace.analysis.lane_gaps import Gap, IdleGaps, idle_gaps, sync_ends
 from steptrace.analysis.lane_memory import MemoryCurve, memory_curves
 from steptrace.analysis.lane_merge import Band, Bar, merge
+from steptrace.analysis.lane_queue import QueueCurve, queue_depth
 from steptrace.analysis.links import CpuTree, GpuLinks
 from steptrace.analysis.steps import StepWindow
 from steptrace.trace.arrays import distinct
@@ -48,6 +51,7 @@ DETAIL = 4000  # resolution: the step's wall time / DETAIL (4x zoom on a 1000-pi
 BUDGET = 24_000  # bars, bands and gaps of all steps together
 STEP_MAX = 6_000  # at most this many for one step
 STEP_MIN = 300  # at least this many for one step, however many steps there are
+QUEUE_DETAIL = 1000  # the launch queue's buckets: the step's wall time / QUEUE_DETAIL at most
 NAME_CHARS = 300  # names are cut to this many characters (the tables hold them whole)
 KINDS = ("label", "operator", "kernel", "communication", "memset", "HtoD", "DtoH", "DtoD", "copy")
 
@@ -64,6 +68,7 @@ class Lane(msgspec.Struct, frozen=True, kw_only=True):
     events: int  # events of the lane starting in the step: drawn or counted in a band
     bars: tuple[Bar, ...]
     bands: tuple[Band, ...]
+    queue: QueueCurve | None = None  # GPU lanes: launched, not yet started; None: no launch
 
 
 class StepLanes(msgspec.Struct, frozen=True, kw_only=True):
@@ -208,6 +213,7 @@ def _step(c: _Drawing, w: StepWindow, share: int, gaps: IdleGaps | None) -> Step
         if items <= share or resolution >= wall_ns:
             break
         resolution *= 2
+    lanes = _queued(c, w, lanes)
     return StepLanes(
         name=w.name,
         number=w.number,
@@ -313,6 +319,32 @@ def _gpu_lanes(
             )
         )
     return lanes
+
+
+def _queued(c: _Drawing, w: StepWindow, lanes: tuple[Lane, ...]) -> tuple[Lane, ...]:
+    """The lanes, each GPU one with its launch queue: every linked activity of its stream
+    queued during the step (launched before its end, started after its start)."""
+    events, links = c.events, c.links
+    rows, launch = links.rows, links.launch
+    launch_us = events.start_us[np.maximum(launch, 0)]
+    during = (launch >= 0) & (launch_us < w.end_us) & (events.start_us[rows] > w.start_us)
+    rows, launch_us = rows[during], launch_us[during]
+    lo_ns = round(w.start_us * 1000)
+    wall_ns = round(w.end_us * 1000) - lo_ns
+    resolution = max(wall_ns // QUEUE_DETAIL, 1)
+    out = []
+    for lane in lanes:
+        on = (events.device[rows] == lane.device) & (events.stream[rows] == lane.stream)
+        if lane.kind == "gpu" and on.any():
+            curve = queue_depth(
+                _ns(launch_us[on], lo_ns),
+                _ns(events.start_us[rows[on]], lo_ns),
+                wall_ns,
+                resolution,
+            )
+            lane = msgspec.structs.replace(lane, queue=curve)
+        out.append(lane)
+    return tuple(out)
 
 
 def _top_owner(tree: CpuTree, owner: Rows) -> Rows:

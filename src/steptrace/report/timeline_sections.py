@@ -32,7 +32,10 @@ CAPTION = (
     "Times from the step's start. CPU lanes: your labels and the top operators under them, "
     "nested by depth; GPU lanes: one per stream. Events shorter than the step's resolution "
     "are merged into hatched bands that count them. Shaded: GPU idle, labelled with its "
-    "cause. Click a bar for its launch link; wheel or the buttons to zoom, drag to pan."
+    "cause. Below them, each stream's launch queue: its activities launched and not yet "
+    "started (deep while the GPU is busy: the CPU runs ahead, and launch-to-start delays "
+    "are that wait, not slow launches). Click a bar for its launch link; wheel or the "
+    "buttons to zoom, drag to pan."
 )
 
 
