@@ -65,7 +65,7 @@ def test_structure_of_a_gpu_report() -> None:
     assert "Findings" in page.headings and "Open the trace on the timeline" in page.headings
     html = render_html(report, lanes)
     views = html.count('<svg class="tlv"')  # the timeline: one per step, each with its plot
-    assert views == len(report.analysis.steps)
+    assert views == len(report.analysis.steps) + 1  # and the consecutive steps together
     # steps, labels, GPU, GPU by kind, the roofline, and the timeline
     assert page.tags.count("svg") == 5 + 2 * views
     assert page.tags.count("script") == 2  # the timeline's data and its code, both inline

@@ -2,7 +2,9 @@
 
 It spans the window; the names drawn on bars and gaps never take the pointer from the bar
 or gap under them; a finding's link outlines its place and lanes and leaves every idle
-gap its cause's colour; each GPU stream's launch queue is drawn below the lanes.
+gap its cause's colour; each GPU stream's launch queue is drawn below the lanes; the
+consecutive steps around the median one are drawn together, with their boundaries and the
+launch links across them.
 """
 
 from __future__ import annotations
@@ -12,7 +14,9 @@ from pathlib import Path
 import pytest
 
 from steptrace.report.timeline_svg import CAUSES, GAP_COLORS
+from tests import reference
 from tests.browser import loaded
+from tests.conftest import gpu_trace
 from tests.test_timeline_browser import VISIBLE, page_of, shot
 
 pytestmark = pytest.mark.slow
@@ -97,3 +101,42 @@ def test_each_streams_launch_queue_is_drawn_with_its_peak(tmp_path: Path) -> Non
     assert peaks and polygons == len(peaks)
     assert labels == [f"queued: up to {p}" for p in peaks]
     assert "launch queue (launched, not started)" in legend
+
+
+def test_consecutive_steps_together_with_their_boundaries_and_links_across(
+    tmp_path: Path,
+) -> None:
+    path, _, timeline = page_of("v100_1rank_train_nsres", tmp_path)
+    both = timeline.together
+    assert both is not None
+    evs = reference.events(reference.read_exact(gpu_trace("v100_1rank_train_nsres")))
+    windows = reference.step_windows(evs)
+    names = [name for name, _, _ in windows]
+    first = names.index(both.name.split(" to ")[0])
+    # the raw JSON: where each later step begins, from the first one's start
+    lo = windows[first][1]
+    expected = [(start - lo, name) for name, start, _ in windows[first + 1 : first + 3]]
+    assert list(both.boundaries) == expected
+    with loaded(path, SCREEN) as (page, problems):
+        options = page.evaluate("document.querySelector('.tl .pick').options.length")
+        page.locator(".tl .pick").select_option(str(options - 1))
+        lines = page.evaluate(f"{VISIBLE}.querySelectorAll('line.bd').length")
+        across = page.evaluate(
+            f"""(() => {{
+              const v = {VISIBLE};
+              const edges = [...v.querySelectorAll('line.bd')].map(l => +l.getAttribute('x1'));
+              for (const k of v.querySelectorAll('rect.b[data-o][data-l]')) {{
+                const owner = v.querySelector('rect.b[data-i="' + k.dataset.o + '"]');
+                const a = +owner.getAttribute('x'), b = +k.getAttribute('x');
+                if (edges.some(e => a < e && e <= b)) {{
+                  k.dispatchEvent(new MouseEvent('click', {{bubbles: true}}));
+                  return v.querySelectorAll('line.lnk').length;
+                }}
+              }}
+              return -1;
+            }})()"""
+        )
+        shot(page, "v100-steps-together.png")
+    assert problems == []
+    assert lines == len(expected) == 2
+    assert across == 1  # a kernel launched in one step, run in the next, linked to its launch

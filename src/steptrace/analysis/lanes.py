@@ -15,6 +15,11 @@ times in integer nanoseconds from the step's start:
 - per GPU lane, its launch queue: how many activities were launched on the stream and not
   yet started, over the step (``lane_queue``; those launched in an earlier step count).
 
+``Lanes.together`` lays out the median step with the steps on either side of it as one
+window (``TOGETHER`` steps at most), its ``boundaries`` where each later step starts: work
+spilling over a step's end, a CPU running ahead, and the launch links across steps show
+there.
+
 Bounded: on each lane and depth, events shorter than the step's ``resolution_ns`` are
 merged with their close neighbours into ``Band``s that count them; nothing is dropped:
 per lane, ``len(bars) + sum(band.count for band in bands) == events``. The resolution
@@ -52,6 +57,7 @@ BUDGET = 24_000  # bars, bands and gaps of all steps together
 STEP_MAX = 6_000  # at most this many for one step
 STEP_MIN = 300  # at least this many for one step, however many steps there are
 QUEUE_DETAIL = 1000  # the launch queue's buckets: the step's wall time / QUEUE_DETAIL at most
+TOGETHER = 3  # consecutive steps drawn at once: the median step and its neighbours
 NAME_CHARS = 300  # names are cut to this many characters (the tables hold them whole)
 KINDS = ("label", "operator", "kernel", "communication", "memset", "HtoD", "DtoH", "DtoD", "copy")
 
@@ -84,6 +90,8 @@ class StepLanes(msgspec.Struct, frozen=True, kw_only=True):
     small_gaps: int  # idle gaps shorter than resolution_ns, not drawn
     small_gaps_ns: int
     memory: MemoryCurve | None = None  # allocated and reserved bytes; None: not recorded
+    boundaries: tuple[tuple[int, str], ...] = ()  # steps drawn together: (ns, name) of each
+    # step's start after the first
 
 
 class Lanes(msgspec.Struct, frozen=True, kw_only=True):
@@ -94,6 +102,7 @@ class Lanes(msgspec.Struct, frozen=True, kw_only=True):
     steps: tuple[StepLanes, ...]
     shown: int
     gpu_observed: bool
+    together: StepLanes | None = None  # consecutive steps as one window; None: one step
 
 
 class _Names:
@@ -117,9 +126,11 @@ def step_lanes(
     max_depth: int | None = None,
     max_steps: int | None = None,
     step_min: int = STEP_MIN,
+    together: bool = True,
 ) -> Lanes:
     """The timeline of the steps (the first ``max_steps`` when given); ``max_depth`` keeps
-    only CPU bars that shallow; each step gets at least ``step_min`` items of ``budget``."""
+    only CPU bars that shallow; each step gets at least ``step_min`` items of ``budget``;
+    ``together``: also the consecutive steps around the median one as one window."""
     trace, events = context.trace, context.events
     windows = context.windows[:max_steps]
     tree, links, observed = context.tree, context.links, context.gpu_busy
@@ -145,13 +156,38 @@ def step_lanes(
         for w, curve in zip(windows, curves, strict=True)
     )
     walls = sorted(range(len(windows)), key=lambda k: windows[k].end_us - windows[k].start_us)
+    shown = walls[(len(walls) - 1) // 2] if walls else 0
+    both = None
+    if together and (around := _around(windows, shown)) is not None:
+        gaps = idle_gaps(observed, ends, around[0]) if observed else None
+        (curve,) = memory_curves(context.trace.instants, (around[0],), {})
+        both = msgspec.structs.replace(
+            _step(drawing, around[0], share, gaps), memory=curve, boundaries=around[1]
+        )
     return Lanes(
         kinds=KINDS,
         names=names.names,
         steps=steps,
-        shown=walls[(len(walls) - 1) // 2] if walls else 0,
+        shown=shown,
         gpu_observed=observed is not None,
+        together=both,
     )
+
+
+def _around(
+    windows: tuple[StepWindow, ...], shown: int
+) -> tuple[StepWindow, tuple[tuple[int, str], ...]] | None:
+    """The window of ``TOGETHER`` consecutive steps around the shown one, and where each
+    step after the first starts in it (ns); None with fewer than two steps."""
+    if len(windows) < 2:
+        return None
+    first = min(max(shown - TOGETHER // 2, 0), max(len(windows) - TOGETHER, 0))
+    chosen = windows[first : first + TOGETHER]
+    lo, hi = chosen[0], chosen[-1]
+    end = max(w.end_us for w in chosen)
+    window = StepWindow(f"{lo.name} to {hi.name}", None, lo.thread, lo.start_us, end)
+    starts = tuple((round((w.start_us - lo.start_us) * 1000), w.name) for w in chosen[1:])
+    return window, starts
 
 
 def _peak_labels(context: TraceContext) -> dict[str, dict[str, str | None]]:

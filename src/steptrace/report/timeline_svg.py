@@ -60,6 +60,8 @@ STYLE = (
     "vector-effect:non-scaling-stroke}"
     ".tl rect.lane.hl{stroke:#e0a800;stroke-width:2px;vector-effect:non-scaling-stroke}"
     ".tl text.hl{font-weight:bold}"
+    ".tl .bd{stroke:#222;stroke-width:1.2px;stroke-dasharray:5 3;"
+    "vector-effect:non-scaling-stroke}.tl text.bdn{font-weight:bold}"
     ".tl .key{display:inline-block;width:.8em;height:.8em;"
     "margin:0 .2em 0 .8em;vertical-align:-.1em}.tl text{font-size:10px;fill:#222}"
     ".tl g.tx text{font-size:9px}"  # a name fits its 11-unit row however wide the figure
@@ -188,6 +190,8 @@ def _view(view: TimelineView, index: int, shown: bool, block: TimelineFigure) ->
         names.extend(texts)
         y += LANE_GAP
     height = y + 6
+    for group in view.groups:
+        body.extend(_boundaries(group, scale, height, names))
     hidden = "" if shown else ' style="display:none"'
     axis = "".join(_ticks(view.span_ns, height))
     return (
@@ -243,6 +247,23 @@ def _memory(curve: MemoryCurve, scale: float, top: int) -> tuple[str, str]:
         f"up to {html_text(size(most))}</text>"
     )
     return drawn, label
+
+
+def _boundaries(group: LaneGroup, scale: float, height: int, names: list[str]) -> list[str]:
+    """Where each step after the first begins, on a view of consecutive steps: a dashed
+    line down the lanes, the step's name at the top."""
+    out = []
+    for at_ns, name in group.lanes.boundaries:
+        x = (group.offset_ns + at_ns) * scale
+        out.append(
+            f'<line class="bd" x1="{x:.2f}" y1="0" x2="{x:.2f}" y2="{height}">'
+            f"<title>{html_text(name)} begins</title></line>"
+        )
+        names.append(
+            f'<text class="bdn" data-x="{x:.2f}" data-w="0" x="{x + 2:.2f}" y="9">'
+            f"{html_text(short(visible(name), 30))}</text>"
+        )
+    return out
 
 
 def _queues(group: LaneGroup, scale: float, y: int, labels: list[str]) -> tuple[list[str], int]:

@@ -122,6 +122,7 @@ def _lanes(context: TraceContext) -> Lanes:
         max_depth=RANK_DEPTH,
         max_steps=RANK_STEPS,
         step_min=RANK_STEP_MIN,
+        together=False,  # the job's figure draws one step across the ranks
     )
 
 
