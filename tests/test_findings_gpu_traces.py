@@ -185,3 +185,21 @@ def test_the_gpu_table_and_the_timeline_share_their_idle_gaps() -> None:
         host_ms = sum(g.end_ns - g.start_ns for g in lanes.gaps if g.cause == WAITING_ON_HOST)
         assert host_ms / 1e6 <= step.gpu.idle_waiting_on_host_ms + 1e-6
         assert host_ms / 1e6 >= step.gpu.idle_waiting_on_host_ms - lanes.small_gaps_ns / 1e6 - 1e-6
+
+
+def test_the_gpu_caption_says_what_busy_measures_and_headers_say_per_step() -> None:
+    path = gpu_trace("v100_1rank_train_nsres")  # kernels run past the step that launched them
+    evs = reference.events(reference.read_exact(path))
+    gpu = reference.gpu_events(evs)
+    report = report_of("v100_1rank_train_nsres")
+    for (name, lo, hi), step in zip(
+        reference.step_windows(evs), report.analysis.steps, strict=True
+    ):
+        # the raw JSON: busy is the union on the step's window, whoever launched the work
+        assert step.name == name and step.gpu is not None
+        assert step.gpu.busy_ms == pytest.approx(reference.busy_ns(gpu, lo, hi) / 1e6, abs=1e-3)
+    text = renderer("md").render([report_document(report, View())])
+    assert "measured on the step's window" in text and "whichever step launched them" in text
+    assert "counted in the step whose CPU side launched it" not in text
+    assert re.search(r"^## Kernels \(top \d+ of \d+ by time\): per step$", text, re.MULTILINE)
+    assert "ordered by total time in the whole trace" not in text
