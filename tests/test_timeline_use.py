@@ -140,3 +140,29 @@ def test_consecutive_steps_together_with_their_boundaries_and_links_across(
     assert problems == []
     assert lines == len(expected) == 2
     assert across == 1  # a kernel launched in one step, run in the next, linked to its launch
+
+
+def test_a_gap_while_the_batch_is_read_says_so(tmp_path: Path) -> None:
+    path, _, timeline = page_of("kineto_v100_resnet50", tmp_path)
+    evs = reference.events(reference.read_exact(gpu_trace("kineto_v100_resnet50")))
+    loads = [e for e in evs if e.name.startswith("enumerate(DataLoader)#")]
+    for (name, lo, hi), step in zip(reference.step_windows(evs), timeline.steps, strict=True):
+        # the raw JSON: the DataLoader's spans inside the step, from its start
+        spans = [(max(e.start, lo) - lo, min(e.end, hi) - lo) for e in loads]
+        assert step.name == name and step.reading == tuple((a, b) for a, b in spans if a < b)
+    with loaded(path, SCREEN) as (page, problems):
+        widest = page.evaluate(
+            f"""(() => {{
+              const gaps = [...{VISIBLE}.querySelectorAll('rect.gap')];
+              gaps.sort((a, b) => b.dataset.d - a.dataset.d);
+              return [gaps[0].dataset.r, +gaps[0].dataset.s];
+            }})()"""
+        )
+        page.locator(".tl").first.scroll_into_view_if_needed()
+        gap = page.locator(".tl svg.tlv:visible rect.gap").nth(0)
+        box = gap.bounding_box()
+        page.mouse.move(box["x"] + box["width"] / 2, box["y"] + box["height"] - 2)
+        said = page.evaluate("document.querySelector('.tl .info').textContent")
+    assert problems == []
+    assert widest[0] == "1" and widest[1] == 0  # the read at the step's start
+    assert said.startswith("GPU idle, waiting on the host, while the batch is read: ")

@@ -11,7 +11,8 @@ times in integer nanoseconds from the step's start:
   each GPU bar names the CPU bar of the top operator that launched it and when its launch
   call started (``correlation``), when known;
 - the GPU's idle gaps inside the window (the union of all GPU work, every device), each
-  with its cause (``lane_gaps``);
+  with its cause (``lane_gaps``), and the spans in which the batch is read (the labels
+  read as ``data_read``: ``analysis.parts``), so that a gap can say it fell in one;
 - per GPU lane, its launch queue: how many activities were launched on the stream and not
   yet started, over the step (``lane_queue``; those launched in an earlier step count).
 
@@ -45,7 +46,9 @@ from steptrace.analysis.lane_memory import MemoryCurve, memory_curves
 from steptrace.analysis.lane_merge import Band, Bar, merge
 from steptrace.analysis.lane_queue import QueueCurve, queue_depth
 from steptrace.analysis.links import CpuTree, GpuLinks
+from steptrace.analysis.parts import part_of
 from steptrace.analysis.steps import StepWindow
+from steptrace.trace import intervals as iv
 from steptrace.trace.arrays import distinct
 from steptrace.trace.kinds import Kind
 from steptrace.trace.nesting import parents
@@ -92,6 +95,7 @@ class StepLanes(msgspec.Struct, frozen=True, kw_only=True):
     memory: MemoryCurve | None = None  # allocated and reserved bytes; None: not recorded
     boundaries: tuple[tuple[int, str], ...] = ()  # steps drawn together: (ns, name) of each
     # step's start after the first
+    reading: tuple[tuple[int, int], ...] = ()  # (start, end) ns: the batch read (data_read)
 
 
 class Lanes(msgspec.Struct, frozen=True, kw_only=True):
@@ -148,10 +152,12 @@ def step_lanes(
     gpu_depth = _depths(events, links.rows, lane)
     drawing = _Drawing(events, tree, links, cpu_rows, depth, names, trace, kinds, gpu_depth)
     curves = memory_curves(context.trace.instants, windows, _peak_labels(context))
+    read = _read_spans(events)
     steps = tuple(
         msgspec.structs.replace(
             _step(drawing, w, share, idle_gaps(observed, ends, w) if observed else None),
             memory=curve,
+            reading=_inside(read, w),
         )
         for w, curve in zip(windows, curves, strict=True)
     )
@@ -162,7 +168,10 @@ def step_lanes(
         gaps = idle_gaps(observed, ends, around[0]) if observed else None
         (curve,) = memory_curves(context.trace.instants, (around[0],), {})
         both = msgspec.structs.replace(
-            _step(drawing, around[0], share, gaps), memory=curve, boundaries=around[1]
+            _step(drawing, around[0], share, gaps),
+            memory=curve,
+            boundaries=around[1],
+            reading=_inside(read, around[0]),
         )
     return Lanes(
         kinds=KINDS,
@@ -172,6 +181,25 @@ def step_lanes(
         gpu_observed=observed is not None,
         together=both,
     )
+
+
+def _read_spans(events: EventTable) -> iv.Intervals:
+    """The union of the labels read as reading the batch (µs), on every thread."""
+    rows = np.flatnonzero(events.kind == Kind.USER_ANNOTATION)
+    read = [
+        i
+        for i in distinct(events.name_id[rows]).tolist()
+        if part_of(events.names[i]) == "data_read"
+    ]
+    rows = rows[np.isin(events.name_id[rows], read)]
+    return iv.union(events.start_us[rows], events.end_us[rows])
+
+
+def _inside(spans: iv.Intervals, w: StepWindow) -> tuple[tuple[int, int], ...]:
+    """The spans inside the window, in ns from its start."""
+    starts, ends = iv.clip(spans, w.start_us, w.end_us)
+    lo_ns = round(w.start_us * 1000)
+    return tuple(zip(_ns(starts, lo_ns).tolist(), _ns(ends, lo_ns).tolist(), strict=True))
 
 
 def _around(

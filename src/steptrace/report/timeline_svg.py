@@ -249,6 +249,16 @@ def _memory(curve: MemoryCurve, scale: float, top: int) -> tuple[str, str]:
     return drawn, label
 
 
+READ_ATTR = ' data-r="1"'
+READ_WORDS = ", while the batch is read"  # a gap mostly inside the labels read as data_read
+
+
+def _mostly_reading(lo: int, hi: int, spans: tuple[tuple[int, int], ...]) -> bool:
+    """At least half of ``[lo, hi)`` lies in the spans in which the batch is read."""
+    inside = sum(max(0, min(hi, b) - max(lo, a)) for a, b in spans)
+    return hi > lo and 2 * inside >= hi - lo
+
+
 def _boundaries(group: LaneGroup, scale: float, height: int, names: list[str]) -> list[str]:
     """Where each step after the first begins, on a view of consecutive steps: a dashed
     line down the lanes, the step's name at the top."""
@@ -393,13 +403,15 @@ def _gaps(group: LaneGroup, scale: float, top: int, bottom: int, texts: list[str
         x = (group.offset_ns + gap.start_ns) * scale
         w = (gap.end_ns - gap.start_ns) * scale
         cause = CAUSES.index(gap.cause) if gap.cause in CAUSES else 2
+        read = _mostly_reading(gap.start_ns, gap.end_ns, group.lanes.reading)
         out.append(
             f'<rect class="gap c{cause}" x="{x:.2f}" y="{y}" width="{max(w, 0.2):.2f}" '
             f'height="{bottom - y}" data-s="{gap.start_ns}" data-d="{gap.end_ns - gap.start_ns}" '
-            f'data-c="{cause}"/>'
+            f'data-c="{cause}"{READ_ATTR if read else ""}/>'
         )
         if w >= TEXT_MIN_PX:
-            text = html_text(short(CAUSES[cause], int(w / 7)))
+            said = CAUSES[cause] + (READ_WORDS if read else "")
+            text = html_text(short(said, int(w / 7)))
             texts.append(
                 f'<text data-x="{x:.2f}" data-w="{w:.2f}" x="{x + 2:.2f}" y="{y + 8}">{text}</text>'
             )
