@@ -81,7 +81,7 @@ def investigate(
     results = run_checks(
         report, subject, checks=checks, budget_s=budget_s, window=plan, say=say, clock=clock
     )
-    return msgspec.structs.replace(report, checks=results)
+    return report.checked(results)
 
 
 def run_checks(
