@@ -272,7 +272,9 @@ def test_cpu_bound(write_trace: WriteTrace) -> None:
 def test_small_launches_and_syncs_on_real_traces() -> None:
     resnet = {f.rule for f in report_of("resnet50_train").findings}
     assert "small-launches" in resnet and "sync-in-step" not in resnet
-    assert "sync-in-step" in {f.rule for f in report_of("gp100").findings}
+    # gp100's ten cudaStreamSynchronize block the host 44 µs in all, 0.4% of its 10 ms
+    # step: the idle GPU after them is the host's launches', not the syncs'
+    assert "sync-in-step" not in {f.rule for f in report_of("gp100").findings}
     qwen = {f.rule for f in report_of("tracelens_h100").findings}
     assert "small-launches" not in qwen  # many small kernels, but queued: the GPU stays busy
 

@@ -203,3 +203,44 @@ def test_the_gpu_caption_says_what_busy_measures_and_headers_say_per_step() -> N
     assert "counted in the step whose CPU side launched it" not in text
     assert re.search(r"^## Kernels \(top \d+ of \d+ by time\): per step$", text, re.MULTILINE)
     assert "ordered by total time in the whole trace" not in text
+
+
+SYNC_CALLS = {
+    "cudaDeviceSynchronize",
+    "cudaStreamSynchronize",
+    "cudaEventSynchronize",
+    "cudaMemcpy",
+    "cuCtxSynchronize",
+    "cuStreamSynchronize",
+    "cuEventSynchronize",
+    "hipDeviceSynchronize",
+    "hipStreamSynchronize",
+    "hipEventSynchronize",
+    "hipMemcpy",
+    "hipMemcpyWithStream",
+}
+
+
+@pytest.mark.parametrize("path", trace_params())
+def test_idle_after_syncs_is_at_most_the_time_they_blocked_the_host(path: Path) -> None:
+    """Without a blocking call the host runs ahead by at most the time it was blocked in
+    it: the GPU's idle time put on the syncs never exceeds their durations in the raw
+    JSON (the Triton trace: a 17 µs sync before 13 s of host work)."""
+    blocked_ns = sum(
+        e.dur for e in reference.events(reference.read_exact(path)) if e.name in SYNC_CALLS
+    )
+    steps = report_of(path.name).analysis.steps
+    after_sync_ns = sum(round(s.gpu.idle_after_sync_ms * 1e6) for s in steps if s.gpu)
+    assert after_sync_ns <= blocked_ns + len(steps)  # 1 ns rounding a step
+
+
+def test_a_short_sync_before_long_host_work_is_not_the_step_s_bound() -> None:
+    path = gpu_trace("a100_triton_torch_compile")
+    evs = reference.events(reference.read_exact(path))
+    (sync,) = [e for e in evs if e.name == "cudaDeviceSynchronize"]
+    (step,) = reference.step_windows(evs)
+    assert sync.dur < 20_000 and step[2] - step[1] > 10**10  # 17 µs in a 13 s step
+    report = report_of("a100_triton_torch_compile")
+    assert "sync-in-step" not in {f.rule for f in report.findings}
+    assert report.verdict is not None and report.verdict.bound == "host"
+    assert "blocking" not in report.verdict.sentence

@@ -235,8 +235,8 @@ def test_idle_causes_reach_the_step() -> None:
         kernel("third", 80, 5, correlation=3),
     )
     (gpu,) = per_step(t)
-    assert gpu.idle_after_sync_ms == ms(20)  # [30, 50]: from the sync's end
-    assert gpu.idle_waiting_on_host_ms == ms(5 + 20)  # [25, 30] and [60, 80]: launched late
+    assert gpu.idle_after_sync_ms == ms(10)  # [30, 40]: from its end, as long as it blocked
+    assert gpu.idle_waiting_on_host_ms == ms(5 + 10 + 20)  # [25, 30], [40, 50], [60, 80]
     assert gpu.idle_ms == ms(25 + 20 + 15)  # and [85, 100]: nothing after it
 
 

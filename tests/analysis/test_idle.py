@@ -12,6 +12,7 @@ from steptrace.analysis.idle import (
     NOT_KNOWN,
     NOTHING_AFTER,
     WAITING_ON_HOST,
+    SyncCalls,
     idle_gaps_us,
 )
 from steptrace.analysis.links import cpu_tree, gpu_links
@@ -33,15 +34,20 @@ def launched(name: str, start: float, dur: float, launch_end: float, corr: int) 
     ]
 
 
-NO_SYNC = np.zeros(0)
+NO_SYNC = SyncCalls(np.zeros(0), np.zeros(0))
 
 
 def gaps(
-    gpu: GpuBusy, lo: float, hi: float, sync_ends: list[float] | None = None
+    gpu: GpuBusy,
+    lo: float,
+    hi: float,
+    sync_ends: list[float] | None = None,
+    blocked: float = 1e9,
 ) -> list[tuple[float, float, str]]:
-    """(start, end, cause) of each gap of ``[lo, hi)``."""
-    ends = np.array(sorted(sync_ends or []), dtype=float)
-    found = idle_gaps_us(gpu, ends, lo, hi)
+    """(start, end, cause) of each gap of ``[lo, hi)``; each blocking call ends at one of
+    ``sync_ends`` after blocking the host ``blocked`` µs."""
+    ends = np.array(sync_ends or [], dtype=float)
+    found = idle_gaps_us(gpu, SyncCalls.of(ends - blocked, ends), lo, hi)
     return list(
         zip(found.start_us.tolist(), found.end_us.tolist(), found.cause.tolist(), strict=True)
     )
@@ -125,3 +131,23 @@ def test_a_blocking_call_comes_before_a_late_launch() -> None:
     )
     assert gaps(gpu, 0, 40, [15]) == [(10, 15, WAITING_ON_HOST), (15, 30, AFTER_SYNC)]
     assert gaps(gpu, 0, 40, [10]) == [(10, 30, AFTER_SYNC)]
+
+
+def test_a_blocking_call_owns_no_more_idle_than_it_blocked_the_host() -> None:
+    """A 2 µs sync followed by 13 s of host work is not 13 s of sync: the rest of the
+    gap is the host's (the Triton trace's cudaDeviceSynchronize)."""
+    gpu = timeline(
+        *launched("a", 0, 10, launch_end=1, corr=1),
+        *launched("b", 100, 10, launch_end=95, corr=2),
+    )
+    assert gaps(gpu, 0, 110, [12], blocked=2) == [
+        (10, 12, WAITING_ON_HOST),
+        (12, 14, AFTER_SYNC),
+        (14, 100, WAITING_ON_HOST),
+    ]
+    assert gaps(gpu, 0, 110, [12], blocked=200) == [
+        (10, 12, WAITING_ON_HOST),
+        (12, 100, AFTER_SYNC),
+    ]
+    host = [(10, 12, WAITING_ON_HOST), (12, 100, WAITING_ON_HOST)]
+    assert gaps(gpu, 0, 110, [12], blocked=0) == host

@@ -30,7 +30,7 @@ from numpy.typing import NDArray
 from steptrace.analysis.categories import CategoryTime, category_per_step
 from steptrace.analysis.context import FigureSpec, TraceContext
 from steptrace.analysis.gpu_busy import GpuBusy
-from steptrace.analysis.idle import AFTER_SYNC, WAITING_ON_HOST, idle_gaps_us
+from steptrace.analysis.idle import AFTER_SYNC, WAITING_ON_HOST, SyncCalls, idle_gaps_us
 from steptrace.analysis.kernel_kinds import DEFAULT, KernelKinds
 from steptrace.analysis.spread import Spread
 from steptrace.analysis.steps import StepWindow, indices_by_step, step_of
@@ -131,7 +131,7 @@ def gpu_per_step(
     gpu_start = timeline.start_us
     launch_delay = gpu_start - timeline.launch_end_us  # queueing included
     syncs = _sync_rows(events)
-    sync_ends = np.sort(events.end_us[syncs])
+    blocking = SyncCalls.of(events.start_us[syncs], events.end_us[syncs])
     sync_step = step_of(steps, events.start_us[syncs])
     launched_in = step_of(steps, timeline.issued_us)  # the step whose CPU side launched it
     communication = _communication(events, timeline, launched_in, lo, hi, kinds)
@@ -142,7 +142,7 @@ def gpu_per_step(
     for k, step in enumerate(steps):
         inside = launched[k]  # indices into the timeline's rows, ascending
         wall = step.wall_ms
-        idle = idle_gaps_us(timeline, sync_ends, step.start_us, step.end_us)
+        idle = idle_gaps_us(timeline, blocking, step.start_us, step.end_us)
         results.append(
             GpuStep(
                 busy_ms=float(busy[k]),

@@ -1,6 +1,6 @@
 """The GPU's idle gaps inside a step, as the timeline draws them, each with its cause.
 
-Contract: ``idle_gaps(timeline, sync_ends_us, window) -> IdleGaps``, pure: the gaps of
+Contract: ``idle_gaps(timeline, syncs, window) -> IdleGaps``, pure: the gaps of
 ``analysis.idle`` (the same ones the GPU table sums by cause), in integer ns from the
 step's start, in time order, as columns; ``IdleGaps.drawn(keep)`` makes ``Gap``s of those
 kept.
@@ -20,6 +20,7 @@ from steptrace.analysis.idle import (
     NOT_KNOWN,
     NOTHING_AFTER,
     WAITING_ON_HOST,
+    SyncCalls,
     idle_gaps_us,
 )
 from steptrace.analysis.steps import StepWindow
@@ -35,7 +36,7 @@ __all__ = [
     "Gap",
     "IdleGaps",
     "idle_gaps",
-    "sync_ends",
+    "sync_calls",
 ]
 
 
@@ -66,16 +67,16 @@ class IdleGaps(msgspec.Struct, frozen=True, eq=False):
         )
 
 
-def sync_ends(events: EventTable) -> NDArray[np.float64]:
-    """The end times of the blocking calls, sorted (µs from the origin)."""
+def sync_calls(events: EventTable) -> SyncCalls:
+    """The blocking calls: when each ended and how long it blocked the host."""
     names = np.array([i for i, n in enumerate(events.names) if n in SYNC_CALLS], dtype=np.int32)
     rows = np.flatnonzero(events.mask(*LAUNCHES) & np.isin(events.name_id, names))
-    return np.sort(events.end_us[rows])
+    return SyncCalls.of(events.start_us[rows], events.end_us[rows])
 
 
-def idle_gaps(timeline: GpuBusy, ends_us: NDArray[np.float64], window: StepWindow) -> IdleGaps:
+def idle_gaps(timeline: GpuBusy, syncs: SyncCalls, window: StepWindow) -> IdleGaps:
     """The idle gaps of the window, with their causes."""
-    spans = idle_gaps_us(timeline, ends_us, window.start_us, window.end_us)
+    spans = idle_gaps_us(timeline, syncs, window.start_us, window.end_us)
     lo_ns = round(window.start_us * 1000)
     start_ns = np.rint(spans.start_us * 1000).astype(np.int64) - lo_ns
     end_ns = np.rint(spans.end_us * 1000).astype(np.int64) - lo_ns

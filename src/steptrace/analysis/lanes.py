@@ -41,7 +41,7 @@ from steptrace.analysis import memory
 from steptrace.analysis.context import FigureSpec, TraceContext
 from steptrace.analysis.gpu import copy_kind
 from steptrace.analysis.kernel_kinds import category_of
-from steptrace.analysis.lane_gaps import Gap, IdleGaps, idle_gaps, sync_ends
+from steptrace.analysis.lane_gaps import Gap, IdleGaps, idle_gaps, sync_calls
 from steptrace.analysis.lane_memory import MemoryCurve, memory_curves
 from steptrace.analysis.lane_merge import Band, Bar, merge
 from steptrace.analysis.lane_queue import QueueCurve, queue_depth
@@ -145,7 +145,7 @@ def step_lanes(
         cpu_rows, depth = cpu_rows[keep], depth[keep]
     names = _Names(events, np.concatenate((cpu_rows, links.rows)))
     share = min(STEP_MAX, max(step_min, budget // max(len(windows), 1)))
-    ends = sync_ends(events)
+    syncs = sync_calls(events)
     kinds = _gpu_kinds(events, links.rows)
     streams = np.stack((events.device[links.rows], events.stream[links.rows]), axis=1)
     lane = np.unique(streams, axis=0, return_inverse=True)[1].reshape(-1).astype(np.int32)
@@ -155,7 +155,7 @@ def step_lanes(
     read = _read_spans(events)
     steps = tuple(
         msgspec.structs.replace(
-            _step(drawing, w, share, idle_gaps(observed, ends, w) if observed else None),
+            _step(drawing, w, share, idle_gaps(observed, syncs, w) if observed else None),
             memory=curve,
             reading=_inside(read, w),
         )
@@ -165,7 +165,7 @@ def step_lanes(
     shown = walls[(len(walls) - 1) // 2] if walls else 0
     both = None
     if together and (around := _around(windows, shown)) is not None:
-        gaps = idle_gaps(observed, ends, around[0]) if observed else None
+        gaps = idle_gaps(observed, syncs, around[0]) if observed else None
         (curve,) = memory_curves(context.trace.instants, (around[0],), {})
         both = msgspec.structs.replace(
             _step(drawing, around[0], share, gaps),

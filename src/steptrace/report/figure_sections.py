@@ -186,7 +186,8 @@ def gpu(report: Report) -> Section:
             "kernels, copies and sets on all streams between its start and its end, "
             "whichever step launched them. The idle columns are the timeline's gaps by "
             "cause (waiting on the host: the next launch came after the GPU went idle; "
-            "after a sync: from a blocking call's end). Kernels, launch delays and sync "
+            "after a sync: from a blocking call's end, at most as long as it blocked the host). "
+            "Kernels, launch delays and sync "
             "calls are those the step launched, which may run after it ends."
         ),
     )

@@ -46,8 +46,10 @@ def report_document(report: Report, view: View | None = None) -> Document:
 
 def title(report: Report) -> str:
     trace = report.analysis.trace
-    rank = f" (rank {trace.rank} of {trace.world_size})" if trace.rank is not None else ""
-    return f"{trace.path}{rank}"
+    if trace.rank is None:
+        return trace.path
+    of = f" of {trace.world_size}" if trace.world_size is not None else ""
+    return f"{trace.path} (rank {trace.rank}{of})"
 
 
 def about(notes: tuple[str, ...]) -> tuple[Section, ...]:
