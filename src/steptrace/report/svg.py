@@ -46,17 +46,19 @@ def bars(
     values = _finite(values)
     names = [short(label, 18) for label in labels]
     widest = max((len(n) for n in names), default=0) * CHAR_PX
-    width, pad = max(320, 60 * len(values)), 40
+    top = max(values, default=0) or 1.0
+    top_text = _axis_number(top)
+    width = max(320, 60 * len(values))
+    pad = max(40.0, len(top_text) * CHAR_PX + 8)  # room for the axis' top value
     step = (width - pad) / max(len(values), 1)
     tilted = widest > step * 0.9
     drop = widest * math.sin(math.radians(LABEL_TILT)) + 8 if tilted else 0.0
     height = 220 + drop
     every = math.ceil(14 / step) if tilted else 1  # upright labels need ~14 px apart
-    base = 220 - pad  # the bars' baseline, as without labels below
-    top = max(values, default=0) or 1.0
-    parts = [_axis(width, base + pad, pad, top, unit)]
+    base = 180  # the bars' baseline, as without labels below
+    parts = [_axis(width, base + 40, pad, top_text, unit)]
     for i, (label, value) in enumerate(zip(labels, values, strict=True)):
-        h = (base - pad) * value / top
+        h = (base - 40) * value / top
         x = pad + i * step + step * 0.15
         color = PALETTE[1] if i == highlight else PALETTE[0]
         tip = f"{label}: {value:.3f} {unit}"
@@ -196,13 +198,20 @@ def _tilted(x: float, y: float, text: str, size: int = 10) -> str:
     )
 
 
-def _axis(width: float, height: float, pad: float, top: float, unit: str) -> str:
+def _axis_number(value: float) -> str:
+    """An axis value in plain digits: 13,336 rather than 1.33e+04."""
+    return f"{value:,.0f}" if value >= 1000 else f"{value:.3g}"
+
+
+def _axis(width: float, height: float, pad: float, top: str, unit: str) -> str:
+    """The left and bottom axes of the bars, ``pad`` px in from the left, 40 from the edges
+    at the top and bottom."""
     return (
-        f'<line x1="{pad}" y1="{height - pad}" x2="{width}" y2="{height - pad}" stroke="#888"/>'
-        f'<line x1="{pad}" y1="{pad}" x2="{pad}" y2="{height - pad}" stroke="#888"/>'
-        + _text(pad - 4, pad + 4, f"{top:.3g}", "end")
-        + _text(pad - 4, height - pad, "0", "end")
-        + _text(4, pad - 10, unit, "start")
+        f'<line x1="{pad}" y1="{height - 40}" x2="{width}" y2="{height - 40}" stroke="#888"/>'
+        f'<line x1="{pad}" y1="40" x2="{pad}" y2="{height - 40}" stroke="#888"/>'
+        + _text(pad - 4, 44, top, "end")
+        + _text(pad - 4, height - 40, "0", "end")
+        + _text(4, 30, unit, "start")
     )
 
 
