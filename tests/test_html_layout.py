@@ -90,3 +90,17 @@ def test_titles_ticks_and_legends_fit_in_chromium(tmp_path: Path) -> None:
     legend = {str(b["text"]): b for b in labels if str(b["text"]) in (*LABELS, "outside labels")}
     assert set(legend) == {*LABELS, "outside labels"}  # every name whole
     assert all(b["r"] <= legend_room + 0.5 for b in legend.values())  # none clipped
+
+
+@pytest.mark.parametrize("top_ms", [3.46, 365.26, 13_336.32, 9_876_543.2])
+def test_the_bars_top_value_is_drawn_whole_in_plain_digits(tmp_path: Path, top_ms: float) -> None:
+    page_path = tmp_path / "bars.html"
+    page_path.write_text(f"<!doctype html><body>{svg.bars(['ProfilerStep#1'], [top_ms], 'ms')}")
+    with loaded(page_path) as (page, problems):
+        texts = _boxes(page, "svg text")
+        left = page.eval_on_selector("svg", "e => e.getBoundingClientRect().left")
+    assert problems == []
+    (top,) = [b for b in texts if b["text"] not in ("0", "ms", "ProfilerStep#1")]
+    assert "e" not in str(top["text"])  # 13,336, never 1.33e+04
+    assert float(str(top["text"]).replace(",", "")) == pytest.approx(top_ms, rel=5e-3)
+    assert top["x"] >= left  # not clipped at the chart's left edge
