@@ -15,6 +15,7 @@ from typing import Any
 from steptrace.analysis import (
     copies,
     cpu,
+    critical_path,
     gpu,
     kernels,
     lanes,
@@ -37,6 +38,7 @@ FIGURES: tuple[FigureSpec[Any], ...] = (
     cpu.FIGURE,
     memory.FIGURE,
     roofline.FIGURE,
+    critical_path.FIGURE,
     lanes.FIGURE,
 )
 

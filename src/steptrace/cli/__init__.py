@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any, NoReturn
 import click
 
 from steptrace import ctrl_c
+from steptrace.cli.critical import critical_options, parse_what_if
 from steptrace.cli.options import (
     FILE,
     FiniteRange,
@@ -97,6 +98,7 @@ def app() -> None:
 @switch("--per-rank", "Several traces: one report per trace, not one report of the job.")
 @ranks_options
 @table_options
+@critical_options
 @click.option(
     "--max-bytes",
     type=click.IntRange(min=1),
@@ -116,6 +118,8 @@ def analyze(
     scheduler: str | None,
     peaks_file: Path | None,
     kinds_file: Path | None,
+    critical_path: bool,
+    what_if: tuple[str, ...],
     max_bytes: int | None,
 ) -> None:
     """Measure traces on the timeline and turn what they show into testable hypotheses.
@@ -130,7 +134,10 @@ def analyze(
     from steptrace.trace.budget import max_bytes_set
 
     try:
-        tables = Tables(read_kinds(kinds_file), read_peaks(peaks_file))
+        targets = parse_what_if(what_if)
+        tables = Tables(
+            read_kinds(kinds_file), read_peaks(peaks_file), critical_path or bool(targets), targets
+        )
     except TraceError as error:
         _fail(str(error))
     with max_bytes_set(max_bytes):  # read where each trace loads, worker processes too

@@ -75,7 +75,7 @@ def investigate(
     )
     captured = run_workload(workload, out=out, window=plan)
     say("Analyzing the trace ...")
-    report = analyze(captured.trace, thresholds=thresholds)
+    report = analyze(captured.trace, thresholds=thresholds, critical_path=True)
     say("Findings: " + (", ".join(f.rule for f in report.findings) or "none above thresholds"))
     subject = subject_of(workload, resolve(scenario.device))
     results = run_checks(
