@@ -89,7 +89,7 @@ def critical_graph(events: EventTable, launches: GpuLaunches, sync: bool) -> Gra
     graph = _assembled(cpu, gpu)
     _launch_dependencies(events, launches, graph)
     stream_waits(events, launches, graph, sync)
-    _wait_dependencies(graph, waits)
+    _wait_dependencies(graph, waits, events.thread_id[waits.call])
     _bind(graph)
     return graph
 
@@ -129,24 +129,52 @@ def _launch_dependencies(events: EventTable, launches: GpuLaunches, graph: Graph
     graph.cross_lane[slices] = events.thread_id[call]
 
 
-def _wait_dependencies(graph: Graph, waits: HostWaits) -> None:
-    """The part of a blocking call after the GPU work it waited for depends on that work;
-    the part before is elastic (it lasts until the work ends)."""
-    arrival = dict(
-        zip(
-            waits.call.tolist(),
-            zip(waits.at.tolist(), waits.lane.tolist(), strict=True),
-            strict=True,
-        )
-    )
-    for i in np.flatnonzero(graph.kind == WAIT).tolist():
-        t, lane = arrival.get(int(graph.row[i]), (NONE, -1))
-        if lane < 0:
-            continue
-        if graph.start_ns[i] == t:
+def _wait_dependencies(graph: Graph, waits: HostWaits, threads: NDArray[np.int32]) -> None:
+    """The slice of a blocking call's thread that starts when the GPU work it waited for
+    ended depends on that work; a synchronization's slices before it are elastic (they
+    last until the work ends; a pageable copy's call works until its copy starts)."""
+    elastic = np.zeros(int(graph.row.max()) + 1 if len(graph) else 0, dtype=bool)
+    for call, t, lane, thread, only_waits in zip(
+        waits.call.tolist(),
+        waits.at.tolist(),
+        waits.lane.tolist(),
+        threads.tolist(),
+        waits.synchronizes.tolist(),
+        strict=True,
+    ):
+        i = graph.at(thread, t + 1)
+        if i >= 0 and graph.start_ns[i] == t:
             graph.offer(i, lane, t)
-        elif graph.end_ns[i] <= t:
-            graph.elastic[i] = True
+            elastic[call] = only_waits
+    if waits.call.size:
+        mine = np.flatnonzero((graph.kind == WAIT) & elastic[graph.row])
+        ends_before = graph.end_ns[mine] <= _arrival(waits, graph.row[mine])
+        graph.elastic[mine[ends_before]] = True
+
+
+def _arrival(waits: HostWaits, rows: Ints) -> Ints:
+    """Per row of a blocking call: when the work it waited for ended."""
+    order = np.argsort(waits.call)
+    at = np.searchsorted(waits.call[order], rows)
+    found: Ints = waits.at[order][np.minimum(at, order.size - 1)]
+    return found
+
+
+def hand_offs(graph: Graph, main_lane: int) -> None:
+    """A CPU thread's work after it was idle (or its first) that waited for nothing else
+    was handed to it by ``main_lane``'s thread (the step's) at that time: the autograd
+    engine, a helper thread."""
+    if main_lane < 0:
+        return
+    first = np.zeros(len(graph), dtype=bool)
+    first[graph.lane_bounds[:-1]] = True
+    after_gap = first.copy()
+    after_gap[1:] |= graph.start_ns[1:] > graph.end_ns[:-1]
+    gpu = np.isin(graph.lane, np.array(sorted(graph.gpu_lanes), dtype=np.int32))
+    handed = np.flatnonzero(after_gap & ~gpu & (graph.lane != main_lane) & (graph.cross_lane < 0))
+    graph.cross_lane[handed] = main_lane
+    graph.cross_ns[handed] = graph.start_ns[handed]
+    _bind(graph)
 
 
 def _bind(graph: Graph) -> None:

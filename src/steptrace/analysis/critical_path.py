@@ -9,8 +9,8 @@ that tile it: ``cpu`` (inside a CPU event: operator, label, Python function), ``
 (a runtime call, or the latency between a launch and its work), ``gpu`` (a kernel, copy
 or set), ``wait`` (a blocking call), ``idle`` (nothing on the path ran). So ``length_ms``
 >= the step's wall time. Times are integer nanoseconds inside; ``start_us``/``end_us``
-are on the steps' frame (µs from the trace's origin). ``what_if`` is filled by
-``what_if.predict`` (empty here).
+are on the steps' frame (µs from the trace's origin). ``what_if``: the path's largest
+parts and the user's targets made faster (``what_if_table``).
 """
 
 from __future__ import annotations
@@ -20,10 +20,11 @@ import numpy as np
 from numpy.typing import NDArray
 
 from steptrace.analysis.context import FigureSpec, TraceContext
-from steptrace.analysis.critical_graph import Graph, critical_graph
+from steptrace.analysis.critical_graph import Graph, critical_graph, hand_offs
 from steptrace.analysis.critical_slices import CPU, GPU, KIND_NAMES, to_ns
 from steptrace.analysis.critical_walk import Path, breaks, walk
 from steptrace.analysis.steps import StepWindow
+from steptrace.analysis.what_if_table import WhatIf, what_if_table
 from steptrace.trace.kinds import Kind
 from steptrace.trace.table import EventTable
 
@@ -63,16 +64,6 @@ class StepPath(msgspec.Struct, frozen=True):
     segments: tuple[Segment, ...]
 
 
-class WhatIf(msgspec.Struct, frozen=True):
-    """A target made ``speedup`` times faster: its time on the path, the predicted step."""
-
-    target: str  # "kind:gpu", "operator:aten::mm", "kernel:...", "label:forward"
-    speedup: float
-    on_path_ms: float  # median over the steps
-    step_ms: float  # the predicted path length, median over the steps
-    length_ms: float  # the path's length now, median over the steps
-
-
 class CriticalPath(msgspec.Struct, frozen=True):
     steps: tuple[StepPath, ...]
     what_if: tuple[WhatIf, ...] = ()
@@ -84,15 +75,17 @@ class Walked(msgspec.Struct, frozen=True, eq=False):
     graph: Graph
     paths: tuple[Path, ...]
     starts_ns: tuple[int, ...]
-    ends_ns: tuple[int, ...]
+    ends: tuple[tuple[int, int], ...]  # where each path ends: lane, ns
 
 
 def walked(context: TraceContext) -> Walked:
     """The graph and the steps' paths (integer ns)."""
     events = context.events
     graph = critical_graph(events, context.launches, "sync_kind" in events.columns)
-    cuts = breaks(graph)
     main = _main_lane(graph)
+    steps_thread = next((w.thread for w in context.windows if w.thread >= 0), main)
+    hand_offs(graph, steps_thread)
+    cuts = breaks(graph)
     ends = _step_ends(context, graph)
     paths, starts = [], []
     for window, (end_lane, end_ns) in zip(context.windows, ends, strict=True):
@@ -100,7 +93,7 @@ def walked(context: TraceContext) -> Walked:
         lane = window.thread if window.thread >= 0 else main
         paths.append(walk(graph, cuts, start, end_lane, end_ns, lane))
         starts.append(start)
-    return Walked(graph, tuple(paths), tuple(starts), tuple(e for _, e in ends))
+    return Walked(graph, tuple(paths), tuple(starts), tuple(ends))
 
 
 def critical_path(context: TraceContext) -> CriticalPath:
@@ -108,11 +101,14 @@ def critical_path(context: TraceContext) -> CriticalPath:
     found = walked(context)
     steps = tuple(
         _step_path(context, w, p, s, e)
-        for w, p, s, e in zip(
-            context.windows, found.paths, found.starts_ns, found.ends_ns, strict=True
+        for w, p, s, (_, e) in zip(
+            context.windows, found.paths, found.starts_ns, found.ends, strict=True
         )
     )
-    return CriticalPath(steps)
+    ends = list(found.ends)
+    return CriticalPath(
+        steps, what_if_table(context, found.paths, found.starts_ns, ends, found.graph)
+    )
 
 
 def _main_lane(graph: Graph) -> int:

@@ -15,7 +15,14 @@ from typing import NamedTuple
 
 import numpy as np
 
-from steptrace.analysis.critical_slices import Ints, Lanes, Slices, blocking_names, to_ns
+from steptrace.analysis.critical_slices import (
+    Bools,
+    Ints,
+    Lanes,
+    Slices,
+    blocking_names,
+    to_ns,
+)
 from steptrace.analysis.links import GpuLaunches
 from steptrace.trace.kinds import LAUNCHES, Kind
 from steptrace.trace.table import EventTable
@@ -27,6 +34,7 @@ class HostWaits(NamedTuple):
     call: Ints  # the blocking call's row
     at: Ints  # when the GPU work it waited for ended (inside the call)
     lane: Lanes  # that work's stream (lane)
+    synchronizes: Bools  # a synchronization (its time before ``at`` only waits), not a copy
 
 
 def host_waits(events: EventTable, launches: GpuLaunches, gpu: Slices, sync: bool) -> HostWaits:
@@ -50,8 +58,9 @@ def host_waits(events: EventTable, launches: GpuLaunches, gpu: Slices, sync: boo
     call = np.concatenate([listed[:, 0], own.call])
     at = np.concatenate([listed[:, 1], own.at])
     stream = np.concatenate([listed[:, 2].astype(np.int32), own.lane])
+    synchronizes = np.arange(call.size) < len(found)
     keep = _latest_per_call(call, at)
-    return HostWaits(call[keep], at[keep], stream[keep])
+    return HostWaits(call[keep], at[keep], stream[keep], synchronizes[keep])
 
 
 def _runs(lane: Lanes) -> list[tuple[int, int, int]]:
@@ -80,7 +89,9 @@ def _own_copies(events: EventTable, launches: GpuLaunches, gpu: Slices) -> HostW
     known = (call >= 0) & events.mask(Kind.MEMCPY, Kind.MEMSET)[gpu.row]
     c = np.maximum(call, 0)
     inside = known & (gpu.end > to_ns(events.start_us[c])) & (gpu.end < to_ns(events.end_us[c]))
-    return HostWaits(call[inside], gpu.end[inside], gpu.lane[inside])
+    return HostWaits(
+        call[inside], gpu.end[inside], gpu.lane[inside], np.zeros(int(inside.sum()), dtype=bool)
+    )
 
 
 def _streams_waited(
