@@ -21,6 +21,7 @@ from numpy.typing import NDArray
 
 from steptrace.analysis.context import FigureSpec, TraceContext
 from steptrace.analysis.critical_graph import Graph, critical_graph, hand_offs
+from steptrace.analysis.critical_names import OnPath, ancestors, by_name
 from steptrace.analysis.critical_slices import CPU, GPU, KIND_NAMES, to_ns
 from steptrace.analysis.critical_walk import Path, breaks, walk
 from steptrace.analysis.steps import StepWindow
@@ -42,14 +43,6 @@ class Segment(msgspec.Struct, frozen=True):
     stream: int | None  # for a GPU stream
 
 
-class OnPath(msgspec.Struct, frozen=True):
-    """An operator or kernel name and its time on the path (its own time, not its
-    children's)."""
-
-    name: str
-    on_path_ms: float
-
-
 class StepPath(msgspec.Struct, frozen=True):
     """One step's critical path."""
 
@@ -62,6 +55,9 @@ class StepPath(msgspec.Struct, frozen=True):
     operators: tuple[OnPath, ...]  # by time on the path, the first TOP
     kernels: tuple[OnPath, ...]
     segments: tuple[Segment, ...]
+    # every event name: the path's time inside its events (an operator or label with what
+    # it called on its thread; a kernel), longest first: what findings look up
+    by_name: tuple[OnPath, ...] = ()
 
 
 class CriticalPath(msgspec.Struct, frozen=True):
@@ -99,8 +95,9 @@ def walked(context: TraceContext) -> Walked:
 def critical_path(context: TraceContext) -> CriticalPath:
     """Each step's path (see module)."""
     found = walked(context)
+    family = ancestors(context.events, context.launches)
     steps = tuple(
-        _step_path(context, w, p, s, e)
+        _step_path(context, w, p, s, e, by_name(context.events, family, p))
         for w, p, s, (_, e) in zip(
             context.windows, found.paths, found.starts_ns, found.ends, strict=True
         )
@@ -143,7 +140,12 @@ def _step_ends(context: TraceContext, graph: Graph) -> list[tuple[int, int]]:
 
 
 def _step_path(
-    context: TraceContext, window: StepWindow, path: Path, start: int, end: int
+    context: TraceContext,
+    window: StepWindow,
+    path: Path,
+    start: int,
+    end: int,
+    named: tuple[OnPath, ...],
 ) -> StepPath:
     events = context.events
     dur = path.end_ns - path.start_ns
@@ -158,6 +160,7 @@ def _step_path(
         operators=_top(events, path, CPU, Kind.CPU_OP),
         kernels=_top(events, path, GPU, Kind.KERNEL),
         segments=_segments(context, path),
+        by_name=named,
     )
 
 
