@@ -4,12 +4,13 @@ Contract: ``on_critical_path(findings, analysis) -> tuple[Finding, ...]`` fills
 ``Finding.critical_path`` after the rules ran, when the path was computed: each rule that
 claims step time declares here what its time is made of (``TARGETS``: evidence figures
 that name operators, labels or kernels, or a kind of work on the path), and the path's
-time inside those (``StepPath.by_name``, ``by_kind_ms``) is summed per step of the
-finding's ``where``, capped at the path's length; ``on_path_ms`` is its median over those
-steps and ``share`` that over the finding's own time (its severity times the steps'
-median wall time). A finding with none on the path gets the caveat ``OFF_PATH``;
-``find`` ranks it after those on the path. A rule not listed, a finding of memory, or a
-trace without the path: ``critical_path`` stays None (not known).
+time inside those (``StepPath.by_name``, ``by_kind_ms``; of named events the largest, as
+they may nest) is taken per step of the finding's ``where``, capped at the path's
+length; ``on_path_ms`` is its median over those steps and ``share`` that over the
+finding's own time (its severity times the steps' median wall time). A finding with none
+on the path gets the caveat ``OFF_PATH``; ``find`` ranks it after those on the path. A
+rule not listed, a finding of memory, or a trace without the path: ``critical_path``
+stays None (not known).
 """
 
 from __future__ import annotations
@@ -58,7 +59,7 @@ def _marked(finding: Finding, path: CriticalPath) -> Finding:
     targets = TARGETS.get(finding.rule)
     if targets is None or finding.basis != "step time":
         return finding
-    names = _names(finding, targets)
+    names = named(finding, targets)
     steps = [s for s in path.steps if s.step in set(finding.evidence.where.steps)]
     if not steps:
         return finding
@@ -71,7 +72,8 @@ def _marked(finding: Finding, path: CriticalPath) -> Finding:
     )
 
 
-def _names(finding: Finding, targets: tuple[str, ...]) -> list[str]:
+def named(finding: Finding, targets: tuple[str, ...]) -> list[str]:
+    """What a finding names among ``targets`` (evidence figures, or a kind or text as is)."""
     values = finding.evidence.values()
     found: list[str] = []
     for target in targets:
@@ -87,8 +89,10 @@ def _names(finding: Finding, targets: tuple[str, ...]) -> list[str]:
 
 
 def _on(step: StepPath, names: list[str]) -> float:
-    """The path's time in what ``names`` name, in one step (ms)."""
-    total = 0.0
+    """The path's time in what ``names`` name, in one step (ms): kinds and texts added up,
+    named events the largest of them (labels a finding names may nest: ``read_batch``
+    around the loader's ``__next__``)."""
+    total, largest = 0.0, 0.0
     for name in names:
         if name.startswith("kind:"):
             total += step.by_kind_ms.get(name.removeprefix("kind:"), 0.0)
@@ -96,8 +100,9 @@ def _on(step: StepPath, names: list[str]) -> float:
             text = name.removeprefix("contains:")
             total += sum(o.on_path_ms for o in step.by_name if text in o.name)
         else:
-            total += sum(o.on_path_ms for o in step.by_name if _same(o.name, name))
-    return total
+            found = sum(o.on_path_ms for o in step.by_name if _same(o.name, name))
+            largest = max(largest, found)
+    return total + largest
 
 
 def _same(full: str, given: str) -> bool:

@@ -27,6 +27,7 @@ from steptrace.hypotheses.finding import Finding
 from steptrace.hypotheses.thresholds import Thresholds
 from steptrace.investigation.check import Check, Context, Measured
 from steptrace.investigation.outcome import outcome_of
+from steptrace.investigation.predicted import with_predictions
 from steptrace.investigation.rule_checks import CHECKS
 from steptrace.investigation.subject import Subject, subject_of
 from steptrace.pipeline import analyze
@@ -81,6 +82,7 @@ def investigate(
     results = run_checks(
         report, subject, checks=checks, budget_s=budget_s, window=plan, say=say, clock=clock
     )
+    results = with_predictions(report, Path(captured.trace), results)  # the graph, checked
     return msgspec.structs.replace(report, checks=results)
 
 
