@@ -1,0 +1,94 @@
+"""The critical path as a section: time on the path by kind per step, and the what-if.
+
+The figures are ``analysis.critical_path`` (``steptrace.analysis.critical_path``, computed
+with ``--critical-path``); no section without it. Nothing is computed here but words.
+"""
+
+from __future__ import annotations
+
+from steptrace import units
+from steptrace.analysis.critical_path import CriticalPath, StepPath
+from steptrace.report.document import Block, Cell, Column, Paragraph, Section, Table
+from steptrace.report.model import Report
+
+HEADING = "Critical path: the chain of work that bounds each step"
+KINDS = ("cpu", "launch", "gpu", "wait", "idle")
+NAME_WIDTH = 48
+
+
+def critical_path(report: Report) -> tuple[Section, ...]:
+    path = report.analysis.critical_path
+    if path is None:
+        return ()
+    blocks: tuple[Block, ...] = (Paragraph(_about()), _by_kind(path), *_what_if(path))
+    return (Section("critical-path", HEADING, blocks),)
+
+
+def _about() -> str:
+    return (
+        "From each step's start to the end of the last work it launched (so at least its "
+        "wall time), the work each piece waited for last: cpu (inside an operator, label or "
+        "Python function), launch (runtime calls and launch latency), gpu (kernels, copies, "
+        "sets), wait (synchronizations), idle (nothing on the path ran). Only work on the path "
+        "shortens the step when it gets faster."
+    )
+
+
+def _by_kind(path: CriticalPath) -> Table:
+    columns = (
+        Column("step", "name"),
+        Column("path ms", "ms"),
+        Column("wall ms", "ms"),
+        *(Column(f"{k} ms", "ms") for k in KINDS),
+        Column("largest on the path", "name"),
+    )
+    return Table(
+        columns,
+        tuple(_kind_row(s) for s in path.steps),
+        caption="Time on the path by kind, adding up to the path's length.",
+    )
+
+
+def _kind_row(step: StepPath) -> tuple[Cell, ...]:
+    named = sorted((*step.operators, *step.kernels), key=lambda o: -o.on_path_ms)
+    largest = (
+        f"{units.short(named[0].name, NAME_WIDTH)} ({units.ms(named[0].on_path_ms)})"
+        if named
+        else "—"
+    )
+    return (
+        step.step,
+        step.length_ms,
+        step.wall_ms,
+        *(step.by_kind_ms.get(k, 0.0) for k in KINDS),
+        largest,
+    )
+
+
+def _what_if(path: CriticalPath) -> tuple[Table, ...]:
+    if not path.what_if:
+        return ()
+    rows = tuple(
+        (
+            units.short(w.target, NAME_WIDTH),
+            w.speedup,
+            w.on_path_ms,
+            w.length_ms,
+            w.step_ms,
+            (w.length_ms - w.step_ms) / w.length_ms if w.length_ms > 0 else None,
+        )
+        for w in path.what_if
+    )
+    columns = (
+        Column("target", "name"),
+        Column("speedup", "ratio"),
+        Column("on path ms", "ms"),
+        Column("path ms", "ms"),
+        Column("predicted ms", "ms"),
+        Column("gain", "share"),
+    )
+    caption = (
+        "What-if, on the step of median path length: the target that much faster, the graph "
+        "replayed; the gain never passes its time on the path."
+    )
+    return (Table(columns, rows, caption=caption),)
