@@ -42,3 +42,12 @@ def test_a_malformed_what_if_is_one_line_and_exit_2(given: str) -> None:
     assert result.exit_code == 2
     assert "--what-if" in result.stderr and "Traceback" not in result.stderr
     assert len(result.stderr.strip().splitlines()) == 1
+
+
+def test_a_job_of_several_ranks_says_the_path_is_per_trace() -> None:
+    ranks = [gpu_trace("sampled_128rank_rank0"), gpu_trace("sampled_128rank_rank1")]
+    result = runner.invoke(
+        app, ["analyze", *map(str, ranks), "-f", "json", "--critical-path", "-j", "1"]
+    )
+    assert result.exit_code == 0, result.stderr
+    assert "--critical-path and --what-if apply to one trace's report" in result.stderr

@@ -188,6 +188,8 @@ def _analyze(
         )
     if one_job and (tables.peaks or tables.kinds):
         _warn("--peaks and --kernel-kinds apply to one trace's report (--per-rank), not a job's")
+    if one_job and tables.critical_path:
+        _warn("--critical-path and --what-if apply to one trace's report (--per-rank), not a job's")
     if one_job:
         _analyze_ranks(
             [str(f) for f in files] + remote,
