@@ -8,7 +8,16 @@ from __future__ import annotations
 
 from steptrace import units
 from steptrace.analysis.critical_path import CriticalPath, StepPath
-from steptrace.report.document import Block, Cell, Column, Paragraph, Section, Table
+from steptrace.report.document import (
+    Block,
+    Cell,
+    Column,
+    Paragraph,
+    Section,
+    Series,
+    Stacked,
+    Table,
+)
 from steptrace.report.model import Report
 
 HEADING = "Critical path: the chain of work that bounds each step"
@@ -20,7 +29,12 @@ def critical_path(report: Report) -> tuple[Section, ...]:
     path = report.analysis.critical_path
     if path is None:
         return ()
-    blocks: tuple[Block, ...] = (Paragraph(_about()), _by_kind(path), *_what_if(path))
+    blocks: tuple[Block, ...] = (
+        Paragraph(_about()),
+        _drawn(path),
+        _by_kind(path),
+        *_what_if(path),
+    )
     return (Section("critical-path", HEADING, blocks),)
 
 
@@ -31,6 +45,20 @@ def _about() -> str:
         "Python function), launch (runtime calls and launch latency), gpu (kernels, copies, "
         "sets), wait (synchronizations), idle (nothing on the path ran). Only work on the path "
         "shortens the step when it gets faster."
+    )
+
+
+def _drawn(path: CriticalPath) -> Stacked:
+    """Each step's path as one bar split by kind (HTML; the table holds the numbers)."""
+    return Stacked(
+        tuple(s.step for s in path.steps),
+        tuple(
+            Series(k, tuple(s.by_kind_ms.get(k, 0.0) for s in path.steps), muted=k == "idle")
+            for k in KINDS
+        ),
+        tuple(s.length_ms for s in path.steps),
+        "ms",
+        caption="Each bar is one step's critical path, split by kind; idle in grey.",
     )
 
 
