@@ -11,7 +11,7 @@ from steptrace.analysis.context import TraceContext
 from steptrace.analysis.critical_path import CriticalPath, StepPath, critical_path
 from steptrace.trace.load import load_trace
 from tests import reference
-from tests.conftest import Case
+from tests.conftest import Case, WriteTrace
 
 KINDS = {"cpu", "launch", "gpu", "wait", "idle"}
 CPU_CATEGORIES = {"cpu_op", "user_annotation", "python_function", "Operator", "python"}
@@ -90,3 +90,22 @@ def _top_matches(step: StepPath, kind: str, names: list[str], listed: tuple) -> 
             if s.kind == kind and s.name == name
         )
         assert ms == pytest.approx(spent / 1e6, abs=1e-5)
+
+
+def test_a_step_of_no_time_has_an_empty_path(write_trace: WriteTrace) -> None:
+    events = [
+        {
+            "ph": "X",
+            "cat": "user_annotation",
+            "name": "ProfilerStep#1",
+            "pid": 1,
+            "tid": 1,
+            "ts": 0,
+            "dur": 0,
+        },
+        {"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 1, "tid": 1, "ts": 0, "dur": 5},
+    ]
+    path = critical_path(TraceContext(load_trace(write_trace({"traceEvents": events}))))
+    (step,) = path.steps
+    assert step.length_ms == 0 and step.segments == ()
+    assert all(w.on_path_ms == 0 and w.step_ms == 0 for w in path.what_if)

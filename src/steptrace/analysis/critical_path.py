@@ -214,6 +214,8 @@ def _gpu_lanes(context: TraceContext) -> NDArray[np.bool_]:
 def _merge(path: Path) -> tuple[NDArray[np.int64], ...]:
     """Neighbouring segments of one event (or idle on one lane) as one."""
     kind, row, lane = path.kind.astype(np.int64), path.row, path.lane.astype(np.int64)
+    if not kind.size:  # a step of no time: no segment
+        return kind, row, lane, path.start_ns, path.end_ns
     same = np.zeros(kind.size, dtype=bool)
     same[1:] = (
         (kind[1:] == kind[:-1])
