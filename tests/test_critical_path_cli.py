@@ -44,10 +44,11 @@ def test_a_malformed_what_if_is_one_line_and_exit_2(given: str) -> None:
     assert len(result.stderr.strip().splitlines()) == 1
 
 
-def test_a_job_of_several_ranks_says_the_path_is_per_trace() -> None:
-    ranks = [gpu_trace("sampled_128rank_rank0"), gpu_trace("sampled_128rank_rank1")]
-    result = runner.invoke(
-        app, ["analyze", *map(str, ranks), "-f", "json", "--critical-path", "-j", "1"]
-    )
+def test_a_job_of_several_ranks_has_its_path_and_no_what_if() -> None:
+    ranks = [gpu_trace("ddp_rank0_trace"), gpu_trace("ddp_rank1_trace")]
+    args = ["analyze", *map(str, ranks), "-f", "json", "--what-if", "train=2", "-j", "1"]
+    result = runner.invoke(app, args)
     assert result.exit_code == 0, result.stderr
-    assert "--critical-path and --what-if apply to one trace's report" in result.stderr
+    assert "--what-if applies to one trace's report" in result.stderr
+    bounds = json.loads(result.stdout)["critical_path"]
+    assert [b["rank"] in (0, 1) for b in bounds] == [True] * len(bounds) and bounds

@@ -320,9 +320,11 @@ def analyze_job(
     jobs: int = 1,
     scheduler: str | None = None,
     lanes: bool = False,
+    critical_path: bool = False,
 ) -> Job:
     """``analyze_ranks`` for the command line: also the ranks that failed, and with
-    ``lanes`` the lanes of some ranks' first steps (the stragglers' first)."""
+    ``lanes`` the lanes of some ranks' first steps (the stragglers' first);
+    ``critical_path``: the job's path per step (``across.ranks.job_path``)."""
     from steptrace.across.ranks.analyze import analyze_ranks_data
     from steptrace.across.ranks.discover import identify
     from steptrace.across.ranks.executors import executor
@@ -334,6 +336,7 @@ def analyze_job(
     limits = thresholds or RankThresholds()
     locations = [p if isinstance(p, str) else str(p) for p in paths]
     parts: tuple[Part, ...] = (*DEFAULT_PARTS, "lanes") if lanes else DEFAULT_PARTS
+    parts += ("critical",) if critical_path else ()
     with ranks_progress(len(locations), progress) as done:
         gathered = gather(locations, executor(jobs, scheduler), done, parts)
     measured = kept(gathered)

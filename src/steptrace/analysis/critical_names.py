@@ -10,6 +10,8 @@ built once per trace: each CPU event's enclosing event, each GPU activity's laun
 
 from __future__ import annotations
 
+import re
+
 import msgspec
 import numpy as np
 from numpy.typing import NDArray
@@ -19,6 +21,8 @@ from steptrace.analysis.links import GpuLaunches
 from steptrace.trace.kinds import LAUNCHES, Kind
 from steptrace.trace.nesting import parents_of_rows
 from steptrace.trace.table import EventTable
+
+_NOT_PHASE = re.compile(r"^(ProfilerStep#\d+|(gloo|nccl|rccl):.*)$")  # steps, the libraries'
 
 Ints = NDArray[np.int64]
 _CPU_KINDS = (Kind.CPU_OP, Kind.USER_ANNOTATION, Kind.PYTHON_FUNCTION, *LAUNCHES)
@@ -63,3 +67,28 @@ def by_name(events: EventTable, family: Ancestors, path: Path) -> tuple[OnPath, 
     return tuple(
         OnPath(events.names[int(n)], float(totals[n]) / 1e6) for n in order if totals[n] > 0
     )
+
+
+def by_label(events: EventTable, family: Ancestors, path: Path) -> tuple[OnPath, ...]:
+    """The path's time by its innermost label (``record_function``, not a step marker nor
+    a library's ``gloo:``/``nccl:`` label), longest first: each moment counted once."""
+    label = _labels(events)
+    row = path.row.copy()
+    dur = (path.end_ns - path.start_ns).astype(np.float64)
+    while (climbing := (row >= 0) & ~label[np.maximum(row, 0)]).any():
+        row[climbing] = family.parent_row[row[climbing]]
+    found = row >= 0
+    totals = np.bincount(
+        events.name_id[row[found]], weights=dur[found], minlength=len(events.names)
+    )
+    order = np.argsort(-totals, kind="stable")
+    return tuple(
+        OnPath(events.names[int(n)], float(totals[n]) / 1e6) for n in order if totals[n] > 0
+    )
+
+
+def _labels(events: EventTable) -> NDArray[np.bool_]:
+    """Per row: a user's label."""
+    names = np.array([not _NOT_PHASE.match(n) for n in events.names] + [False])
+    found: NDArray[np.bool_] = (events.kind == Kind.USER_ANNOTATION) & names[events.name_id]
+    return found

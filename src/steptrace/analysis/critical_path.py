@@ -21,7 +21,7 @@ from numpy.typing import NDArray
 
 from steptrace.analysis.context import FigureSpec, TraceContext
 from steptrace.analysis.critical_graph import Graph, critical_graph, hand_offs
-from steptrace.analysis.critical_names import OnPath, ancestors, by_name
+from steptrace.analysis.critical_names import Ancestors, OnPath, ancestors, by_label, by_name
 from steptrace.analysis.critical_slices import CPU, GPU, KIND_NAMES, to_ns
 from steptrace.analysis.critical_walk import Path, breaks, walk
 from steptrace.analysis.steps import StepWindow
@@ -58,6 +58,8 @@ class StepPath(msgspec.Struct, frozen=True):
     # every event name: the path's time inside its events (an operator or label with what
     # it called on its thread; a kernel), longest first: what findings look up
     by_name: tuple[OnPath, ...] = ()
+    # the path's time by its innermost label (the user's, not the steps'), once each
+    labels: tuple[OnPath, ...] = ()
 
 
 class CriticalPath(msgspec.Struct, frozen=True):
@@ -97,7 +99,7 @@ def critical_path(context: TraceContext) -> CriticalPath:
     found = walked(context)
     family = ancestors(context.events, context.launches)
     steps = tuple(
-        _step_path(context, w, p, s, e, by_name(context.events, family, p))
+        _step_path(context, w, p, s, e, family)
         for w, p, s, (_, e) in zip(
             context.windows, found.paths, found.starts_ns, found.ends, strict=True
         )
@@ -145,7 +147,7 @@ def _step_path(
     path: Path,
     start: int,
     end: int,
-    named: tuple[OnPath, ...],
+    family: Ancestors,
 ) -> StepPath:
     events = context.events
     dur = path.end_ns - path.start_ns
@@ -160,7 +162,8 @@ def _step_path(
         operators=_top(events, path, CPU, Kind.CPU_OP),
         kernels=_top(events, path, GPU, Kind.KERNEL),
         segments=_segments(context, path),
-        by_name=named,
+        by_name=by_name(events, family, path),
+        labels=by_label(events, family, path),
     )
 
 

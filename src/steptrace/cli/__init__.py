@@ -188,8 +188,8 @@ def _analyze(
         )
     if one_job and (tables.peaks or tables.kinds):
         _warn("--peaks and --kernel-kinds apply to one trace's report (--per-rank), not a job's")
-    if one_job and tables.critical_path:
-        _warn("--critical-path and --what-if apply to one trace's report (--per-rank), not a job's")
+    if one_job and tables.what_if:
+        _warn("--what-if applies to one trace's report (--per-rank), not a job's")
     if one_job:
         _analyze_ranks(
             [str(f) for f in files] + remote,
@@ -198,6 +198,7 @@ def _analyze(
             list(threshold),
             jobs,
             scheduler,
+            tables.critical_path,
         )
         return
     texts = ReadAhead(files)  # reading starts now, beside the imports
@@ -244,8 +245,10 @@ def _analyze_ranks(
     assignments: list[str],
     jobs: int | None,
     scheduler: str | None,
+    critical_path: bool = False,
 ) -> None:
-    """One report of the job's rank traces (the ranks code is imported only here).
+    """One report of the job's rank traces (the ranks code is imported only here);
+    ``critical_path``: with the job's critical path per step.
 
     Rank traces that could not be analyzed are each one warning line, always on stderr;
     the report of the others is written and the exit code is 1 (2 when too few remain)."""
@@ -259,6 +262,7 @@ def _analyze_ranks(
             jobs,
             scheduler,
             lanes=output_format == "html",
+            critical_path=critical_path,
         )
     except ValueError as error:
         _fail(f"--threshold: {error}")

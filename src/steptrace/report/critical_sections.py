@@ -18,7 +18,7 @@ from steptrace.report.document import (
     Stacked,
     Table,
 )
-from steptrace.report.model import Report
+from steptrace.report.model import RanksReport, Report
 
 HEADING = "Critical path: the chain of work that bounds each step"
 KINDS = ("cpu", "launch", "gpu", "wait", "idle")
@@ -120,3 +120,43 @@ def _what_if(path: CriticalPath) -> tuple[Table, ...]:
         "replayed; the gain never passes its time on the path."
     )
     return (Table(columns, rows, caption=caption),)
+
+
+JOB_HEADING = "Critical path of the job: the rank and phase that bound each step"
+
+
+def job_critical_path(report: RanksReport) -> tuple[Section, ...]:
+    """The job's path per step (``across.ranks.job_path``); none without it."""
+    bounds = report.critical_path
+    if bounds is None:
+        return ()
+    rows = tuple(
+        (
+            b.step,
+            b.rank,
+            b.phase,
+            b.phase_on_path_ms,
+            b.length_ms,
+            b.collective or "—",
+            b.others_waited_ms,
+        )
+        for b in bounds
+    )
+    table = Table(
+        (
+            Column("step", "name"),
+            Column("rank", "count"),
+            Column("phase", "name"),
+            Column("phase on path ms", "ms"),
+            Column("rank's path ms", "ms"),
+            Column("last collective", "text"),
+            Column("others waited ms", "ms"),
+        ),
+        rows,
+        caption=(
+            "A collective ends on every rank when its last rank arrives: the step's last "
+            "matched collective hands the job's path to that rank; the phase is the label with "
+            "the most time on that rank's own path."
+        ),
+    )
+    return (Section("job-critical-path", JOB_HEADING, (table,)),)

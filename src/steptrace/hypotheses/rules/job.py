@@ -111,6 +111,25 @@ def _rank(analysis: RanksAnalysis, number: int) -> RankResult | None:
     return next((r for r in analysis.ranks if r.rank == number), None)
 
 
+def _bounds(analysis: RanksAnalysis, rank: int) -> int | None:
+    """In how many steps the job's critical path ends on ``rank``; None: not computed."""
+    path = analysis.critical_path
+    return None if path is None else sum(b.rank == rank for b in path)
+
+
+def _on_job_path(analysis: RanksAnalysis, s: Straggler) -> str:
+    """The job's critical path through the straggler, in words (empty: not computed)."""
+    path = analysis.critical_path
+    if path is None:
+        return ""
+    mine = [b for b in path if b.rank == s.rank]
+    in_phase = sum(b.phase == s.phase for b in mine)
+    return (
+        f" The job's critical path ends on rank {s.rank} in {len(mine)} of {len(path)} steps, "
+        f"in {s.phase} in {in_phase} of them."
+    )
+
+
 def _straggler(analysis: RanksAnalysis, s: Straggler) -> Finding:
     wall = _median_wall(analysis)
     arrived = (
@@ -125,7 +144,7 @@ def _straggler(analysis: RanksAnalysis, s: Straggler) -> Finding:
             f"Rank {s.rank} spends {s.excess_ms:.3f} ms more per step in {s.phase} than the "
             f"median of the other ranks ({s.steps_late} of {s.steps} steps); {arrived}; the "
             f"others wait {s.others_wait_ms:.3f} ms per step in collectives, rank {s.rank} "
-            f"{s.own_wait_ms:.3f} ms."
+            f"{s.own_wait_ms:.3f} ms.{_on_job_path(analysis, s)}"
         ),
         evidence=_evidence(
             _where(_rank(analysis, s.rank)),
@@ -138,6 +157,7 @@ def _straggler(analysis: RanksAnalysis, s: Straggler) -> Finding:
             ("of", s.of, "count"),
             ("others_wait_ms", s.others_wait_ms, "ms"),
             ("own_wait_ms", s.own_wait_ms, "ms"),
+            ("bounds_steps", _bounds(analysis, s.rank), "count"),
         ),
         hypothesis=(
             f"{s.phase} is slower on rank {s.rank} (its data shard, its storage or host, a "
