@@ -19,6 +19,7 @@ from typing import Any
 
 import msgspec
 
+from steptrace.analysis.communication import CollectiveKind, KindStep
 from steptrace.analysis.copies import CopyPattern
 from steptrace.analysis.cpu import CpuStep
 from steptrace.analysis.gpu import CommunicationSummary as Communication
@@ -32,9 +33,11 @@ from steptrace.analysis.measure import (
     TraceAnalysis,
     TraceSummary,
 )
+from steptrace.analysis.memory import MemoryAnalysis
 from steptrace.analysis.operators import OperatorStat
 from steptrace.analysis.parts import part_of
 from steptrace.analysis.phases import Phase, Reading
+from steptrace.analysis.roofline import RooflineRow
 from steptrace.analysis.spread import Spread
 from steptrace.trace.table import Device
 
@@ -223,8 +226,41 @@ def copy_pattern(
     )
 
 
-def device(name: str = "NVIDIA H100", compute_capability: str | None = "9.0") -> Device:
-    return Device(0, name, compute_capability, None)
+def collective(
+    kind: str,
+    *per_step: tuple[float, float],
+    calls: int = 2,
+    nbytes: int | None = 1 << 20,
+    busbw_gbps: float | None = 10.0,
+    waiting_ms: float = 0.0,
+) -> CollectiveKind:
+    """One collective type over ``steps`` named as ``steps()`` names them: per step its
+    (ms, exposed ms), ``calls`` issued in each."""
+    total = sum(ms for ms, _ in per_step)
+    return CollectiveKind(
+        kind=kind,
+        calls=calls * len(per_step),
+        total_ms=total,
+        longest_ms=max((ms for ms, _ in per_step), default=0.0) / max(calls, 1),
+        bytes_per_call=nbytes,
+        group_size=8,
+        algbw_gbps=busbw_gbps,
+        busbw_gbps=busbw_gbps,
+        waiting_calls=1 if waiting_ms else 0,
+        waiting_ms=waiting_ms,
+        per_step=tuple(
+            KindStep(f"ProfilerStep#{k + 1}", calls, ms, exposed)
+            for k, (ms, exposed) in enumerate(per_step)
+        ),
+    )
+
+
+def device(
+    name: str = "NVIDIA H100",
+    compute_capability: str | None = "9.0",
+    memory_bytes: int | None = None,
+) -> Device:
+    return Device(0, name, compute_capability, memory_bytes)
 
 
 def analysis(
@@ -237,6 +273,9 @@ def analysis(
     devices: Sequence[Device] | None = None,
     fwdbwd_flows: int = 0,
     launch_calls: int = 0,
+    communication: Sequence[CollectiveKind] = (),
+    roofline: Sequence[RooflineRow] = (),
+    memory: MemoryAnalysis | None = None,
 ) -> TraceAnalysis:
     """An analysis of ``steps`` (at least one); the summary is derived from them."""
     observed = any(s.gpu for s in steps) if gpu_observed is None else gpu_observed
@@ -264,6 +303,9 @@ def analysis(
         tuple(kernels),
         len(kernels),
         tuple(copies),
+        communication=tuple(communication),
+        roofline=tuple(roofline),
+        memory=memory,
     )
 
 

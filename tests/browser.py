@@ -36,14 +36,15 @@ def need_chromium() -> str:
 
 
 @contextmanager
-def loaded(path: Path) -> Iterator[tuple[Any, list[str]]]:
-    """(the page with ``path`` loaded, the problems seen while loading it)."""
+def loaded(path: Path, size: tuple[int, int] = (1200, 900)) -> Iterator[tuple[Any, list[str]]]:
+    """(the page with ``path`` loaded in a window of ``size`` pixels, the problems seen
+    while loading it)."""
     executable = need_chromium()
     playwright = pytest.importorskip("playwright.sync_api")
     problems: list[str] = []
     with playwright.sync_playwright() as driver:
         browser = driver.chromium.launch(executable_path=executable, args=ARGS)
-        page = browser.new_page(viewport={"width": 1200, "height": 900})
+        page = browser.new_page(viewport={"width": size[0], "height": size[1]})
         page.on("console", lambda m: problems.append(m.text) if m.type == "error" else None)
         page.on("pageerror", lambda e: problems.append(str(e)))
         page.on(

@@ -173,9 +173,10 @@ def test_path_is_reported(write_trace: WriteTrace) -> None:
 def test_why_the_gpu_was_idle(result: TraceAnalysis) -> None:
     gpu_step = result.steps[0].gpu
     assert gpu_step is not None
-    # gap 4400-5000: gemm's launch ended at 4710, after the GPU went idle -> host-bound.
+    # gap 0-4100: the copy's launch ended at 4060, after the step began -> the host's;
+    # gap 4400-5000: gemm's launch ended at 4710, after the GPU went idle -> the host's.
     # gap 8000-8500: add was launched at 6160, long before -> not waiting on the host.
-    assert gpu_step.idle_waiting_on_host_ms == pytest.approx(0.6)
+    assert gpu_step.idle_waiting_on_host_ms == pytest.approx(4.1 + 0.6)
     # the sync ends at 9400, the GPU is idle until the step ends at 10000
     assert gpu_step.idle_after_sync_ms == pytest.approx(0.6)
     assert gpu_step.kernels.shorter_than_launch == 0

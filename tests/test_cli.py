@@ -35,10 +35,13 @@ def analyze(*args: str) -> str:
 
 def test_json_has_the_documented_names() -> None:
     out = json.loads(analyze(str(nccl()), "--format", "json", "--top", "3"))
-    assert out["schema"] == "steptrace.report/3"
-    # no lanes: the HTML report draws them, from the trace
+    assert out["schema"] == "steptrace.report/4"
+    # the verdict first; no lanes: the HTML report draws them, from the trace
+    assert list(out)[:2] == ["schema", "verdict"]
+    assert set(out["verdict"]) == {"bound", "on", "gpu_bound", "sentence", "figures", "top"}
     assert set(out) == {
         "schema",
+        "verdict",
         "scenario",
         "capture",
         "analysis",
@@ -80,7 +83,7 @@ def test_text_report_says_gpu_was_not_observed() -> None:
 
 def test_text_report_shows_steps_labels_and_kernels() -> None:
     out = analyze(str(nccl()), "--top", "4")
-    kernels = "Kernels, ordered by total time in the whole trace (top 4 of"
+    kernels = "Kernels (top 4 of"
     for expected in ("ProfilerStep#4", "nccl:all_reduce", kernels):
         assert expected in out
 
@@ -89,7 +92,7 @@ def test_markdown_report_has_tables() -> None:
     out = analyze(str(nccl()), "--format", "md", "--top", "2")
     assert out.startswith(f"# {nccl()}".replace("_", "\\_"))
     assert "| step | wall ms |" in out
-    assert "## Kernels, ordered by total time in the whole trace (top 2 of" in out
+    assert "## Kernels (top 2 of" in out
 
 
 def test_operator_tables_are_per_step_unless_totals_are_asked_for() -> None:
@@ -152,8 +155,8 @@ def test_every_flag_can_be_turned_off_explicitly() -> None:
     on = runner.invoke(app, ["analyze", str(cpu_only()), "--findings-only"])
     off = runner.invoke(app, ["analyze", str(cpu_only()), "--no-findings-only"])
     assert on.exit_code == off.exit_code == 0
-    assert "Findings" in on.stdout and "CPU operators, ordered by self time" not in on.stdout
-    assert "Findings" in off.stdout and "CPU operators, ordered by self time" in off.stdout
+    assert "Findings" in on.stdout and "CPU operators (top" not in on.stdout
+    assert "Findings" in off.stdout and "CPU operators (top" in off.stdout
 
 
 def test_diff_command_formats_and_errors(tmp_path: Path) -> None:

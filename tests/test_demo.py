@@ -48,7 +48,7 @@ def test_demo_runs_the_method_and_writes_every_report(tmp_path: Path) -> None:
     for page in (markdown, html):
         assert "constant rebuilt from a Python list" in page and "no finding on the CPU" in page
         assert ".partial" not in page  # titles name the final folder's files
-    assert "## Checks" in markdown and 'id="d0-checks"' in html
+    assert "## Checks" in markdown and 'id="checks"' in html
     assert markdown.count("## A/B outside the profiler") == sum(
         c["comparison"] is not None for c in report["checks"]
     )

@@ -194,10 +194,7 @@ def train_conv(tmp_path: Path, **window: Any) -> tuple[CaptureResult, dict[str, 
 def test_a_compute_bound_conv_net_gets_no_high_profiler_distortion(tmp_path: Path) -> None:
     result, found = train_conv(tmp_path)
     assert result.facts.overhead_ratio is None  # not measured
-    distortion = found.get("profiler-distortion")
-    if distortion is not None:
-        assert (distortion.level, distortion.severity) == ("low", 0.0)
-        assert "not measured" in distortion.observation
+    assert "profiler-distortion" not in found  # not measured: a line of context at most
     assert all(f.severity <= 1 for f in found.values())
 
 

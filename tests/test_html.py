@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import re
 from html.parser import HTMLParser
 from pathlib import Path
 
@@ -52,7 +53,8 @@ def test_structure_of_a_gpu_report() -> None:
     report = report_of("resnet50_train").top(10)
     lanes = lanes_of("resnet50_train")
     page = parse(render_html(report, lanes))
-    assert [h.split(" (")[0] for h in page.headings[:6]] == [
+    assert [h.split(" (")[0] for h in page.headings[:7]] == [
+        "Verdict",
         "Question",
         "What this trace can tell",
         "Steps",
@@ -63,13 +65,15 @@ def test_structure_of_a_gpu_report() -> None:
     assert "Findings" in page.headings and "Open the trace on the timeline" in page.headings
     html = render_html(report, lanes)
     views = html.count('<svg class="tlv"')  # the timeline: one per step, each with its plot
-    assert views == len(report.analysis.steps)
+    assert views == len(report.analysis.steps) + 1  # and the consecutive steps together
     # steps, labels, GPU, GPU by kind, the roofline, and the timeline
     assert page.tags.count("svg") == 5 + 2 * views
     assert page.tags.count("script") == 2  # the timeline's data and its code, both inline
-    assert page.links and all(link.startswith("#d0-") for link in page.links)  # nothing fetched
+    ids = set(re.findall(r' id="([^"]+)"', html))
+    assert page.links and all(link[1:] in ids for link in page.links)  # nothing fetched
+    assert '<body><section id="verdict"><h1>' in html  # the verdict comes first
     assert html.count("<tr>") >= len(report.findings) + len(report.analysis.kernels)
-    assert "No question was recorded" in html
+    assert "No question recorded" in html
 
 
 def test_a_cpu_report_says_the_gpu_was_not_observed() -> None:

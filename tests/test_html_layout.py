@@ -46,7 +46,7 @@ def _page(tmp_path: Path) -> Path:
 
 def test_the_outside_labels_series_is_grey_as_its_caption_says(tmp_path: Path) -> None:
     html = _page(tmp_path).read_text(encoding="utf-8")
-    labels = html.split('id="d0-labels"')[1].split("</section>")[0]
+    labels = html.split('id="labels"')[1].split("</section>")[0]
     swatch = re.search(r'<rect [^>]*fill="([^"]+)"><title>outside labels</title>', labels)
     assert swatch is not None and swatch.group(1) == svg.TEXT_GREY
     assert "dark grey is the step&#x27;s thread outside every label" in labels
@@ -76,11 +76,9 @@ def test_titles_ticks_and_legends_fit_in_chromium(tmp_path: Path) -> None:
     with loaded(_page(tmp_path)) as (page, problems):
         title = page.eval_on_selector("h1", "e => [e.scrollWidth, e.clientWidth]")
         scroll = page.evaluate("[document.documentElement.scrollWidth, window.innerWidth]")
-        steps = _boxes(page, "#d0-steps svg text")
-        labels = _boxes(page, "#d0-labels svg text")
-        legend_room = page.eval_on_selector(
-            "#d0-labels svg", "e => e.getBoundingClientRect().right"
-        )
+        steps = _boxes(page, "#steps svg text")
+        labels = _boxes(page, "#labels svg text")
+        legend_room = page.eval_on_selector("#labels svg", "e => e.getBoundingClientRect().right")
     assert problems == []
     assert title[0] <= title[1] and scroll[0] <= scroll[1]  # the path wraps inside the page
     step_names = [b for b in steps if str(b["text"]).startswith("ProfilerStep#")]

@@ -54,6 +54,10 @@ def test_a_slow_loader_is_supported_with_a_ratio_beyond_the_noise(tmp_path: Path
     assert ratio < 0.5  # 24 ms of reading in front of ~1 ms of compute
     assert check.elapsed_s is not None and check.budget_s is not None
     assert check.elapsed_s <= check.budget_s
+    # the verdict says what the check showed, where it said what to check
+    top = {t.rule: t for t in report.verdict.top}
+    assert report.verdict.bound == "input"
+    assert top["input-pipeline"].outcome == f"supported: {check.sentence}"
     # the user's objects are untouched: the checks ran on deep copies
     after = workload.model.state_dict()
     assert all(torch.equal(before[k], after[k]) for k in before)
@@ -119,6 +123,9 @@ def test_the_command_writes_checks_with_every_raw_sample(tmp_path: Path) -> None
     (check,) = [c for c in report["checks"] if c["rule"] == "input-pipeline"]
     samples = check["comparison"]["samples"]
     assert check["outcome"] == "supported"
+    assert list(report)[:2] == ["schema", "verdict"]  # the verdict first, with the outcome
+    (top,) = [t for t in report["verdict"]["top"] if t["rule"] == "input-pipeline"]
+    assert top["outcome"].startswith("supported: ")
     assert len(samples["a"]) == len(samples["b"]) >= 6
     assert check["comparison"]["correctness"]["steps"] >= 1
     assert "Checking input-pipeline" in result.stderr

@@ -15,21 +15,25 @@ from tests.conftest import gpu_trace
 
 @pytest.mark.slow
 def test_the_planted_straggler_and_its_phase_bound_every_step(tmp_path: Path) -> None:
-    plant = Plant(1, "optimizer_step", 30.0, "compute")
+    plant = Plant(1, "optimizer_step", 60.0, "compute")
     paths = record_gloo_run(tmp_path / "run", world_size=2, plant=plant, mode="explicit")
     job = analyze_job([str(p) for p in paths], critical_path=True)
     bounds = job.report.critical_path
     assert bounds, "every rank's path joined"
-    for bound in bounds:
-        assert (bound.rank, bound.phase, bound.via) == (1, "optimizer_step", "collective")
+    # on a shared 2-core machine a descheduled rank can arrive last once: most steps, then
+    planted = [b for b in bounds if (b.rank, b.phase) == (1, "optimizer_step")]
+    assert len(planted) >= len(bounds) - 1 >= 1, bounds
+    for bound in planted:
+        assert bound.via == "collective"
         assert bound.phase_on_path_ms >= 0.8 * plant.extra_ms
         assert bound.others_waited_ms is not None and bound.others_waited_ms > 0.5 * plant.extra_ms
     # the straggler finding names the same rank and phase, and the path through it
     (straggler,) = [s for s in job.report.stragglers if s.rank == 1]
     assert straggler.phase == "optimizer_step"
     (finding,) = [f for f in job.report.findings if f.rule == "straggler"]
-    assert finding.evidence.values()["bounds_steps"] == len(bounds)
-    assert f"ends on rank 1 in {len(bounds)} of {len(bounds)} steps" in finding.observation
+    on_rank = sum(b.rank == 1 for b in bounds)
+    assert finding.evidence.values()["bounds_steps"] == on_rank
+    assert f"ends on rank 1 in {on_rank} of {len(bounds)} steps" in finding.observation
 
 
 def test_the_shared_ddp_pair_is_bounded_by_a_rank_at_each_step() -> None:

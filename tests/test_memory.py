@@ -212,7 +212,12 @@ def test_the_timeline_draws_each_steps_memory_with_its_peak() -> None:
         assert max(curve.reserved) == figures.peak_reserved_bytes
         assert 0 <= curve.peak_ns <= step_lanes.wall_ns
     html = renderer("html").render([report_document(report, View(lanes=lanes))])
-    assert html.count('class="mband"') == len(lanes.steps)
+    together = lanes.together  # the consecutive steps drawn at once: their memory too
+    assert together is not None and together.memory is not None
+    inside = {together.name.split(" to ")[0], *(name for _, name in together.boundaries)}
+    peaks = [s.memory.peak_bytes for s in lanes.steps if s.memory and s.name in inside]
+    assert len(peaks) == 3 and together.memory.peak_bytes == max(peaks)
+    assert html.count('class="mband"') == len(lanes.steps) + 1
     assert "peak 6.6 GB allocated on cuda:1" in html
 
 

@@ -42,14 +42,14 @@ def test_per_rank_keeps_one_report_per_trace() -> None:
     result = run(str(SET), "--per-rank", "--format", "json", "--top", "1")
     assert result.exit_code == 0, result.stderr
     data = json.loads(result.stdout)
-    assert [r["schema"] for r in data] == ["steptrace.report/3"] * 4
+    assert [r["schema"] for r in data] == ["steptrace.report/4"] * 4
     assert [r["analysis"]["trace"]["rank"] for r in data] == [0, 1, 2, 3]
 
 
 def test_a_single_trace_is_analyzed_as_before() -> None:
     result = run(str(rank_paths(SET)[0]), "--format", "json")
     assert result.exit_code == 0, result.stderr
-    assert json.loads(result.stdout)["schema"] == "steptrace.report/3"
+    assert json.loads(result.stdout)["schema"] == "steptrace.report/4"
 
 
 def _copy(folder: Path, ranks: list[int], source: Path = FIXTURES / "slow-read-8") -> None:

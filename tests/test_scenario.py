@@ -71,7 +71,7 @@ def test_a_trace_without_scenario_says_no_question_was_recorded(write_trace: Wri
     path = write_trace(document([step(1, 0, 100)]))
     assert steptrace.analyze(path).scenario is None
     result = CliRunner().invoke(app, ["analyze", str(path)])
-    assert "No question was recorded" in result.stdout
+    assert "No question recorded" in result.stdout
     out = CliRunner().invoke(app, ["analyze", str(path), "--format", "json"]).stdout
     assert json.loads(out)["scenario"] is None
 

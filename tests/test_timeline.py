@@ -148,7 +148,7 @@ def test_each_gap_has_its_cause(write_trace: WriteTrace) -> None:
         kernel("b", 115, 10, correlation=2),  # 20-115: late
         cpu("cudaDeviceSynchronize", 130, 70, cat="cuda_runtime"),  # ends at 200
         launch(300, 10, correlation=3),
-        kernel("c", 320, 30, correlation=3),  # 125-320: sync
+        kernel("c", 320, 30, correlation=3),  # 125-200: launched late; 200-320: sync
         launch(335, 3, correlation=4),
         kernel("d", 500, 10, correlation=4),  # 350-500: queued
     ]  # and 510-1000: nothing after it
@@ -159,7 +159,8 @@ def test_each_gap_has_its_cause(write_trace: WriteTrace) -> None:
     assert shown == [
         (0, 10_000, WAITING_ON_HOST),  # the first launch ended at 8 µs: after the step began
         (20_000, 115_000, WAITING_ON_HOST),
-        (125_000, 320_000, AFTER_SYNC),
+        (125_000, 200_000, WAITING_ON_HOST),  # c's launch ended after the GPU went idle
+        (200_000, 320_000, AFTER_SYNC),  # from the blocking call's end
         (350_000, 500_000, NOT_KNOWN),
         (510_000, 1_000_000, NOTHING_AFTER),
     ]

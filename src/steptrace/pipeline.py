@@ -29,9 +29,10 @@ from steptrace.analysis.lanes import Lanes
 from steptrace.analysis.measure import analysis_of
 from steptrace.analysis.registry import fields_for, figures
 from steptrace.errors import TraceError
-from steptrace.hypotheses import Case, find
+from steptrace.hypotheses import Case, complete_steps, find
 from steptrace.hypotheses.thresholds import Thresholds
 from steptrace.hypotheses.variation import step_variation
+from steptrace.hypotheses.verdict import verdict_of
 from steptrace.report.model import FINDINGS_SCHEMA, SCHEMA, RanksReport, Report
 from steptrace.scenario import decode_record, read_sidecar, sidecar_path, throughput
 from steptrace.trace.load import read_trace
@@ -204,12 +205,15 @@ def _analyzed(
     analysis = analysis_of(context, computed)
     limits = thresholds or Thresholds()
     varied = step_variation(analysis, limits)
+    case = Case(analysis, scenario, capture)
+    found = find(case, limits)
     report = Report(
+        verdict=verdict_of(complete_steps(case), found, limits),
         scenario=scenario,
         capture=msgspec.structs.replace(capture, inventory=None) if capture else None,
         analysis=analysis,
         throughput=throughput(scenario, analysis.summary.wall_ms.median),
-        findings=find(Case(analysis, scenario, capture), limits),
+        findings=found,
         thresholds=limits,
         warnings=tuple(unreadable + warnings + ([varied] if varied else [])),
     )

@@ -228,13 +228,16 @@ def test_idle_causes_reach_the_step() -> None:
         step(1, 0, 100),
         runtime("cudaLaunchKernel", 0, 2, correlation=1),
         kernel("first", 0, 25, correlation=1),
-        runtime("cudaStreamSynchronize", 20, 10),  # ends at 30, GPU idle until 50
+        runtime("cudaStreamSynchronize", 20, 10),  # ends at 30, in the gap [25, 50]
         runtime("cudaLaunchKernel", 40, 5, correlation=2),  # ends at 45: after the GPU idled
         kernel("second", 50, 10, correlation=2),
+        runtime("cudaLaunchKernel", 70, 5, correlation=3),  # ends at 75: after the GPU idled
+        kernel("third", 80, 5, correlation=3),
     )
     (gpu,) = per_step(t)
-    assert gpu.idle_waiting_on_host_ms == ms(25)  # the gap [25, 50]
-    assert gpu.idle_after_sync_ms == ms(20)  # [30, 50]
+    assert gpu.idle_after_sync_ms == ms(20)  # [30, 50]: from the sync's end
+    assert gpu.idle_waiting_on_host_ms == ms(5 + 20)  # [25, 30] and [60, 80]: launched late
+    assert gpu.idle_ms == ms(25 + 20 + 15)  # and [85, 100]: nothing after it
 
 
 def test_a_zero_length_step_is_all_zero() -> None:

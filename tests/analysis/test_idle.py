@@ -1,4 +1,5 @@
-"""Idle causes: gaps the host filled too late, and idle time after a blocking call."""
+"""Idle gaps and their causes: the host filled them too late, a blocking call ended in
+them, nothing followed, or not known; one cause each, in that order of precedence."""
 
 from __future__ import annotations
 
@@ -6,7 +7,13 @@ import numpy as np
 import pytest
 
 from steptrace.analysis.gpu_busy import GpuBusy, gpu_busy
-from steptrace.analysis.idle import after_sync_us, waiting_on_host_us
+from steptrace.analysis.idle import (
+    AFTER_SYNC,
+    NOT_KNOWN,
+    NOTHING_AFTER,
+    WAITING_ON_HOST,
+    idle_gaps_us,
+)
 from steptrace.analysis.links import cpu_tree, gpu_links
 from tests.tables import Row, kernel, runtime, table
 
@@ -26,23 +33,42 @@ def launched(name: str, start: float, dur: float, launch_end: float, corr: int) 
     ]
 
 
-def test_no_linked_work_means_not_observed() -> None:
+NO_SYNC = np.zeros(0)
+
+
+def gaps(
+    gpu: GpuBusy, lo: float, hi: float, sync_ends: list[float] | None = None
+) -> list[tuple[float, float, str]]:
+    """(start, end, cause) of each gap of ``[lo, hi)``."""
+    ends = np.array(sorted(sync_ends or []), dtype=float)
+    found = idle_gaps_us(gpu, ends, lo, hi)
+    return list(
+        zip(found.start_us.tolist(), found.end_us.tolist(), found.cause.tolist(), strict=True)
+    )
+
+
+def test_without_linked_work_no_gap_is_blamed_on_the_host() -> None:
     gpu = timeline(kernel("a", 0, 10), kernel("b", 20, 10))
-    assert waiting_on_host_us(gpu, 0, 100) is None
+    assert gaps(gpu, 0, 100) == [(10, 20, NOT_KNOWN), (30, 100, NOTHING_AFTER)]
 
 
-def test_only_gaps_whose_next_launch_ended_after_the_gpu_went_idle() -> None:
+def test_a_gap_is_the_hosts_when_the_next_launch_ended_after_the_gpu_went_idle() -> None:
     gpu = timeline(
         *launched("first", 0, 10, launch_end=2, corr=1),
         *launched("late", 20, 10, launch_end=18, corr=2),  # gap [10, 20]: launched late
         *launched("queued", 40, 10, launch_end=7, corr=3),  # gap [30, 40]: it was waiting
     )
-    assert waiting_on_host_us(gpu, 0, 100) == 10
+    assert gaps(gpu, 0, 100) == [
+        (10, 20, WAITING_ON_HOST),
+        (30, 40, NOT_KNOWN),
+        (50, 100, NOTHING_AFTER),
+    ]
+    assert idle_gaps_us(gpu, NO_SYNC, 0, 100).total_ms(WAITING_ON_HOST) == 0.01
 
 
-def test_gaps_before_the_first_and_after_the_last_activity_do_not_count() -> None:
+def test_the_gaps_at_the_steps_edges_count_like_the_others() -> None:
     gpu = timeline(*launched("only", 20, 10, launch_end=19, corr=1))
-    assert waiting_on_host_us(gpu, 0, 100) == 0
+    assert gaps(gpu, 0, 100) == [(0, 20, WAITING_ON_HOST), (30, 100, NOTHING_AFTER)]
 
 
 def test_gaps_are_clipped_to_the_step() -> None:
@@ -51,9 +77,8 @@ def test_gaps_are_clipped_to_the_step() -> None:
         *launched("b", 20, 10, launch_end=15, corr=2),
         *launched("c", 40, 10, launch_end=35, corr=3),
     )
-    assert waiting_on_host_us(gpu, 0, 25) == 10  # [10, 20]; [30, 40] is outside
-    assert waiting_on_host_us(gpu, 25, 60) == 10  # [30, 40]
-    assert waiting_on_host_us(gpu, 0, 100) == 20
+    assert gaps(gpu, 0, 25) == [(10, 20, WAITING_ON_HOST)]
+    assert gaps(gpu, 25, 60) == [(30, 40, WAITING_ON_HOST), (50, 60, NOTHING_AFTER)]
 
 
 def test_streams_are_merged_before_looking_for_gaps() -> None:
@@ -63,7 +88,7 @@ def test_streams_are_merged_before_looking_for_gaps() -> None:
         runtime("cudaLaunchKernel", 11, 1, correlation=2),  # late, but b ran while a did
         *launched("c", 25, 5, launch_end=20, corr=3),  # gap [15, 25]
     )
-    assert waiting_on_host_us(gpu, 0, 100) == 10
+    assert gaps(gpu, 0, 30) == [(15, 25, WAITING_ON_HOST)]
 
 
 def test_a_gap_before_unlinked_work_is_not_blamed_on_the_host() -> None:
@@ -71,26 +96,32 @@ def test_a_gap_before_unlinked_work_is_not_blamed_on_the_host() -> None:
         *launched("a", 0, 10, launch_end=1, corr=1),
         kernel("unlinked", 20, 10),
     )
-    assert waiting_on_host_us(gpu, 0, 100) == 0
+    assert gaps(gpu, 0, 30) == [(10, 20, NOT_KNOWN)]
 
 
 @pytest.mark.parametrize(
-    ("sync_ends", "lo", "hi", "expected"),
+    ("sync_ends", "expected"),
     [
-        ([30], 0, 100, 20),  # idle [30, 50] until the next kernel
-        ([5], 0, 100, 0),  # ends while the GPU is busy
-        ([50], 0, 100, 0),  # ends as the next kernel starts
-        ([25], 0, 100, 25),  # ends as a kernel ends: idle [25, 50]
-        ([80], 0, 100, 20),  # nothing follows: idle to the step end
-        ([30, 40], 0, 100, 20),  # two in one gap: [30, 50] once
-        ([30, 70], 0, 100, 50),  # [30, 50] and [70, 100]
-        ([30], 0, 45, 15),  # the next kernel starts after the step: cut at its end
-        ([100, -5], 0, 100, 0),  # outside the step
-        ([], 0, 100, 0),
+        ([30], [(25, 30, NOT_KNOWN), (30, 50, AFTER_SYNC), (65, 100, NOTHING_AFTER)]),
+        ([5], [(25, 50, NOT_KNOWN), (65, 100, NOTHING_AFTER)]),  # ends while busy
+        ([50], [(25, 50, NOT_KNOWN), (65, 100, NOTHING_AFTER)]),  # ends as b starts
+        ([25], [(25, 50, AFTER_SYNC), (65, 100, NOTHING_AFTER)]),  # ends as a ends
+        ([80], [(25, 50, NOT_KNOWN), (65, 80, NOTHING_AFTER), (80, 100, AFTER_SYNC)]),
+        ([30, 40], [(25, 30, NOT_KNOWN), (30, 50, AFTER_SYNC), (65, 100, NOTHING_AFTER)]),
+        ([100, -5], [(25, 50, NOT_KNOWN), (65, 100, NOTHING_AFTER)]),  # outside the step
     ],
 )
-def test_idle_after_a_blocking_call(
-    sync_ends: list[float], lo: float, hi: float, expected: float
+def test_idle_after_a_blocking_call_runs_from_its_end(
+    sync_ends: list[float], expected: list[tuple[float, float, str]]
 ) -> None:
     gpu = timeline(kernel("a", 0, 25), kernel("b", 50, 10), kernel("c", 55, 10, stream=8))
-    assert after_sync_us(gpu, np.array(sync_ends, dtype=float), lo, hi) == expected
+    assert gaps(gpu, 0, 100, sync_ends) == expected
+
+
+def test_a_blocking_call_comes_before_a_late_launch() -> None:
+    gpu = timeline(
+        *launched("a", 0, 10, launch_end=1, corr=1),
+        *launched("b", 30, 10, launch_end=25, corr=2),  # late, but a sync ended at 15
+    )
+    assert gaps(gpu, 0, 40, [15]) == [(10, 15, WAITING_ON_HOST), (15, 30, AFTER_SYNC)]
+    assert gaps(gpu, 0, 40, [10]) == [(10, 30, AFTER_SYNC)]

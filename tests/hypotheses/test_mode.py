@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import pytest
@@ -193,11 +194,14 @@ def test_precision_fires_at_20_percent_of_kernel_time() -> None:
         Figure("fp32_matrix_kernel_ms", 2.0, "ms"),
         Figure("examples", (SGEMM,), "names"),
         Figure("device", "NVIDIA H100", "text"),
+        Figure("tensor_core_precisions", ("tfloat32", "bfloat16", "float16", "float8"), "names"),
     )
     # a share of the step, not of kernel time: 2 ms over the steps' 30 ms
     assert found.severity == pytest.approx(2 / 30) and found.level == "medium"
     assert found.evidence.where == Where(NAMES, (1000.0, 31000.0), THREAD, (7,))
-    assert "on NVIDIA H100 (compute capability 9.0)" in found.observation
+    assert "on NVIDIA H100 (compute capability 9.0, tensor cores for TF32/BF16/FP16/FP8)" in (
+        found.observation
+    )
 
 
 def test_precision_silent_just_under() -> None:
@@ -240,7 +244,49 @@ def test_precision_needs_tensor_cores(capability: str | None) -> None:
 @pytest.mark.parametrize("capability", ["7.0", "10.0"])
 def test_precision_from_compute_capability_7(capability: str) -> None:
     (found,) = fp32(kernels((SGEMM, 10.0), capability=capability))
-    assert f"(compute capability {capability})" in found.observation
+    assert f"(compute capability {capability}, tensor cores for" in found.observation
+
+
+def precision_text(found: Finding) -> str:
+    return " ".join((found.observation, found.hypothesis, found.next_check))
+
+
+@pytest.mark.parametrize("capability", ["7.0", "7.5"])
+def test_precision_before_sm80_advises_fp16_never_bf16(capability: str) -> None:
+    (found,) = fp32(kernels((SGEMM, 10.0), capability=capability))
+    text = precision_text(found)
+    assert "torch.float16" in text and "GradScaler" in text
+    assert not re.search(r"bf16|bfloat16|tf32", text, re.IGNORECASE)
+
+
+def test_precision_from_sm80_advises_bf16_and_tf32_and_fp8_where_the_device_has_it() -> None:
+    (ampere,) = fp32(kernels((SGEMM, 10.0), capability="8.0"))
+    assert "torch.bfloat16" in ampere.next_check and "allow_tf32" in ampere.next_check
+    assert "FP8" not in precision_text(ampere)
+    (hopper,) = fp32(kernels((SGEMM, 10.0), capability="9.0"))
+    assert "torch.bfloat16" in hopper.next_check and "FP8" in hopper.next_check
+
+
+@pytest.mark.parametrize(
+    ("name", "capability", "fires", "fp8"),
+    [
+        ("Tesla V100-SXM2-32GB", None, True, False),  # the table knows it: FP16 only
+        ("AMD Instinct MI300X VF", "9.4", True, True),  # a gfx number, not a capability
+        ("AMD Radeon Graphics", "9.0", False, False),  # ROCm's name of an MI250: not known
+    ],
+)
+def test_precision_reads_the_device_table_before_the_capability(
+    name: str, capability: str | None, fires: bool, fp8: bool
+) -> None:
+    data = analysis(
+        steps(10.0, gpu=gpu_step(5.0)),
+        kernels=[kernel(SGEMM, 1.0)],
+        devices=[device(name, capability, memory_bytes=34_000_000_000)],
+    )
+    found = fp32(data)
+    assert len(found) == int(fires)
+    if fires:
+        assert ("FP8" in found[0].next_check) == fp8
 
 
 def test_precision_names_the_first_capable_device() -> None:

@@ -1,4 +1,4 @@
-"""Rules ``sync-in-step``, ``cpu-bound`` and ``comm-overlap`` on hand-built analyses."""
+"""Rules ``sync-in-step`` and ``cpu-bound`` on hand-built analyses."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import pytest
 
 from steptrace.analysis.measure import TraceAnalysis
 from steptrace.hypotheses import Case, Figure, Finding, Thresholds, Where
-from steptrace.hypotheses.rules.waiting import comm_overlap, cpu_bound, sync_in_step
+from steptrace.hypotheses.rules.waiting import cpu_bound, sync_in_step
 from tests.analyses import THREAD, analysis, cpu, gpu_step, operator, steps, sync
 
 NAMES = ("ProfilerStep#1", "ProfilerStep#2", "ProfilerStep#3")
@@ -21,10 +21,6 @@ def syncing(data: TraceAnalysis, **limits: Any) -> list[Finding]:
 
 def bound(data: TraceAnalysis, **limits: Any) -> list[Finding]:
     return cpu_bound(Case(data), Thresholds(**limits))
-
-
-def overlap(data: TraceAnalysis, **limits: Any) -> list[Finding]:
-    return comm_overlap(Case(data), Thresholds(**limits))
 
 
 # -- sync-in-step -----------------------------------------------------------------------------
@@ -150,48 +146,3 @@ def test_cpu_bound_overridden_thresholds() -> None:
 
 def test_cpu_bound_silent_when_the_gpu_is_not_observed() -> None:
     assert bound(analysis(steps(10.0, 10.0, 10.0, cpu=cpu(10.0)))) == []
-
-
-# -- comm-overlap -----------------------------------------------------------------------------
-def communicating(comm_ms: float, overlap_ms: float) -> TraceAnalysis:
-    """Three steps of 10 ms with ``comm_ms`` of communication, ``overlap_ms`` of it overlapped."""
-    gpu = gpu_step(8.0, communication_ms=comm_ms, overlap_ms=overlap_ms)
-    return analysis(steps(10.0, 10.0, 10.0, gpu=gpu))
-
-
-def test_comm_overlap_fires_at_10_percent_of_the_step() -> None:
-    (found,) = overlap(communicating(1.0, 0.25))
-    assert found.rule == "comm-overlap"
-    assert found.evidence.figures == (
-        Figure("communication_share", 0.1, "share"),
-        Figure("overlapped_share", 0.25, "share"),
-    )
-    assert found.severity == pytest.approx(0.075)  # 10% of the step, 75% of it not overlapped
-    assert found.level == "medium"
-    assert found.evidence.where == WHERE
-
-
-@pytest.mark.parametrize(("comm_ms", "overlap_ms"), [(0.99, 0.0), (2.0, 1.0), (4.0, 3.0)])
-def test_comm_overlap_silent_when_small_or_half_overlapped(
-    comm_ms: float, overlap_ms: float
-) -> None:
-    assert overlap(communicating(comm_ms, overlap_ms)) == []
-
-
-def test_comm_overlap_counts_only_steps_with_communication() -> None:
-    gpus = [gpu_step(8.0), gpu_step(8.0, communication_ms=3.0), gpu_step(8.0, communication_ms=5.0)]
-    (found,) = overlap(analysis(steps(10.0, 10.0, 10.0, gpu=gpus)))
-    assert found.evidence.values() == {"communication_share": 0.4, "overlapped_share": 0.0}
-    assert found.severity == pytest.approx(0.4)
-    assert found.evidence.where.steps == NAMES  # every step, as for the other rules
-
-
-def test_comm_overlap_overridden_thresholds() -> None:
-    assert overlap(communicating(1.0, 0.25), comm_share=0.11) == []
-    assert overlap(communicating(1.0, 0.25), comm_overlap=0.25) == []
-    assert len(overlap(communicating(2.0, 1.5), comm_overlap=0.8)) == 1
-
-
-def test_comm_overlap_silent_without_gpu_or_communication() -> None:
-    assert overlap(analysis(steps(10.0, 10.0, 10.0))) == []
-    assert overlap(communicating(0.0, 0.0), comm_share=0.0) == []

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from steptrace.across.ranks.clocks import align, median_ns
-from steptrace.across.ranks.collectives import Instance
 from steptrace.across.ranks.matching import Matched
+from steptrace.analysis.collectives import Instance
 
 
 def call(start: int, end: int) -> Instance:

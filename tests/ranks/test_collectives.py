@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from steptrace.across.ranks.collectives import Instance, collective_instances
+from steptrace.analysis.collectives import Instance, collective_instances
 from steptrace.analysis.links import cpu_tree, gpu_links
 from steptrace.trace.load import load_trace
 from tests.conftest import WriteTrace

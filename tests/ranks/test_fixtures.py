@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import statistics
 from pathlib import Path
 from typing import Any
 
@@ -57,3 +58,26 @@ def test_the_recorded_set_gives_its_planted_answer(folder: Path) -> None:
         (clock,) = [c for c in report.clocks.ranks if c.rank == shifted["rank"]]
         assert clock.offset_us is not None
         assert abs(clock.offset_us / 1000 - shifted["by_ms"]) <= 1.0
+
+
+@pytest.mark.parametrize("folder", _sets())
+def test_one_claim_per_millisecond_with_the_straggler_first(folder: Path) -> None:
+    report, truth = _analyze(folder)
+    timed = [f for f in report.findings if f.basis == "step time"]
+    assert sum(f.severity for f in timed) <= 1.0
+    plant = truth.get("plant")
+    if not plant:
+        return
+    first = report.findings[0]
+    assert first.rule == "straggler" and first.evidence.values()["rank"] == plant["rank"]
+    # the wait it causes is about the planted delay: the others wait for it, each step
+    walls = [s.wall_ms for r in report.ranks if r.rank != plant["rank"] for s in r.steps]
+    caused_ms = first.severity * statistics.median(walls)
+    assert 0.6 * plant["extra_ms"] <= caused_ms <= 1.1 * plant["extra_ms"]
+    # exposed-communication keeps only the rest: at least half the delay is no longer its
+    exposed = [f for f in report.findings if f.rule == "exposed-communication"]
+    whole = statistics.median(
+        s.exposed_comm_ms for r in report.ranks for s in r.steps if s.exposed_comm_ms
+    )
+    for f in exposed:
+        assert float(f.evidence.values()["exposed_comm_ms"]) <= whole - plant["extra_ms"] / 2

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from steptrace.across.ranks.collectives import Instance, kind_of
 from steptrace.across.ranks.matching import match
+from steptrace.analysis.collectives import Instance, kind_of
 
 
 def inst(

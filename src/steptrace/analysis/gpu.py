@@ -30,7 +30,7 @@ from numpy.typing import NDArray
 from steptrace.analysis.categories import CategoryTime, category_per_step
 from steptrace.analysis.context import FigureSpec, TraceContext
 from steptrace.analysis.gpu_busy import GpuBusy
-from steptrace.analysis.idle import after_sync_us, waiting_on_host_us
+from steptrace.analysis.idle import AFTER_SYNC, WAITING_ON_HOST, idle_gaps_us
 from steptrace.analysis.kernel_kinds import DEFAULT, KernelKinds
 from steptrace.analysis.spread import Spread
 from steptrace.analysis.steps import StepWindow, indices_by_step, step_of
@@ -107,8 +107,10 @@ class GpuStep(msgspec.Struct, frozen=True):
     communication: CommunicationSummary
     launch_delay_us: Spread | None  # kernel start minus the end of its launch call
     sync_calls: tuple[SyncSummary, ...]
-    idle_waiting_on_host_ms: float | None  # gaps the next launch arrived too late to fill
-    idle_after_sync_ms: float  # idle from the end of a blocking call to the next GPU work
+    # idle gaps by cause (``idle``: the timeline shades the same gaps): the next launch
+    # arrived too late to fill them (None: no launch call linked); a blocking call ended in them
+    idle_waiting_on_host_ms: float | None
+    idle_after_sync_ms: float
     streams: tuple[int, ...]  # streams with GPU work starting in the step
     categories: tuple[CategoryTime, ...] = ()  # busy time by kind of work, overlap once
 
@@ -129,7 +131,7 @@ def gpu_per_step(
     gpu_start = timeline.start_us
     launch_delay = gpu_start - timeline.launch_end_us  # queueing included
     syncs = _sync_rows(events)
-    sync_ends = events.end_us[syncs]
+    sync_ends = np.sort(events.end_us[syncs])
     sync_step = step_of(steps, events.start_us[syncs])
     launched_in = step_of(steps, timeline.issued_us)  # the step whose CPU side launched it
     communication = _communication(events, timeline, launched_in, lo, hi, kinds)
@@ -140,6 +142,7 @@ def gpu_per_step(
     for k, step in enumerate(steps):
         inside = launched[k]  # indices into the timeline's rows, ascending
         wall = step.wall_ms
+        idle = idle_gaps_us(timeline, sync_ends, step.start_us, step.end_us)
         results.append(
             GpuStep(
                 busy_ms=float(busy[k]),
@@ -151,20 +154,15 @@ def gpu_per_step(
                 communication=communication[k],
                 launch_delay_us=Spread.of(_finite(launch_delay[inside])),
                 sync_calls=_syncs(events, syncs[synced[k]]),
-                idle_waiting_on_host_ms=_ms(
-                    waiting_on_host_us(timeline, step.start_us, step.end_us)
+                idle_waiting_on_host_ms=(
+                    idle.total_ms(WAITING_ON_HOST) if timeline.any_launch_known else None
                 ),
                 streams=tuple(int(x) for x in distinct(events.stream[timeline.rows[inside]])),
-                idle_after_sync_ms=after_sync_us(timeline, sync_ends, step.start_us, step.end_us)
-                / 1000,
+                idle_after_sync_ms=idle.total_ms(AFTER_SYNC),
                 categories=categories[k],
             )
         )
     return tuple(results)
-
-
-def _ms(us: float | None) -> float | None:
-    return None if us is None else us / 1000
 
 
 def _finite(values: NDArray[np.float64]) -> NDArray[np.float64]:

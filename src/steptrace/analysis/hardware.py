@@ -6,6 +6,8 @@ Contract: ``peaks_for(devices) -> DevicePeaks | None`` matches the trace's first
 that does not say the model, such as ROCm's "AMD Radeon Graphics": then nothing is
 guessed, and ``--peaks FILE`` gives them). ``peaks_from_json`` reads a user's measured
 peaks; ``DevicePeaks.over(base)`` fills what they leave out from the table.
+``matrix_precisions(device)``: the precisions under float32 its matrix units run, from
+the table, else from an NVIDIA compute capability (None for a device neither tells).
 
 Figures are dense (no 2:4 sparsity: half the datasheets' "with sparsity" figures), per
 device as PyTorch sees it: an MI250(X) is two devices (GCDs), each with half the
@@ -163,6 +165,34 @@ def peaks_for(devices: Sequence[Device] | None) -> DevicePeaks | None:
         if re.search(pattern, device.name) and gb >= least_gb:
             return peaks
     return None
+
+
+# NVIDIA compute capability -> the precisions its tensor cores run under float32: Volta
+# and Turing FP16 only; Ampere adds TF32 and BF16; Ada and Hopper FP8; Blackwell FP4.
+_BY_CAPABILITY: tuple[tuple[float, tuple[str, ...]], ...] = (
+    (10.0, ("tfloat32", "bfloat16", "float16", "float8", "float4")),
+    (8.9, ("tfloat32", "bfloat16", "float16", "float8")),
+    (8.0, ("tfloat32", "bfloat16", "float16")),
+    (7.0, ("float16",)),
+)
+# ROCm writes the gfx version where CUDA writes the compute capability (MI250: 9.0)
+_AMD = re.compile(r"\bAMD\b|Radeon|Instinct|\bMI\d{3}", re.IGNORECASE)
+
+
+def matrix_precisions(device: Device) -> tuple[str, ...] | None:
+    """The precisions under float32 the device's matrix units run (``PRECISIONS`` order);
+    () for a GPU without them (NVIDIA before compute capability 7.0); None when neither the
+    table nor the compute capability tells (an AMD device the table does not name)."""
+    peaks = peaks_for([device])
+    if peaks is not None:
+        return tuple(p for p in PRECISIONS[1:] if p in peaks.matrix_tflops)
+    if _AMD.search(device.name):
+        return None
+    try:
+        capability = float(device.compute_capability or "")
+    except ValueError:
+        return None
+    return next((found for least, found in _BY_CAPABILITY if capability >= least), ())
 
 
 def measured_peaks(measured: MeasuredPeaks | None) -> DevicePeaks | None:

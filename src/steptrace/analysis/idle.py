@@ -1,46 +1,84 @@
-"""Why the GPU sat idle inside a step: waiting on the host to launch, or behind a sync.
+"""Why the GPU sat idle inside a step: one classification, read by the tables and the timeline.
 
-Contract: ``waiting_on_host_us(timeline, lo, hi)`` adds up the gaps between two GPU
-activities of the step after which the next activity's launch call ended only once the
-GPU had gone idle: the queue had drained and the GPU waited for the CPU to submit work.
-It is ``None`` when no GPU activity is linked to its launch call. ``after_sync_us(
-timeline, sync_ends, lo, hi)`` adds up the idle time from the end of each blocking call
-to the next GPU activity: the host waited for the GPU, then the GPU waited for the host.
-Both are unions on the timeline, never sums of overlapping pieces.
+Contract: ``idle_gaps_us(timeline, sync_ends_us, lo, hi) -> IdleSpans``: the time in
+``[lo, hi)`` not covered by the union of all GPU work (every stream and device), in time
+order, each gap with one cause:
+
+- ``after a synchronization``: from the end of a blocking call (``gpu.SYNC_CALLS``) to
+  the gap's end: the host waited for the GPU, then the GPU waited for the host (a gap in
+  which a blocking call ends is cut there, its first part read by the causes below);
+- ``waiting on the host``: the launch call of the next GPU activity ended only after the
+  gap began: the queue had drained and the GPU waited for the CPU to submit work;
+- ``no GPU work after it``: nothing ran on the GPU after the gap, in the whole trace;
+- ``not known``: the next activity had been launched before the gap began (a dependency,
+  an event wait, or a launch the trace does not link).
+
+The first cause that holds decides. ``idle_by_cause_ms`` sums the gaps by cause: the GPU
+table's idle columns and the timeline's shaded gaps (``lane_gaps``) are the same gaps, so
+their figures agree, and the causes never add up to more than the idle time.
 """
 
 from __future__ import annotations
 
+import msgspec
 import numpy as np
 from numpy.typing import NDArray
 
 from steptrace.analysis.gpu_busy import GpuBusy
 from steptrace.trace import intervals as iv
 
-
-def waiting_on_host_us(timeline: GpuBusy, lo: float, hi: float) -> float | None:
-    """Idle gaps inside ``[lo, hi]`` whose next GPU activity was launched late."""
-    if not timeline.any_launch_known:
-        return None
-    starts, ends = iv.clip(timeline.busy, lo, hi)
-    if starts.size < 2:
-        return 0.0
-    gap_start, gap_end = ends[:-1], starts[1:]
-    first_after = np.searchsorted(timeline.start_us, gap_end, side="left")
-    first_after = np.minimum(first_after, timeline.start_us.size - 1)
-    launched_late = timeline.launch_end_us[first_after] > gap_start  # NaN: False
-    return float((gap_end - gap_start)[launched_late].sum())
+AFTER_SYNC = "after a synchronization"
+WAITING_ON_HOST = "waiting on the host"
+NOTHING_AFTER = "no GPU work after it"
+NOT_KNOWN = "not known"
+CAUSES = (WAITING_ON_HOST, AFTER_SYNC, NOT_KNOWN, NOTHING_AFTER)
 
 
-def after_sync_us(timeline: GpuBusy, sync_ends: NDArray[np.float64], lo: float, hi: float) -> float:
-    """Idle time from each blocking call's end to the next GPU activity (or the step end)."""
-    starts, ends = timeline.busy
-    t = sync_ends[(sync_ends >= lo) & (sync_ends < hi)]
-    if t.size == 0:
-        return 0.0
-    at = np.searchsorted(starts, t, side="right")  # busy intervals starting after t
-    inside_busy = (at > 0) & (ends[np.maximum(at - 1, 0)] > t)
-    following = np.where(at < starts.size, starts[np.minimum(at, starts.size - 1)], hi)
-    gap_end = np.minimum(following, hi)
-    idle = ~inside_busy & (gap_end > t)
-    return iv.total(iv.union(t[idle], gap_end[idle]))
+class IdleSpans(msgspec.Struct, frozen=True, eq=False):
+    """A window's idle gaps as columns: µs from the origin, and each one's cause."""
+
+    start_us: NDArray[np.float64]
+    end_us: NDArray[np.float64]
+    cause: NDArray[np.str_]
+
+    def total_ms(self, cause: str) -> float:
+        """The idle time of the gaps of this cause, in ms."""
+        chosen = self.cause == cause
+        return float((self.end_us[chosen] - self.start_us[chosen]).sum()) / 1000
+
+
+def idle_gaps_us(
+    timeline: GpuBusy, sync_ends_us: NDArray[np.float64], lo: float, hi: float
+) -> IdleSpans:
+    """The idle gaps of ``[lo, hi)``, each with its cause (see the module)."""
+    starts, ends = iv.gaps(iv.clip(timeline.busy, lo, hi), lo, hi)
+    keep = ends > starts
+    starts, ends, synced = _cut_at_syncs(starts[keep], ends[keep], sync_ends_us)
+    if starts.size == 0:
+        return IdleSpans(starts, ends, np.zeros(0, dtype=np.str_))
+    nxt = np.searchsorted(timeline.start_us, ends, side="left")
+    has_next = nxt < timeline.start_us.size
+    launch_end = timeline.launch_end_us[np.minimum(nxt, timeline.start_us.size - 1)]
+    late = has_next & (launch_end > starts)  # NaN (no launch known): False
+    causes = np.select(
+        [synced, late, ~has_next], [AFTER_SYNC, WAITING_ON_HOST, NOTHING_AFTER], NOT_KNOWN
+    )
+    return IdleSpans(starts, ends, causes)
+
+
+def _cut_at_syncs(
+    starts: NDArray[np.float64], ends: NDArray[np.float64], sync_ends: NDArray[np.float64]
+) -> tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.bool_]]:
+    """The gaps, each cut at the first blocking call's end inside it; and whether each
+    piece starts at such an end (it is then idle after a synchronization)."""
+    first = np.searchsorted(sync_ends, starts, side="left")
+    inside = first < sync_ends.size
+    at = np.full(starts.size, np.inf)
+    at[inside] = sync_ends[first[inside]]
+    inside &= at < ends
+    cut = inside & (at > starts)  # the gap before the call's end, then after it
+    piece_starts = np.concatenate((starts, at[cut]))
+    piece_ends = np.concatenate((np.where(cut, at, ends), ends[cut]))
+    synced = np.concatenate((inside & ~cut, np.ones(int(cut.sum()), dtype=bool)))
+    order = np.argsort(piece_starts, kind="stable")
+    return piece_starts[order], piece_ends[order], synced[order]

@@ -11,7 +11,15 @@ times in integer nanoseconds from the step's start:
   each GPU bar names the CPU bar of the top operator that launched it and when its launch
   call started (``correlation``), when known;
 - the GPU's idle gaps inside the window (the union of all GPU work, every device), each
-  with its cause (``lane_gaps``).
+  with its cause (``lane_gaps``), and the spans in which the batch is read (the labels
+  read as ``data_read``: ``analysis.parts``), so that a gap can say it fell in one;
+- per GPU lane, its launch queue: how many activities were launched on the stream and not
+  yet started, over the step (``lane_queue``; those launched in an earlier step count).
+
+``Lanes.together`` lays out the median step with the steps on either side of it as one
+window (``TOGETHER`` steps at most), its ``boundaries`` where each later step starts: work
+spilling over a step's end, a CPU running ahead, and the launch links across steps show
+there.
 
 Bounded: on each lane and depth, events shorter than the step's ``resolution_ns`` are
 merged with their close neighbours into ``Band``s that count them; nothing is dropped:
@@ -36,8 +44,11 @@ from steptrace.analysis.kernel_kinds import category_of
 from steptrace.analysis.lane_gaps import Gap, IdleGaps, idle_gaps, sync_ends
 from steptrace.analysis.lane_memory import MemoryCurve, memory_curves
 from steptrace.analysis.lane_merge import Band, Bar, merge
+from steptrace.analysis.lane_queue import QueueCurve, queue_depth
 from steptrace.analysis.links import CpuTree, GpuLinks
+from steptrace.analysis.parts import part_of
 from steptrace.analysis.steps import StepWindow
+from steptrace.trace import intervals as iv
 from steptrace.trace.arrays import distinct
 from steptrace.trace.kinds import Kind
 from steptrace.trace.nesting import parents
@@ -48,6 +59,8 @@ DETAIL = 4000  # resolution: the step's wall time / DETAIL (4x zoom on a 1000-pi
 BUDGET = 24_000  # bars, bands and gaps of all steps together
 STEP_MAX = 6_000  # at most this many for one step
 STEP_MIN = 300  # at least this many for one step, however many steps there are
+QUEUE_DETAIL = 1000  # the launch queue's buckets: the step's wall time / QUEUE_DETAIL at most
+TOGETHER = 3  # consecutive steps drawn at once: the median step and its neighbours
 NAME_CHARS = 300  # names are cut to this many characters (the tables hold them whole)
 KINDS = ("label", "operator", "kernel", "communication", "memset", "HtoD", "DtoH", "DtoD", "copy")
 
@@ -64,6 +77,7 @@ class Lane(msgspec.Struct, frozen=True, kw_only=True):
     events: int  # events of the lane starting in the step: drawn or counted in a band
     bars: tuple[Bar, ...]
     bands: tuple[Band, ...]
+    queue: QueueCurve | None = None  # GPU lanes: launched, not yet started; None: no launch
 
 
 class StepLanes(msgspec.Struct, frozen=True, kw_only=True):
@@ -79,6 +93,9 @@ class StepLanes(msgspec.Struct, frozen=True, kw_only=True):
     small_gaps: int  # idle gaps shorter than resolution_ns, not drawn
     small_gaps_ns: int
     memory: MemoryCurve | None = None  # allocated and reserved bytes; None: not recorded
+    boundaries: tuple[tuple[int, str], ...] = ()  # steps drawn together: (ns, name) of each
+    # step's start after the first
+    reading: tuple[tuple[int, int], ...] = ()  # (start, end) ns: the batch read (data_read)
 
 
 class Lanes(msgspec.Struct, frozen=True, kw_only=True):
@@ -89,6 +106,7 @@ class Lanes(msgspec.Struct, frozen=True, kw_only=True):
     steps: tuple[StepLanes, ...]
     shown: int
     gpu_observed: bool
+    together: StepLanes | None = None  # consecutive steps as one window; None: one step
 
 
 class _Names:
@@ -112,9 +130,11 @@ def step_lanes(
     max_depth: int | None = None,
     max_steps: int | None = None,
     step_min: int = STEP_MIN,
+    together: bool = True,
 ) -> Lanes:
     """The timeline of the steps (the first ``max_steps`` when given); ``max_depth`` keeps
-    only CPU bars that shallow; each step gets at least ``step_min`` items of ``budget``."""
+    only CPU bars that shallow; each step gets at least ``step_min`` items of ``budget``;
+    ``together``: also the consecutive steps around the median one as one window."""
     trace, events = context.trace, context.events
     windows = context.windows[:max_steps]
     tree, links, observed = context.tree, context.links, context.gpu_busy
@@ -132,21 +152,70 @@ def step_lanes(
     gpu_depth = _depths(events, links.rows, lane)
     drawing = _Drawing(events, tree, links, cpu_rows, depth, names, trace, kinds, gpu_depth)
     curves = memory_curves(context.trace.instants, windows, _peak_labels(context))
+    read = _read_spans(events)
     steps = tuple(
         msgspec.structs.replace(
             _step(drawing, w, share, idle_gaps(observed, ends, w) if observed else None),
             memory=curve,
+            reading=_inside(read, w),
         )
         for w, curve in zip(windows, curves, strict=True)
     )
     walls = sorted(range(len(windows)), key=lambda k: windows[k].end_us - windows[k].start_us)
+    shown = walls[(len(walls) - 1) // 2] if walls else 0
+    both = None
+    if together and (around := _around(windows, shown)) is not None:
+        gaps = idle_gaps(observed, ends, around[0]) if observed else None
+        (curve,) = memory_curves(context.trace.instants, (around[0],), {})
+        both = msgspec.structs.replace(
+            _step(drawing, around[0], share, gaps),
+            memory=curve,
+            boundaries=around[1],
+            reading=_inside(read, around[0]),
+        )
     return Lanes(
         kinds=KINDS,
         names=names.names,
         steps=steps,
-        shown=walls[(len(walls) - 1) // 2] if walls else 0,
+        shown=shown,
         gpu_observed=observed is not None,
+        together=both,
     )
+
+
+def _read_spans(events: EventTable) -> iv.Intervals:
+    """The union of the labels read as reading the batch (µs), on every thread."""
+    rows = np.flatnonzero(events.kind == Kind.USER_ANNOTATION)
+    read = [
+        i
+        for i in distinct(events.name_id[rows]).tolist()
+        if part_of(events.names[i]) == "data_read"
+    ]
+    rows = rows[np.isin(events.name_id[rows], read)]
+    return iv.union(events.start_us[rows], events.end_us[rows])
+
+
+def _inside(spans: iv.Intervals, w: StepWindow) -> tuple[tuple[int, int], ...]:
+    """The spans inside the window, in ns from its start."""
+    starts, ends = iv.clip(spans, w.start_us, w.end_us)
+    lo_ns = round(w.start_us * 1000)
+    return tuple(zip(_ns(starts, lo_ns).tolist(), _ns(ends, lo_ns).tolist(), strict=True))
+
+
+def _around(
+    windows: tuple[StepWindow, ...], shown: int
+) -> tuple[StepWindow, tuple[tuple[int, str], ...]] | None:
+    """The window of ``TOGETHER`` consecutive steps around the shown one, and where each
+    step after the first starts in it (ns); None with fewer than two steps."""
+    if len(windows) < 2:
+        return None
+    first = min(max(shown - TOGETHER // 2, 0), max(len(windows) - TOGETHER, 0))
+    chosen = windows[first : first + TOGETHER]
+    lo, hi = chosen[0], chosen[-1]
+    end = max(w.end_us for w in chosen)
+    window = StepWindow(f"{lo.name} to {hi.name}", None, lo.thread, lo.start_us, end)
+    starts = tuple((round((w.start_us - lo.start_us) * 1000), w.name) for w in chosen[1:])
+    return window, starts
 
 
 def _peak_labels(context: TraceContext) -> dict[str, dict[str, str | None]]:
@@ -208,6 +277,7 @@ def _step(c: _Drawing, w: StepWindow, share: int, gaps: IdleGaps | None) -> Step
         if items <= share or resolution >= wall_ns:
             break
         resolution *= 2
+    lanes = _queued(c, w, lanes)
     return StepLanes(
         name=w.name,
         number=w.number,
@@ -313,6 +383,32 @@ def _gpu_lanes(
             )
         )
     return lanes
+
+
+def _queued(c: _Drawing, w: StepWindow, lanes: tuple[Lane, ...]) -> tuple[Lane, ...]:
+    """The lanes, each GPU one with its launch queue: every linked activity of its stream
+    queued during the step (launched before its end, started after its start)."""
+    events, links = c.events, c.links
+    rows, launch = links.rows, links.launch
+    launch_us = events.start_us[np.maximum(launch, 0)]
+    during = (launch >= 0) & (launch_us < w.end_us) & (events.start_us[rows] > w.start_us)
+    rows, launch_us = rows[during], launch_us[during]
+    lo_ns = round(w.start_us * 1000)
+    wall_ns = round(w.end_us * 1000) - lo_ns
+    resolution = max(wall_ns // QUEUE_DETAIL, 1)
+    out = []
+    for lane in lanes:
+        on = (events.device[rows] == lane.device) & (events.stream[rows] == lane.stream)
+        if lane.kind == "gpu" and on.any():
+            curve = queue_depth(
+                _ns(launch_us[on], lo_ns),
+                _ns(events.start_us[rows[on]], lo_ns),
+                wall_ns,
+                resolution,
+            )
+            lane = msgspec.structs.replace(lane, queue=curve)
+        out.append(lane)
+    return tuple(out)
 
 
 def _top_owner(tree: CpuTree, owner: Rows) -> Rows:

@@ -1,9 +1,9 @@
 """``measure``: one loaded trace -> its ``TraceAnalysis``, the registry's figures composed.
 
 Contract: ``measure(trace) -> TraceAnalysis``, pure (no I/O, no findings): steps, labels,
-CPU and GPU per step, GPU work outside the steps, operators, kernels, copies and the
-roofline per operator, as frozen typed results. It mirrors the ``analysis`` object of the
-JSON report (``docs/json-schema.md``).
+CPU and GPU per step, GPU work outside the steps, operators, kernels, copies, the
+roofline per operator and the collectives by type, as frozen typed results. It mirrors
+the ``analysis`` object of the JSON report (``docs/json-schema.md``).
 The figures are those of ``registry`` over one ``TraceContext``, computed by ``compose``;
 ``analysis_of`` assembles them when the caller computed them (with figures on demand).
 """
@@ -15,6 +15,7 @@ from typing import Any
 import msgspec
 
 from steptrace.analysis.categories import CategorySummary, summarize
+from steptrace.analysis.communication import CollectiveKind
 from steptrace.analysis.compose import compute
 from steptrace.analysis.context import TraceContext
 from steptrace.analysis.copies import CopyPattern
@@ -127,6 +128,9 @@ class TraceAnalysis(msgspec.Struct, frozen=True):
     roofline: tuple[RooflineRow, ...] = ()  # (): no shapes recorded; may be cut to the top N
     roofline_peaks: DevicePeaks | None = None  # the roofs used; None: not known
     critical_path: CriticalPath | None = None  # None: not computed (``critical_path``)
+    # collectives by type (all_reduce, all_to_all, ...): sizes, bandwidth, exposed time per
+    # step; (): no collective in the trace
+    communication: tuple[CollectiveKind, ...] = ()
 
     def top(self, n: int) -> TraceAnalysis:
         """The same analysis listing only the first ``n`` operators, kernels and roofline
@@ -213,6 +217,7 @@ def analysis_of(context: TraceContext, computed: dict[str, Any]) -> TraceAnalysi
         roofline=rooflined.rows,
         roofline_peaks=rooflined.peaks,
         critical_path=computed.get("critical_path"),
+        communication=computed["communication"],
     )
 
 

@@ -11,9 +11,13 @@ The whole-trace figures (``calls``, ``self_ms``, ...) count every call, inside t
 not. The ``*_per_step`` figures are means over the given steps (the complete ones): the
 calls that started inside a step, summed, divided by the number of steps, so that they
 add up, operator by operator, to a per-step total (a median per operator would not).
+Recorded shapes and types are kept on one line (``compact_json``: some writers indent
+them).
 """
 
 from __future__ import annotations
+
+import json
 
 import msgspec
 import numpy as np
@@ -82,8 +86,8 @@ def operator_stats(
             inclusive_ms=float(inclusive_us[i]) / 1000,
             gpu_ms=None if gpu_us is None else float(gpu_us[i]) / 1000,
             gpu_launches=None if gpu_count is None else int(gpu_count[i]),
-            input_shapes=events.text(shapes[i][0]) if i in shapes else None,
-            input_types=events.text(shapes[i][1]) if i in shapes else None,
+            input_shapes=compact_json(events.text(shapes[i][0])) if i in shapes else None,
+            input_types=compact_json(events.text(shapes[i][1])) if i in shapes else None,
             calls_per_step=float(step_calls[i]),
             self_ms_per_step=float(step_self[i]) / 1000,
             inclusive_ms_per_step=float(step_inclusive[i]) / 1000,
@@ -92,6 +96,16 @@ def operator_stats(
         for i in np.flatnonzero(calls).tolist()
     ]
     return tuple(sorted(stats, key=lambda s: (-s.self_ms, s.name)))
+
+
+def compact_json(text: str | None) -> str | None:
+    """Recorded JSON on one line (a pretty-printed trace indents it): the same values."""
+    if text is None or "\n" not in text:
+        return text
+    try:
+        return json.dumps(json.loads(text))
+    except ValueError:
+        return " ".join(text.split())
 
 
 def _launched_gpu_work(

@@ -13,6 +13,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from steptrace.analysis import (
+    communication,
     copies,
     cpu,
     critical_path,
@@ -36,6 +37,7 @@ FIGURES: tuple[FigureSpec[Any], ...] = (
     copies.FIGURE,
     operators.FIGURE,
     cpu.FIGURE,
+    communication.FIGURE,
     memory.FIGURE,
     roofline.FIGURE,
     critical_path.FIGURE,

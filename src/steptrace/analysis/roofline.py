@@ -25,7 +25,6 @@ cost models are not even imported.
 
 from __future__ import annotations
 
-import json
 from typing import TYPE_CHECKING, Literal
 
 import msgspec
@@ -36,6 +35,7 @@ from steptrace.analysis.context import FigureSpec, TraceContext
 from steptrace.analysis.gpu import copy_kind
 from steptrace.analysis.hardware import DevicePeaks, peaks_for
 from steptrace.analysis.kernel_kinds import TF32
+from steptrace.analysis.operators import compact_json
 from steptrace.trace import intervals as iv
 from steptrace.trace.kinds import Kind
 from steptrace.trace.table import EventTable
@@ -156,9 +156,9 @@ def _row(
     return _measured(
         RooflineRow(
             operator=name,
-            input_shapes=_compact(texts[0]),
-            input_types=_compact(texts[1]),
-            concrete_inputs=_compact(texts[3]),
+            input_shapes=compact_json(texts[0]),
+            input_types=compact_json(texts[1]),
+            concrete_inputs=compact_json(texts[3]),
             calls=int(members.size),
             model=found.model if found else None,
             precision=precision,
@@ -180,16 +180,6 @@ def _row(
 
 
 _INPUTS = ("input_dims", "input_types", "input_strides", "concrete_inputs")
-
-
-def _compact(text: str | None) -> str | None:
-    """Recorded JSON on one line (some writers indent it): the same values."""
-    if text is None or "\n" not in text:
-        return text
-    try:
-        return json.dumps(json.loads(text))
-    except ValueError:
-        return " ".join(text.split())
 
 
 def _crosses_host(events: EventTable, work: Rows) -> bool:

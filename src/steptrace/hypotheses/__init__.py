@@ -5,7 +5,8 @@ analysis, the scenario, the capture's facts); ``RULES`` lists them in the order 
 documented ids (docs/findings.md). ``find`` runs them all, gives time that two findings
 claim to one of them, and ranks what fired by severity: the share of the step's wall time
 each explains (``steptrace.hypotheses.claims`` defines it); the memory findings, whose
-severity is a share of a device's memory, after them, ranked among themselves.
+severity is a share of a device's memory, after them, ranked among themselves; the minor
+ones (under ``finding.NOISE_FLOOR`` of the step) last.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from steptrace.hypotheses.case import Case
 from steptrace.hypotheses.claims import resolve
 from steptrace.hypotheses.finding import Evidence, Figure, Finding, Where
 from steptrace.hypotheses.on_path import off_path, on_critical_path
+from steptrace.hypotheses.rules.communication import comm_overlap
 from steptrace.hypotheses.rules.dominance import dominant_op, profiler_distortion
 from steptrace.hypotheses.rules.efficiency import fusion, low_efficiency
 from steptrace.hypotheses.rules.input import input_pipeline
@@ -30,7 +32,7 @@ from steptrace.hypotheses.rules.memory import (
 )
 from steptrace.hypotheses.rules.mode import gpu_not_observed, inference_autograd, precision
 from steptrace.hypotheses.rules.transfers import pageable_memcpy, repeated_copy
-from steptrace.hypotheses.rules.waiting import comm_overlap, cpu_bound, sync_in_step
+from steptrace.hypotheses.rules.waiting import cpu_bound, sync_in_step
 from steptrace.hypotheses.thresholds import Thresholds
 
 Rule = Callable[[Case, Thresholds], list[Finding]]
@@ -71,16 +73,19 @@ def complete_steps(case: Case) -> Case:
 
 
 def find(case: Case, thresholds: Thresholds | None = None) -> tuple[Finding, ...]:
-    """Every finding that fires, most severe first."""
+    """Every finding that fires, most severe first; the minor ones (under the noise floor)
+    last."""
     limits = thresholds or Thresholds()
     case = complete_steps(case)
     found = [f for _, rule in RULES for f in rule(case, limits)]
     timed = resolve([f for f in found if f.basis == "step time"])  # memory claims no time
     timed = on_critical_path(timed, case.analysis)  # off the path: ranked after the others
     of_memory = [f for f in found if f.basis != "step time"]
+    ranked = sorted(timed, key=lambda f: (off_path(f), -f.severity))
     return (
-        *sorted(timed, key=lambda f: (off_path(f), -f.severity)),
+        *(f for f in ranked if not f.minor),
         *sorted(of_memory, key=lambda f: -f.severity),
+        *(f for f in ranked if f.minor),
     )
 
 

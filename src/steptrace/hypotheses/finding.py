@@ -19,9 +19,16 @@ Level = Literal["high", "medium", "low"]
 # or reserved), or the bytes a step allocated
 Basis = Literal["step time", "memory peak", "reserved memory", "allocated bytes"]
 HIGH, MEDIUM = 0.20, 0.05  # shares of step time
+# A finding about time that explains less of the step than this is noise: listed apart, as
+# minor, and never in the verdict. Findings that explain no time by design (``NO_TIME``)
+# say what limits the others, and stay.
+NOISE_FLOOR = 0.005
+NO_TIME = frozenset({"clock-skew"})
 # ms, µs; share (0 to 1 of something named); ratio (x times); count; bytes; tflops (TFLOP/s);
-# names; text
-FigureUnit = Literal["ms", "us", "share", "ratio", "count", "bytes", "tflops", "names", "text"]
+# gbps (GB/s); names; text
+FigureUnit = Literal[
+    "ms", "us", "share", "ratio", "count", "bytes", "tflops", "gbps", "names", "text"
+]
 Value = int | float | str | tuple[int | str, ...] | None
 
 
@@ -73,6 +80,13 @@ class Finding(msgspec.Struct, frozen=True, kw_only=True):
     caveats: tuple[str, ...]
     basis: Basis = "step time"
     critical_path: OnCriticalPath | None = None  # None: not known (no path computed)
+
+    @property
+    def minor(self) -> bool:
+        """Explains under ``NOISE_FLOOR`` of the step: listed apart, out of the verdict."""
+        return (
+            self.basis == "step time" and self.severity < NOISE_FLOOR and self.rule not in NO_TIME
+        )
 
 
 def finding(

@@ -21,11 +21,13 @@ class Thresholds(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_field
     input_gpu_idle: float = 0.5
     # repeated-copy: a copy must recur in every step, in at least this many steps.
     repeated_copy_steps: int = 2
-    # small-launches: at least this many kernels in a step (TensorBoard's removed rule) ...
+    # small-launches: at least this many kernels in a step (TensorBoard's removed rule; a
+    # few kernels cost a few µs each to launch: they cannot explain a long wait) ...
     small_kernel_count: int = 100
     # ... with at least this share shorter than the runtime call that launched them,
     small_kernel_share: float = 0.5
-    # ... or the GPU idle waiting on the host for at least this share of the step.
+    # ... or the GPU idle waiting on the host for these short kernels' launches at least
+    # this share of the step.
     host_wait_share: float = 0.10
     # dominant-op: one operator holds at least this share of GPU time (or CPU self time).
     dominant_share: float = 0.30
@@ -85,6 +87,11 @@ class Thresholds(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_field
     memory_reserved_bytes: int = 256 * 2**20
     # memory-churn: a step allocates at least this many times its peak (median over steps).
     memory_churn_ratio: float = 4.0
+    # the verdict (hypotheses.verdict): the GPU computing this share of the step bounds it;
+    # else the part that holds at least the second share of the time the GPU is not
+    # computing (input, host, communication) does, and none that large: mixed.
+    bound_gpu_busy: float = 0.8
+    bound_share: float = 0.6
     # step variation (a warning, not a finding): the slowest complete step takes more than
     # this many times the fastest. Half again is more than timer noise and warm-up jitter
     # on a quiet machine; a real run showed 3x: then a median of a few steps describes none.

@@ -83,7 +83,7 @@ def investigate(
         report, subject, checks=checks, budget_s=budget_s, window=plan, say=say, clock=clock
     )
     results = with_predictions(report, Path(captured.trace), results)  # the graph, checked
-    return msgspec.structs.replace(report, checks=results)
+    return report.checked(results)
 
 
 def run_checks(

@@ -41,6 +41,8 @@ def number(value: float, unit: ColumnUnit | str) -> str:
         return f"{value:.2f}×"
     if unit == "bytes":
         return units.size(value)
+    if unit == "gbps":
+        return f"{value:.3g} GB/s"
     whole = float(value).is_integer() and abs(value) < 1e15
     if unit == "count" and whole:
         return f"{int(value):,}"

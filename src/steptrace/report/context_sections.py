@@ -4,14 +4,16 @@ and cannot tell, warnings, and how to open the trace on a timeline."""
 from __future__ import annotations
 
 from steptrace import units
+from steptrace.hypotheses import complete_steps
+from steptrace.hypotheses.case import Case
+from steptrace.hypotheses.rules.dominance import distortion_note
 from steptrace.report.document import Paragraph, Section
 from steptrace.report.model import Report
 from steptrace.scenario import OPTION_COSTS, CaptureFacts, Scenario
 
 NO_QUESTION = (
-    "No question was recorded with this trace: state the question and the step's "
-    "boundaries before reading it (steptrace.profile_training or steptrace.capture "
-    "record them)."
+    "No question recorded: state it, and the step's boundaries, before reading "
+    "(steptrace.profile_training and steptrace.capture record them)."
 )
 GPU_ABSENT = (
     "GPU not observed: the trace holds no kernel, memcpy or memset event, so GPU "
@@ -102,6 +104,9 @@ def notes(report: Report) -> Section:
         blocks.append(Paragraph(absent, "warning" if absent == GPU_ABSENT else "plain"))
     if not trace.steps_from_markers:
         blocks.append(Paragraph(NO_STEPS, "warning"))
+    case = complete_steps(Case(analysis, report.scenario, report.capture))
+    if (distortion := distortion_note(case, report.thresholds)) is not None:
+        blocks.append(Paragraph(distortion))
     first = analysis.summary.first_step
     if first is not None and first.differs and first.ratio is not None:
         blocks.append(

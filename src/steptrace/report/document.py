@@ -31,7 +31,7 @@ ColumnUnit = Literal[
     "text", "name", "ms", "delta_ms", "us", "share", "ratio", "count", "bytes", "number"
 ]
 Cell = str | int | float | Spread | None  # None: not observed
-Tone = Literal["plain", "question", "warning"]
+Tone = Literal["plain", "question", "warning", "verdict"]
 
 
 class Block(Protocol):

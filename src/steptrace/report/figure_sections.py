@@ -172,7 +172,7 @@ def gpu(report: Report) -> Section:
         (
             Column("step", "name"),
             Column("GPU busy", "share"),
-            Column("kernels", "count"),
+            Column("kernels launched", "count"),
             Column("launch delay µs (median)", "us"),
             Column("idle waiting on the host ms", "ms"),
             Column("idle after a sync ms", "ms"),
@@ -182,8 +182,12 @@ def gpu(report: Report) -> Section:
         ),
         tuple(_gpu_row(s) for s in observed),
         caption=(
-            "Busy is the union of kernels, copies and sets on all streams within the step; "
-            "work is counted in the step whose CPU side launched it."
+            "Busy, idle and communication are measured on the step's window: the union of "
+            "kernels, copies and sets on all streams between its start and its end, "
+            "whichever step launched them. The idle columns are the timeline's gaps by "
+            "cause (waiting on the host: the next launch came after the GPU went idle; "
+            "after a sync: from a blocking call's end). Kernels, launch delays and sync "
+            "calls are those the step launched, which may run after it ends."
         ),
     )
     return Section("gpu", heading, (chart, table))
@@ -219,7 +223,8 @@ def _scope(report: Report, totals: bool) -> tuple[str, str]:
     steps = f"{count} step" + ("s" if count != 1 else "")
     return "per step", (
         f"Per step: the mean over the {steps} (the calls that started in a step, summed, "
-        f"divided by {count}); --totals gives totals over the whole trace."
+        f"divided by {count}), listed in the order of their totals over the whole trace; "
+        "--totals gives those totals."
     )
 
 
@@ -252,8 +257,8 @@ def operators(report: Report, totals: bool = False) -> Section:
             "recursive call once."
         ),
     )
-    shown = "totals" if totals else "per step"
-    heading = f"CPU operators, ordered by self time in the whole trace ({listed}): {shown}"
+    shown = "totals over the whole trace" if totals else "per step"
+    heading = f"CPU operators ({listed} by self time): {shown}"
     return Section("operators", heading, (table,))
 
 
@@ -263,8 +268,8 @@ def kernels(report: Report, totals: bool = False) -> Section:
         return Section("kernels", "Kernels", (Paragraph(f"Kernels: {NOT_OBSERVED}."),))
     listed = f"top {len(analysis.kernels)} of {analysis.kernels_total}"
     suffix, scope = _scope(report, totals)
-    shown = "totals" if totals else "per step"
-    heading = f"Kernels, ordered by total time in the whole trace ({listed}): {shown}"
+    shown = "totals over the whole trace" if totals else "per step"
+    heading = f"Kernels ({listed} by time): {shown}"
     shaped = any(k.blocks_per_sm is not None for k in analysis.kernels)
     table = Table(
         (

@@ -7,21 +7,21 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from steptrace import units
-from steptrace.hypotheses.finding import Figure, Finding
+from steptrace.hypotheses.finding import NOISE_FLOOR, Figure, Finding
 from steptrace.report.cells import number
-from steptrace.report.document import Column, Paragraph, Section, Table
+from steptrace.report.document import Block, Column, Paragraph, Section, Table
 from steptrace.report.model import Report
 from steptrace.safe_text import one_line
 
 TRACE_CLOCK = "from the trace start"
 RANKS_CLOCK = "on the aligned clock, from the clocks' origin"
 RANKS_TITLE = (
-    "Possible readings of these rank traces, not verdicts. No duration or speed-up is "
-    "promised; each ends with the controlled check that can confirm or refute it."
+    "Possible readings of these rank traces, each with the controlled check that can "
+    "confirm or refute it. No duration or speed-up is promised."
 )
 FINDINGS_TITLE = (
-    "Possible readings of this trace, not verdicts. No duration or speed-up is promised; "
-    "each ends with the controlled check that can confirm or refute it."
+    "Possible readings of this trace, each with the controlled check that can confirm or "
+    "refute it. No duration or speed-up is promised."
 )
 
 
@@ -49,17 +49,40 @@ def findings_section(
             heading,
             (Paragraph(title), Paragraph(f"No finding above thresholds ({limits}).")),
         )
-    table = Table(
-        (
-            Column("finding", "text"),
-            Column("observation and evidence", "text"),
-            Column("hypothesis", "text"),
-            Column("next controlled check", "text"),
-            Column("caveats", "text"),
+    major = [f for f in found if not f.minor]
+    minor = [f for f in found if f.minor]
+    blocks: list[Block] = [Paragraph(title)]
+    if major:
+        table = Table(
+            (
+                Column("finding", "text"),
+                Column("observation and evidence", "text"),
+                Column("hypothesis", "text"),
+                Column("next controlled check", "text"),
+                Column("caveats", "text"),
+            ),
+            tuple(_finding_row(f, clock, (checked or {}).get(f.rule)) for f in major),
+        )
+        blocks.append(table)
+    else:
+        blocks.append(Paragraph("No finding explains 0.5% of the step or more."))
+    if minor:
+        blocks.append(_minor(minor))
+    return Section("findings", heading, tuple(blocks))
+
+
+def _minor(found: Sequence[Finding]) -> Table:
+    """The findings under the noise floor, one short row each."""
+    return Table(
+        (Column("minor finding", "text"), Column("observation", "text")),
+        tuple(
+            (f"{f.rule}\n{100 * f.severity:.2g}% of step", one_line(f.observation)) for f in found
         ),
-        tuple(_finding_row(f, clock, (checked or {}).get(f.rule)) for f in found),
+        caption=(
+            f"Minor: each explains under {100 * NOISE_FLOOR:.1f}% of the step, below what "
+            "the trace can tell from noise; listed for completeness, out of the verdict."
+        ),
     )
-    return Section("findings", heading, (Paragraph(title), table))
 
 
 # what a severity is a share of, in the findings table

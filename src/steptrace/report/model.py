@@ -1,7 +1,7 @@
 """``Report``: one trace's analysis, its findings, the question it answers, and warnings.
 
 It is what ``steptrace.analyze`` returns and what ``--format json`` writes (schema
-``steptrace.report/3``, see ``docs/json-schema.md``).
+``steptrace.report/4``, see ``docs/json-schema.md``): the verdict first.
 """
 
 from __future__ import annotations
@@ -22,26 +22,30 @@ from steptrace.across.ranks.rank_thresholds import RankThresholds
 from steptrace.analysis.measure import TraceAnalysis, TraceSummary
 from steptrace.hypotheses.finding import Finding
 from steptrace.hypotheses.thresholds import Thresholds
+from steptrace.hypotheses.verdict import Verdict, with_outcomes
 from steptrace.scenario import CaptureFacts, Scenario, Throughput
 from steptrace.validate.results import CheckResult
 
-SCHEMA = "steptrace.report/3"
-FINDINGS_SCHEMA = "steptrace.findings/3"  # what ``--findings-only --format json`` writes
+SCHEMA = "steptrace.report/4"
+FINDINGS_SCHEMA = "steptrace.findings/4"  # what ``--findings-only --format json`` writes
 
 
 class Report(msgspec.Struct, frozen=True, kw_only=True):
     """The question, the measurements, and the findings of one trace.
 
-    ``analysis`` holds every figure (``None`` in a GPU figure: not observed) and what
-    loading the trace skipped (``analysis.trace.warnings``); ``findings`` are hypotheses
-    with their next controlled check, most severe first; ``warnings`` are about the
-    report's other inputs (an unreadable scenario) and its certainty (steps that differ by
-    more than ``thresholds.step_spread``: more steps are needed). ``checks`` are the
-    findings' checks when ``investigate`` ran them. The steps' lanes the HTML report draws
-    are not part of it: the renderer has them from the trace (``pipeline.analyze_source``).
+    ``verdict`` says what bounds the step, in one sentence, and the top findings' next
+    checks (``hypotheses.verdict``); ``analysis`` holds every figure (``None`` in a GPU
+    figure: not observed) and what loading the trace skipped (``analysis.trace.warnings``);
+    ``findings`` are hypotheses with their next controlled check, most severe first;
+    ``warnings`` are about the report's other inputs (an unreadable scenario) and its
+    certainty (steps that differ by more than ``thresholds.step_spread``: more steps are
+    needed). ``checks`` are the findings' checks when ``investigate`` ran them. The steps'
+    lanes the HTML report draws are not part of it: the renderer has them from the trace
+    (``pipeline.analyze_source``).
     """
 
     schema: str = SCHEMA
+    verdict: Verdict  # what bounds the step, and what to check next
     scenario: Scenario | None  # the question and the step; None: none was recorded
     capture: CaptureFacts | None  # what the capture measured outside the profiler
     analysis: TraceAnalysis
@@ -56,11 +60,19 @@ class Report(msgspec.Struct, frozen=True, kw_only=True):
         """The same report listing only the first ``n`` operators and kernels."""
         return msgspec.structs.replace(self, analysis=self.analysis.top(n))
 
+    def checked(self, checks: tuple[CheckResult, ...]) -> Report:
+        """The same report with its findings' checks, their outcomes in the verdict."""
+        outcomes = {c.rule: f"{c.outcome}: {c.sentence}" for c in checks}
+        return msgspec.structs.replace(
+            self, checks=checks, verdict=with_outcomes(self.verdict, outcomes)
+        )
+
 
 class FindingsReport(msgspec.Struct, frozen=True, kw_only=True):
-    """A report reduced to its question, what the trace is, and the findings."""
+    """A report reduced to its verdict, question, what the trace is, and the findings."""
 
     schema: str = FINDINGS_SCHEMA
+    verdict: Verdict
     scenario: Scenario | None
     capture: CaptureFacts | None
     trace: TraceSummary
@@ -72,6 +84,7 @@ class FindingsReport(msgspec.Struct, frozen=True, kw_only=True):
     @classmethod
     def of(cls, report: Report) -> FindingsReport:
         return cls(
+            verdict=report.verdict,
             scenario=report.scenario,
             capture=report.capture,
             trace=report.analysis.trace,

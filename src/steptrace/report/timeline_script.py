@@ -56,7 +56,10 @@ SCRIPT = r"""
     function describe(el) {
       if (!el.dataset || el.dataset.s === undefined) return null;
       var c = el.classList, d = el.dataset, when = ms(+d.s) + ' + ' + ms(+d.d);
-      if (c.contains('gap')) return 'GPU idle, ' + data.causes[+d.c] + ': ' + when;
+      if (c.contains('gap')) {
+        var read = d.r !== undefined ? ', while the batch is read' : '';
+        return 'GPU idle, ' + data.causes[+d.c] + read + ': ' + when;
+      }
       var kind = data.kinds[+(el.getAttribute('class').match(/k(\d+)/) || [0, 0])[1]];
       var name = data.names[+d.n];
       if (c.contains('band')) {

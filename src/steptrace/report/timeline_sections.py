@@ -32,7 +32,12 @@ CAPTION = (
     "Times from the step's start. CPU lanes: your labels and the top operators under them, "
     "nested by depth; GPU lanes: one per stream. Events shorter than the step's resolution "
     "are merged into hatched bands that count them. Shaded: GPU idle, labelled with its "
-    "cause. Click a bar for its launch link; wheel or the buttons to zoom, drag to pan."
+    "cause. The menu's last choice draws consecutive steps at once, a dashed line where "
+    "each begins: work spilling over a step's end and launches across steps show there. "
+    "Below the lanes, each stream's launch queue: its activities launched and not yet "
+    "started (deep while the GPU is busy: the CPU runs ahead, and launch-to-start delays "
+    "are that wait, not slow launches). Click a bar for its launch link; wheel or the "
+    "buttons to zoom, drag to pan."
 )
 
 
@@ -41,6 +46,10 @@ def timeline_section(report: Report, timeline: Lanes | None) -> Section | None:
     if timeline is None or not timeline.steps:
         return None
     views = tuple(TimelineView(s.name, s.wall_ns, (LaneGroup("", 0, s),)) for s in timeline.steps)
+    if (both := timeline.together) is not None:  # after the steps: the marks index them
+        count = len(both.boundaries) + 1
+        label = f"{count} steps together: {both.name}"
+        views = (*views, TimelineView(label, both.wall_ns, (LaneGroup("", 0, both),)))
     marks = tuple(m for f in report.findings if (m := _mark(f, timeline)) is not None)
     figure = TimelineFigure(
         kinds=timeline.kinds,

@@ -17,6 +17,7 @@ import msgspec
 
 from steptrace.analysis.lane_gaps import AFTER_SYNC, NOT_KNOWN, NOTHING_AFTER, WAITING_ON_HOST
 from steptrace.analysis.lane_memory import MemoryCurve
+from steptrace.analysis.lane_queue import QueueCurve
 from steptrace.analysis.lanes import Lane
 from steptrace.report.document import LaneGroup, TimelineFigure, TimelineView
 from steptrace.safe_text import html_text, visible
@@ -24,7 +25,9 @@ from steptrace.units import short, size
 
 WIDTH, LABELS, ROW, LANE_GAP, AXIS = 1060, 210, 11, 5, 30
 MEMORY_H = 44  # the memory curve's band, above the lanes
-ALLOCATED, RESERVED = "#e15759", "#9c755f"
+QUEUE_H = 20  # a GPU stream's launch queue, below the group's lanes
+QUEUE_MIN = 2  # drawn when this many were queued at once (one is every launch's own wait)
+ALLOCATED, RESERVED, QUEUED = "#e15759", "#9c755f", "#76b7b2"
 PLOT = WIDTH - LABELS - 10
 TICKS = 8
 TEXT_MIN_PX = 48  # bars at least this wide at full view carry their name
@@ -42,18 +45,31 @@ COLORS = (
 )
 GAP_COLORS = ("#f6b8b8", "#fbd78b", "#d5d5d5", "#eeeeee")
 STYLE = (
-    ".tl{margin:.5rem 0}.tl svg{display:block;background:#fff;cursor:grab;user-select:none}"
+    # the figure spans the window, wider than the page's text; its SVGs scale to it
+    ".tl{margin:.5rem 0 .5rem calc(50% - 50vw + 1.5rem);width:calc(100vw - 3rem)}"
+    ".tl svg{display:block;background:#fff;cursor:grab;user-select:none}"
+    ".tl svg.tlv{width:100%;height:auto;max-width:none}"
+    # names drawn on bars and gaps never take the pointer from what is under them
+    ".tl g.tx{pointer-events:none}"
     ".tl .bar{font-size:.8rem;margin:.2rem 0}.tl .info{font-size:.8rem;color:#333;"
     "min-height:1.2em;font-family:ui-monospace,monospace}.tl .sel{stroke:#000;"
     "stroke-width:1.5px;vector-effect:non-scaling-stroke}.tl .band{fill-opacity:.45;"
     "stroke:#555;stroke-dasharray:2 2;stroke-width:.6px;vector-effect:non-scaling-stroke}"
-    ".tl .mark{fill:#4e79a7;fill-opacity:.12;stroke:#4e79a7;vector-effect:non-scaling-stroke}"
-    ".tl rect.hl{fill:#fff3b0}.tl text.hl{font-weight:bold}"
+    # a finding's place and lanes are outlined, never filled: the colours under them stay
+    ".tl .mark{fill:none;stroke:#4e79a7;stroke-width:2px;stroke-dasharray:6 3;"
+    "vector-effect:non-scaling-stroke}"
+    ".tl rect.lane.hl{stroke:#e0a800;stroke-width:2px;vector-effect:non-scaling-stroke}"
+    ".tl text.hl{font-weight:bold}"
+    ".tl .bd{stroke:#222;stroke-width:1.2px;stroke-dasharray:5 3;"
+    "vector-effect:non-scaling-stroke}.tl text.bdn{font-weight:bold}"
     ".tl .key{display:inline-block;width:.8em;height:.8em;"
     "margin:0 .2em 0 .8em;vertical-align:-.1em}.tl text{font-size:10px;fill:#222}"
+    ".tl g.tx text{font-size:9px}"  # a name fits its 11-unit row however wide the figure
     ".tl .lnk{stroke:#000;stroke-width:1.2px;vector-effect:non-scaling-stroke}"
     ".tl .mem{fill:none;stroke-width:1.4px;vector-effect:non-scaling-stroke}"
     ".tl .mpk{stroke:#e15759;stroke-width:1px;stroke-dasharray:3 2;"
+    "vector-effect:non-scaling-stroke}"
+    f".tl .que{{fill:{QUEUED};fill-opacity:.7;stroke:#3d8a85;stroke-width:.8px;"
     "vector-effect:non-scaling-stroke}"
     + "".join(f".tl .k{i}{{fill:{c}}}" for i, c in enumerate(COLORS))
     + "".join(f".tl .c{i}{{fill:{c}}}" for i, c in enumerate(GAP_COLORS))
@@ -128,6 +144,17 @@ def _legend(block: TimelineFigure) -> str:
         for i, c in enumerate(CAUSES)
         if c in used_causes
     ]
+    if any(
+        lane.queue.peak >= QUEUE_MIN
+        for v in block.views
+        for g in v.groups
+        for lane in g.lanes.lanes
+        if lane.queue
+    ):
+        keys.append(
+            f'<span class="key" style="background:{QUEUED}"></span>'
+            "launch queue (launched, not started)"
+        )
     curves = [v.groups[0].lanes.memory for v in block.views if len(v.groups) == 1]
     if any(curves):
         keys.append(f'<span class="key" style="background:{ALLOCATED}"></span>memory allocated')
@@ -157,10 +184,14 @@ def _view(view: TimelineView, index: int, shown: bool, block: TimelineFigure) ->
         group_top = y
         rows, texts, y, lane_index = _group(group, scale, y, lane_index, block, labels)
         body.append(_gaps(group, scale, group_top, y, texts))
+        queues, y = _queues(group, scale, y, labels)
+        rows.extend(queues)
         body.extend(rows)
         names.extend(texts)
         y += LANE_GAP
     height = y + 6
+    for group in view.groups:
+        body.extend(_boundaries(group, scale, height, names))
     hidden = "" if shown else ' style="display:none"'
     axis = "".join(_ticks(view.span_ns, height))
     return (
@@ -216,6 +247,74 @@ def _memory(curve: MemoryCurve, scale: float, top: int) -> tuple[str, str]:
         f"up to {html_text(size(most))}</text>"
     )
     return drawn, label
+
+
+READ_ATTR = ' data-r="1"'
+READ_WORDS = ", while the batch is read"  # a gap mostly inside the labels read as data_read
+
+
+def _mostly_reading(lo: int, hi: int, spans: tuple[tuple[int, int], ...]) -> bool:
+    """At least half of ``[lo, hi)`` lies in the spans in which the batch is read."""
+    inside = sum(max(0, min(hi, b) - max(lo, a)) for a, b in spans)
+    return hi > lo and 2 * inside >= hi - lo
+
+
+def _boundaries(group: LaneGroup, scale: float, height: int, names: list[str]) -> list[str]:
+    """Where each step after the first begins, on a view of consecutive steps: a dashed
+    line down the lanes, the step's name at the top."""
+    out = []
+    for at_ns, name in group.lanes.boundaries:
+        x = (group.offset_ns + at_ns) * scale
+        out.append(
+            f'<line class="bd" x1="{x:.2f}" y1="0" x2="{x:.2f}" y2="{height}">'
+            f"<title>{html_text(name)} begins</title></line>"
+        )
+        names.append(
+            f'<text class="bdn" data-x="{x:.2f}" data-w="0" x="{x + 2:.2f}" y="9">'
+            f"{html_text(short(visible(name), 30))}</text>"
+        )
+    return out
+
+
+def _queues(group: LaneGroup, scale: float, y: int, labels: list[str]) -> tuple[list[str], int]:
+    """Below the group's lanes, one row per GPU stream whose launch queue held ``QUEUE_MIN``
+    at once: how many of its activities were launched and not yet started, as a filled
+    step curve to its peak."""
+    rows: list[str] = []
+    for lane in group.lanes.lanes:
+        if lane.queue is None or lane.queue.peak < QUEUE_MIN:
+            continue
+        y += 2
+        what = (
+            f"{lane.label}: up to {lane.queue.peak} launched, not started "
+            "(the CPU ahead of the GPU by that many)"
+        )
+        labels.append(
+            f'<text x="{LABELS - 6}" y="{y + 13}" text-anchor="end"><title>{html_text(what)}'
+            f"</title>queued: up to {lane.queue.peak}</text>"
+        )
+        rows.append(
+            f'<polygon class="que" points="{_queue_points(lane.queue, group, scale, y)}">'
+            f"<title>{html_text(what)}</title></polygon>"
+        )
+        y += QUEUE_H
+    return rows, y
+
+
+def _queue_points(curve: QueueCurve, group: LaneGroup, scale: float, top: int) -> str:
+    """The queue's step curve as a closed polygon over the row's baseline."""
+    base = top + QUEUE_H
+    points = [f"{(group.offset_ns + curve.at_ns[0]) * scale:.2f},{base}"]
+    last: float = base
+    for at, depth in zip(curve.at_ns, curve.depth, strict=True):
+        x = (group.offset_ns + at) * scale
+        y = base - depth / curve.peak * (QUEUE_H - 2)
+        points.append(f"{x:.2f},{last:.1f}")
+        points.append(f"{x:.2f},{y:.1f}")
+        last = y
+    end = (group.offset_ns + group.lanes.wall_ns) * scale
+    points += [f"{end:.2f},{last:.1f}", f"{end:.2f},{base}"]
+    return " ".join(points)
 
 
 def _ticks(span_ns: int, height: int) -> Iterator[str]:
@@ -304,13 +403,15 @@ def _gaps(group: LaneGroup, scale: float, top: int, bottom: int, texts: list[str
         x = (group.offset_ns + gap.start_ns) * scale
         w = (gap.end_ns - gap.start_ns) * scale
         cause = CAUSES.index(gap.cause) if gap.cause in CAUSES else 2
+        read = _mostly_reading(gap.start_ns, gap.end_ns, group.lanes.reading)
         out.append(
             f'<rect class="gap c{cause}" x="{x:.2f}" y="{y}" width="{max(w, 0.2):.2f}" '
             f'height="{bottom - y}" data-s="{gap.start_ns}" data-d="{gap.end_ns - gap.start_ns}" '
-            f'data-c="{cause}"/>'
+            f'data-c="{cause}"{READ_ATTR if read else ""}/>'
         )
         if w >= TEXT_MIN_PX:
-            text = html_text(short(CAUSES[cause], int(w / 7)))
+            said = CAUSES[cause] + (READ_WORDS if read else "")
+            text = html_text(short(said, int(w / 7)))
             texts.append(
                 f'<text data-x="{x:.2f}" data-w="{w:.2f}" x="{x + 2:.2f}" y="{y + 8}">{text}</text>'
             )

@@ -39,6 +39,8 @@ color:#222;line-height:1.45;padding:0 1rem}
 h1{font-size:1.5rem}h1,p{overflow-wrap:anywhere}
 h2{font-size:1.15rem;margin-top:2rem;border-bottom:1px solid #ddd}
 .question{background:#f3f6fb;border-left:4px solid #4e79a7;padding:.3rem 1rem}
+.verdict{font-size:1.05rem;font-weight:600;background:#eef6ee;border-left:4px solid #59a14f;
+padding:.5rem 1rem;margin:.4rem 0}section:first-of-type h2{margin-top:.6rem}
 .warning{background:#fff8e6;border-left:4px solid #f28e2b;padding:.4rem 1rem;margin:.3rem 0}
 table{border-collapse:collapse;width:100%;font-size:.85rem;margin:.5rem 0}
 th,td{border:1px solid #ddd;padding:.3rem .5rem;text-align:right;vertical-align:top}
@@ -57,7 +59,9 @@ class HtmlRenderer:
     def render(self, documents: Sequence[Document]) -> str:
         named = documents[0].title if len(documents) == 1 else f"{len(documents)} reports"
         title = html_text(named if named.startswith("steptrace") else f"steptrace: {named}")
-        body = "".join(_document(d, f"d{k}-") for k, d in enumerate(documents))
+        # one report: its sections' ids are their keys (the verdict's is "verdict")
+        prefixes = [""] if len(documents) == 1 else [f"d{k}-" for k in range(len(documents))]
+        body = "".join(_document(d, p) for d, p in zip(documents, prefixes, strict=True))
         drawn = any(
             isinstance(b, TimelineFigure) for d in documents for s in d.sections for b in s.blocks
         )
@@ -70,14 +74,17 @@ class HtmlRenderer:
 
 
 def _document(document: Document, prefix: str) -> str:
-    """One document; ids are ``d<document>-<section key>[-<n>]``, unique on the page."""
+    """One document; ids are ``<prefix><section key>[-<n>]``, unique on the page (the
+    prefix ``d<document>-`` where a page holds several). The title opens the first
+    section, so that the verdict's section is the first thing on the page."""
     seen: dict[str, int] = {}
-    parts = [f"<h1>{html_text(document.title)}</h1>"]
+    parts: list[str] = []
+    title = f"<h1>{html_text(document.title)}</h1>"
     for section in document.sections:
         count = seen[section.key] = seen.get(section.key, 0) + 1
         key = section.key if count == 1 else f"{section.key}-{count}"
-        parts.append(_section(section, prefix + key, prefix))
-    return "".join(parts)
+        parts.append(_section(section, prefix + key, prefix, "" if parts else title))
+    return "".join(parts) or title
 
 
 _DRAWN = (
@@ -93,7 +100,7 @@ _DRAWN = (
 )
 
 
-def _section(section: Section, anchor: str, prefix: str = "") -> str:
+def _section(section: Section, anchor: str, prefix: str = "", title: str = "") -> str:
     """The heading and blocks (those HTML does not draw, as their fallback); the lines of
     the question share one box."""
     parts: list[str] = []
@@ -106,7 +113,7 @@ def _section(section: Section, anchor: str, prefix: str = "") -> str:
         else:
             parts.append(_block(block, anchor, prefix))
     blocks = "".join(parts)
-    heading = f"<h2>{html_text(section.heading)}</h2>"
+    heading = f"{title}<h2>{html_text(section.heading)}</h2>"
     return f'<section id="{html_text(anchor)}">{heading}{blocks}</section>'
 
 

@@ -1,4 +1,4 @@
-"""JSON: each document's data as ``msgspec`` writes it (a report: ``steptrace.report/3``).
+"""JSON: each document's data as ``msgspec`` writes it (a report: ``steptrace.report/4``).
 
 One document gives one object; several give a list of them. The sections are not used:
 the data is the typed value they were built from, documented in docs/json-schema.md.

@@ -50,6 +50,8 @@ def _paragraph(paragraph: Paragraph) -> str:
         return f"> {body}\n"
     if paragraph.tone == "question":
         return f"- {body}\n"
+    if paragraph.tone == "verdict":
+        return f"**{body}**\n"
     return f"{body}\n"
 
 

@@ -22,7 +22,7 @@ from steptrace.report.document import Cell, ColumnUnit, Document, Paragraph, Sec
 from steptrace.safe_text import one_line
 
 WIDTH = 160  # when the output is not a terminal (a pipe, a file, a golden render)
-_STYLE = {"plain": "", "question": "bold", "warning": "yellow"}
+_STYLE = {"plain": "", "question": "bold", "warning": "yellow", "verdict": "bold"}
 
 
 class TextRenderer:

@@ -1,11 +1,12 @@
 """One trace's report as sections, built once for every format.
 
-Reading order: the question, notes on what the trace can and cannot say, step times, the
+Reading order: the verdict (what bounds the step, and what to check next), the question,
+notes on what the trace can and cannot say, step times, the
 steps on the timeline (HTML draws it; the findings link to their places on it), the labels
 of each step, the GPU, memory, the GPU's time by kind of work, CPU operators, kernels, the
 roofline per operator, copies, the findings, the checks run on them, warnings, and how to
 open the trace on a timeline.
-``findings_only`` keeps the question, the findings and the warnings.
+``findings_only`` keeps the verdict, the question, the findings and the warnings.
 """
 
 from __future__ import annotations
@@ -68,20 +69,23 @@ def sections(report: Report, view: View) -> tuple[Section, ...]:
     from steptrace.report.outcome_sections import checks as outcomes
     from steptrace.report.roofline_sections import roofline
     from steptrace.report.timeline_sections import finding_jumps, timeline_section
+    from steptrace.report.verdict_sections import verdict_section
 
     checks = (
         *outcomes(report),
         *(comparison_section(n, c) for n, c in view.comparisons),
         *about(view.notes),
     )
+    first = verdict_section(report.verdict)
     if view.findings_only:
-        return (question(report), findings(report), *checks, *warnings(report))
+        return (first, question(report), findings(report), *checks, *warnings(report))
     drawn = timeline_section(report, view.lanes)
     jumps = finding_jumps(report, view.lanes) if drawn else None
     found = findings(report)
     if jumps is not None:
         found = msgspec.structs.replace(found, blocks=(*found.blocks, jumps))
     return (
+        first,
         question(report),
         notes(report),
         steps(report),

@@ -18,6 +18,7 @@ from typing import Literal
 
 import msgspec
 
+from steptrace.analysis.collectives import CollectiveSource
 from steptrace.analysis.lanes import Lanes
 
 RANKS_SCHEMA = "steptrace.ranks/2"
@@ -28,7 +29,6 @@ RankSource = Literal["distributedInfo", "file name", "file order"]
 # Where a collective instance was read: a record_param_comms CPU op (newer Kineto: Seq,
 # process group, sizes), a c10d operator (c10d::allreduce_), a gloo event on a gloo
 # thread, or an NCCL/RCCL kernel alone (no CPU side linked).
-CollectiveSource = Literal["record_param_comms", "c10d", "gloo", "nccl_kernel"]
 # How instances were paired across ranks: by (process group, Seq), or by their order
 # within the process group (and thread or stream) when no Seq was recorded.
 MatchKey = Literal["seq", "order"]

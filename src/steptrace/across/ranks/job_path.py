@@ -4,12 +4,12 @@ matched collectives.
 Contract: ``job_path(data, timed) -> tuple[JobStepBound, ...]``. A collective ends on
 every rank when its last rank arrives, so a step's last matched collective (the latest
 issued on its last rank) hands the job's path to that rank: the rank that arrived last
-(``Timing.last_rank``, on the aligned clock) bounds the step, and on that rank's own
-critical path (``RankParts.critical``) the phase with the most time names what bounded
-it. A step without a matched collective (or without trusted clocks) is bounded by the
-rank whose own path is longest: nothing joins the ranks there (``via`` says which).
-Steps are joined by number, those every rank has.
-"""
+(``Timing.last_rank`` on the aligned clocks; else the one that waited least, the waits
+being durations) bounds the step, and on that rank's own critical path
+(``RankParts.critical``) the phase with the most time names what bounded it. A step
+without a matched collective is bounded by the rank whose own path is longest: nothing
+joins the ranks there (``via`` says which). Steps are joined by number, those every rank
+has."""
 
 from __future__ import annotations
 
@@ -30,8 +30,8 @@ def job_path(data: Mapping[int, RankData], timed: Sequence[Timing]) -> tuple[Job
     found = []
     for number in numbers:
         closing = last.get(number)
-        if closing is not None and closing.last_rank is not None:
-            rank, via = closing.last_rank, COLLECTIVE
+        if closing is not None:
+            rank, via = _arrived_last(closing), COLLECTIVE
         else:
             rank = max(paths, key=lambda r: paths[r][number].length_ms)
             via, closing = LONGEST, None
@@ -54,6 +54,14 @@ def job_path(data: Mapping[int, RankData], timed: Sequence[Timing]) -> tuple[Job
     return tuple(found)
 
 
+def _arrived_last(t: Timing) -> int:
+    """The rank that arrived last: by the aligned clocks, else the one that waited least
+    (the waits are durations: no clock needed)."""
+    if t.last_rank is not None:
+        return t.last_rank
+    return min(t.wait_ns, key=lambda r: (t.wait_ns[r], r))
+
+
 def _order(number: int | None) -> int:
     return -1 if number is None else number
 
@@ -71,10 +79,11 @@ def _last_collectives(
     """Per step number: the matched collective its last rank issued last in that step."""
     found: dict[int | None, tuple[int, Timing]] = {}
     for t in timed:
-        if t.last_rank is None or t.last_rank not in data:
+        last = _arrived_last(t)
+        if last not in data:
             continue
-        rank = data[t.last_rank]
-        issued = t.issued_ns[t.last_rank]
+        rank = data[last]
+        issued = t.issued_ns[last]
         for step in rank.steps:
             lo = rank.clock_ns + round(step.start_us * 1000)
             hi = rank.clock_ns + round(step.end_us * 1000)

@@ -19,8 +19,8 @@ from collections.abc import Iterable, Mapping, Sequence
 
 import msgspec
 
-from steptrace.across.ranks.collectives import Instance
 from steptrace.across.ranks.figures import MatchKey, Unmatched
+from steptrace.analysis.collectives import Instance
 
 Queue = tuple[str, str]  # (process group, lane class)
 

@@ -24,10 +24,10 @@ from typing import Any, Literal
 import msgspec
 import numpy as np
 
-from steptrace.across.ranks.collectives import Instance, collective_instances
 from steptrace.across.ranks.discover import RankOrigin
 from steptrace.across.ranks.figures import RankStep
 from steptrace.analysis import memory as memory_figure
+from steptrace.analysis.collectives import Instance, collective_instances
 from steptrace.analysis.compose import compute
 from steptrace.analysis.context import FigureSpec, TraceContext
 from steptrace.analysis.critical_path import CriticalPath
@@ -134,6 +134,7 @@ def _lanes(context: TraceContext) -> Lanes:
         max_depth=RANK_DEPTH,
         max_steps=RANK_STEPS,
         step_min=RANK_STEP_MIN,
+        together=False,  # the job's figure draws one step across the ranks
     )
 
 

@@ -19,11 +19,9 @@ from collections.abc import Mapping, Sequence
 
 import msgspec
 
-from steptrace.across.ranks.collectives import Instance
-from steptrace.across.ranks.figures import CollectiveSource, CollectiveSummary, Unmatched
+from steptrace.across.ranks.figures import CollectiveSummary, Unmatched
 from steptrace.across.ranks.matching import Matched, Queue, QueueInfo
-
-_BUS_FACTOR = {"all_reduce": 2.0, "all_gather": 1.0, "reduce_scatter": 1.0, "all_to_all": 1.0}
+from steptrace.analysis.collectives import BUS_FACTOR, CollectiveSource, Instance
 
 
 class Timing(msgspec.Struct, frozen=True):
@@ -70,7 +68,7 @@ def bandwidths(timing: Timing, ranks: int) -> tuple[float | None, float | None]:
     if timing.nbytes is None or timing.transfer_ns <= 0:
         return None, None
     algbw = timing.nbytes / timing.transfer_ns
-    factor = _BUS_FACTOR.get(timing.kind)
+    factor = BUS_FACTOR.get(timing.kind)
     bus = algbw * factor * (ranks - 1) / ranks if factor is not None and ranks > 0 else algbw
     return algbw, bus
 

@@ -1,7 +1,16 @@
-"""Rules ``dominant-op`` and ``profiler-distortion``: what the operator table can mislead."""
+"""Rules ``dominant-op`` and ``profiler-distortion``: what the operator table can mislead.
+
+``dominant-op`` never names a wrapper (``WRAPPER``): a collective's ``record_param_comms``
+record, the ``ProfilerStep#`` marker, ``## name ##`` annotations, torch's
+``Optimizer.step#`` labels hold the work of others, which the other rules name.
+``profiler-distortion`` is a finding only when the distortion was measured; the
+suggestion from very short operators, unmeasured, is a line of the report's context
+(``distortion_note``).
+"""
 
 from __future__ import annotations
 
+import re
 from typing import TYPE_CHECKING
 
 from steptrace.hypotheses.finding import Finding, finding
@@ -9,24 +18,29 @@ from steptrace.hypotheses.rules.common import evidence, median, step_share, trac
 from steptrace.units import pct
 
 if TYPE_CHECKING:
-    from steptrace.analysis.measure import StepResult
+    from steptrace.analysis.measure import StepResult, TraceAnalysis
     from steptrace.hypotheses.case import Case
     from steptrace.hypotheses.thresholds import Thresholds
+
+
+# What the profiler or torch wraps around other work, never work of its own.
+WRAPPER = re.compile(
+    r"^record_param_comms$|^ProfilerStep#|^##.*##$|^Optimizer\.\w+#|^enumerate\(DataLoader\)#"
+)
 
 
 def dominant_op(case: Case, limits: Thresholds) -> list[Finding]:
     """One operator holds a large share of the GPU time it launched (or of CPU self time)."""
     analysis = case.analysis
     ops = analysis.operators
-    if not ops:
-        return []
     on_gpu = analysis.trace.gpu_observed
     measure = "GPU time it launched" if on_gpu else "CPU self time"
     values = [(o.gpu_ms or 0.0) if on_gpu else o.self_ms for o in ops]
     total = sum(values)  # over the listed operators: a lower bound of the share's base
-    if total <= 0:
+    work = [k for k, o in enumerate(ops) if not WRAPPER.search(o.name)]
+    if total <= 0 or not work:
         return []
-    top = max(range(len(ops)), key=values.__getitem__)
+    top = max(work, key=values.__getitem__)
     op, share = ops[top], values[top] / total
     # its time over the steps' wall time, at most its share of each step's busy time (GPU,
     # or CPU in operators): time outside the steps does not count
@@ -36,7 +50,7 @@ def dominant_op(case: Case, limits: Thresholds) -> list[Finding]:
     )
     if share < limits.dominant_share or of_step < limits.dominant_step_share:
         return []
-    shapes = op.input_shapes
+    shapes = op.input_shapes if op.input_shapes and _DIGIT.search(op.input_shapes) else None
     return [
         finding(
             "dominant-op",
@@ -52,7 +66,7 @@ def dominant_op(case: Case, limits: Thresholds) -> list[Finding]:
                 ("ms", values[top], "ms"),
                 ("share", share, "share"),
                 ("measure", measure, "text"),
-                ("input_shapes", shapes, "text"),
+                ("input_shapes", op.input_shapes, "text"),
             ),
             hypothesis="Its input shapes or its algorithm may decide the step time.",
             next_check=(
@@ -62,16 +76,25 @@ def dominant_op(case: Case, limits: Thresholds) -> list[Finding]:
                 "(layout, algorithm, precision) on the same inputs and check the outputs agree."
             ),
             caveats=(
-                (
-                    "Input shapes were not recorded: capture again with record_shapes=True to "
-                    "get them, knowing it adds overhead.",
-                )
-                if shapes is None
-                else ()
-            )
-            + ("A large share says where time goes, not that it can be saved.",),
+                *_shape_caveat(op.input_shapes, shapes),
+                "A large share says where time goes, not that it can be saved.",
+            ),
         )
     ]
+
+
+_DIGIT = re.compile(r"\d")  # a recorded tensor shape has a size; [[], []] has none
+
+
+def _shape_caveat(recorded: str | None, shapes: str | None) -> tuple[str, ...]:
+    if shapes is not None:
+        return ()
+    if recorded is None:
+        return (
+            "Input shapes were not recorded: capture again with record_shapes=True to get "
+            "them, knowing it adds overhead.",
+        )
+    return (f"Its recorded inputs ({recorded}) hold no tensor size to time it on.",)
 
 
 def _busy_ms(step: StepResult, on_gpu: bool) -> float:
@@ -81,25 +104,17 @@ def _busy_ms(step: StepResult, on_gpu: bool) -> float:
 
 
 def profiler_distortion(case: Case, limits: Thresholds) -> list[Finding]:
-    """The profiler's own cost: measured when the capture timed the same steps without it.
+    """The profiler's own cost, measured when the capture timed the same steps without it.
 
-    Measured, the ratio decides: the rule fires from ``overhead_ratio`` on, and explains
-    the share of each profiled step the profiler added (``1 - 1/ratio``); a ratio below 1
-    is noise between two runs, never a speed-up. Not measured, very short operators, many
-    per step, only suggest a distortion: the finding is then low (no time is claimed).
+    The ratio decides: the rule fires from ``overhead_ratio`` on, and explains the share
+    of each profiled step the profiler added (``1 - 1/ratio``). Not measured, nothing is
+    claimed: ``distortion_note`` says what the operators' durations suggest.
     """
     analysis = case.analysis
-    durations = [s.cpu.operator_us.median for s in analysis.steps if s.cpu.operator_us]
-    counts = [s.cpu.operators for s in analysis.steps]
     ratio = case.capture.overhead_ratio if case.capture else None
-    short = (
-        bool(durations)
-        and median(durations) <= limits.short_operator_us
-        and median(counts) >= limits.short_operator_count
-    )
-    fires = ratio >= limits.overhead_ratio if ratio is not None else short
-    if not fires:
+    if ratio is None or ratio < limits.overhead_ratio:
         return []
+    durations, counts = _operator_figures(analysis)
     observation = (
         f"{median(counts):.0f} CPU operators per step with a median duration of "
         f"{median(durations):.1f} µs"
@@ -132,18 +147,37 @@ def profiler_distortion(case: Case, limits: Thresholds) -> list[Finding]:
     ]
 
 
+def distortion_note(case: Case, limits: Thresholds) -> str | None:
+    """The context's line when the distortion was not measured and many very short CPU
+    operators (``short_operator_us``, ``short_operator_count``) suggest one; else None."""
+    if case.capture is not None and case.capture.overhead_ratio is not None:
+        return None
+    durations, counts = _operator_figures(case.analysis)
+    if not durations or median(durations) > limits.short_operator_us:
+        return None
+    if median(counts) < limits.short_operator_count:
+        return None
+    return (
+        f"Profiler distortion: not measured. {median(counts):.0f} CPU operators per step "
+        f"with a median duration of {median(durations):.1f} µs: the profiler's few µs per "
+        "operator may be a large part of what they show, so validate any change outside "
+        "it (steptrace compare; profile_training(measure_overhead=True) measures it)."
+    )
+
+
+def _operator_figures(analysis: TraceAnalysis) -> tuple[list[float], list[float]]:
+    """Per step: the CPU operators' median duration (µs, where known) and their count."""
+    durations = [s.cpu.operator_us.median for s in analysis.steps if s.cpu.operator_us]
+    return durations, [float(s.cpu.operators) for s in analysis.steps]
+
+
 def _profiler_share(ratio: float | None) -> float:
     """The share of a profiled step the profiler added; nothing when it was not measured."""
     return 1 - 1 / ratio if ratio is not None and ratio > 1 else 0.0
 
 
-def _measured(ratio: float | None) -> str:
-    if ratio is None:
-        return (
-            "the distortion was not measured (profile_training(measure_overhead=True) "
-            "measures it), so this is only a suggestion"
-        )
-    if ratio < 1:
+def _measured(ratio: float) -> str:
+    if ratio < 1:  # only with an overhead_ratio threshold under 1
         return (
             f"profiled steps took {ratio:.2f}× the time of the same steps without the "
             "profiler: below 1, that is noise between runs, not a speed-up"

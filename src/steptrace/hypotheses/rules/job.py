@@ -2,10 +2,19 @@
 ``collective-imbalance``, ``clock-skew``, ``memory-imbalance`` (docs/findings.md).
 
 Contract: ``rank_findings(analysis, thresholds) -> tuple[Finding, ...]`` over a
-``RanksAnalysis``, most severe first; the same ``Finding`` as a single trace's rules, with
-the severity a share of the median step wall time (0 for ``clock-skew``, which explains
-no time but limits what can be claimed); ``memory-imbalance``'s is a share of the rank's
-memory peak (its ``basis``), after the others.
+``RanksAnalysis``: the stragglers first (the cause before its effects), then the others
+most severe first; the same ``Finding`` as a single trace's rules, with the severity a
+share of the step wall time (0 for ``clock-skew``, which explains no time but limits what
+can be claimed); ``memory-imbalance``'s is a share of the rank's memory peak (its
+``basis``), after the others.
+
+One claim per millisecond: the wait a straggler causes is the straggler's. On each other
+rank and step, the wait it explains is the rank's collective wait, at most its exposed
+communication and the stragglers' excess (split between several stragglers by their
+excess); a straggler's severity is that wait over the step (the median over the other
+ranks of the median over their steps), and ``exposed-communication`` keeps only the
+exposed time no straggler explains. Should the time findings still add up past the step
+(their medians are taken apart), each keeps at most what those before it left.
 """
 
 from __future__ import annotations
@@ -36,14 +45,72 @@ RANK_RULES = (
 
 
 def rank_findings(analysis: RanksAnalysis, limits: RankThresholds) -> tuple[Finding, ...]:
-    found = [
-        *(_straggler(analysis, s) for s in analysis.stragglers),
-        *_exposed(analysis, limits),
+    caused = _caused_ms(analysis)
+    late = sorted(
+        (_straggler(analysis, s, _caused_share(analysis, s, caused)) for s in analysis.stragglers),
+        key=lambda f: -f.severity,
+    )
+    others = [
+        *_exposed(analysis, limits, caused),
         *_imbalance(analysis, limits),
         *_clock_skew(analysis, limits),
     ]
-    timed = sorted(found, key=lambda f: -f.severity)
+    timed = _within_the_step([*late, *sorted(others, key=lambda f: -f.severity)])
     return (*timed, *_memory_imbalance(analysis, limits))
+
+
+def _caused_ms(analysis: RanksAnalysis) -> dict[tuple[int, int], dict[int, float]]:
+    """Per (rank, step index): the wait each straggler explains there, in ms per step."""
+    found: dict[tuple[int, int], dict[int, float]] = {}
+    for rank in analysis.ranks:
+        late = {s.rank: s.excess_ms for s in analysis.stragglers if s.rank != rank.rank}
+        total = sum(late.values())
+        for k, step in enumerate(rank.steps):
+            if not late or step.comm_wait_ms is None or total <= 0:
+                continue
+            wait = min(step.comm_wait_ms, step.exposed_comm_ms or 0.0, total)
+            found[rank.rank, k] = {r: wait * excess / total for r, excess in late.items()}
+    return found
+
+
+def _caused_share(
+    analysis: RanksAnalysis, straggler: Straggler, caused: dict[tuple[int, int], dict[int, float]]
+) -> float:
+    """The straggler's severity: the wait it causes the others, over their step."""
+    per_rank = [
+        statistics.median(
+            caused.get((r.rank, k), {}).get(straggler.rank, 0.0) / s.wall_ms
+            for k, s in enumerate(r.steps)
+            if s.wall_ms > 0
+        )
+        for r in analysis.ranks
+        if r.rank != straggler.rank and any(s.wall_ms > 0 for s in r.steps)
+    ]
+    return statistics.median(per_rank) if per_rank else 0.0
+
+
+def _within_the_step(found: list[Finding]) -> list[Finding]:
+    """The time findings in order, each keeping at most what those before it left."""
+    kept: list[Finding] = []
+    left = 1.0
+    for f in found:
+        if f.severity > left:
+            f = finding(
+                f.rule,
+                left,
+                observation=f.observation,
+                evidence=f.evidence,
+                hypothesis=f.hypothesis,
+                next_check=f.next_check,
+                caveats=(
+                    *f.caveats,
+                    f"The findings above claim {pct(1.0 - left)} of the step: this one keeps "
+                    f"what is left ({pct(left)} of {pct(f.severity)}).",
+                ),
+            )
+        left = max(0.0, left - f.severity)
+        kept.append(f)
+    return kept
 
 
 def _memory_imbalance(analysis: RanksAnalysis, limits: RankThresholds) -> list[Finding]:
@@ -130,8 +197,7 @@ def _on_job_path(analysis: RanksAnalysis, s: Straggler) -> str:
     )
 
 
-def _straggler(analysis: RanksAnalysis, s: Straggler) -> Finding:
-    wall = _median_wall(analysis)
+def _straggler(analysis: RanksAnalysis, s: Straggler, share: float) -> Finding:
     arrived = (
         f"it arrived last at {s.times_last} of the {s.of} matched collectives it took part in"
         if s.times_last is not None
@@ -139,12 +205,13 @@ def _straggler(analysis: RanksAnalysis, s: Straggler) -> Finding:
     )
     return finding(
         "straggler",
-        s.excess_ms / wall if wall > 0 else 0.0,
+        share,
         observation=(
             f"Rank {s.rank} spends {s.excess_ms:.3f} ms more per step in {s.phase} than the "
             f"median of the other ranks ({s.steps_late} of {s.steps} steps); {arrived}; the "
             f"others wait {s.others_wait_ms:.3f} ms per step in collectives, rank {s.rank} "
-            f"{s.own_wait_ms:.3f} ms.{_on_job_path(analysis, s)}"
+            f"{s.own_wait_ms:.3f} ms: the wait it causes is {pct(share)} of their step "
+            f"(counted here, not in exposed-communication).{_on_job_path(analysis, s)}"
         ),
         evidence=_evidence(
             _where(_rank(analysis, s.rank)),
@@ -157,6 +224,7 @@ def _straggler(analysis: RanksAnalysis, s: Straggler) -> Finding:
             ("of", s.of, "count"),
             ("others_wait_ms", s.others_wait_ms, "ms"),
             ("own_wait_ms", s.own_wait_ms, "ms"),
+            ("caused_wait_share", share, "share"),
             ("bounds_steps", _bounds(analysis, s.rank), "count"),
         ),
         hypothesis=(
@@ -177,14 +245,23 @@ def _straggler(analysis: RanksAnalysis, s: Straggler) -> Finding:
     )
 
 
-def _exposed(analysis: RanksAnalysis, limits: RankThresholds) -> list[Finding]:
+def _exposed(
+    analysis: RanksAnalysis,
+    limits: RankThresholds,
+    caused: dict[tuple[int, int], dict[int, float]],
+) -> list[Finding]:
+    """Exposed communication less the wait the stragglers explain (``_caused_ms``)."""
     shares: dict[int, float] = {}
+    left_ms: list[float] = []
     for rank in analysis.ranks:
-        values = [
-            s.exposed_comm_ms / s.wall_ms
-            for s in rank.steps
-            if s.exposed_comm_ms is not None and s.wall_ms > 0
-        ]
+        values = []
+        for k, s in enumerate(rank.steps):
+            if s.exposed_comm_ms is None or s.wall_ms <= 0:
+                continue
+            left = max(0.0, s.exposed_comm_ms - sum(caused.get((rank.rank, k), {}).values()))
+            values.append(left / s.wall_ms)
+            if s.exposed_comm_ms:
+                left_ms.append(left)
         if values:
             shares[rank.rank] = statistics.median(values)
     if not shares:
@@ -194,14 +271,16 @@ def _exposed(analysis: RanksAnalysis, limits: RankThresholds) -> list[Finding]:
         return []
     worst = max(shares, key=lambda r: shares[r])
     waits = [s.comm_wait_ms for r in analysis.ranks for s in r.steps if s.comm_wait_ms is not None]
-    exposed = [s.exposed_comm_ms for r in analysis.ranks for s in r.steps if s.exposed_comm_ms]
     wait = statistics.median(waits) if waits else None
-    exposed_ms = statistics.median(exposed) if exposed else 0.0
+    exposed_ms = statistics.median(left_ms) if left_ms else 0.0
     waiting = (
         f"; of each step's collective time, {wait:.3f} ms (median) is waiting for other ranks"
         if wait is not None
         else ""
     )
+    if analysis.stragglers:
+        late = ", ".join(str(s.rank) for s in analysis.stragglers)
+        waiting += f"; the wait for rank {late} is left out: the straggler finding has it"
     return [
         finding(
             "exposed-communication",

@@ -2,7 +2,8 @@
 
 ``small-launches`` explains the GPU's wait for launches of kernels shorter than their
 launch call (``idle_causes``: not the wait while the batch is read or after a blocking
-call). ``optimizer-kernels`` explains the optimizer step's time: the labels read as the
+call); it needs enough kernels per step for their launches to matter.
+``optimizer-kernels`` explains the optimizer step's time: the labels read as the
 ``optimizer_step`` part, torch's own ``Optimizer.step#...`` first when it is there.
 """
 
@@ -37,10 +38,11 @@ def small_launches(case: Case, limits: Thresholds) -> list[Finding]:
     count, wall = median(counts), median(walls)
     short_share = median(short) / count if count else 0.0
     wait_share = median(waiting) / wall if wall else 0.0
-    many_short = count >= limits.small_kernel_count and short_share >= limits.small_kernel_share
-    if not many_short and wait_share < limits.host_wait_share:
-        return []
     explained = step_share((s, _launch_wait_ms(s)) for s in analysis.steps)
+    if count < limits.small_kernel_count:
+        return []  # a few kernels cannot cost much to launch, whatever the GPU waits for
+    if short_share < limits.small_kernel_share and explained < limits.host_wait_share:
+        return []
     return [
         finding(
             "small-launches",

@@ -17,6 +17,7 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING
 
+from steptrace.analysis.hardware import matrix_precisions
 from steptrace.analysis.parts import part_of
 from steptrace.hypotheses.finding import Finding, finding
 from steptrace.hypotheses.rules.common import (
@@ -159,9 +160,12 @@ def _request_scope(analysis: TraceAnalysis) -> str:
 
 
 def precision(case: Case, limits: Thresholds) -> list[Finding]:
+    """fp32 matrix kernels on a GPU whose tensor cores run a lower precision; the advice
+    names the precisions this device runs (``hardware.matrix_precisions``): FP16 before
+    compute capability 8.0, BF16 and TF32 from it, FP8 where the device has it."""
     analysis = case.analysis
     devices = analysis.trace.devices or ()
-    capable = [d for d in devices if _capability(d.compute_capability) >= 7.0]
+    capable = [(d, found) for d in devices if (found := matrix_precisions(d))]
     if not analysis.trace.gpu_observed or not capable or not analysis.kernels:
         return []
     matrix = [k for k in analysis.kernels if MATRIX.search(k.name)]
@@ -178,28 +182,30 @@ def precision(case: Case, limits: Thresholds) -> list[Finding]:
         trace_share(fp32_ms, analysis),
         step_share((st, share * st.gpu.kernels.busy_ms) for st in analysis.steps if st.gpu),
     )
+    device, precisions = capable[0]
+    runs = "/".join(_PRECISION_NAMES[p] for p in precisions)
     return [
         finding(
             "precision",
             of_step,
             observation=(
                 f"Matrix kernels without a tensor-core marker take {pct(share)} of kernel time "
-                f"({pct(of_step)} of the step) on {capable[0].name} (compute "
-                f"capability {capable[0].compute_capability}), and no tensor-core kernel ran."
+                f"({pct(of_step)} of the step) on {device.name} (compute "
+                f"capability {device.compute_capability}, tensor cores for {runs}), and no "
+                "tensor-core kernel ran."
             ),
             evidence=evidence(
                 where(analysis),
                 ("fp32_matrix_kernel_share", share, "share"),
                 ("fp32_matrix_kernel_ms", fp32_ms, "ms"),
                 ("examples", tuple(k.name[:120] for k in fp32[:3]), "names"),
-                ("device", capable[0].name, "text"),
+                ("device", device.name, "text"),
+                ("tensor_core_precisions", precisions, "names"),
             ),
-            hypothesis="Matrix products run in fp32 on a GPU that has tensor cores.",
-            next_check=(
-                "Try bf16 autocast (or TF32 on Ampere and later: "
-                "torch.backends.cuda.matmul.allow_tf32 = True), same data and starting state; "
-                "compare the loss curve or accuracy, not only ms/step, outside the profiler."
-            ),
+            hypothesis=f"Matrix products run in fp32 on a GPU whose tensor cores run {runs}.",
+            next_check=precision_advice(precisions)
+            + ", same data and starting state; compare the loss curve or accuracy, not only "
+            "ms/step, outside the profiler.",
             caveats=(
                 "Kernel names are a heuristic for precision; lower precision can change "
                 "quality, which must be checked.",
@@ -208,11 +214,34 @@ def precision(case: Case, limits: Thresholds) -> list[Finding]:
     ]
 
 
-def _capability(text: str | None) -> float:
-    try:
-        return float(text) if text else 0.0
-    except ValueError:
-        return 0.0
+_PRECISION_NAMES = {
+    "tfloat32": "TF32",
+    "bfloat16": "BF16",
+    "float16": "FP16",
+    "float8": "FP8",
+    "float4": "FP4",
+}
+
+
+def precision_advice(precisions: tuple[str, ...]) -> str:
+    """What to try on a device whose matrix units run ``precisions``: BF16 (and TF32)
+    where it has them, FP16 with loss scaling where it has only that, FP8 named after."""
+    if "bfloat16" in precisions:
+        advice = (
+            "Try BF16 autocast (torch.autocast('cuda', dtype=torch.bfloat16)), or TF32 for the "
+            "float32 matrix products (torch.backends.cuda.matmul.allow_tf32 = True; "
+            "convolutions: torch.backends.cudnn.allow_tf32 = True)"
+        )
+        if "float8" in precisions:
+            advice += (
+                "; then FP8 (Transformer Engine, or torchao's float8 training) where BF16 "
+                "keeps the quality"
+            )
+        return advice
+    return (
+        "Try FP16 autocast (torch.autocast('cuda', dtype=torch.float16), with "
+        "torch.amp.GradScaler in training; these tensor cores run FP16 only)"
+    )
 
 
 def gpu_not_observed(case: Case, limits: Thresholds) -> list[Finding]:

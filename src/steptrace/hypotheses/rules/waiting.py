@@ -1,8 +1,8 @@
-"""Rules ``sync-in-step``, ``cpu-bound`` and ``comm-overlap``: who waits for whom.
+"""Rules ``sync-in-step`` and ``cpu-bound``: the host and the GPU waiting for each other.
 
 ``sync-in-step`` explains the GPU's idle time after blocking calls, less the idle time
 while the batch is read; ``cpu-bound`` the GPU idle time no other cause takes
-(``idle_causes``); ``comm-overlap`` the communication time that overlaps no compute.
+(``idle_causes``). ``comm-overlap`` is in ``rules.communication``.
 """
 
 from __future__ import annotations
@@ -109,44 +109,5 @@ def cpu_bound(case: Case, limits: Thresholds) -> list[Finding]:
                 "Its share of the step is the GPU idle time left once reading the batch, "
                 "blocking calls and short kernels' launches have taken theirs.",
             ),
-        )
-    ]
-
-
-def comm_overlap(case: Case, limits: Thresholds) -> list[Finding]:
-    analysis = case.analysis
-    shares, overlaps = [], []
-    for step in analysis.steps:
-        if step.gpu is None or not step.gpu.communication.count or not step.wall_ms:
-            continue
-        comm = step.gpu.communication
-        shares.append(comm.busy_ms / step.wall_ms)
-        overlaps.append(comm.overlap_with_compute_ms / comm.busy_ms if comm.busy_ms else 1.0)
-    if not shares or median(shares) < limits.comm_share or median(overlaps) >= limits.comm_overlap:
-        return []
-    share = median(shares)
-    return [
-        finding(
-            "comm-overlap",
-            share * (1 - median(overlaps)),
-            observation=(
-                f"Communication kernels take {pct(share)} of the step and only "
-                f"{pct(median(overlaps))} of their time overlaps compute."
-            ),
-            evidence=evidence(
-                where(analysis),
-                ("communication_share", share, "share"),
-                ("overlapped_share", median(overlaps), "share"),
-            ),
-            hypothesis=(
-                "Gradients may be communicated after the compute rather than during it "
-                "(bucketing, or the order of the backward pass)."
-            ),
-            next_check=(
-                "Adjust DDP bucketing (bucket_cap_mb), or overlap communication with the "
-                "backward pass, keeping world size and batch equal; compare ms/step on all "
-                "ranks and check the parameters stay identical."
-            ),
-            caveats=("One rank's trace does not show a straggler on another rank.",),
         )
     ]

@@ -24,12 +24,12 @@ from __future__ import annotations
 import functools
 import json
 import re
+from typing import Literal
 
 import msgspec
 import numpy as np
 from numpy.typing import NDArray
 
-from steptrace.across.ranks.figures import CollectiveSource
 from steptrace.analysis.links import CpuTree, GpuLinks
 from steptrace.trace.kinds import Kind
 from steptrace.trace.table import EventTable
@@ -83,6 +83,9 @@ _DTYPE_BYTES = {
     "float8_e5m2": 1,
 }
 DEFAULT_GROUP = "default"
+CollectiveSource = Literal["record_param_comms", "c10d", "gloo", "nccl_kernel"]
+# busbw = algbw x factor x (n-1)/n (nccl-tests); the other kinds carry the message once
+BUS_FACTOR = {"all_reduce": 2.0, "all_gather": 1.0, "reduce_scatter": 1.0, "all_to_all": 1.0}
 
 
 class Instance(msgspec.Struct, frozen=True, kw_only=True):

@@ -1,0 +1,319 @@
+"""The verdict: what bounds the step, in one sentence with its figure, and the top findings.
+
+Contract: ``verdict_of(case, findings, thresholds) -> Verdict``, pure, from what exists:
+the step's figures (``TraceAnalysis``), the findings (already ranked by ``find``) and the
+scenario. The decision rule, on the complete steps, each share the median over them:
+
+1. The GPU expected but not recorded (``gpu-not-observed`` fired): ``not-observed``.
+2. A CPU-only trace is answered on the CPU (``on="cpu"``), never as a GPU analysis: the
+   step splits into reading the batch (the labels read as ``data_read``: ``input``), its
+   collectives covered by none of the step thread's operators (``communication``) and
+   the rest, the CPU computing (``host``); the largest share bounds it.
+3. On the GPU, each step splits into four parts that add up to its wall time: the GPU
+   computing (busy time less its exposed communication: ``gpu``), communication that no
+   compute covers (``communication``), the GPU idle while the batch is read (``input``),
+   and the rest of its idle time, which the host leaves (after blocking calls, short
+   launches, the host's pace: ``host``; ``rules.common.idle_causes``).
+   - ``gpu`` when the GPU computes at least ``bound_gpu_busy`` (80%) of the step; then
+     ``gpu_bound`` says ``compute`` or ``memory`` from the roofline rows (the bound that
+     holds most of their GPU time), None without recorded shapes;
+   - else the step is bound by what keeps the GPU from computing: ``input``, ``host`` or
+     ``communication``, the one that holds at least ``bound_share`` (60%) of that time;
+   - else ``mixed``, every part named with its share.
+4. ``memory`` overrides 2 and 3 when a memory finding is high and its device was nearly
+   full (``MEMORY_FULL``: a peak, reserved or allocated, of 90% of the memory the device
+   reports): then memory, not time, limits what the step can do. Memory findings are
+   shares of memory, never added to the time above.
+
+``top``: the first three findings that are not minor (under the noise floor), time first
+and memory after, each with its share, its basis and its next check, or the check's
+outcome once ``investigate`` ran it (``with_outcomes``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Literal, NamedTuple
+
+import msgspec
+
+from steptrace.hypotheses.finding import Basis, Figure, Finding, Level
+from steptrace.hypotheses.rules.common import idle_causes, median
+from steptrace.units import pct, size
+
+if TYPE_CHECKING:
+    from steptrace.analysis.measure import StepResult, TraceAnalysis
+    from steptrace.hypotheses.case import Case
+    from steptrace.hypotheses.thresholds import Thresholds
+
+Bound = Literal["input", "host", "gpu", "communication", "memory", "mixed", "not-observed"]
+GpuBound = Literal["compute", "memory"]
+TOP = 3  # findings in the verdict
+MEMORY_FULL = 0.9  # of a device's memory at its peak: memory limits the step
+
+
+class TopFinding(msgspec.Struct, frozen=True, kw_only=True):
+    """One of the verdict's top findings: what to do next, or what doing it showed."""
+
+    rule: str
+    share: float  # its severity: a share of ``basis``
+    basis: Basis
+    level: Level
+    next_check: str
+    outcome: str | None = None  # after investigate: the check's outcome and its sentence
+
+
+class Verdict(msgspec.Struct, frozen=True, kw_only=True):
+    """What bounds the step, said once, with the figures it was decided on."""
+
+    bound: Bound
+    on: Literal["gpu", "cpu"]  # where the step's work was observed
+    gpu_bound: GpuBound | None = None  # with ``bound == "gpu"``: from the roofline rows
+    sentence: str
+    figures: tuple[Figure, ...]
+    top: tuple[TopFinding, ...]
+
+
+class Parts(NamedTuple):
+    """A step's wall time in parts that add up to it (ms)."""
+
+    gpu: float  # the GPU computing (0 on the CPU)
+    communication: float  # collectives no compute covers
+    input: float  # reading the batch (the GPU idle meanwhile, on a GPU)
+    host: float  # the rest: the host keeps the GPU idle, or the CPU computes
+
+
+def verdict_of(case: Case, findings: Sequence[Finding], limits: Thresholds) -> Verdict:
+    """The verdict of a trace (see the module for the rule)."""
+    analysis = case.analysis
+    top = _top(findings)
+    if any(f.rule == "gpu-not-observed" for f in findings):
+        return _not_observed(findings, top)
+    on_gpu = analysis.trace.gpu_observed
+    exposed = _cpu_exposed_ms(analysis)
+    steps = [s for s in analysis.steps if s.wall_ms > 0]
+    parts = [_parts(s, exposed.get(s.name, 0.0)) for s in steps]
+    shares = Parts(
+        *(median(p[k] / s.wall_ms for p, s in zip(parts, steps, strict=True)) for k in range(4))
+    )
+    figures = _figures(shares, on_gpu, len(steps))
+    on: Literal["gpu", "cpu"] = "gpu" if on_gpu else "cpu"
+    full = _memory_full(analysis, findings)
+    if full is not None:
+        return Verdict(bound="memory", on=on, sentence=full, figures=figures, top=top)
+    short = any(f.rule == "small-launches" for f in findings)
+    if on_gpu:
+        bound, sentence = _on_gpu(shares, limits, _host_cause(steps, short))
+    else:
+        bound, sentence = _on_cpu(shares)
+    gpu_bound = _gpu_bound(analysis) if bound == "gpu" else None
+    if bound == "gpu":
+        sentence += _roofline_words(analysis, gpu_bound)
+    return Verdict(
+        bound=bound, on=on, gpu_bound=gpu_bound, sentence=sentence, figures=figures, top=top
+    )
+
+
+def with_outcomes(verdict: Verdict, outcomes: Mapping[str, str]) -> Verdict:
+    """The verdict with each top finding's check outcome in words (by rule), once
+    ``investigate`` ran them."""
+    top = tuple(msgspec.structs.replace(t, outcome=outcomes.get(t.rule)) for t in verdict.top)
+    return msgspec.structs.replace(verdict, top=top)
+
+
+def _top(findings: Sequence[Finding]) -> tuple[TopFinding, ...]:
+    chosen = [f for f in findings if f.basis == "step time" and not f.minor]
+    chosen += [f for f in findings if f.basis != "step time"]
+    return tuple(
+        TopFinding(
+            rule=f.rule, share=f.severity, basis=f.basis, level=f.level, next_check=f.next_check
+        )
+        for f in chosen[:TOP]
+    )
+
+
+def _cpu_exposed_ms(analysis: TraceAnalysis) -> dict[str, float]:
+    """Per step name, on a CPU trace: its collectives' time no operator of its thread
+    covered (the types added up: they rarely run at once)."""
+    if analysis.trace.gpu_observed:
+        return {}
+    found: dict[str, float] = {}
+    for kind in analysis.communication:
+        for step in kind.per_step:
+            found[step.step] = found.get(step.step, 0.0) + step.exposed_ms
+    return found
+
+
+def _parts(step: StepResult, cpu_exposed_ms: float) -> Parts:
+    """The step's wall time in four parts (see ``Parts``)."""
+    wall = step.wall_ms
+    gpu = step.gpu
+    if gpu is not None:
+        comm = gpu.communication
+        exposed = min(max(0.0, comm.busy_ms - comm.overlap_with_compute_ms), wall)
+        computing = min(max(0.0, gpu.busy_ms - exposed), wall - exposed)
+        causes = idle_causes(step)
+        reading = min(causes.reading if causes is not None else 0.0, wall - exposed - computing)
+        return Parts(computing, exposed, reading, max(0.0, wall - computing - exposed - reading))
+    exposed = min(cpu_exposed_ms, wall)
+    reading = min(step.reading.ms if step.reading is not None else 0.0, wall - exposed)
+    return Parts(0.0, exposed, reading, max(0.0, wall - exposed - reading))
+
+
+def _figures(shares: Parts, on_gpu: bool, steps: int) -> tuple[Figure, ...]:
+    rest: tuple[Figure, ...]
+    if on_gpu:
+        first = Figure("gpu_computing_share", shares.gpu, "share")
+        rest = (Figure("host_share", shares.host, "share"),)
+    else:
+        first = Figure("cpu_computing_share", shares.host, "share")
+        rest = ()
+    return (
+        first,
+        Figure("communication_share", shares.communication, "share"),
+        Figure("input_share", shares.input, "share"),
+        *rest,
+        Figure("steps", steps, "count"),
+    )
+
+
+def _not_observed(findings: Sequence[Finding], top: tuple[TopFinding, ...]) -> Verdict:
+    missing = next(f for f in findings if f.rule == "gpu-not-observed")
+    said = missing.observation.rstrip(".")
+    return Verdict(
+        bound="not-observed",
+        on="cpu",
+        sentence=(
+            f"Not observed: {said[:1].lower()}{said[1:]}. The GPU was expected but not "
+            "recorded, so nothing about it can be told: capture again with GPU activity "
+            "collected."
+        ),
+        figures=(),
+        top=top,
+    )
+
+
+def _on_cpu(shares: Parts) -> tuple[Bound, str]:
+    named: dict[Bound, float] = {
+        "input": shares.input,
+        "communication": shares.communication,
+        "host": shares.host,
+    }
+    bound = max(named, key=lambda k: named[k])
+    what = {
+        "input": f"reading the batch takes {pct(shares.input)} of the step",
+        "communication": (
+            f"collectives that none of the step's operators cover take "
+            f"{pct(shares.communication)} of it"
+        ),
+        "host": f"the CPU computes {pct(shares.host)} of the step",
+    }
+    others = "; ".join(what[k] for k in named if k != bound and named[k] > 0)
+    return bound, (
+        f"{_NAME[bound]} on the CPU (this trace holds no GPU work): {what[bound]}"
+        + (f" ({others})" if others else "")
+        + "."
+    )
+
+
+def _host_cause(steps: Sequence[StepResult], short_launches: bool) -> str:
+    """What most of the host's share is, in words (``idle_causes``, medians over steps);
+    short kernels' launches only where ``small-launches`` fired (enough kernels)."""
+    causes = [c for s in steps if (c := idle_causes(s)) is not None]
+    launches = [c.launches if short_launches else 0.0 for c in causes]
+    named = {
+        "after blocking calls": median(c.after_sync for c in causes),
+        "for launches of kernels shorter than their launch call": median(launches),
+        "for the host's own work between launches": median(
+            c.other + c.launches - a for c, a in zip(causes, launches, strict=True)
+        ),
+    }
+    largest = max(named, key=lambda k: named[k])
+    return f", mostly {largest}" if named[largest] > 0 else ""
+
+
+def _on_gpu(shares: Parts, limits: Thresholds, host_cause: str) -> tuple[Bound, str]:
+    if shares.gpu >= limits.bound_gpu_busy:
+        return "gpu", f"GPU-bound: the GPU computes {pct(shares.gpu)} of the step"
+    away = 1.0 - shares.gpu  # the time the GPU is not computing
+    named: dict[Bound, float] = {
+        "input": shares.input,
+        "host": shares.host,
+        "communication": shares.communication,
+    }
+    bound = max(named, key=lambda k: named[k])
+    what = {
+        "input": f"the GPU sits idle while the batch is read {pct(shares.input)} of the step",
+        "host": f"the GPU waits for the host {pct(shares.host)} of the step{host_cause}",
+        "communication": (
+            f"collectives that no compute hides take {pct(shares.communication)} of the step"
+        ),
+    }
+    computing = f"it computes {pct(shares.gpu)}"
+    if away > 0 and named[bound] >= limits.bound_share * away:
+        others = [what[k] for k in named if k != bound and named[k] >= 0.005]
+        rest = "; ".join([computing, *others])
+        return bound, f"{_NAME[bound]}: {what[bound]} ({rest})."
+    listed = "; ".join(what[k] for k in named)
+    return "mixed", (
+        f"Mixed: no single cause holds {pct(limits.bound_share)} of the time the GPU is not "
+        f"computing: {listed}; {computing}."
+    )
+
+
+def _gpu_bound(analysis: TraceAnalysis) -> GpuBound | None:
+    """Compute- or memory-bound: the roofline bound that holds most of the rows' GPU time."""
+    by_bound = {"compute": 0.0, "memory": 0.0}
+    for row in analysis.roofline:
+        if row.bound is not None and row.gpu_ms:
+            by_bound[row.bound] += row.gpu_ms
+    if not any(by_bound.values()):
+        return None
+    return "compute" if by_bound["compute"] >= by_bound["memory"] else "memory"
+
+
+def _roofline_words(analysis: TraceAnalysis, bound: GpuBound | None) -> str:
+    if bound is None:
+        return (
+            "; compute- or memory-bound is not known here (record_shapes=True gives the "
+            "roofline per operator)."
+        )
+    timed = [r for r in analysis.roofline if r.bound is not None and r.gpu_ms]
+    total = sum(r.gpu_ms or 0.0 for r in timed)
+    mine = sum(r.gpu_ms or 0.0 for r in timed if r.bound == bound)
+    return (
+        f", mostly in {bound}-bound operators ({pct(mine / total)} of the GPU time of the "
+        "operators on the roofline)."
+    )
+
+
+def _memory_full(analysis: TraceAnalysis, findings: Sequence[Finding]) -> str | None:
+    """The sentence when a high memory finding's device was nearly full; else None."""
+    if not any(f.basis != "step time" and f.level == "high" for f in findings):
+        return None
+    if analysis.memory is None:
+        return None
+    capacity = {f"cuda:{d.id}": d.memory_bytes for d in analysis.trace.devices or ()}
+    for device in analysis.memory.devices:
+        total = capacity.get(device.device)
+        if not total:
+            continue
+        peak = max(
+            (max(s.peak_reserved_bytes, s.peak_allocated_bytes) for s in device.steps),
+            default=0,
+        )
+        if peak >= MEMORY_FULL * total:
+            return (
+                f"Memory-bound: {device.device} holds {pct(peak / total)} of its "
+                f"{size(total)} at its peak, and a memory finding is high: memory, not "
+                "time, limits what the step can take."
+            )
+    return None
+
+
+_NAME: dict[Bound, str] = {
+    "input": "Input-bound",
+    "host": "Host-bound",
+    "gpu": "GPU-bound",
+    "communication": "Communication-bound",
+}
