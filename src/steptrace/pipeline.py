@@ -61,6 +61,7 @@ def analyze(
     workers: int = 1,
     kinds: KernelKinds | None = None,
     peaks: DevicePeaks | None = None,
+    critical_path: bool = False,
 ) -> Report:
     """Load a trace file and its scenario, measure it, find what its figures suggest.
 
@@ -68,9 +69,15 @@ def analyze(
     ``workers`` > 1 decodes a large file in that many processes. ``kinds``: the table of
     kernel kinds (``analysis.kernel_kinds``, with a user's patterns); ``peaks``: the
     device's measured peaks for the roofline (``analysis.hardware``; else those measured
-    at capture, else the datasheet's of a known device)."""
-    found = analyze_source(path, thresholds=thresholds, workers=workers, kinds=kinds, peaks=peaks)
-    return found.report
+    at capture, else the datasheet's of a known device); ``critical_path``: also what bounds
+    each step (``analysis.critical_path``)."""
+    checked = analyze_checked(
+        path,
+        thresholds=thresholds,
+        workers=workers,
+        tables=Tables(kinds, peaks, critical_path),
+    )
+    return checked.found.report
 
 
 class Analyzed(NamedTuple):
@@ -127,7 +134,9 @@ def analyze_checked(
 ) -> Checked:
     """``analyze_source``, and whether its input was damaged (``Checked``); ``tables``: the
     user's kernel kinds and peaks."""
+    tables = tables or Tables()
     chosen = figures() + (figures(["lanes"]) if lanes else ())
+    chosen += figures(["critical_path"]) if tables.critical_path else ()
     trace = read_trace(path, fields_for(chosen), progress=progress, text=text, workers=workers)
     del text  # the analysis needs the columns, not the file's text: let it go
     if isinstance(path, str) and is_url(path):
@@ -135,7 +144,7 @@ def analyze_checked(
     else:
         sidecar, unreadable = read_sidecar(trace.info.path)
     try:
-        found = _analyzed(trace, sidecar, unreadable, thresholds, chosen, tables or Tables())
+        found = _analyzed(trace, sidecar, unreadable, thresholds, chosen, tables)
     except NestedTooDeepError as error:
         raise TraceError(f"{trace.info.url or trace.info.path}: {error}") from None
     return Checked(found, bool(trace.info.events_skipped or trace.info.bytes_ignored))
@@ -155,10 +164,14 @@ def analyze_trace(trace: Trace, *, thresholds: Thresholds | None = None) -> Repo
 
 
 class Tables(NamedTuple):
-    """The user's tables: kernel kinds and the device's peaks (None: the defaults)."""
+    """The user's tables: kernel kinds and the device's peaks (None: the defaults); and
+    whether to compute the critical path (``analysis.critical_path``, on demand), with
+    the user's what-if targets (name, speedup)."""
 
     kinds: KernelKinds | None = None
     peaks: DevicePeaks | None = None
+    critical_path: bool = False
+    what_if: tuple[tuple[str, float], ...] = ()
 
 
 def _analyzed(
@@ -180,6 +193,7 @@ def _analyzed(
         kinds=tables.kinds or DEFAULT,
         peaks=tables.peaks.over(measured) if tables.peaks else measured,
         inventory=capture.inventory if capture else None,
+        what_if=tables.what_if,
     )
     if (count := len(context.steps.windows)) > MOST_STEPS:  # each step is a row of every table
         raise TraceError(
@@ -310,9 +324,11 @@ def analyze_job(
     jobs: int = 1,
     scheduler: str | None = None,
     lanes: bool = False,
+    critical_path: bool = False,
 ) -> Job:
     """``analyze_ranks`` for the command line: also the ranks that failed, and with
-    ``lanes`` the lanes of some ranks' first steps (the stragglers' first)."""
+    ``lanes`` the lanes of some ranks' first steps (the stragglers' first);
+    ``critical_path``: the job's path per step (``across.ranks.job_path``)."""
     from steptrace.across.ranks.analyze import analyze_ranks_data
     from steptrace.across.ranks.discover import identify
     from steptrace.across.ranks.executors import executor
@@ -324,6 +340,7 @@ def analyze_job(
     limits = thresholds or RankThresholds()
     locations = [p if isinstance(p, str) else str(p) for p in paths]
     parts: tuple[Part, ...] = (*DEFAULT_PARTS, "lanes") if lanes else DEFAULT_PARTS
+    parts += ("critical",) if critical_path else ()
     with ranks_progress(len(locations), progress) as done:
         gathered = gather(locations, executor(jobs, scheduler), done, parts)
     measured = kept(gathered)

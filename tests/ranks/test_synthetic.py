@@ -135,6 +135,7 @@ def test_the_report_writes_and_reads_back_as_documented(tmp_path: Path) -> None:
         "findings",
         "thresholds",
         "warnings",
+        "critical_path",
     ]
     assert data["schema"] == "steptrace.ranks/2"
     assert set(data["collectives"][0]["wait_ms"]) == {"0", "1", "2"}

@@ -55,6 +55,7 @@ class TraceContext:
         kinds: KernelKinds = DEFAULT,
         peaks: DevicePeaks | None = None,
         inventory: Inventory | None = None,
+        what_if: tuple[tuple[str, float], ...] = (),
     ) -> None:
         self.trace = trace
         self.events: EventTable = trace.events
@@ -62,6 +63,7 @@ class TraceContext:
         self.kinds = kinds  # kernel name -> kind of work
         self.peaks = peaks  # given or measured at capture; None: the device table's
         self.inventory = inventory  # the capture's tensors by address; None: not listed
+        self.what_if = what_if  # the user's what-if targets (name, speedup): critical_path
         self._figures: dict[str, Any] = {}
 
     def figure(self, spec: FigureSpec[T]) -> T:

@@ -20,6 +20,7 @@ from steptrace.analysis.compose import compute
 from steptrace.analysis.context import TraceContext
 from steptrace.analysis.copies import CopyPattern
 from steptrace.analysis.cpu import CpuStep
+from steptrace.analysis.critical_path import CriticalPath
 from steptrace.analysis.gpu import GpuStep
 from steptrace.analysis.hardware import DevicePeaks
 from steptrace.analysis.kernels import KernelStat
@@ -126,6 +127,7 @@ class TraceAnalysis(msgspec.Struct, frozen=True):
     # per operator and recorded inputs, by time: FLOPs, bytes, achieved and peak figures
     roofline: tuple[RooflineRow, ...] = ()  # (): no shapes recorded; may be cut to the top N
     roofline_peaks: DevicePeaks | None = None  # the roofs used; None: not known
+    critical_path: CriticalPath | None = None  # None: not computed (``critical_path``)
     # collectives by type (all_reduce, all_to_all, ...): sizes, bandwidth, exposed time per
     # step; (): no collective in the trace
     communication: tuple[CollectiveKind, ...] = ()
@@ -214,6 +216,7 @@ def analysis_of(context: TraceContext, computed: dict[str, Any]) -> TraceAnalysi
         memory=computed["memory"],
         roofline=rooflined.rows,
         roofline_peaks=rooflined.peaks,
+        critical_path=computed.get("critical_path"),
         communication=computed["communication"],
     )
 

@@ -16,6 +16,7 @@ from steptrace.analysis import (
     communication,
     copies,
     cpu,
+    critical_path,
     gpu,
     kernels,
     lanes,
@@ -39,6 +40,7 @@ FIGURES: tuple[FigureSpec[Any], ...] = (
     communication.FIGURE,
     memory.FIGURE,
     roofline.FIGURE,
+    critical_path.FIGURE,
     lanes.FIGURE,
 )
 

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any, NoReturn
 import click
 
 from steptrace import ctrl_c
+from steptrace.cli.critical import critical_options, parse_what_if
 from steptrace.cli.options import (
     FILE,
     FiniteRange,
@@ -97,6 +98,7 @@ def app() -> None:
 @switch("--per-rank", "Several traces: one report per trace, not one report of the job.")
 @ranks_options
 @table_options
+@critical_options
 @click.option(
     "--max-bytes",
     type=click.IntRange(min=1),
@@ -116,6 +118,8 @@ def analyze(
     scheduler: str | None,
     peaks_file: Path | None,
     kinds_file: Path | None,
+    critical_path: bool,
+    what_if: tuple[str, ...],
     max_bytes: int | None,
 ) -> None:
     """Measure traces on the timeline and turn what they show into testable hypotheses.
@@ -130,7 +134,10 @@ def analyze(
     from steptrace.trace.budget import max_bytes_set
 
     try:
-        tables = Tables(read_kinds(kinds_file), read_peaks(peaks_file))
+        targets = parse_what_if(what_if)
+        tables = Tables(
+            read_kinds(kinds_file), read_peaks(peaks_file), critical_path or bool(targets), targets
+        )
     except TraceError as error:
         _fail(str(error))
     with max_bytes_set(max_bytes):  # read where each trace loads, worker processes too
@@ -181,6 +188,8 @@ def _analyze(
         )
     if one_job and (tables.peaks or tables.kinds):
         _warn("--peaks and --kernel-kinds apply to one trace's report (--per-rank), not a job's")
+    if one_job and tables.what_if:
+        _warn("--what-if applies to one trace's report (--per-rank), not a job's")
     if one_job:
         _analyze_ranks(
             [str(f) for f in files] + remote,
@@ -189,6 +198,7 @@ def _analyze(
             list(threshold),
             jobs,
             scheduler,
+            tables.critical_path,
         )
         return
     texts = ReadAhead(files)  # reading starts now, beside the imports
@@ -235,8 +245,10 @@ def _analyze_ranks(
     assignments: list[str],
     jobs: int | None,
     scheduler: str | None,
+    critical_path: bool = False,
 ) -> None:
-    """One report of the job's rank traces (the ranks code is imported only here).
+    """One report of the job's rank traces (the ranks code is imported only here);
+    ``critical_path``: with the job's critical path per step.
 
     Rank traces that could not be analyzed are each one warning line, always on stderr;
     the report of the others is written and the exit code is 1 (2 when too few remain)."""
@@ -250,6 +262,7 @@ def _analyze_ranks(
             jobs,
             scheduler,
             lanes=output_format == "html",
+            critical_path=critical_path,
         )
     except ValueError as error:
         _fail(f"--threshold: {error}")

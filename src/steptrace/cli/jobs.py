@@ -61,15 +61,24 @@ def job_document(
     jobs: int | None = None,
     scheduler: str | None = None,
     lanes: bool = False,
+    critical_path: bool = False,
 ) -> JobDocument:
     """The job's report as a document, and its warnings (``TraceError`` for bad input);
-    ``lanes``: with some ranks' lanes (the HTML report draws them)."""
+    ``lanes``: with some ranks' lanes (the HTML report draws them); ``critical_path``: with
+    the job's critical path."""
     from steptrace.pipeline import analyze_job
     from steptrace.report.ranks_sections import ranks_document
 
     if jobs is None:  # a LocalCluster: one worker per core
         jobs = usable_cores() if scheduler else default_jobs(locations)
-    job = analyze_job(locations, thresholds=limits, jobs=jobs, scheduler=scheduler, lanes=lanes)
+    job = analyze_job(
+        locations,
+        thresholds=limits,
+        jobs=jobs,
+        scheduler=scheduler,
+        lanes=lanes,
+        critical_path=critical_path,
+    )
     report = job.report
     failed = tuple(w for w in report.warnings if any(f.error in w for f in job.failures))
     document = ranks_document(report, findings_only=findings_only, lanes=job.lanes)

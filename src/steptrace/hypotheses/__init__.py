@@ -18,6 +18,7 @@ import msgspec
 from steptrace.hypotheses.case import Case
 from steptrace.hypotheses.claims import resolve
 from steptrace.hypotheses.finding import Evidence, Figure, Finding, Where
+from steptrace.hypotheses.on_path import off_path, on_critical_path
 from steptrace.hypotheses.rules.communication import comm_overlap
 from steptrace.hypotheses.rules.dominance import dominant_op, profiler_distortion
 from steptrace.hypotheses.rules.efficiency import fusion, low_efficiency
@@ -78,8 +79,9 @@ def find(case: Case, thresholds: Thresholds | None = None) -> tuple[Finding, ...
     case = complete_steps(case)
     found = [f for _, rule in RULES for f in rule(case, limits)]
     timed = resolve([f for f in found if f.basis == "step time"])  # memory claims no time
+    timed = on_critical_path(timed, case.analysis)  # off the path: ranked after the others
     of_memory = [f for f in found if f.basis != "step time"]
-    ranked = sorted(timed, key=lambda f: -f.severity)
+    ranked = sorted(timed, key=lambda f: (off_path(f), -f.severity))
     return (
         *(f for f in ranked if not f.minor),
         *sorted(of_memory, key=lambda f: -f.severity),

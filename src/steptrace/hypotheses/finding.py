@@ -60,6 +60,13 @@ class Evidence(msgspec.Struct, frozen=True):
         return {f.name: f.value for f in self.figures}
 
 
+class OnCriticalPath(msgspec.Struct, frozen=True):
+    """How much of a finding's time lies on the critical path (``hypotheses.on_path``)."""
+
+    on_path_ms: float  # the path's time in what the finding names, median over its steps
+    share: float | None  # of the finding's own time; None: it claims no time
+
+
 class Finding(msgspec.Struct, frozen=True, kw_only=True):
     """One rule that fired: observation, evidence, one hypothesis, the next check, caveats."""
 
@@ -72,6 +79,7 @@ class Finding(msgspec.Struct, frozen=True, kw_only=True):
     next_check: str
     caveats: tuple[str, ...]
     basis: Basis = "step time"
+    critical_path: OnCriticalPath | None = None  # None: not known (no path computed)
 
     @property
     def minor(self) -> bool:

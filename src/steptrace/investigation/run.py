@@ -27,6 +27,7 @@ from steptrace.hypotheses.finding import Finding
 from steptrace.hypotheses.thresholds import Thresholds
 from steptrace.investigation.check import Check, Context, Measured
 from steptrace.investigation.outcome import outcome_of
+from steptrace.investigation.predicted import with_predictions
 from steptrace.investigation.rule_checks import CHECKS
 from steptrace.investigation.subject import Subject, subject_of
 from steptrace.pipeline import analyze
@@ -75,12 +76,13 @@ def investigate(
     )
     captured = run_workload(workload, out=out, window=plan)
     say("Analyzing the trace ...")
-    report = analyze(captured.trace, thresholds=thresholds)
+    report = analyze(captured.trace, thresholds=thresholds, critical_path=True)
     say("Findings: " + (", ".join(f.rule for f in report.findings) or "none above thresholds"))
     subject = subject_of(workload, resolve(scenario.device))
     results = run_checks(
         report, subject, checks=checks, budget_s=budget_s, window=plan, say=say, clock=clock
     )
+    results = with_predictions(report, Path(captured.trace), results)  # the graph, checked
     return report.checked(results)
 
 

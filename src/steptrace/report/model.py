@@ -12,6 +12,7 @@ from steptrace.across.ranks.figures import (
     RANKS_SCHEMA,
     ClockAlignment,
     CollectiveSummary,
+    JobStepBound,
     RankResult,
     RanksAnalysis,
     Straggler,
@@ -112,6 +113,7 @@ class RanksReport(msgspec.Struct, frozen=True, kw_only=True):
     findings: tuple[Finding, ...]  # straggler, exposed-communication, collective-imbalance, ...
     thresholds: RankThresholds
     warnings: tuple[str, ...] = ()
+    critical_path: tuple[JobStepBound, ...] | None = None  # per step: the bounding rank
 
     @classmethod
     def of(
@@ -127,4 +129,5 @@ class RanksReport(msgspec.Struct, frozen=True, kw_only=True):
             findings=findings,
             thresholds=thresholds,
             warnings=analysis.warnings,
+            critical_path=analysis.critical_path,
         )

@@ -55,6 +55,7 @@ def job_title(report: RanksReport) -> str:
 def sections(report: RanksReport, lanes: tuple[RankLanes, ...]) -> tuple[Section, ...]:
     """The sections in reading order (imported here: JSON needs none)."""
     from steptrace.report.collective_sections import collectives, unmatched
+    from steptrace.report.critical_sections import job_critical_path
     from steptrace.report.finding_sections import findings_section
     from steptrace.report.rank_matrix_sections import matrix, phases
     from steptrace.report.timeline_sections import ranks_jumps, ranks_timeline_section
@@ -68,6 +69,7 @@ def sections(report: RanksReport, lanes: tuple[RankLanes, ...]) -> tuple[Section
         job(report),
         clocks(report),
         stragglers(report),
+        *job_critical_path(report),
         *((drawn,) if drawn else ()),
         matrix(report),
         phases(report),

@@ -64,6 +64,7 @@ def sections(report: Report, view: View) -> tuple[Section, ...]:
     from steptrace.report.category_sections import categories
     from steptrace.report.check_sections import comparison_section
     from steptrace.report.context_sections import notes, question, timeline, warnings
+    from steptrace.report.critical_sections import critical_path
     from steptrace.report.figure_sections import copies, gpu, kernels, labels, operators, steps
     from steptrace.report.finding_sections import findings
     from steptrace.report.memory_sections import memory
@@ -95,6 +96,7 @@ def sections(report: Report, view: View) -> tuple[Section, ...]:
         gpu(report),
         memory(report),
         categories(report),
+        *critical_path(report),
         operators(report, view.totals),
         kernels(report, view.totals),
         roofline(report),

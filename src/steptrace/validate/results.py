@@ -186,6 +186,16 @@ TIMED: dict[Verdict, type[Faster | Slower | NoDetectableDifference]] = {
 }
 
 
+class Prediction(msgspec.Struct, frozen=True):
+    """What the critical path's graph predicted for a check's change, beside what the
+    check measured (``investigation.predicted``)."""
+
+    targets: tuple[str, ...]  # the work the change removes (what-if targets)
+    saved_ms: float  # the predicted saving per step (median over the finding's steps)
+    ratio: float  # predicted B/A: 1 - saved / the step's time outside the profiler
+    within_ci: bool  # the check's measured CI holds it
+
+
 class CheckResult(msgspec.Struct, frozen=True, kw_only=True):
     """A finding's controlled check, run outside the profiler, and its outcome.
 
@@ -204,6 +214,7 @@ class CheckResult(msgspec.Struct, frozen=True, kw_only=True):
     measured: tuple[Figure, ...] = ()
     budget_s: float | None = None  # the time this check was allowed (None: did not run)
     elapsed_s: float | None = None  # the time it took, correctness and timing included
+    predicted: Prediction | None = None  # the graph's prediction (a removal check)
 
 
 class OperatorTiming(msgspec.Struct, frozen=True, kw_only=True):

@@ -16,6 +16,7 @@ from collections.abc import Sequence
 from steptrace.across.ranks.clocks import align
 from steptrace.across.ranks.discover import Identified
 from steptrace.across.ranks.figures import (
+    JobStepBound,
     RankLanes,
     RankResult,
     RanksAnalysis,
@@ -23,11 +24,12 @@ from steptrace.across.ranks.figures import (
     Straggler,
     Unmatched,
 )
+from steptrace.across.ranks.job_path import job_path
 from steptrace.across.ranks.matching import match
 from steptrace.across.ranks.matrix import RankData, rank_steps
 from steptrace.across.ranks.rank_thresholds import RankThresholds
 from steptrace.across.ranks.stragglers import find_stragglers
-from steptrace.across.ranks.waits import summaries, timings, unmatched_total
+from steptrace.across.ranks.waits import Timing, summaries, timings, unmatched_total
 
 TIMELINE_RANKS = 16  # ranks whose lanes the report carries: the stragglers', then the lowest
 
@@ -82,7 +84,17 @@ def analyze_ranks_data(
         stragglers=stragglers,
         warnings=(*identified.warnings, *_warnings(data, matching.unmatched, clocks.trusted)),
         lanes=_lanes_carried(data, stragglers),
+        critical_path=_job_path(data, timed),
     )
+
+
+def _job_path(
+    data: dict[int, RankData], timed: Sequence[Timing]
+) -> tuple[JobStepBound, ...] | None:
+    """The job's critical path when every rank carries its own (``--critical-path``)."""
+    if any(d.parts.critical is None for d in data.values()):
+        return None
+    return job_path(data, timed)
 
 
 def _lanes_carried(

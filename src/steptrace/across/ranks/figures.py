@@ -153,6 +153,26 @@ class RankLanes(msgspec.Struct, frozen=True, kw_only=True):
     lanes: Lanes  # times from each step's own start; RankStep.start_us places it
 
 
+BoundBy = Literal["collective", "longest"]
+COLLECTIVE: BoundBy = "collective"
+LONGEST: BoundBy = "longest"
+UNLABELED_PHASE = "(unlabeled)"
+
+
+class JobStepBound(msgspec.Struct, frozen=True):
+    """One step of the job: the rank and phase on its critical path at the step's end."""
+
+    step: str
+    number: int | None
+    rank: int
+    phase: str  # the rank's phase with the most time on its path; UNLABELED_PHASE: none
+    phase_on_path_ms: float
+    length_ms: float  # the rank's own path in that step
+    via: BoundBy  # the last collective's last arrival, or the longest path (nothing joined)
+    collective: str | None  # that collective's kind
+    others_waited_ms: float | None  # the other ranks' summed wait at it
+
+
 class RanksAnalysis(msgspec.Struct, frozen=True, kw_only=True):
     """Every cross-rank figure of one job; findings are added by ``RanksReport``."""
 
@@ -165,3 +185,5 @@ class RanksAnalysis(msgspec.Struct, frozen=True, kw_only=True):
     stragglers: tuple[Straggler, ...]  # most excess first
     warnings: tuple[str, ...]
     lanes: tuple[RankLanes, ...] = ()  # the stragglers' ranks first, then the lowest
+    # the job's critical path per step (``job_path``); None: not asked (--critical-path)
+    critical_path: tuple[JobStepBound, ...] | None = None

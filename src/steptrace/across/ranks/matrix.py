@@ -30,6 +30,7 @@ from steptrace.analysis import memory as memory_figure
 from steptrace.analysis.collectives import Instance, collective_instances
 from steptrace.analysis.compose import compute
 from steptrace.analysis.context import FigureSpec, TraceContext
+from steptrace.analysis.critical_path import CriticalPath
 from steptrace.analysis.gpu import GpuStep
 from steptrace.analysis.lanes import Lanes, step_lanes
 from steptrace.analysis.outside import outside_warnings
@@ -48,7 +49,7 @@ RANK_STEP_MIN = 40  # items for one step at least
 RANK_DEPTH = 3  # CPU nesting drawn per rank
 _COLLECTIVE_LABEL = re.compile(r"^(gloo|nccl|rccl):")  # the library's labels, not the user's
 RANK_DATA_VERSION = 2  # bumped when a part changes meaning: other versions are refused
-Part = Literal["steps", "collectives", "lanes"]
+Part = Literal["steps", "collectives", "lanes", "critical"]
 DEFAULT_PARTS: tuple[Part, ...] = ("steps", "collectives")
 
 
@@ -69,6 +70,16 @@ class StepFigures(msgspec.Struct, frozen=True, kw_only=True):
     peak_allocated_bytes: int | None = None  # the device of the largest; None: not recorded
 
 
+class RankCriticalStep(msgspec.Struct, frozen=True, kw_only=True):
+    """One step of one rank's critical path (``analysis.critical_path``), reduced to what
+    the job's path reads: its length and each phase's time on it."""
+
+    step: str
+    number: int | None
+    length_ms: float
+    phases_ms: dict[str, float]  # the path's time by innermost label of the user's
+
+
 class RankParts(msgspec.Struct, frozen=True, kw_only=True):
     """What a rank's summary carries besides what identifies it, one field per part; a part
     that was not asked for is None. A cross-rank analysis that needs more of each rank adds
@@ -77,6 +88,7 @@ class RankParts(msgspec.Struct, frozen=True, kw_only=True):
     steps: tuple[StepFigures, ...] | None = None
     collectives: tuple[Instance, ...] | None = None
     lanes: Lanes | None = None  # compact: RANK_BUDGET items, RANK_STEPS, RANK_DEPTH
+    critical: tuple[RankCriticalStep, ...] | None = None
 
 
 class RankData(msgspec.Struct, frozen=True, kw_only=True):
@@ -135,6 +147,7 @@ _PART_FIGURES: dict[Part, tuple[FigureSpec[Any], ...]] = {
     "steps": (*figures(["gpu", "phases", "gpu_outside_steps", "memory"]), _COLLECTIVES),
     "collectives": (_COLLECTIVES,),
     "lanes": (_RANK_LANES,),
+    "critical": figures(["critical_path"]),
 }
 
 
@@ -180,6 +193,7 @@ def rank_data(
             steps=steps,
             collectives=instances if "collectives" in asked else None,
             lanes=computed.get("rank_lanes"),
+            critical=_critical(context, computed["critical_path"]) if "critical" in asked else None,
         ),
         damaged=bool(info.events_skipped or info.bytes_ignored),
     )
@@ -257,6 +271,19 @@ def _exposure(
         comm_ms.append(iv.total(mine) / 1000)
         exposed_ms.append(iv.total(iv.difference(mine, busy)) / 1000)
     return tuple(comm_ms), tuple(exposed_ms)
+
+
+def _critical(context: TraceContext, path: CriticalPath) -> tuple[RankCriticalStep, ...]:
+    """Each step's path: its length, and its time by innermost label (``StepPath.labels``)."""
+    return tuple(
+        RankCriticalStep(
+            step=s.step,
+            number=w.number,
+            length_ms=s.length_ms,
+            phases_ms={o.name: o.on_path_ms for o in s.labels},
+        )
+        for s, w in zip(path.steps, context.windows, strict=True)
+    )
 
 
 def rank_steps(

@@ -178,6 +178,25 @@ def _rank(analysis: RanksAnalysis, number: int) -> RankResult | None:
     return next((r for r in analysis.ranks if r.rank == number), None)
 
 
+def _bounds(analysis: RanksAnalysis, rank: int) -> int | None:
+    """In how many steps the job's critical path ends on ``rank``; None: not computed."""
+    path = analysis.critical_path
+    return None if path is None else sum(b.rank == rank for b in path)
+
+
+def _on_job_path(analysis: RanksAnalysis, s: Straggler) -> str:
+    """The job's critical path through the straggler, in words (empty: not computed)."""
+    path = analysis.critical_path
+    if path is None:
+        return ""
+    mine = [b for b in path if b.rank == s.rank]
+    in_phase = sum(b.phase == s.phase for b in mine)
+    return (
+        f" The job's critical path ends on rank {s.rank} in {len(mine)} of {len(path)} steps, "
+        f"in {s.phase} in {in_phase} of them."
+    )
+
+
 def _straggler(analysis: RanksAnalysis, s: Straggler, share: float) -> Finding:
     arrived = (
         f"it arrived last at {s.times_last} of the {s.of} matched collectives it took part in"
@@ -192,7 +211,7 @@ def _straggler(analysis: RanksAnalysis, s: Straggler, share: float) -> Finding:
             f"median of the other ranks ({s.steps_late} of {s.steps} steps); {arrived}; the "
             f"others wait {s.others_wait_ms:.3f} ms per step in collectives, rank {s.rank} "
             f"{s.own_wait_ms:.3f} ms: the wait it causes is {pct(share)} of their step "
-            "(counted here, not in exposed-communication)."
+            f"(counted here, not in exposed-communication).{_on_job_path(analysis, s)}"
         ),
         evidence=_evidence(
             _where(_rank(analysis, s.rank)),
@@ -206,6 +225,7 @@ def _straggler(analysis: RanksAnalysis, s: Straggler, share: float) -> Finding:
             ("others_wait_ms", s.others_wait_ms, "ms"),
             ("own_wait_ms", s.own_wait_ms, "ms"),
             ("caused_wait_share", share, "share"),
+            ("bounds_steps", _bounds(analysis, s.rank), "count"),
         ),
         hypothesis=(
             f"{s.phase} is slower on rank {s.rank} (its data shard, its storage or host, a "
