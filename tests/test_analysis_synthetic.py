@@ -177,8 +177,9 @@ def test_why_the_gpu_was_idle(result: TraceAnalysis) -> None:
     # gap 4400-5000: gemm's launch ended at 4710, after the GPU went idle -> the host's.
     # gap 8000-8500: add was launched at 6160, long before -> not waiting on the host.
     assert gpu_step.idle_waiting_on_host_ms == pytest.approx(4.1 + 0.6)
-    # the sync ends at 9400, the GPU is idle until the step ends at 10000
-    assert gpu_step.idle_after_sync_ms == pytest.approx(0.6)
+    # the sync ends at 9400 after blocking the host 300 µs, the GPU is idle until the
+    # step ends at 10000: the sync owns 9400-9700, as long as it blocked the host
+    assert gpu_step.idle_after_sync_ms == pytest.approx(0.3)
     assert gpu_step.kernels.shorter_than_launch == 0
 
 
