@@ -18,6 +18,7 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Sequence
 from typing import NamedTuple
 
@@ -26,6 +27,7 @@ import torch
 
 from steptrace.errors import CaptureError
 from steptrace.validate.agreement import check_both, guarded
+from steptrace.validate.clocks import RunningClock
 from steptrace.validate.correctness import explain, flatten
 from steptrace.validate.estimators import MIN_PAIRS, Interference, decide
 from steptrace.validate.inputs import Batch, CandidateInputs, MakeLoop, MakeState, Step
@@ -39,7 +41,9 @@ from steptrace.validate.results import (
 )
 from steptrace.validate.sides import Start, copies, start
 from steptrace.validate.stats import SideStats, sentence, summarize, verdict
+from steptrace.validate.threads import threads_for
 from steptrace.validate.timing import (
+    BeforeBlock,
     CheckPlan,
     Clock,
     Instruments,
@@ -75,40 +79,46 @@ def compare(
     instruments = instruments or Instruments()
     target = torch.device(device)
     sync = instruments.synchronize or _synchronizer(target)
-    begun = start(make_state, batches, loop_batches, candidate_inputs or CandidateInputs())
-    steps = (baseline, candidate)
-    correctness, pair_s = check_both(
-        steps,
-        begun.origins,
-        begun.feeds,
-        check,
-        seed=plan.seed,
-        clock=instruments.clock,
-        synchronize=sync,
-    )
-    said = _Said(correctness, begun.by_design, str(target))
-    if not correctness.ok and not check.accept_difference:
-        return OutputsDiffer(
-            sentence=explain(correctness),
-            correctness=correctness,
-            by_design=said.by_design,
-            device=said.device,
+    clock = instruments.clock or _clock(target)
+    with threads_for(plan.threads, target) as threads_said:  # the user's setting kept
+        begun = start(make_state, batches, loop_batches, candidate_inputs or CandidateInputs())
+        steps = (baseline, candidate)
+        correctness, pair_s = check_both(
+            steps,
+            begun.origins,
+            begun.feeds,
+            check,
+            seed=plan.seed,
+            clock=clock,
+            synchronize=sync,
         )
-    samples = _timed_blocks(steps, begun, plan, instruments, sync, pair_s)
-    loop = _loop(steps, begun, plan, instruments.clock, sync)
-    if len(samples.order) < MIN_PAIRS:
-        return TooFewSamples(
-            sentence=_too_few(plan, pair_s, samples),
-            correctness=correctness,
-            by_design=said.by_design,
-            device=said.device,
-            accepted_difference=not correctness.ok,
-            samples=samples,
-            loop=loop,
+        designed = (*begun.by_design, *([threads_said] if threads_said else []))
+        said = _Said(correctness, designed, str(target))
+        if not correctness.ok and not check.accept_difference:
+            return OutputsDiffer(
+                sentence=explain(correctness),
+                correctness=correctness,
+                by_design=said.by_design,
+                device=said.device,
+            )
+        samples = _timed_blocks(steps, begun, plan, (clock, sync, instruments.before_block), pair_s)
+        loop = _loop(steps, begun, plan, clock, sync)
+        said = said._replace(by_design=(*said.by_design, *_waited(clock, samples)))
+        if len(samples.order) < MIN_PAIRS:
+            return TooFewSamples(
+                sentence=_too_few(plan, pair_s, samples),
+                correctness=correctness,
+                by_design=said.by_design,
+                device=said.device,
+                accepted_difference=not correctness.ok,
+                samples=samples,
+                loop=loop,
+            )
+        if min(min(samples.a), min(samples.b)) <= 0:
+            raise CaptureError("the clock is too coarse for these steps: a step took 0 ms")
+        return _verdict(
+            samples, loop, plan, said, plan.batch_size or _batch_size(begun.feeds[0][0])
         )
-    if min(min(samples.a), min(samples.b)) <= 0:
-        raise CaptureError("the clock is too coarse for these steps: a step took 0 ms")
-    return _verdict(samples, loop, plan, said, plan.batch_size or _batch_size(begun.feeds[0][0]))
 
 
 class _Said(NamedTuple):
@@ -123,21 +133,22 @@ def _timed_blocks(
     steps: tuple[Step, Step],
     begun: Start,
     plan: TimingPlan,
-    instruments: Instruments,
-    sync: Sync,
+    how: tuple[Clock, Sync, BeforeBlock | None],
     pair_s: float,
 ) -> Samples:
-    """Both sides timed in interleaved blocks, each on fresh copies of its start."""
+    """Both sides timed in interleaved blocks, each on fresh copies of its start; ``how``:
+    the clock, the synchronizer and the hook before each block."""
     state_a, state_b = copies(begun.origins[0], "A"), copies(begun.origins[1], "B")
     step_a, step_b = guarded(steps[0], "A", "while timed"), guarded(steps[1], "B", "while timed")
     sides = Sides(lambda x: step_a(state_a, x), lambda x: step_b(state_b, x), *begun.feeds)
+    clock, sync, before_block = how
     return run_blocks(
         sides,
         plan,
-        clock=instruments.clock,
+        clock=clock,
         synchronize=sync,
         pair_s=pair_s,
-        before_block=instruments.before_block or (lambda side: None),
+        before_block=before_block or (lambda side: None),
     )
 
 
@@ -169,6 +180,24 @@ def _verdict(
         candidate=b_stats,
         noise_warning=_noise(a_stats, b_stats, measured),
     )
+
+
+def _clock(device: torch.device) -> Clock:
+    """The wall clock; on the CPU, less the time this thread waited for a CPU."""
+    return RunningClock() if device.type == "cpu" else time.perf_counter
+
+
+def _waited(clock: Clock, samples: Samples) -> list[str]:
+    """What the clock removed from the timed steps, in words, when it is worth saying."""
+    waited_s = clock.waited_s if isinstance(clock, RunningClock) else 0.0
+    timed_s = (sum(samples.a) + sum(samples.b)) / 1000
+    if waited_s <= 0.01 * (timed_s + waited_s):
+        return []
+    return [
+        f"clock: {waited_s:.2f} s of waiting for a CPU (other processes running) left out of "
+        f"the {timed_s + waited_s:.1f} s of timing: each step's time is the wall clock less "
+        "the time its thread waited in the scheduler's queue (validate.clocks)"
+    ]
 
 
 def _synchronizer(device: torch.device) -> Sync:

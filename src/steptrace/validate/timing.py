@@ -61,6 +61,9 @@ class TimingPlan(msgspec.Struct, frozen=True, kw_only=True):
     loop_repeats: int = 3  # whole-loop runs per side, when a loop is given
     unit: Literal["ms/step", "samples/s"] = "ms/step"
     batch_size: int | None = None  # for samples/s; None: read from the first batch
+    # intra-op threads on the CPU: "fit" (at most the cores other processes leave free),
+    # "as-is" (torch's setting), or a number (validate.threads says why)
+    threads: int | Literal["fit", "as-is"] = "fit"
 
 
 class CheckPlan(msgspec.Struct, frozen=True, kw_only=True):
@@ -76,12 +79,16 @@ class CheckPlan(msgspec.Struct, frozen=True, kw_only=True):
 class Instruments(msgspec.Struct, frozen=True):
     """The clock and the device synchronizer (None: the device's own), injectable for tests.
 
+    The device's own clock: on the CPU, the wall clock less the time the timing thread
+    waited for a CPU (``validate.clocks.RunningClock``: other processes' share removed);
+    on a GPU, the wall clock.
+
     ``before_block`` is called with the side's name before each run of that side's steps
     (every warm-up step and every block), outside the timed interval: a check can switch
     something on for one side there (the profiler for A) without timing the switch.
     """
 
-    clock: Clock = time.perf_counter
+    clock: Clock | None = None
     synchronize: Sync | None = None
     before_block: BeforeBlock | None = None
 
