@@ -28,6 +28,7 @@ LAYERS: tuple[frozenset[str], ...] = (
             "assignments",
             "quiet",
             "lifetime",
+            "machine",
         }
     ),
     frozenset({"trace"}),
