@@ -29,6 +29,8 @@ LAYERS: tuple[frozenset[str], ...] = (
             "quiet",
             "lifetime",
             "machine",
+            "paired",
+            "clocks",
         }
     ),
     frozenset({"trace"}),

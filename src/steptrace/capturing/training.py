@@ -21,6 +21,7 @@ import torch
 from steptrace import devices
 from steptrace.capturing import batches, flops
 from steptrace.capturing.batches import SplitBatch, call_model, split_batch
+from steptrace.capturing.overhead import profiler_cost
 from steptrace.capturing.result import CaptureResult
 from steptrace.capturing.session import Capture
 from steptrace.capturing.state import SavedState
@@ -131,11 +132,12 @@ def _run(
     if plan.measure_overhead:
         saved.restore()
         model.train(scenario.mode == "train")
-        again = _Batches(loader, plan.needed_steps)
+        again = _Cycled(loader)
         _timed_steps(again, plan.cold_steps + plan.wait + plan.warmup, step, device, clock)
-        unprofiled = _timed_steps(again, plan.active, step, device, clock)
-        extra["unprofiled_step_ms"] = tuple(unprofiled)
-        extra["overhead_ratio"] = _ratio(capture.step_ms, unprofiled)
+        cost = profiler_cost(lambda: step(next(again)), plan, device)
+        extra["unprofiled_step_ms"] = cost.bare_ms
+        extra["overhead_ratio"] = cost.ratio
+        extra["overhead"] = cost
     return extra
 
 
@@ -172,6 +174,24 @@ class _Batches(Iterator[Any]):
             ) from None
 
 
+class _Cycled(Iterator[Any]):
+    """The loader's batches without end: a fresh iterator whenever one runs out."""
+
+    def __init__(self, loader: Iterable[Any]) -> None:
+        self._loader = loader
+        self._source = iter(loader)
+
+    def __next__(self) -> Any:
+        try:
+            return next(self._source)
+        except StopIteration:
+            self._source = iter(self._loader)
+        try:
+            return next(self._source)
+        except StopIteration:
+            raise CaptureError("the loader yields no batch when iterated again") from None
+
+
 def _observe(model: torch.nn.Module, split: tuple[Any, Any], scenario: Scenario) -> ObservedRun:
     """What the run really is, to set beside what the scenario declares."""
     inputs = batches.first_tensor(split[0])
@@ -202,12 +222,6 @@ def _timed_steps(
         devices.synchronize(device)
         times.append((clock() - start) * 1000)
     return tuple(times)
-
-
-def _ratio(profiled: list[float], unprofiled: tuple[float, ...]) -> float | None:
-    if not profiled or not unprofiled:
-        return None
-    return statistics.median(profiled) / statistics.median(unprofiled)
 
 
 def _throughput(

@@ -27,6 +27,7 @@ from steptrace.hypotheses.finding import Finding
 from steptrace.hypotheses.thresholds import Thresholds
 from steptrace.investigation.check import Check, Context, Measured
 from steptrace.investigation.outcome import outcome_of
+from steptrace.investigation.ranking import ranked
 from steptrace.investigation.rule_checks import CHECKS
 from steptrace.investigation.subject import Subject, subject_of
 from steptrace.pipeline import analyze
@@ -81,7 +82,8 @@ def investigate(
     results = run_checks(
         report, subject, checks=checks, budget_s=budget_s, window=plan, say=say, clock=clock
     )
-    return msgspec.structs.replace(report, checks=results)
+    findings, results = ranked(report.findings, results)
+    return msgspec.structs.replace(report, findings=findings, checks=results)
 
 
 def run_checks(
@@ -94,33 +96,35 @@ def run_checks(
     say: Say = lambda _: None,
     clock: Clock = time.perf_counter,
 ) -> tuple[CheckResult, ...]:
-    """Every finding's check result, in the findings' order; at most ``checks`` run."""
+    """Every finding's check result, in the findings' order; at most ``checks`` run, those
+    marked ``first`` (what distorts the others' timings) before the rest. Each gets an
+    equal share of the budget left, or its minimum when the budget left holds it."""
     start = clock()
-    runnable = [f for f in report.findings if _reason_not_run(f, subject) is None]
-    results: list[CheckResult] = []
+    findings = report.findings
+    runnable = [f for f in findings if _reason_not_run(f, subject) is None]
+    results: dict[int, CheckResult] = {}
     ran = 0
-    for finding in report.findings:
-        spec = CHECKS[finding.rule]
+    for k in sorted(range(len(findings)), key=lambda k: not CHECKS[findings[k].rule].first):
+        finding, spec = findings[k], CHECKS[findings[k].rule]
         reason = _reason_not_run(finding, subject)
         if reason is None and ran >= checks:
             reason = f"not run: {checks} checks were asked for (--checks) and ran first"
         left = budget_s - (clock() - start)
-        share = left / max(1, min(checks - ran, len(runnable) - ran))
+        share = max(left / max(1, min(checks - ran, len(runnable) - ran)), min(spec.min_s, left))
         if reason is None and share < spec.min_s:
             reason = (
                 f"not run: {share:.0f} s of the budget ({budget_s:g} s) was left for it and it "
                 f"needs {spec.min_s:g} s or more; allow more with --budget"
             )
         if reason is not None:
-            results.append(_not_run(finding, spec, reason))
+            results[k] = _not_run(finding, spec, reason)
             continue
         ran += 1
         say(f"Checking {finding.rule}: {spec.change} ({share:.0f} s at most) ...")
         context = _context(report, subject, finding, window, share)
-        result = _run_one(finding, spec, context, share, clock)
-        say(f"  {finding.rule}: {result.sentence}")
-        results.append(result)
-    return tuple(results)
+        results[k] = _run_one(finding, spec, context, share, clock)
+        say(f"  {finding.rule}: {results[k].sentence}")
+    return tuple(results[k] for k in range(len(findings)))
 
 
 def _reason_not_run(finding: Finding, subject: Subject) -> str | None:

@@ -25,11 +25,12 @@ from typing import NamedTuple
 import numpy as np
 import torch
 
+from steptrace.clocks import RunningClock
 from steptrace.errors import CaptureError
+from steptrace.paired import MIN_PAIRS
 from steptrace.validate.agreement import check_both, guarded
-from steptrace.validate.clocks import RunningClock
 from steptrace.validate.correctness import explain, flatten
-from steptrace.validate.estimators import MIN_PAIRS, Interference, decide
+from steptrace.validate.estimators import Interference, decide
 from steptrace.validate.inputs import Batch, CandidateInputs, MakeLoop, MakeState, Step
 from steptrace.validate.results import (
     TIMED,
@@ -196,7 +197,7 @@ def _waited(clock: Clock, samples: Samples) -> list[str]:
     return [
         f"clock: {waited_s:.2f} s of waiting for a CPU (other processes running) left out of "
         f"the {timed_s + waited_s:.1f} s of timing: each step's time is the wall clock less "
-        "the time its thread waited in the scheduler's queue (validate.clocks)"
+        "the time its thread waited in the scheduler's queue (steptrace.clocks)"
     ]
 
 

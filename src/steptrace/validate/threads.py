@@ -8,6 +8,7 @@ difference" within 99.1-101.0% between a 3.1 ms step and a 1.2 ms one (``steptra
 So on the CPU, ``TimingPlan(threads="fit")`` (the default) runs both sides with at most the
 free cores' worth of threads (at least one) and says so in ``by_design``; ``"as-is"`` keeps
 torch's setting; a number sets it. The user's setting is put back afterwards.
+``validate.fewer_threads`` is the A/B of the threads themselves (thread-oversubscription).
 """
 
 from __future__ import annotations

@@ -25,7 +25,8 @@ from typing import Literal
 import msgspec
 import numpy as np
 
-from steptrace.validate.estimators import MIN_PAIRS, decide
+from steptrace.paired import MIN_PAIRS
+from steptrace.validate.estimators import decide
 from steptrace.validate.inputs import Batch, Output
 
 BoundStep = Callable[[Batch], Output]  # a side's step on its own state: batch -> outputs
@@ -80,7 +81,7 @@ class Instruments(msgspec.Struct, frozen=True):
     """The clock and the device synchronizer (None: the device's own), injectable for tests.
 
     The device's own clock: on the CPU, the wall clock less the time the timing thread
-    waited for a CPU (``validate.clocks.RunningClock``: other processes' share removed);
+    waited for a CPU (``steptrace.clocks.RunningClock``: other processes' share removed);
     on a GPU, the wall clock.
 
     ``before_block`` is called with the side's name before each run of that side's steps

@@ -12,6 +12,7 @@ if TYPE_CHECKING:
     from steptrace.analysis.measure import StepResult
     from steptrace.hypotheses.case import Case
     from steptrace.hypotheses.thresholds import Thresholds
+    from steptrace.scenario import ProfilerCost
 
 
 def dominant_op(case: Case, limits: Thresholds) -> list[Finding]:
@@ -83,21 +84,28 @@ def _busy_ms(step: StepResult, on_gpu: bool) -> float:
 def profiler_distortion(case: Case, limits: Thresholds) -> list[Finding]:
     """The profiler's own cost: measured when the capture timed the same steps without it.
 
-    Measured, the ratio decides: the rule fires from ``overhead_ratio`` on, and explains
-    the share of each profiled step the profiler added (``1 - 1/ratio``); a ratio below 1
-    is noise between two runs, never a speed-up. Not measured, very short operators, many
-    per step, only suggest a distortion: the finding is then low (no time is claimed).
+    Measured in interleaved blocks (``CaptureFacts.overhead``), the ratio and its CI decide:
+    the rule fires when the whole CI lies beyond the ±1% band and the ratio reaches
+    ``overhead_ratio``, and explains the share of each profiled step the profiler added
+    (``1 - 1/ratio``); no detectable difference is no finding (the report's capture lines
+    say it). An older capture's ratio without a CI decides alone, with a caveat. Not
+    measured, very short operators, many per step, only suggest a distortion: the finding
+    is then low (no time is claimed).
     """
     analysis = case.analysis
     durations = [s.cpu.operator_us.median for s in analysis.steps if s.cpu.operator_us]
     counts = [s.cpu.operators for s in analysis.steps]
+    cost = case.capture.overhead if case.capture else None
     ratio = case.capture.overhead_ratio if case.capture else None
     short = (
         bool(durations)
         and median(durations) <= limits.short_operator_us
         and median(counts) >= limits.short_operator_count
     )
-    fires = ratio >= limits.overhead_ratio if ratio is not None else short
+    if cost is not None:
+        fires = cost.detected and cost.ratio >= limits.overhead_ratio
+    else:
+        fires = ratio >= limits.overhead_ratio if ratio is not None else short
     if not fires:
         return []
     observation = (
@@ -106,16 +114,18 @@ def profiler_distortion(case: Case, limits: Thresholds) -> list[Finding]:
         if durations
         else "CPU operators"
     )
+    ci = cost.ci if cost is not None else None
     return [
         finding(
             "profiler-distortion",
             _profiler_share(ratio),
-            observation=f"{observation}; {_measured(ratio)}.",
+            observation=f"{observation}; {_measured(ratio, cost)}.",
             evidence=evidence(
                 where(analysis),
                 ("operators_per_step", median(counts), "count"),
                 ("operator_us_median", median(durations) if durations else None, "us"),
                 ("measured_overhead_ratio", ratio, "ratio"),
+                *(() if ci is None else (("measured_overhead_ci", _interval(ci), "text"),)),
             ),
             hypothesis=(
                 "The step may be dispatch-bound: the profiler adds a few µs to every operator, "
@@ -127,9 +137,23 @@ def profiler_distortion(case: Case, limits: Thresholds) -> list[Finding]:
                 "profile_training(measure_overhead=True)) before believing per-operator "
                 "figures; compare ms/step with and without the profiler."
             ),
-            caveats=("The trace still shows the order of events faithfully.",),
+            caveats=(
+                "The trace still shows the order of events faithfully.",
+                *(() if cost is not None or ratio is None else (_UNPAIRED,)),
+            ),
         )
     ]
+
+
+_UNPAIRED = (
+    "This capture timed its steps without the profiler after the window, not interleaved "
+    "with it: no confidence interval, and whatever changed in between reads as the "
+    "profiler's cost (capture again to measure it in interleaved blocks)."
+)
+
+
+def _interval(ci: tuple[float, float]) -> str:
+    return f"{ci[0]:.2f}–{ci[1]:.2f}"
 
 
 def _profiler_share(ratio: float | None) -> float:
@@ -137,18 +161,25 @@ def _profiler_share(ratio: float | None) -> float:
     return 1 - 1 / ratio if ratio is not None and ratio > 1 else 0.0
 
 
-def _measured(ratio: float | None) -> str:
+def _measured(ratio: float | None, cost: ProfilerCost | None) -> str:
     if ratio is None:
         return (
             "the distortion was not measured (profile_training(measure_overhead=True) "
             "measures it), so this is only a suggestion"
         )
-    if ratio < 1:
+    if cost is None and ratio < 1:
         return (
             f"profiled steps took {ratio:.2f}× the time of the same steps without the "
             "profiler: below 1, that is noise between runs, not a speed-up"
         )
+    interval = ""
+    if cost is not None:
+        low, high = cost.ci
+        interval = (
+            f" [{100 * cost.confidence:g}% CI {low:.2f}–{high:.2f}×, {len(cost.order)} pairs "
+            "of interleaved blocks]"
+        )
     return (
-        f"profiled steps took {ratio:.2f}× the time of the same steps without the profiler: "
-        f"the profiler added {pct(_profiler_share(ratio))} of each profiled step"
+        f"profiled steps took {ratio:.2f}×{interval} the time of the same steps without the "
+        f"profiler: the profiler added {pct(_profiler_share(ratio))} of each profiled step"
     )
