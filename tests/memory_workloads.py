@@ -111,3 +111,29 @@ def train_step(state: State, batch: Any) -> torch.Tensor:
 
 def state_of(model: nn.Module) -> State:
     return {"model": model, "optimizer": torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)}
+
+
+class ScratchSGD(torch.optim.SGD):
+    """SGD whose step makes a 16 MiB scratch tensor first: the step's memory peak is in the
+    optimizer step, with every gradient and the batch alive."""
+
+    SCRATCH_BYTES = 16 * 2**20
+
+    def step(self, closure: Any = None) -> Any:  # type: ignore[override]
+        scratch = torch.zeros(self.SCRATCH_BYTES // 4)
+        found = super().step(closure)
+        del scratch
+        return found
+
+
+def scratch_workload(batch: int = 16) -> Workload:
+    """The peak in the optimizer step (``ScratchSGD``): what holds it is known by type."""
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(FEATURES, 256), nn.ReLU(), nn.Linear(256, CLASSES))
+    return Workload(
+        scenario=steptrace.Scenario(question="What holds the memory peak?", batch_size=batch),
+        model=model,
+        optimizer=ScratchSGD(model.parameters(), lr=0.01, momentum=0.9),
+        loss_fn=nn.functional.cross_entropy,
+        loader=loader(batch),
+    )

@@ -1,4 +1,5 @@
-"""Bad input: a one-line error naming the file, exit code 2, no traceback; or a warning."""
+"""Bad input: a one-line error naming the file, exit code 2, no traceback; or a warning,
+the report written, and exit code 1 when events were skipped (damaged input)."""
 
 from __future__ import annotations
 
@@ -118,7 +119,7 @@ def test_events_without_times_or_with_bad_durations_are_skipped_with_a_warning(
     text = text.replace('"traceEvents": [', f'"traceEvents": [{nan}, ', 1)
     path = write_trace(text)
     code, out, err = run(str(path), "--format", "json")
-    assert code == 0
+    assert code == 1  # a report from damaged input
     assert "skipped 5 complete events with a ts or dur that is missing or not a number" in err
     assert "skipped 1 complete events with a negative dur" in err
     assert str(path) in err
@@ -148,7 +149,7 @@ def test_timestamps_outside_the_representable_range_are_skipped_and_counted(
     text = json.dumps(document([step(1, 1000, 3462), kernel("k", 1010, 20)]))
     path = write_trace(text.replace('"traceEvents": [', f'"traceEvents": [{stray}, ', 1))
     code, out, err = run(str(path), "--format", "json")
-    assert code == 0, err
+    assert code == 1, err  # a report from damaged input
     assert "skipped 1 complete events with a ts or end beyond" in err
     result = json.loads(out)["analysis"]
     assert result["steps"][0]["wall_ms"] == pytest.approx(3.462, abs=1e-12)
@@ -223,28 +224,6 @@ def test_the_installed_command_prints_no_traceback(write_trace: WriteTrace) -> N
 
 
 @pytest.mark.slow
-def test_the_installed_command_fails_cleanly_with_stdout_closed(tmp_path: Path) -> None:
-    command = Path(sys.executable).parent / "steptrace"
-    done = subprocess.run(
-        ["bash", "-c", f"'{command}' analyze '{tmp_path / 'absent.json'}' >&-"],
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    assert done.returncode == 2
-    assert "Traceback" not in done.stderr and "no such file" in done.stderr
-    trace = gpu_trace("cpu_train_trace.json")
-    for output in ("text", "json"):  # a report with nowhere to go is no crash
-        done = subprocess.run(
-            ["bash", "-c", f"'{command}' analyze '{trace}' --format {output} >&-"],
-            capture_output=True,
-            text=True,
-            check=False,
-        )
-        assert done.returncode == 0 and done.stderr == ""
-
-
-@pytest.mark.slow
 def test_a_full_disk_is_a_one_line_error() -> None:
     command = Path(sys.executable).parent / "steptrace"
     path = gpu_trace("cpu_train_trace.json")
@@ -285,7 +264,7 @@ def test_a_malformed_event_is_named_by_its_index(write_trace: WriteTrace) -> Non
     events.append({"ph": "X", "cat": "kernel", "name": "bad", "ts": 1, "dur": 1, "args": []})
     path = write_trace(document(events))
     code, _, err = run(str(path), "--format", "json")
-    assert code == 0 and "skipped 1 malformed events" in err and "$.traceEvents[10000].args" in err
+    assert code == 1 and "skipped 1 malformed events" in err and "$.traceEvents[10000].args" in err
 
 
 def test_multi_member_gzip_is_read_whole(write_trace: WriteTrace) -> None:
@@ -430,7 +409,7 @@ def test_a_malformed_event_is_skipped_counted_and_named(write_trace: WriteTrace)
     ]
     path = write_trace(document([good[0], *bad, good[1]]))
     code, out, err = run(str(path), "--format", "json")
-    assert code == 0, err
+    assert code == 1, err  # a report from damaged input
     assert "skipped 3 malformed events (" in err and "$.traceEvents[1].name" in err
     result = json.loads(out)["analysis"]
     assert [k["name"] for k in result["kernels"]] == ["k"]

@@ -137,7 +137,8 @@ def test_a_step_that_raises_names_its_side_and_step() -> None:
             raise ValueError("shapes (16, 32) and (16, 64)")
         return steps.step(state, batch)
 
-    with pytest.raises(CaptureError, match=r"B's step raised at correctness step 3: ValueError"):
+    raised = r"B's step raised at correctness step 3 of 3: ValueError"
+    with pytest.raises(CaptureError, match=raised):
         steptrace.compare(
             steps.step,
             third_fails,
@@ -164,7 +165,8 @@ def test_a_budget_too_small_for_a_verdict_says_how_much_is_needed() -> None:
     )
     assert isinstance(result, TooFewSamples) and result.verdict == "too-few-samples"
     assert not hasattr(result, "ratio") and result.samples.elapsed_s == 0
-    assert "allow at least 7.0 s" in result.sentence
+    # the 3 s of correctness steps count in the budget, then 7 pairs of 1 s
+    assert "allow at least 10.0 s" in result.sentence
 
 
 def test_json_is_strict_even_with_values_that_are_not_numbers(tmp_path: Path) -> None:

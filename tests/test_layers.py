@@ -31,6 +31,10 @@ LAYERS: tuple[frozenset[str], ...] = (
             "machine",
             "paired",
             "clocks",
+            "ctrl_c",
+            "outputs",
+            "user_code",
+            "watchdog",
         }
     ),
     frozenset({"trace"}),

@@ -8,6 +8,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
@@ -95,3 +96,31 @@ def test_a_worker_that_outlives_sigterm_is_killed_within_the_bound(
     assert time.monotonic() - started < 5  # one second for SIGTERM, then SIGKILL
     assert not _running(worker)
     assert busy.cancelled() or busy.exception() is not None
+
+
+def test_ctrl_c_while_children_start_is_held_then_raised() -> None:
+    """Inside the block a Ctrl-C raises nothing, even with another thread to receive it,
+    and a process started there has SIGINT blocked (what a pool's fork server, a Dask
+    cluster's workers inherit); it is raised when the block ends, not lost."""
+    from steptrace.lifetime import starting_children
+
+    idle = threading.Event()
+    other = threading.Thread(target=idle.wait, daemon=True)  # another thread SIGINT may reach
+    other.start()
+    reached_the_end = False
+    try:
+        with pytest.raises(KeyboardInterrupt), starting_children():
+            os.kill(os.getpid(), signal.SIGINT)
+            child = subprocess.run(
+                [sys.executable, "-c", "print(open('/proc/self/status').read())"],
+                capture_output=True,
+                text=True,
+                check=True,
+            )
+            time.sleep(0.2)  # time for a signal that was not held to be raised here
+            reached_the_end = True
+    finally:
+        idle.set()
+    assert reached_the_end
+    blocked = next(line for line in child.stdout.splitlines() if line.startswith("SigBlk:"))
+    assert int(blocked.split()[1], 16) & (1 << (signal.SIGINT - 1))

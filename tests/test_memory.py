@@ -268,3 +268,72 @@ def test_a_rank_summary_keeps_each_steps_peak() -> None:
     data = summarize(str(PROFMEM))
     assert isinstance(data, RankData)
     assert [s.peak_allocated_bytes for s in data.steps] == [6629508096] * 5
+
+
+def _gpu(event: dict[str, Any]) -> dict[str, Any]:
+    event["args"] |= {"Device Type": 1, "Device Id": 0}
+    return event
+
+
+def _split(events: list[dict[str, Any]], write_trace: WriteTrace, device: str) -> Any:
+    from steptrace.analysis import memory
+    from steptrace.analysis.context import TraceContext
+    from steptrace.scenario import Inventory, InventoryBlock, StepInventory
+
+    inventory = Inventory(
+        persistent=(
+            InventoryBlock("parameter", device, 0x1, 100),
+            InventoryBlock("optimizer state", device, 0x2, 50),
+        ),
+        steps=(
+            StepInventory(
+                1,
+                (
+                    InventoryBlock("gradient", device, 0x6, 100),
+                    InventoryBlock("batch", device, 0x4, 40),
+                ),
+            ),
+        ),
+    )
+    trace = steptrace.load_trace(write_trace(document(events)))
+    found = TraceContext(trace, inventory=inventory).figure(memory.FIGURE)
+    (step,) = found.devices[0].steps
+    return step.held
+
+
+def _inventoried_step() -> list[dict[str, Any]]:
+    """Before the step: a parameter (0x1), optimizer state (0x2) and 30 unknown bytes
+    (0x3). In it: the batch (0x4), 7 bytes never freed (0x5), a 500-byte activation freed
+    after the peak (0x7), the gradient (0x6) after the peak."""
+    return [
+        _memory(1, 100, 100, 0x1),
+        _memory(2, 50, 150, 0x2),
+        _memory(3, 30, 180, 0x3),
+        step(1, 10, 100),
+        _memory(15, 40, 220, 0x4),
+        _memory(18, 7, 227, 0x5),
+        _memory(20, 500, 727, 0x7),  # the peak
+        _memory(60, -500, 227, 0x7),
+        _memory(70, 100, 327, 0x6),
+    ]
+
+
+def test_the_inventory_splits_the_peak_by_what_holds_it(write_trace: WriteTrace) -> None:
+    held = _split([_gpu(e) for e in _inventoried_step()], write_trace, "cuda:0")
+    assert (held.alive_from_start_bytes, held.allocated_in_step_bytes) == (180, 547)
+    assert {h.name: h.bytes for h in held.by_category} == {
+        "activations and temporaries": 500,
+        "batch": 40,
+        "other, kept past the step": 7,
+    }
+    assert {h.name: h.bytes for h in held.from_start_by_category} == {
+        "parameter": 100,
+        "optimizer state": 50,
+        "other, from before the step": 30,
+    }
+
+
+def test_on_the_cpu_what_was_alive_at_the_start_is_not_split(write_trace: WriteTrace) -> None:
+    held = _split(_inventoried_step(), write_trace, "cpu")
+    assert sum(h.bytes for h in held.by_category) == held.allocated_in_step_bytes == 547
+    assert held.from_start_by_category == ()

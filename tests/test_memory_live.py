@@ -124,3 +124,30 @@ def test_investigate_with_memory_supports_a_planted_leak(tmp_path: Path) -> None
     assert check["outcome"] == "supported", check["sentence"]
     measured = {f["name"]: f["value"] for f in check["measured"]}
     assert measured["growth_bytes_per_step"] == pytest.approx(2**20, rel=0.1)
+
+
+def test_the_capture_s_inventory_says_what_holds_the_peak(tmp_path: Path) -> None:
+    """The peak in the optimizer step (a 16 MiB scratch tensor): every gradient and the
+    batch are alive there, known to the byte from the model and the loader."""
+    w = work.scratch_workload(batch=16)
+    result = steptrace.profile_training(
+        w.model,
+        w.optimizer,
+        w.loss_fn,
+        w.loader,
+        scenario=w.scenario,
+        out=tmp_path / "trace.json",
+        window=WINDOW,
+    )
+    gradients = sum(p.numel() * p.element_size() for p in w.model.parameters())
+    x, y = next(iter(w.loader))
+    report = steptrace.analyze(result.trace)
+    assert report.capture is not None and report.capture.inventory is None  # not in reports
+    for s in cpu_memory(report).steps:
+        held = {h.name: h.bytes for h in s.held.by_category}
+        assert held["gradient"] == gradients
+        assert held["batch"] == x.nbytes + y.nbytes
+        assert held["activations and temporaries"] >= work.ScratchSGD.SCRATCH_BYTES
+        assert sum(held.values()) == s.held.allocated_in_step_bytes  # closes to the byte
+        assert s.held.from_start_by_category == ()  # a CPU level counts from the start
+    assert any("listing the gradients" in w for w in result.facts.warnings)

@@ -154,6 +154,35 @@ def test_parents_match_a_stack_walk_whatever_the_blocks_of_a_round(
         assert_parents_match_a_stack_walk(raw)
 
 
+@given(INTERVALS_ON_THREADS, st.integers(0, 3))
+def test_parents_match_a_stack_walk_when_the_walk_takes_over(
+    raw: list[tuple[int, int, int]], rounds: int
+) -> None:
+    """Past a few rounds of jumps, the linear walk finds the same containers."""
+    with patch.object(nesting, "_MOST_ROUNDS", rounds):
+        assert_parents_match_a_stack_walk(raw)
+
+
+def test_deep_nesting_takes_linear_time_or_is_refused_at_once() -> None:
+    """Events each inside the one before, and the zero-length probes of
+    ``innermost_pieces`` among their ends (the jumps' slowest case): 4,000 levels are
+    resolved in a fraction of a second; 100,000 are refused in as little."""
+    import time
+
+    for depth, refused in ((4_000, False), (100_000, True)):
+        start = np.arange(depth, dtype=float)
+        end = 10.0 * depth - start
+        thread = np.zeros(depth, dtype=np.int32)
+        began = time.monotonic()
+        if refused:
+            with pytest.raises(nesting.NestedTooDeepError, match="more than 4096 levels"):
+                innermost_pieces(start, end, thread)
+        else:
+            _, _, owner = innermost_pieces(start, end, thread)
+            assert owner.size == 2 * depth - 1
+        assert time.monotonic() - began < 5
+
+
 def assert_parents_match_a_stack_walk(raw: list[tuple[int, int, int]]) -> None:
     rows = [(s, s + d) for s, d, _ in raw]
     thread = [t for _, _, t in raw]

@@ -13,9 +13,13 @@ are in ``steptrace.errors`` (``TraceError``, ``CaptureError``); a workload for
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from steptrace.ctrl_c import guard_start as _guard_start
 
-from steptrace.lazy import lazy_names
+_guard_start()  # first: a Ctrl-C during the command line's imports is one line (ctrl_c)
+
+from typing import TYPE_CHECKING  # noqa: E402
+
+from steptrace.lazy import lazy_names  # noqa: E402
 
 if TYPE_CHECKING:
     from steptrace.across.ranks.rank_thresholds import RankThresholds

@@ -31,7 +31,7 @@ class RunningClock:
     """Seconds: the wall clock less this thread's time waiting for a CPU (Linux)."""
 
     def __init__(self, wall: Callable[[], float] = time.perf_counter) -> None:
-        self._wall = wall
+        self.wall = wall  # the wall clock it reads: budgets and deadlines are kept on it
         self._fd: int | None = None
         self._owner: int | None = None
         self._start = 0.0
@@ -42,7 +42,7 @@ class RunningClock:
         (a preemption right there) would make the reading wrong, so it is read again."""
         for _ in range(8):
             before = self._waited_s()
-            now = self._wall()
+            now = self.wall()
             if self._waited_s() == before:
                 break
         self.waited_s = before
@@ -83,3 +83,9 @@ def running_clock_works() -> bool:
         return len(Path(SCHEDSTAT).read_bytes().split()) >= 2
     except OSError:
         return False
+
+
+def wall_of(clock: Callable[[], float]) -> Callable[[], float]:
+    """The wall clock behind ``clock``: a budget is wall time, whatever the steps are
+    timed with (a ``RunningClock`` leaves waits out; the user waits for them all the same)."""
+    return clock.wall if isinstance(clock, RunningClock) else clock

@@ -9,7 +9,10 @@ out-of-memory killer) or SIGHUP (a closed terminal) runs no clean-up of its own:
 the watch, its workers (children of a fork server, whose own parent-death signal would not
 reach them) wait on their pipes for ever, holding a rank's memory each.
 ``end_workers(pool)`` ends a pool's processes at once (Ctrl-C: not waiting for the items
-running).
+running). ``starting_children()`` wraps a pool's creation and first submissions: the
+processes started in it (the fork server, the resource tracker, the workers) begin with
+SIGINT blocked, so that a Ctrl-C that reaches them before ``worker_start`` runs (a fork
+server still importing its preloaded modules) prints no traceback of theirs.
 """
 
 from __future__ import annotations
@@ -18,7 +21,9 @@ import os
 import signal
 import threading
 import time
+from collections.abc import Iterator
 from concurrent.futures import ProcessPoolExecutor
+from contextlib import contextmanager
 from pathlib import Path
 
 _WATCH_S = 0.5
@@ -31,6 +36,30 @@ def worker_start(parent: int) -> None:
     watch = threading.Thread(target=_exit_after, args=(parent,), name="steptrace-parent")
     watch.daemon = True
     watch.start()
+
+
+@contextmanager
+def starting_children() -> Iterator[None]:
+    """Processes started in the block begin with SIGINT blocked (a signal mask is inherited
+    across fork and exec), and a Ctrl-C in the block is raised here once it ends: never
+    while a child is half started (one whose parent is gone dies in a traceback)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield  # another thread's children: its caller's to handle
+        return
+    from multiprocessing import resource_tracker
+
+    # started first: starting it unblocks SIGINT in the thread that spawns it
+    resource_tracker.ensure_running()
+    caught: list[int] = []
+    handler = signal.signal(signal.SIGINT, lambda number, frame: caught.append(number))
+    mask = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, mask)
+        signal.signal(signal.SIGINT, handler)
+    if caught and callable(handler):  # Python's own, or the command's (``ctrl_c``)
+        handler(signal.SIGINT, None)
 
 
 def _exit_after(parent: int) -> None:

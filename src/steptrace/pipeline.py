@@ -35,6 +35,7 @@ from steptrace.hypotheses.variation import step_variation
 from steptrace.report.model import FINDINGS_SCHEMA, SCHEMA, RanksReport, Report
 from steptrace.scenario import decode_record, read_sidecar, sidecar_path, throughput
 from steptrace.trace.load import read_trace
+from steptrace.trace.nesting import NestedTooDeepError
 from steptrace.trace.remote import is_url, read_sidecar_url
 from steptrace.trace.source import GZIP_MAGIC, FileText, decompress, file_size, read_file
 from steptrace.trace.table import Trace
@@ -49,6 +50,7 @@ _PEEK_BYTES = 64 * 1024
 # them is what ``analyze --format json`` writes for several traces.
 _SCHEMA_FIRST = re.compile(rb'\A\s*(\[\s*)?\{\s*"schema"\s*:\s*"([^"\\]*)"')
 _Saved = TypeVar("_Saved")
+MOST_STEPS = 10_000  # a report's tables list each step: 10,000 render in a few seconds
 
 
 def analyze(
@@ -77,6 +79,15 @@ class Analyzed(NamedTuple):
     lanes: Lanes | None = None
 
 
+class Checked(NamedTuple):
+    """``Analyzed``, and whether loading skipped damaged input (events it could not use,
+    bytes after the gzip data: the report's warnings say which): the command line's exit
+    code 1."""
+
+    found: Analyzed
+    damaged: bool
+
+
 def analyze_source(
     path: str | Path,
     *,
@@ -91,6 +102,30 @@ def analyze_source(
     """``analyze`` for the command line: ``text`` is the file's content when it was read
     already (``trace.source.ReadAhead``), ``progress`` shows the loading, ``lanes`` also
     computes the steps' lanes (``analysis.lanes``) for the HTML report."""
+    checked = analyze_checked(
+        path,
+        thresholds=thresholds,
+        workers=workers,
+        progress=progress,
+        text=text,
+        lanes=lanes,
+        tables=Tables(kinds, peaks),
+    )
+    return checked.found
+
+
+def analyze_checked(
+    path: str | Path,
+    *,
+    thresholds: Thresholds | None = None,
+    workers: int = 1,
+    progress: bool | None = None,
+    text: FileText | None = None,
+    lanes: bool = False,
+    tables: Tables | None = None,
+) -> Checked:
+    """``analyze_source``, and whether its input was damaged (``Checked``); ``tables``: the
+    user's kernel kinds and peaks."""
     chosen = figures() + (figures(["lanes"]) if lanes else ())
     trace = read_trace(path, fields_for(chosen), progress=progress, text=text, workers=workers)
     del text  # the analysis needs the columns, not the file's text: let it go
@@ -98,7 +133,11 @@ def analyze_source(
         sidecar, unreadable = read_sidecar_url(path)
     else:
         sidecar, unreadable = read_sidecar(trace.info.path)
-    return _analyzed(trace, sidecar, unreadable, thresholds, chosen, Tables(kinds, peaks))
+    try:
+        found = _analyzed(trace, sidecar, unreadable, thresholds, chosen, tables or Tables())
+    except NestedTooDeepError as error:
+        raise TraceError(f"{trace.info.url or trace.info.path}: {error}") from None
+    return Checked(found, bool(trace.info.events_skipped or trace.info.bytes_ignored))
 
 
 def lanes_of(path: str | Path) -> Lanes:
@@ -139,14 +178,21 @@ def _analyzed(
         partial_step=capture.partial_step if capture else None,
         kinds=tables.kinds or DEFAULT,
         peaks=tables.peaks.over(measured) if tables.peaks else measured,
+        inventory=capture.inventory if capture else None,
     )
+    if (count := len(context.steps.windows)) > MOST_STEPS:  # each step is a row of every table
+        raise TraceError(
+            f"{trace.info.url or trace.info.path}: {count:,} steps, more than the "
+            f"{MOST_STEPS:,} a report measures in bounded time: profile fewer steps "
+            "(a shorter schedule), or cut the trace"
+        )
     computed = compute(context, chosen)
     analysis = analysis_of(context, computed)
     limits = thresholds or Thresholds()
     varied = step_variation(analysis, limits)
     report = Report(
         scenario=scenario,
-        capture=capture,
+        capture=msgspec.structs.replace(capture, inventory=None) if capture else None,
         analysis=analysis,
         throughput=throughput(scenario, analysis.summary.wall_ms.median),
         findings=find(Case(analysis, scenario, capture), limits),
@@ -249,6 +295,7 @@ class Job(NamedTuple):
     report: RanksReport
     failures: tuple[RankFailure, ...]
     lanes: tuple[RankLanes, ...] = ()
+    damaged: bool = False  # a rank's loading skipped events (its warnings say which)
 
 
 def analyze_job(
@@ -282,4 +329,5 @@ def analyze_job(
     )
     analysis = analyze_ranks_data(measured, identified, limits)
     report = RanksReport.of(analysis, rank_findings(analysis, limits), limits)
-    return Job(report, gathered.failures, analysis.lanes)
+    damaged = any(m.damaged for m in measured)
+    return Job(report, gathered.failures, analysis.lanes, damaged)

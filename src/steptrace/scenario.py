@@ -10,7 +10,9 @@ the trace and beside it; analysis reads it back.
 
 from __future__ import annotations
 
+import hashlib
 import json
+import os
 from pathlib import Path
 from typing import Any, Literal
 
@@ -39,6 +41,9 @@ OPTION_COSTS = {
 }
 
 TRACE_METADATA_KEY = "steptrace"
+SIDECAR_SUFFIX = ".scenario.json"
+NAME_BYTES = 255  # the longest file name most file systems take
+SIDECAR_MAX_BYTES = 16 << 20  # a scenario is a few kilobytes: more is not one
 
 
 class Scenario(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
@@ -179,6 +184,34 @@ class CpuFacts(msgspec.Struct, frozen=True, kw_only=True):
         return max(self.cores - self.others_running, 0)
 
 
+InventoryCategory = Literal["parameter", "gradient", "optimizer state", "batch"]
+
+
+class InventoryBlock(msgspec.Struct, frozen=True, array_like=True):
+    """A tensor's storage alive at a step's end, as the capture listed it."""
+
+    category: InventoryCategory
+    device: str  # "cpu", "cuda:0": as ``analysis.memory`` names devices
+    addr: int  # its storage's data_ptr: the Addr of its allocation's [memory] event
+    bytes: int
+
+
+class StepInventory(msgspec.Struct, frozen=True):
+    """The gradients and the batch alive at the end of ``ProfilerStep#step``."""
+
+    step: int
+    blocks: tuple[InventoryBlock, ...]
+
+
+class Inventory(msgspec.Struct, frozen=True):
+    """What a training capture's tensors are, by address (``capturing.inventory``): the
+    parameters and the optimizer's state once, after the window (their storages stay put),
+    and each active step's gradients and batch."""
+
+    persistent: tuple[InventoryBlock, ...]
+    steps: tuple[StepInventory, ...]
+
+
 class CaptureFacts(msgspec.Struct, frozen=True, kw_only=True):
     """What a capture did and measured outside the profiler, stored beside its trace.
 
@@ -204,6 +237,7 @@ class CaptureFacts(msgspec.Struct, frozen=True, kw_only=True):
     peak_tflops: float | None = None
     mfu: float | None = None
     peaks: MeasuredPeaks | None = None  # the CPU's roofs, measured once (record_shapes)
+    inventory: Inventory | None = None  # training with profile_memory only; not in reports
     observed: ObservedRun | None = None
     cpu: CpuFacts | None = None  # torch's threads, the cores and the load; None: not recorded
     warnings: tuple[str, ...] = ()
@@ -223,11 +257,19 @@ def sidecar_path(trace: Path) -> Path:
 
 
 def sidecar_name(trace_name: str) -> str:
-    """``trace.json.gz`` -> ``trace.scenario.json``."""
+    """``trace.json.gz`` -> ``trace.scenario.json``; a name that would pass a file name's
+    255 bytes keeps the first bytes of the trace's, and a digest of all of it."""
+    stem = trace_name
     for suffix in (".json.gz", ".json", ".gz"):
         if trace_name.endswith(suffix):
-            return f"{trace_name[: -len(suffix)]}.scenario.json"
-    return f"{trace_name}.scenario.json"
+            stem = trace_name[: -len(suffix)]
+            break
+    raw = os.fsencode(stem)
+    if len(raw) + len(SIDECAR_SUFFIX) > NAME_BYTES:
+        digest = hashlib.sha1(raw, usedforsecurity=False).hexdigest()[:12]
+        kept = NAME_BYTES - len(SIDECAR_SUFFIX) - len(digest) - 1
+        stem = f"{os.fsdecode(raw[:kept])}-{digest}"
+    return f"{stem}{SIDECAR_SUFFIX}"
 
 
 def record_payload(scenario: Scenario, capture: CaptureFacts | None) -> dict[str, Any]:
@@ -242,9 +284,13 @@ def read_sidecar(trace: Path) -> tuple[object | None, list[str]]:
     The only I/O of the scenario: an unreadable file gives a warning, not an error.
     """
     path = sidecar_path(trace)
-    if not path.is_file():
-        return None, []
     try:
+        if not path.is_file():
+            return None, []
+        if (size := path.stat().st_size) > SIDECAR_MAX_BYTES:
+            return None, [
+                f"scenario sidecar {path.name} holds {size} bytes, not a scenario; ignored"
+            ]
         return json.loads(path.read_text(encoding="utf-8")), []
     except RecursionError:
         return None, [f"scenario sidecar {path.name} is nested too deeply; ignored"]

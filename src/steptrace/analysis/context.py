@@ -1,15 +1,16 @@
 """``TraceContext``: one loaded trace and what its figures share, each computed once.
 
-Contract: ``TraceContext(trace, partial_step=None, kinds=DEFAULT, peaks=None)`` holds the
-shared intermediates as properties, each computed on first use and kept: the steps
-(``steps.find_steps``), which of them are partial and which counted, the operator tree
-(``links.cpu_tree``), the launch calls and links of the GPU work (``links``), the GPU's
-work merged (``gpu_busy``); each figure once (``figure(spec)``: the timeline reads the
-memory figure); and the caller's settings: the table of kernel kinds (``kernel_kinds``)
-and the device's peaks when they were given or measured at capture (``hardware``; None:
-the figures look the device up). A figure module reads what it needs from it (its
-``FIGURE``, see ``registry``); ``compose`` decides where and in which order figures run.
-Nothing here does I/O or finds anything.
+Contract: ``TraceContext(trace, partial_step=None, kinds=DEFAULT, peaks=None,
+inventory=None)`` holds the shared intermediates as properties, each computed on first use
+and kept: the steps (``steps.find_steps``), which of them are partial and which counted,
+the operator tree (``links.cpu_tree``), the launch calls and links of the GPU work
+(``links``), the GPU's work merged (``gpu_busy``); each figure once (``figure(spec)``: the
+timeline reads the memory figure); and the caller's settings: the table of kernel kinds
+(``kernel_kinds``), the device's peaks when they were given or measured at capture
+(``hardware``; None: the figures look the device up) and the capture's inventory of its
+tensors (``scenario.Inventory``: what holds a memory peak). A figure module reads what it
+needs from it (its ``FIGURE``, see ``registry``); ``compose`` decides where and in which
+order figures run. Nothing here does I/O or finds anything.
 
 Several threads may read one context once what they read is computed (``compose``
 computes the intermediates a side reads before it starts that side).
@@ -34,6 +35,7 @@ from steptrace.analysis.links import (
     gpu_links,
 )
 from steptrace.analysis.steps import Steps, StepWindow, find_steps
+from steptrace.scenario import Inventory
 from steptrace.trace.table import EventTable, Trace
 
 T = TypeVar("T")
@@ -52,12 +54,14 @@ class TraceContext:
         partial_step: int | None = None,
         kinds: KernelKinds = DEFAULT,
         peaks: DevicePeaks | None = None,
+        inventory: Inventory | None = None,
     ) -> None:
         self.trace = trace
         self.events: EventTable = trace.events
         self.partial_step = partial_step  # a ProfilerStep its capture cut short
         self.kinds = kinds  # kernel name -> kind of work
         self.peaks = peaks  # given or measured at capture; None: the device table's
+        self.inventory = inventory  # the capture's tensors by address; None: not listed
         self._figures: dict[str, Any] = {}
 
     def figure(self, spec: FigureSpec[T]) -> T:

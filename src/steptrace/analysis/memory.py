@@ -17,6 +17,8 @@ alone: its peak is not observed, never 0). Per device, events in time order: eac
   it and not freed by then, matched by ``Addr``: the two add up to the peak, to the byte.
   The latter are grouped by the innermost operator that allocated them (an allocation-only
   operator such as ``aten::empty`` counts under its parent) and by the innermost label;
+  with a steptrace capture's inventory, both parts by what they are (parameters,
+  gradients, optimizer state, batch, activations and temporaries: ``memory_categories``);
 - per label of the step: the most allocated while it ran and its net growth.
 
 A device with a step but no event in it keeps the step, its figures from the level the
@@ -33,10 +35,13 @@ import msgspec
 import numpy as np
 from numpy.typing import NDArray
 
+from steptrace.analysis import memory_categories as categories
 from steptrace.analysis.context import FigureSpec, TraceContext
 from steptrace.analysis.links import CpuTree
+from steptrace.analysis.memory_categories import Listed
 from steptrace.analysis.phases import label_rows
 from steptrace.analysis.steps import StepWindow
+from steptrace.scenario import Inventory
 from steptrace.trace.fields import ABSENT
 from steptrace.trace.nesting import parents
 from steptrace.trace.table import EventTable, InstantTable
@@ -64,6 +69,9 @@ class PeakHolders(msgspec.Struct, frozen=True):
     by_operator: tuple[Holder, ...]  # the latter by allocating operator, largest first
     by_label: tuple[Holder, ...]  # the latter by innermost label ("<no label>" outside)
     operators_total: int  # how many operators hold some (``by_operator`` lists the largest)
+    # with a steptrace capture's inventory (``memory_categories``), () without one:
+    by_category: tuple[Holder, ...] = ()  # allocated_in_step_bytes by what they are
+    from_start_by_category: tuple[Holder, ...] = ()  # alive_from_start_bytes, not on a CPU
 
 
 class LabelMemory(msgspec.Struct, frozen=True):
@@ -122,8 +130,10 @@ def memory_per_step(
     windows: tuple[StepWindow, ...],
     tree: CpuTree,
     counted: tuple[StepWindow, ...] | None = None,
+    inventory: Inventory | None = None,
 ) -> MemoryAnalysis | None:
-    """Every device's steps (see module); ``counted``: the complete steps (default all)."""
+    """Every device's steps (see module); ``counted``: the complete steps (default all);
+    ``inventory``: a steptrace capture's tensors, to say what holds each peak."""
     if instants is None:
         return None
     rows = np.flatnonzero(
@@ -140,7 +150,11 @@ def memory_per_step(
     for device_type, device_id in sorted(set(zip(kind.tolist(), index.tolist(), strict=True))):
         mine = (kind == device_type) & (index == device_id)
         found = _device_events(instants, rows[mine], operator[mine], label[mine])
-        steps = tuple(_step(events, found, labels, w) for w in windows)
+        name = _device_name(device_type, device_id)
+        steps = tuple(
+            _step(events, found, labels, w, Listed.of(inventory, name, w.name), name == "cpu")
+            for w in windows
+        )
         growth = [
             s.growth_bytes
             for s, w in zip(steps, windows, strict=True)
@@ -148,7 +162,7 @@ def memory_per_step(
         ]
         devices.append(
             DeviceMemory(
-                device=_device_name(device_type, device_id),
+                device=name,
                 steps=steps,
                 growth_bytes_per_step=float(np.median(growth)) if growth else 0.0,
             )
@@ -217,6 +231,8 @@ def _innermost_operator(
     it had ended (an operator open at a time contains every later-begun one still open)."""
     found = np.full(at.size, -1, dtype=np.int64)
     ops = tree.ops
+    if ops.size == 0:  # a trace of labels alone
+        return found
     for each in np.unique(thread).tolist():
         mine = np.flatnonzero(events.thread_id[ops] == each)  # by start, as the table is
         points = np.flatnonzero(thread == each)
@@ -262,7 +278,14 @@ def _innermost(
     return np.where(found < rows.size, found, -1)  # a point is never a container
 
 
-def _step(events: EventTable, found: _Events, labels: Ints, window: StepWindow) -> MemoryStep:
+def _step(
+    events: EventTable,
+    found: _Events,
+    labels: Ints,
+    window: StepWindow,
+    listed: Listed | None,
+    cpu: bool,
+) -> MemoryStep:
     lo, hi = np.searchsorted(found.at_us, [window.start_us, window.end_us], side="left")
     moved, allocated = found.moved[lo:hi], found.allocated[lo:hi]
     start = int(allocated[0] - moved[0]) if hi > lo else _level_before(found, lo)
@@ -272,7 +295,9 @@ def _step(events: EventTable, found: _Events, labels: Ints, window: StepWindow) 
     peak = int(allocated[peak_at])
     if start >= peak:  # the step began as high as it ever got: the start is its peak
         peak_at, peak = -1, start
-    held = _holders(events, found, lo, lo + peak_at + 1, start)
+    held = _holders(events, found, (lo, lo + peak_at + 1, hi), start)
+    if listed is not None:
+        held = _categorized(held, found, (lo, lo + peak_at + 1, hi), listed, cpu)
     grew = moved > 0
     return MemoryStep(
         step=window.name,
@@ -313,17 +338,16 @@ def _quiet_step(window: StepWindow, level: int, found: _Events, at: int) -> Memo
     )
 
 
-def _holders(events: EventTable, found: _Events, lo: int, upto: int, start: int) -> PeakHolders:
+def _holders(
+    events: EventTable, found: _Events, span: tuple[int, int, int], start: int
+) -> PeakHolders:
     """What is alive at the peak, from the events ``lo:upto`` matched by address: an
     allocation is alive unless the next event at its address (a free) came before the
     peak; a free whose address the step had not allocated releases a block it began with."""
+    lo, upto, _ = span
     addr, moved = found.addr[lo:upto], found.moved[lo:upto]
-    order = np.lexsort((np.arange(addr.size), addr))  # by address, then in time
-    same_next = np.append(addr[order][1:] == addr[order][:-1], False)
-    same_before = np.insert(addr[order][1:] == addr[order][:-1], 0, False)
-    alive = order[(moved[order] > 0) & ~same_next]
-    freed = order[(moved[order] < 0) & ~same_before]
-    kept = np.sort(alive) + lo
+    freed = _first_at_address(addr) & (moved < 0)
+    kept = np.flatnonzero(_last_at_address(addr) & (moved > 0)) + lo
     sizes = found.moved[kept]
     by_operator, operators = _grouped(events, found.operator[kept], sizes)
     by_label, _ = _grouped(events, found.label[kept], sizes, outside="<no label>")
@@ -334,6 +358,41 @@ def _holders(events: EventTable, found: _Events, lo: int, upto: int, start: int)
         by_label=by_label,
         operators_total=operators,
     )
+
+
+def _categorized(
+    held: PeakHolders, found: _Events, span: tuple[int, int, int], listed: Listed, cpu: bool
+) -> PeakHolders:
+    """``held`` with its two parts split by what they are (``memory_categories``)."""
+    lo, upto, hi = span
+    step = found.addr[lo:hi]
+    kept = np.flatnonzero(_last_at_address(found.addr[lo:upto]) & (found.moved[lo:upto] > 0))
+    alive_at_end = _last_at_address(step)[kept]  # no later event at its address in the step
+    made = categories.in_step(listed, step[kept], found.moved[lo:hi][kept], alive_at_end)
+    began = {} if cpu else categories.from_start(listed, step, held.alive_from_start_bytes)
+    return msgspec.structs.replace(
+        held, by_category=_largest_first(made), from_start_by_category=_largest_first(began)
+    )
+
+
+def _largest_first(totals: dict[str, int]) -> tuple[Holder, ...]:
+    return tuple(Holder(n, b) for n, b in sorted(totals.items(), key=lambda t: (-t[1], t[0])))
+
+
+def _last_at_address(addr: Ints) -> NDArray[np.bool_]:
+    """Per event: no later event at its address among ``addr`` (in time order)."""
+    order = np.lexsort((np.arange(addr.size), addr))  # by address, then in time
+    last = np.empty(addr.size, dtype=np.bool_)
+    last[order] = np.append(addr[order][1:] != addr[order][:-1], True)
+    return last
+
+
+def _first_at_address(addr: Ints) -> NDArray[np.bool_]:
+    """Per event: no earlier event at its address among ``addr``."""
+    order = np.lexsort((np.arange(addr.size), addr))
+    first = np.empty(addr.size, dtype=np.bool_)
+    first[order] = np.insert(addr[order][1:] != addr[order][:-1], 0, True)
+    return first
 
 
 def _grouped(
@@ -390,7 +449,12 @@ def _name(events: EventTable, name_id: int) -> str | None:
 
 def _figure(context: TraceContext) -> MemoryAnalysis | None:
     return memory_per_step(
-        context.events, context.trace.instants, context.windows, context.tree, context.counted
+        context.events,
+        context.trace.instants,
+        context.windows,
+        context.tree,
+        context.counted,
+        context.inventory,
     )
 
 

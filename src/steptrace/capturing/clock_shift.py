@@ -24,6 +24,7 @@ from typing import Any
 import msgspec
 
 from steptrace.errors import CaptureError
+from steptrace.outputs import write_new
 
 _DECODE = msgspec.json.Decoder(float_hook=Decimal)
 _ENCODE = msgspec.json.Encoder(decimal_format="number")
@@ -44,8 +45,7 @@ def shift_clock(src: str | Path, dst: str | Path, by_ms: float) -> Path:
     if dst.name.endswith(".gz"):
         data = gzip.compress(data, mtime=0)
     try:
-        with dst.open("xb") as out:
-            out.write(data)
+        write_new(dst, data)
     except FileExistsError:
         raise CaptureError(f"{dst} exists already: choose a new name") from None
     except OSError as exc:

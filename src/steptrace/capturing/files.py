@@ -29,7 +29,7 @@ def reserve_trace(path: Path) -> tuple[Path, Path]:
     reserve(path)
     try:
         reserve(sidecar)
-    except CaptureError:
+    except BaseException:  # the sidecar's name taken, Ctrl-C
         release(path)
         raise
     return path, sidecar

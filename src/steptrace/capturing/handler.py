@@ -35,6 +35,7 @@ from typing import Any
 
 from isal import igzip
 
+from steptrace import outputs
 from steptrace.capturing import files
 from steptrace.capturing.schedule_probe import ScheduleShape, probe
 from steptrace.errors import CaptureError, CaptureWarning
@@ -111,9 +112,8 @@ class TraceHandler:
             facts = self._facts(prof, path)
             payload = json.dumps(record_payload(self.scenario, facts))
             _export_with(prof, path, payload)
-            sidecar_path(path).write_text(
-                json.dumps(json.loads(payload), indent=2) + "\n", encoding="utf-8"
-            )
+            text = json.dumps(json.loads(payload), indent=2) + "\n"
+            outputs.replace(sidecar_path(path), text.encode())
         except BaseException:
             files.release(path)
             files.release(sidecar_path(path))

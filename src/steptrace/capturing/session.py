@@ -25,7 +25,7 @@ import msgspec
 import torch
 from torch.profiler import profile, record_function, schedule
 
-from steptrace import devices
+from steptrace import devices, outputs
 from steptrace.capturing import files
 from steptrace.capturing.peaks import measure_cpu_peaks
 from steptrace.capturing.result import CaptureResult
@@ -97,7 +97,7 @@ class Capture(AbstractContextManager["Capture"]):
         self._reserve()
         try:
             self._start()
-        except BaseException:
+        except BaseException:  # Ctrl-C too
             self._release()  # nothing was recorded: leave no placeholder behind
             raise
         return self
@@ -131,6 +131,16 @@ class Capture(AbstractContextManager["Capture"]):
     def active_now(self) -> bool:
         """Is the step about to run inside an active (recorded) window?"""
         return self.steps_done % self.window.cycle >= self._active_from and not self.done
+
+    @property
+    def recording(self) -> bool:
+        """Inside the with-block, in a step the profiler records."""
+        return self._profiler is not None and self.active_now
+
+    @property
+    def profiler_step(self) -> int:
+        """N of the ``ProfilerStep#N`` running now (the profiler's label of this step)."""
+        return self._profiler.step_num if self._profiler is not None else -1
 
     @property
     def done(self) -> bool:
@@ -167,6 +177,18 @@ class Capture(AbstractContextManager["Capture"]):
         self._last = self._clock()
 
     def __exit__(
+        self,
+        kind: type[BaseException] | None,
+        error: BaseException | None,
+        trace: TracebackType | None,
+    ) -> None:
+        try:
+            self._end(kind, error, trace)
+        except BaseException:  # the loop's error, Ctrl-C, a trace that could not be written
+            self._release()
+            raise
+
+    def _end(
         self,
         kind: type[BaseException] | None,
         error: BaseException | None,
@@ -215,7 +237,7 @@ class Capture(AbstractContextManager["Capture"]):
         try:
             for path in self._paths:
                 reserved += files.reserve_trace(path)
-        except CaptureError:
+        except BaseException:  # a name taken, Ctrl-C: only what this capture created goes
             for path in reserved:
                 files.release(path)
             raise
@@ -227,7 +249,14 @@ class Capture(AbstractContextManager["Capture"]):
 
     def _export(self, prof: profile) -> None:
         if self._exported < len(self._paths):
-            prof.export_chrome_trace(str(self._paths[self._exported]))
+            path = self._paths[self._exported]
+            partial = Path(f"{path}.tmp")  # kineto writes there, then renames
+            ours = not partial.exists()
+            try:
+                prof.export_chrome_trace(str(path))
+            finally:
+                if ours:  # left by a write that failed (a full disk)
+                    partial.unlink(missing_ok=True)
         self._exported += 1
 
     def _facts(self, **fields: Any) -> CaptureFacts:
@@ -237,6 +266,9 @@ class Capture(AbstractContextManager["Capture"]):
 
     def _finish(self, cut: int | None) -> CaptureResult:
         written = self._paths[: self._exported]
+        for path in written:
+            if path.stat().st_size == 0:  # kineto says why on stderr, and goes on
+                raise CaptureError(f"{path}: the profiler could not write the trace (disk full?)")
         for path in self._paths[self._exported :]:
             files.release(path)
             files.release(sidecar_path(path))
@@ -300,11 +332,9 @@ class Capture(AbstractContextManager["Capture"]):
         facts = msgspec.structs.replace(
             result.facts, warnings=result.facts.warnings + new_warnings, **fields
         )
+        text = json.dumps(record_payload(self.scenario, facts), indent=2) + "\n"
         for trace in facts.traces:
-            sidecar_path(Path(trace)).write_text(
-                json.dumps(record_payload(self.scenario, facts), indent=2) + "\n",
-                encoding="utf-8",
-            )
+            outputs.replace(sidecar_path(Path(trace)), text.encode())
         self.result = CaptureResult(self.scenario, facts)
         return self.result
 

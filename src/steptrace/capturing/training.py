@@ -21,6 +21,7 @@ import torch
 from steptrace import devices
 from steptrace.capturing import batches, flops
 from steptrace.capturing.batches import SplitBatch, call_model, split_batch
+from steptrace.capturing.inventory import InventoryRecorder
 from steptrace.capturing.overhead import profiler_cost
 from steptrace.capturing.result import CaptureResult
 from steptrace.capturing.session import Capture
@@ -45,8 +46,10 @@ def training_step(
     device: torch.device,
     phase: Phase = _no_label,
     split: SplitBatch = split_batch,
+    after: Callable[[Any], None] | None = None,
 ) -> torch.Tensor:
-    """One labelled step on a batch already read, split into ``(inputs, target)``."""
+    """One labelled step on a batch already read, split into ``(inputs, target)``;
+    ``after`` sees that pair, on its device, once the optimizer has stepped."""
     with phase("transfer"):
         inputs, target = split(devices.to_device(batch, device))
     with phase("train"):
@@ -57,6 +60,8 @@ def training_step(
             loss.backward()
         with phase("optimizer_step"):
             optimizer.step()
+    if after is not None:
+        after((inputs, target))
     return loss
 
 
@@ -88,17 +93,23 @@ def profile_training(
     capture = Capture(scenario, out=out, window=plan, sync_steps=plan.measure_overhead, clock=clock)
     device = capture.device
     saved = SavedState(model, optimizer)
-
+    listing = InventoryRecorder(capture, model, optimizer)
     split = split_batch or batches.split_batch
 
     def step(batch: Any, phase: Phase = _no_label) -> torch.Tensor:
-        return training_step(model, optimizer, loss_fn, batch, device, phase, split)
+        return training_step(model, optimizer, loss_fn, batch, device, phase, split, listing)
 
     try:
-        extra = _run(capture, saved, model, loader, step, clock, split)
+        extra = _run(capture, saved, model, loader, step, clock, split, listing)
     finally:
         if restore_state:  # also when the loop fails: the user's weights come back
             saved.restore()
+    if listing.steps:
+        each = listing.seconds * 1000 / len(listing.steps)
+        extra["warnings"] = (
+            f"profile_memory: listing the gradients and the batch (what holds the memory "
+            f"peak, by address) took {each:.2f} ms a step, inside the profiled steps",
+        )
     steady = extra.get("unprofiled_step_ms") or tuple(capture.step_ms)
     extra |= _throughput(extra.get("flops_per_step"), steady, capture)
     return capture.amend(**extra)
@@ -112,8 +123,10 @@ def _run(
     step: Callable[..., torch.Tensor],
     clock: Callable[[], float],
     split: SplitBatch,
+    listing: InventoryRecorder,
 ) -> dict[str, Any]:
-    """FLOPs, cold start, the profiled window and the unprofiled steps, in that order."""
+    """FLOPs, cold start, the profiled window (and what its tensors were: ``listing``) and
+    the unprofiled steps, in that order."""
     device, scenario, plan = capture.device, capture.scenario, capture.window
     extra: dict[str, Any] = {}
     if plan.count_flops:
@@ -129,6 +142,7 @@ def _run(
                 batch = next(iterator)
             step(batch, capture.phase)
             capture.step()
+    extra["inventory"] = listing.inventory()  # before anything is restored
     if plan.measure_overhead:
         saved.restore()
         model.train(scenario.mode == "train")

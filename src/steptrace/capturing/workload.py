@@ -23,7 +23,7 @@ from steptrace.capturing.batches import SplitBatch
 from steptrace.capturing.inference import profile_inference
 from steptrace.capturing.result import CaptureResult
 from steptrace.capturing.training import LossFn, profile_training
-from steptrace.errors import CaptureError
+from steptrace.errors import CaptureError, TraceError, ended_by, raised_at
 from steptrace.scenario import Scenario
 from steptrace.window import Window
 
@@ -44,7 +44,31 @@ class Workload:
 
 
 def run_workload(workload: Workload, *, out: str | Path, window: Window) -> CaptureResult:
-    """Capture a workload with ``profile_training`` or ``profile_inference``."""
+    """Capture a workload with ``profile_training`` or ``profile_inference``; how the
+    workload's code ended it (an exception, ``sys.exit``) is a one-line ``CaptureError``
+    naming where, and nothing is left on disk."""
+    try:
+        return _captured(workload, out, window)
+    except (CaptureError, TraceError, KeyboardInterrupt):
+        raise
+    except Exception as error:
+        if _after_ctrl_c(error):  # the profiler's clean-up failed as Ctrl-C went up
+            raise KeyboardInterrupt from None
+        raise CaptureError(f"the capture stopped: the workload raised {raised_at(error)}") from None
+    except BaseException as error:  # sys.exit, os._exit (``user_code``), GeneratorExit
+        raise CaptureError(f"the capture stopped: the workload {ended_by(error)}") from None
+
+
+def _after_ctrl_c(error: BaseException | None) -> bool:
+    """Whether ``error`` was raised while a Ctrl-C went up."""
+    while error is not None:
+        if isinstance(error, KeyboardInterrupt):
+            return True
+        error = error.__context__
+    return False
+
+
+def _captured(workload: Workload, out: str | Path, window: Window) -> CaptureResult:
     scenario = workload.scenario
     if scenario.kind == "training":
         model, optimizer, loss_fn, loader = (

@@ -6,6 +6,8 @@ of ``steptrace analyze``, so its start-up counts in every analysis.
 
 from __future__ import annotations
 
+import errno
+import io
 import json
 import os
 import sys
@@ -17,8 +19,10 @@ from typing import TYPE_CHECKING, Any, NoReturn
 
 import click
 
+from steptrace import ctrl_c
 from steptrace.cli.options import (
     FILE,
+    FiniteRange,
     count,
     format_option,
     ranks_options,
@@ -27,11 +31,11 @@ from steptrace.cli.options import (
     window_options,
 )
 from steptrace.cli.tables import read_kinds, read_peaks, table_options
-from steptrace.errors import CaptureError, TraceError
+from steptrace.errors import CaptureError, TraceError, raised_at
 from steptrace.safe_text import one_line, visible
 
 if TYPE_CHECKING:
-    from steptrace.pipeline import Analyzed
+    from steptrace.pipeline import Analyzed, Tables
     from steptrace.report.document import Document
     from steptrace.report.model import Report
 
@@ -60,6 +64,8 @@ class _Commands(click.Group):
             _fail(f"{error.format_message()} (see {command} --help)", error.exit_code)
         except click.Abort:
             _fail("aborted", 130)  # the shell's code for Ctrl-C, not a failed run's
+        except MemoryError:  # what no limit foresaw (an address-space limit met elsewhere)
+            _fail("out of memory: the input is too large for the memory available here", 2)
         except OSError as error:  # the output could not be written (a full disk, ...)
             place = f"{error.filename}: " if error.filename else ""
             _fail(f"{place}{error.strerror or error}", 1)
@@ -91,6 +97,13 @@ def app() -> None:
 @switch("--per-rank", "Several traces: one report per trace, not one report of the job.")
 @ranks_options
 @table_options
+@click.option(
+    "--max-bytes",
+    type=click.IntRange(min=1),
+    envvar="STEPTRACE_MAX_BYTES",
+    help="Refuse a trace whose text passes this many bytes (default: the memory available; "
+    "a text read whole: a quarter of it). Env STEPTRACE_MAX_BYTES.",
+)
 def analyze(
     traces: tuple[str, ...],
     output_format: str,
@@ -103,6 +116,7 @@ def analyze(
     scheduler: str | None,
     peaks_file: Path | None,
     kinds_file: Path | None,
+    max_bytes: int | None,
 ) -> None:
     """Measure traces on the timeline and turn what they show into testable hypotheses.
 
@@ -112,11 +126,45 @@ def analyze(
     (--scheduler). Traces and folders may be fsspec URLs (s3://..., gs://..., file://...).
     In a folder, files that are not traces are skipped.
     """
+    from steptrace.pipeline import Tables
+    from steptrace.trace.budget import max_bytes_set
+
+    try:
+        tables = Tables(read_kinds(kinds_file), read_peaks(peaks_file))
+    except TraceError as error:
+        _fail(str(error))
+    with max_bytes_set(max_bytes):  # read where each trace loads, worker processes too
+        _analyze(
+            traces,
+            output_format,
+            top,
+            findings_only,
+            totals,
+            threshold,
+            per_rank,
+            jobs,
+            scheduler,
+            tables,
+        )
+
+
+def _analyze(
+    traces: tuple[str, ...],
+    output_format: str,
+    top: int,
+    findings_only: bool,
+    totals: bool,
+    threshold: tuple[str, ...],
+    per_rank: bool,
+    jobs: int | None,
+    scheduler: str | None,
+    tables: Tables,
+) -> None:
+    """``analyze``'s work (see its docstring); ``tables``: the user's kinds and peaks."""
     from steptrace.cli.trace_args import split_urls, trace_inputs, url_inputs
     from steptrace.trace.source import BackgroundRead, ReadAhead
 
     try:
-        peaks, kinds = read_peaks(peaks_file), read_kinds(kinds_file)
         local, urls = split_urls(traces)
         files, skipped = trace_inputs(local) if local or not urls else ([], [])
         remote, skipped_remote = url_inputs(urls)
@@ -131,7 +179,7 @@ def analyze(
             "--scheduler applies to the ranks of one job (several traces, without "
             "--per-rank): the traces are measured here"
         )
-    if one_job and (peaks or kinds):
+    if one_job and (tables.peaks or tables.kinds):
         _warn("--peaks and --kernel-kinds apply to one trace's report (--per-rank), not a job's")
     if one_job:
         _analyze_ranks(
@@ -145,28 +193,28 @@ def analyze(
         return
     texts = ReadAhead(files)  # reading starts now, beside the imports
     from steptrace.cli.jobs import usable_cores
-    from steptrace.pipeline import analyze_source
+    from steptrace.pipeline import analyze_checked
 
     limits = _thresholds(list(threshold))
     lanes, workers = output_format == "html", jobs or usable_cores()
     reports: list[Analyzed] = []
-    failures = []
+    failures, damaged = [], False
     given: Iterable[tuple[str | Path, BackgroundRead | None]] = chain(
         texts, ((url, None) for url in remote)
     )  # lazy: two texts held at most
     for where, reading in given:
         try:  # one trace that cannot be analyzed costs only its own report
             text = reading.take() if reading is not None else None
-            found = analyze_source(
+            checked = analyze_checked(
                 where,
                 thresholds=limits,
                 text=text,
                 lanes=lanes,
                 workers=workers,
-                kinds=kinds,
-                peaks=peaks,
+                tables=tables,
             )
-            reports.append(found)
+            reports.append(checked.found)
+            damaged = damaged or checked.damaged
         except TraceError as error:
             failures.append(str(error))
     if not reports:
@@ -176,7 +224,7 @@ def analyze(
         _warn(f"{failure}; the other traces' reports are written")
     reports.sort(key=lambda r: _order_of(r.report))
     _report(reports, output_format, findings_only=findings_only, totals=totals, top=top)
-    if failures:
+    if failures or damaged:  # a report written, from damaged input or beside a failure
         raise SystemExit(1)
 
 
@@ -212,7 +260,7 @@ def _analyze_ranks(
         if output_format != "text" or warning in found.failures:  # text: in its body
             _warn(warning)
     _write([found.document], output_format)
-    if found.failures:
+    if found.failures or found.damaged:
         raise SystemExit(1)
 
 
@@ -252,11 +300,12 @@ def profile(
     try:
         from steptrace.capturing.workload import run_workload
         from steptrace.cli.targets import load_workload
+        from steptrace.user_code import running_user_code
     except ImportError as error:
         _fail(f"capture needs torch ({error})")
     path = out or Path(f"steptrace-{time.strftime('%Y%m%d-%H%M%S')}.json")
     try:
-        with warnings.catch_warnings():
+        with warnings.catch_warnings(), running_user_code("the capture"):
             warnings.simplefilter("ignore")  # the result carries them; printed below once
             captured = run_workload(load_workload(target), out=path, window=window)
         lanes = output_format == "html"
@@ -265,10 +314,7 @@ def profile(
         _fail(str(error))
     for message in captured.facts.warnings:
         _warn(message)
-    print(
-        f"steptrace: trace {', '.join(captured.facts.traces)}; scenario {captured.facts.sidecar}",
-        file=sys.stderr,
-    )
+    _note(f"trace {', '.join(captured.facts.traces)}; scenario {captured.facts.sidecar}")
     _report(reports, output_format, findings_only=findings_only, totals=totals, top=top)
 
 
@@ -278,7 +324,7 @@ def profile(
 @count("--checks", 3, 0, "Findings whose check runs, most severe first.")
 @click.option(
     "--budget",
-    type=click.FloatRange(min=1),
+    type=FiniteRange(min=1),
     default=60.0,
     show_default=True,
     help="Seconds for all the checks together (an upper bound; the capture comes first).",
@@ -333,14 +379,15 @@ def investigate(
 )
 @click.option(
     "--budget",
-    type=click.FloatRange(min=0.5),
+    type=FiniteRange(min=0.5),
     default=20.0,
     show_default=True,
-    help="Seconds of timing at most (an upper bound; correctness steps come first).",
+    help="Seconds for the whole comparison at most, correctness steps included (a step "
+    "still running well past it is stopped).",
 )
 @count("--check-steps", 3, 1, "Steps before comparing outputs.")
-@click.option("--rtol", type=float, help="Relative tolerance (default by dtype).")
-@click.option("--atol", type=float, help="Absolute tolerance (default by dtype).")
+@click.option("--rtol", type=FiniteRange(min=0), help="Relative tolerance (default by dtype).")
+@click.option("--atol", type=FiniteRange(min=0), help="Absolute tolerance (default by dtype).")
 @switch("--accept-difference", "Give a speed verdict even if the outputs differ.")
 @click.option("--json", "json_out", type=FILE, help="Write every raw value to a new JSON file.")
 @click.option("--csv", "csv_out", type=FILE, help="Write the raw step times to a new CSV file.")
@@ -356,6 +403,7 @@ def compare(
     BASELINE and CANDIDATE are MODULE:FUNCTION, the steps A and B: step(state, batch).
     """
     from steptrace.cli.comparing import check_outputs, run_compare
+    from steptrace.user_code import running_user_code
 
     targets: dict[str, str | None] = {"baseline": baseline, "candidate": candidate}
     targets |= {k: options.pop(k) for k in ("state", "batches", "state_b", "batches_b")}
@@ -370,20 +418,21 @@ def compare(
             accept_difference=options["accept_difference"],
         )
         plan = TimingPlan(budget_s=options["budget"], unit=options["unit"])
-        result = run_compare(targets, options["device"], check=check, plan=plan)
+        with running_user_code("the comparison"):
+            result = run_compare(targets, options["device"], check=check, plan=plan)
     except ImportError as error:
         _fail(f"compare needs torch and scipy ({error})")
     except CaptureError as error:
         _fail(str(error))
     except Exception as error:  # the user's state, batches or steps failed: one line
-        _fail(f"the comparison stopped: {error!r}")
+        _fail(f"the comparison stopped: {raised_at(error)}")
     from steptrace.report.check_sections import comparison_document
 
     _write([comparison_document(result, (baseline, candidate))], "text")
     if json_out is not None:
-        print(f"steptrace: raw values in {result.write_json(json_out)}", file=sys.stderr)
+        _note(f"raw values in {result.write_json(json_out)}")
     if csv_out is not None:
-        print(f"steptrace: raw step times in {result.write_csv(csv_out)}", file=sys.stderr)
+        _note(f"raw step times in {result.write_csv(csv_out)}")
 
 
 @app.command(short_help="Where time moved between two windows (compare decides).")
@@ -437,14 +486,14 @@ def scrub(trace: Path, output: Path | None, check: bool) -> None:
         _fail(str(error))
     kinds = ", ".join(f"{kind} ×{count}" for kind, count in report.counts.items())
     if output is not None:
-        print(f"steptrace: wrote {visible(str(output))}; replaced {report.total}: {kinds or '-'}")
+        print(f"steptrace: wrote {one_line(str(output))}; replaced {report.total}: {kinds or '-'}")
     elif not report.total:
-        print(f"steptrace: {visible(str(trace))}: nothing looks sensitive")
+        print(f"steptrace: {one_line(str(trace))}: nothing looks sensitive")
     else:
-        print(f"steptrace: {visible(str(trace))}: {report.total} still look sensitive: {kinds}")
+        print(f"steptrace: {one_line(str(trace))}: {report.total} still look sensitive: {kinds}")
         for place in report.places:  # the field's name, never the value
             field = json.dumps(place.field, ensure_ascii=False) if place.field else "no field"
-            print(f"  {place.kind:<14} ×{place.count:<6} in {visible(field)}")
+            print(f"  {place.kind:<14} ×{place.count:<6} in {one_line(field)}")
         raise SystemExit(1)
 
 
@@ -485,8 +534,8 @@ def demo(out: Path, device: str, quick: bool, ranks: bool) -> None:
         _fail(str(error))
     extra = "ranks.html, ranks.md, ranks.json, ranks/ (the rank traces), " if ranks else ""
     print(
-        f"Reports in {folder}/: report.html, report.md, report.json (every check's samples), "
-        f"{extra}trace.json (open it in ui.perfetto.dev)"
+        f"Reports in {one_line(str(folder))}/: report.html, report.md, report.json (every "
+        f"check's samples), {extra}trace.json (open it in ui.perfetto.dev)"
     )
 
 
@@ -530,12 +579,18 @@ def _say(line: str) -> None:
 
 
 def _fail(message: str, code: int = 2) -> NoReturn:
+    if ctrl_c.interrupted():  # what Ctrl-C broke on its way (a half-started profiler)
+        message, code = "aborted", 130
     print(f"steptrace: error: {one_line(message)}", file=sys.stderr)
     raise SystemExit(code)
 
 
 def _warn(message: str) -> None:
     print(f"steptrace: warning: {one_line(message)}", file=sys.stderr)
+
+
+def _note(message: str) -> None:
+    print(f"steptrace: {one_line(message)}", file=sys.stderr)
 
 
 def without_huge_pages(environ: MutableMapping[str, str]) -> None:
@@ -557,24 +612,38 @@ def main() -> NoReturn:
     first touches of large arrays stall: on this project's 2-core machine the 1.7 GB
     replica took 7.0 s with them and 6.5 s without (``benchmarks/scale_one_trace.py``).
     """
+    ctrl_c.take_over()  # from here a Ctrl-C unwinds, and click says it in one line
     without_huge_pages(os.environ)  # inherited by the worker processes
-    for name in ("stdout", "stderr"):
-        if getattr(sys, name) is None:  # closed before the start: write to nowhere
-            setattr(sys, name, Path(os.devnull).open("w"))  # noqa: SIM115 (open until exit)
+    _replace_closed_streams()
     try:
         app(prog_name="steptrace")
         status: object = 0
     except SystemExit as done:
-        if "torch" in sys.modules:
-            raise
         status = done.code
-    code = _exit_code(status)
+    ctrl_c.settle()
+    code = ctrl_c.exit_code(_exit_code(status))
     for stream in (sys.stdout, sys.stderr):
         try:
             stream.flush()
-        except OSError:  # the reader went away (``| head``) or the disk is full
+        except (OSError, ValueError):  # the reader went away (``| head``), a full disk
             code = code or 1
-    os._exit(code)
+    ctrl_c.leave(code)  # torch's exit handlers run, if it was loaded
+
+
+def _replace_closed_streams() -> None:
+    """stdout closed before the start: writing the report fails in one line (exit 1);
+    stderr closed: its lines go nowhere."""
+    if sys.stdout is None:
+        sys.stdout = _ClosedOutput()
+    if sys.stderr is None:
+        sys.stderr = Path(os.devnull).open("w")  # noqa: SIM115 (open until the exit)
+
+
+class _ClosedOutput(io.TextIOBase):
+    """stdout closed by the caller (``>&-``): nothing written there can arrive."""
+
+    def write(self, text: str) -> int:
+        raise OSError(errno.EBADF, "stdout is closed: the report could not be written")
 
 
 def _exit_code(status: object) -> int:

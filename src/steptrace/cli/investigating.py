@@ -1,4 +1,5 @@
-"""``steptrace investigate TARGET``: the workload loaded, investigated, its warnings said."""
+"""``steptrace investigate TARGET``: the workload loaded, investigated, its warnings said;
+what the workload prints goes to stderr (``user_code``)."""
 
 from __future__ import annotations
 
@@ -25,10 +26,11 @@ def run(
     from steptrace.cli.targets import load_workload
     from steptrace.investigation import investigate
     from steptrace.investigation.run import default_window
+    from steptrace.user_code import running_user_code
 
-    workload = load_workload(target)
-    window = default_window(workload.scenario, memory=memory)
-    with warnings.catch_warnings(record=True) as caught:
+    with running_user_code("the investigation"), warnings.catch_warnings(record=True) as caught:
+        workload = load_workload(target)
+        window = default_window(workload.scenario, memory=memory)
         warnings.simplefilter("always")
         report = investigate(
             workload, out=out, checks=checks, budget_s=budget_s, say=say, window=window

@@ -21,6 +21,7 @@ class JobDocument(NamedTuple):
     document: Document
     warnings: tuple[str, ...]  # every warning of the report, failures included
     failures: tuple[str, ...]  # the warnings of the rank traces not analyzed
+    damaged: bool = False  # a rank's loading skipped events: a report from damaged input
 
 
 def rank_thresholds(assignments: list[str]) -> RankThresholds:
@@ -72,4 +73,4 @@ def job_document(
     report = job.report
     failed = tuple(w for w in report.warnings if any(f.error in w for f in job.failures))
     document = ranks_document(report, findings_only=findings_only, lanes=job.lanes)
-    return JobDocument(document, report.warnings, failed)
+    return JobDocument(document, report.warnings, failed, job.damaged)

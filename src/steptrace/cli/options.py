@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import math
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
@@ -13,6 +14,16 @@ from steptrace.report.renderers import formats
 
 _Command = TypeVar("_Command", bound=Callable[..., Any])
 FILE = click.Path(path_type=Path)
+
+
+class FiniteRange(click.FloatRange):
+    """A number in a range, never ``nan`` or ``inf`` (which click's range lets through)."""
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        number = super().convert(value, param, ctx)
+        if not math.isfinite(number):
+            self.fail(f"{value!r} is not a finite number.", param, ctx)
+        return number
 
 
 def switch(name: str, text: str, *parameter: str) -> Callable[[_Command], _Command]:

@@ -10,7 +10,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from steptrace.errors import CaptureError
+from steptrace.errors import CaptureError, raised_at
 
 if TYPE_CHECKING:
     from steptrace.capturing.workload import Workload
@@ -65,7 +65,7 @@ def load_workload(target: str) -> Workload:
     try:
         workload = function()
     except Exception as exc:  # the user's code: say what failed, in one line
-        raise CaptureError(f"{target}: the workload function failed: {exc!r}") from None
+        raise CaptureError(f"{target}: the workload function raised {raised_at(exc)}") from None
     if not isinstance(workload, Workload):
         raise CaptureError(
             f"{target}: returned {type(workload).__name__}, not a steptrace.capturing.Workload"

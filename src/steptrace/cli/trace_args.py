@@ -14,6 +14,7 @@ that leave no trace at all are one ``TraceError``.
 from __future__ import annotations
 
 import gzip
+import json
 import zlib
 from collections.abc import Iterable
 from pathlib import Path
@@ -61,30 +62,37 @@ def trace_inputs(arguments: Iterable[Path]) -> tuple[list[Path], list[tuple[Path
     """The trace files the arguments name, and the folder files skipped with the reason."""
     files: list[Path] = []
     skipped: list[tuple[Path, str]] = []
-    given = list(arguments)
-    for argument in given:
-        if argument.is_dir():
-            found = sorted(p for p in argument.iterdir() if p.is_file() and is_trace_name(p))
-            for path in found:
-                why = not_a_trace(path)
-                if why:
-                    skipped.append((path, why))
-                else:
-                    files.append(path)
-            if not found or all(p in dict(skipped) for p in found):
-                raise TraceError(f"{argument}: folder holds no trace (*.json, *.json.gz)")
-        elif argument.exists():
-            why = own_file(argument)
-            if why:
-                skipped.append((argument, why))
-            else:
-                files.append(argument)
-        else:
-            raise TraceError(f"{argument}: no such file or folder")
+    for argument in arguments:
+        try:
+            _add_argument(argument, files, skipped)
+        except OSError as exc:  # a name too long, a folder that cannot be listed: the input's
+            raise TraceError(f"{argument}: cannot read ({exc.strerror or exc})") from None
     if not files:
         named = ", ".join(str(p) for p, _ in skipped[:3]) + (", ..." if len(skipped) > 3 else "")
         raise TraceError(f"{named}: steptrace's own files, no trace among them")
     return files, skipped
+
+
+def _add_argument(argument: Path, files: list[Path], skipped: list[tuple[Path, str]]) -> None:
+    """The traces one argument names, added to ``files`` (or ``skipped``, with why)."""
+    if argument.is_dir():
+        found = sorted(p for p in argument.iterdir() if p.is_file() and is_trace_name(p))
+        for path in found:
+            why = not_a_trace(path)
+            if why:
+                skipped.append((path, why))
+            else:
+                files.append(path)
+        if not found or all(p in dict(skipped) for p in found):
+            raise TraceError(f"{argument}: folder holds no trace (*.json, *.json.gz)")
+    elif argument.exists():
+        why = own_file(argument)
+        if why:
+            skipped.append((argument, why))
+        else:
+            files.append(argument)
+    else:
+        raise TraceError(f"{argument}: no such file or folder")
 
 
 def own_file(path: Path) -> str | None:
@@ -108,9 +116,18 @@ def not_a_trace(path: Path) -> str | None:
         return "a saved steptrace report, not a trace"
     if path.name in OUTPUT_NAMES and b'"traceEvents"' not in head:
         return f"a file steptrace writes ({path.name}), not a trace"
-    if whole and b'"traceEvents"' not in head:
+    if whole and b'"traceEvents"' not in head and _is_json(head):
         return "not a trace (no traceEvents)"
-    return None
+    return None  # a trace, or an empty or damaged file: loading says what is wrong
+
+
+def _is_json(text: bytes) -> bool:
+    """Whether ``text`` is a whole JSON document (not empty, not cut short)."""
+    try:
+        json.loads(text)
+    except (ValueError, RecursionError):
+        return False
+    return True
 
 
 def _head(path: Path) -> tuple[bytes, bool]:

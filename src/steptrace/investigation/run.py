@@ -22,7 +22,7 @@ import torch
 
 from steptrace.capturing.workload import Workload, run_workload
 from steptrace.devices import resolve
-from steptrace.errors import CaptureError, NotTestable
+from steptrace.errors import CaptureError, NotTestable, raised_at
 from steptrace.hypotheses.finding import Finding
 from steptrace.hypotheses.thresholds import Thresholds
 from steptrace.investigation.check import Check, Context, Measured
@@ -33,6 +33,7 @@ from steptrace.investigation.subject import Subject, subject_of
 from steptrace.pipeline import analyze
 from steptrace.report.model import Report
 from steptrace.scenario import Scenario
+from steptrace.validate.ab import GRACE
 from steptrace.validate.results import CheckResult, Outcome
 from steptrace.validate.timing import TimingPlan
 from steptrace.window import Window
@@ -40,7 +41,6 @@ from steptrace.window import Window
 Say = Callable[[str], None]
 Clock = Callable[[], float]
 WINDOW = Window(active=3, measure_overhead=True)  # minimal options: no shapes, no stack
-CHECK_STEPS = 3  # correctness steps per side before any timing (the factories' default)
 
 
 def default_window(scenario: Scenario, *, memory: bool = False) -> Window:
@@ -144,12 +144,11 @@ def _reason_not_run(finding: Finding, subject: Subject) -> str | None:
 def _context(
     report: Report, subject: Subject, finding: Finding, window: Window, share_s: float
 ) -> Context:
-    """The check's plan: the timing gets what correctness and warm-up leave of its share
-    (each factory keeps its own correctness plan: tolerances are the check's to choose)."""
+    """The check's plan: its comparison (correctness steps, warm-up and timing) gets its
+    share, the watchdog's grace included (each factory keeps its own correctness plan:
+    tolerances are the check's to choose)."""
     step_s, step_from = _step_s(report)
-    plan = TimingPlan()
-    overhead_s = 2 * (CHECK_STEPS + plan.warmup) * step_s
-    timing_s = max(share_s - overhead_s, 0.5 * share_s)
+    timing_s = max((share_s - 1.0) / (1 + GRACE), 0.5)  # deadline_s(timing_s) == share_s
     return Context(
         subject=subject,
         finding=finding,
@@ -190,6 +189,9 @@ def _run_one(
         )
     except CaptureError as exc:  # the user's step raised or could not be copied
         return _not_run(finding, spec, f"not testable here: {exc}", None, share_s, clock() - began)
+    except Exception as exc:  # the workload failed under the check's change: said, not raised
+        said = f"the check failed: the workload raised {raised_at(exc)}"
+        return _not_run(finding, spec, said, None, share_s, clock() - began)
     elapsed = clock() - began
     if isinstance(made, Measured):
         return CheckResult(

@@ -3,7 +3,8 @@
 ``memory(report)`` reads ``analysis.memory``: a table of every device and step (allocated
 at the start, at the peak and where, reserved, growth, allocations and how many times the
 peak they moved), then for each device the step of its largest peak and what holds it (alive
-since the step began, allocated in the step and still alive: by operator and by label), then
+since the step began, allocated in the step and still alive: by kind of tensor when
+steptrace's capture listed them, by operator and by label), then
 each label's peak and growth. Without ``[memory]`` events it says memory was not observed
 and how to record it.
 """
@@ -103,8 +104,10 @@ def _held(device: DeviceMemory) -> list[Paragraph | Table]:
         f"label: {labels}). Growth per step: {size(device.growth_bytes_per_step)} (median "
         "over the complete steps)."
     )
+    kinds = _by_kind(top)
+    found: list[Paragraph | Table] = [Paragraph(sentence), *((kinds,) if kinds else ())]
     if not held.by_operator:
-        return [Paragraph(sentence)]
+        return found
     shown = len(held.by_operator)
     table = Table(
         (Column("operator that allocated", "name"), Column("alive at the peak", "bytes")),
@@ -114,7 +117,41 @@ def _held(device: DeviceMemory) -> list[Paragraph | Table]:
             f"operator such as aten::empty under its parent); {shown} of {held.operators_total}."
         ),
     )
-    return [Paragraph(sentence), table]
+    return [*found, table]
+
+
+def _by_kind(step: MemoryStep) -> Table | None:
+    """What holds the peak by kind of tensor, from steptrace's capture (None without it)."""
+    held = step.held
+    if not held.by_category:
+        return None
+    rows = tuple(
+        (part, h.name, h.bytes, h.bytes / step.peak_allocated_bytes)
+        for part, holders in (
+            ("since the step began", held.from_start_by_category),
+            ("allocated in the step", held.by_category),
+        )
+        for h in holders
+    )
+    caption = (
+        f"What holds the peak of {step.step}, by kind: the tensors steptrace's capture listed "
+        "(parameters and optimizer state after the window, each step's gradients and batch at "
+        "its end), matched by address; allocated in the step and freed before its end: "
+        "activations and temporaries"
+    )
+    if not held.from_start_by_category:
+        caption += "; what was alive since the step began is not split (a CPU's counts start "
+        caption += "with the profiler, or the listed tensors exceed them)"
+    return Table(
+        (
+            Column("part", "text"),
+            Column("kind", "name"),
+            Column("alive at the peak", "bytes"),
+            Column("of the peak", "share"),
+        ),
+        rows,
+        caption=caption + ".",
+    )
 
 
 def _labels_table(devices: tuple[DeviceMemory, ...]) -> Table | None:

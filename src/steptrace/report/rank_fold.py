@@ -107,3 +107,19 @@ def rank_list(ranks: Sequence[int], limit: int = 12) -> str:
         return "none"
     shown = ", ".join(runs[:limit])
     return shown + (f" and {len(runs) - limit} more runs" if len(runs) > limit else "")
+
+
+def absent_runs(world: int, given: Sequence[int], limit: int = 12) -> str:
+    """The ranks of ``range(world)`` not in ``given``, as ``rank_list`` writes them, found
+    from the gaps between the given ones: the world is never listed (its size is a trace's
+    word, and 10**9 must not take the machine's memory)."""
+    runs: list[str] = []
+    start = 0
+    for rank in [*sorted({r for r in given if 0 <= r < world}), world]:
+        if rank > start:
+            runs.append(str(start) if rank - 1 == start else f"{start}–{rank - 1}")
+        start = rank + 1
+    if not runs:
+        return "none"
+    shown = ", ".join(runs[:limit])
+    return shown + (f" and {len(runs) - limit} more runs" if len(runs) > limit else "")

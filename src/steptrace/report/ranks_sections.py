@@ -114,8 +114,7 @@ def job(report: RanksReport) -> Section:
 def _missing(report: RanksReport) -> str:
     if report.world_size is None:
         return "not known (no trace says the world size)"
-    absent = sorted(set(range(report.world_size)) - {r.rank for r in report.ranks})
-    return rank_fold.rank_list(absent) if absent else "none"
+    return rank_fold.absent_runs(report.world_size, [r.rank for r in report.ranks])
 
 
 def _rank_table(report: RanksReport) -> Table:

@@ -30,6 +30,7 @@ from typing import Any, Generic, TypeVar, Union, cast
 import msgspec
 
 from steptrace.errors import TraceError
+from steptrace.trace.budget import TextOverflow, too_long_without_quote
 from steptrace.trace.fields import Field, Selection, Value
 
 Scalar = int | float | str | None
@@ -232,6 +233,8 @@ def exact_documents(
     An event that does not decode (``name: null``, no ``ph``, ``args`` not an object) is
     skipped and described in ``skipped``, at its index; the rest of the file is kept.
     """
+    if too_long_without_quote(data):
+        raise TraceError(f"{where}: {TextOverflow()}")
     document = decode(data, where)
     raw = document.traceEvents
     if raw is None:

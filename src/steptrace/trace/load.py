@@ -10,10 +10,11 @@ import gc
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from steptrace.errors import TraceError
 from steptrace.trace.assemble import Skipped, assemble
+from steptrace.trace.budget import TextOverflow, text_limit, whole_limit
 from steptrace.trace.columns import ColumnBuilder, as_int
 from steptrace.trace.decode import (
     AnyEvent,
@@ -28,7 +29,7 @@ from steptrace.trace.heap import TRIM_ROWS, release_freed_memory
 from steptrace.trace.parallel import WorkerPool, parallel_columns, worker_pool
 from steptrace.trace.progress import Stage, loading_progress
 from steptrace.trace.remote import is_url, open_url
-from steptrace.trace.source import FileText, decompress, file_size, read_text
+from steptrace.trace.source import FileText, file_size, inflate, read_text, too_large
 from steptrace.trace.split import split_documents, stream_documents
 from steptrace.trace.stream import Opener, TextStream
 from steptrace.trace.table import Device, Distributed, Trace, TraceInfo
@@ -74,33 +75,58 @@ def read_trace(
     source = _source(path)
     where = source.name if isinstance(source, Opener) else str(source)  # in messages
     size = text.size if text is not None else _size(source)
-    with (
-        worker_pool(workers if text is None else 1) as pool,  # before this loading's threads
-        loading_progress(Path(where).name, size, progress) as stage,
-        _collector_paused(),
-    ):
-        data = None
-        coded = codec(selection)
-        if text is not None:
-            stage.read(size)
-            stage.step("decoding")
-            data = text.data
+    try:
+        with (
+            worker_pool(workers if text is None else 1) as pool,  # before the loading's threads
+            loading_progress(Path(where).name, size, progress) as stage,
+            _collector_paused(),
+        ):
+            columns, found = _decoded(source, where, text, stage, pool, codec(selection))
             del text
-            columns = _in_one_pass(coded, split_documents(data, coded))
-        else:
-            columns = _streamed(source, stage, pool, coded)
-        malformed: list[str] = []
-        if columns is None:  # here, not in an except block whose traceback holds the first try
-            data = data if data is not None else _read_whole(source)
-            columns = _columns(coded, exact_documents(data, where, coded, malformed))
-        del data
-        stage.step("indexing")
-        url = source.name if isinstance(source, Opener) else None
-        trace = _build(*columns, Path(where), size, malformed, url)
+            stage.step("indexing")
+            url = source.name if isinstance(source, Opener) else None
+            trace = _build(*columns, Path(where), size, found, url)
+    except TextOverflow as overflow:  # a string, a list or blank space longer than any trace's
+        raise TraceError(f"{where}: {overflow}") from None
     del columns  # what the builder kept besides the table: interned keys, collective args
     if len(trace.events) >= TRIM_ROWS:
         release_freed_memory()  # its memory back before the analysis allocates its own
     return trace
+
+
+class _Found(NamedTuple):
+    """What loading skipped: events it could not decode, bytes after the gzip data."""
+
+    malformed: list[str]
+    ignored_bytes: int
+
+
+def _decoded(
+    source: Path | Opener,
+    where: str,
+    text: FileText | None,
+    stage: Stage,
+    pool: WorkerPool | None,
+    coded: Codec,
+) -> tuple[tuple[ColumnBuilder, RawDocument[AnyEvent]], _Found]:
+    """The columns of the file's events, in one pass when its text can be cut between
+    events, else read whole and decoded exactly; what was skipped."""
+    data, ignored = None, [text.ignored] if text is not None else []
+    if text is not None:
+        stage.read(text.size)
+        stage.step("decoding")
+        data = text.data
+        del text
+        columns = _in_one_pass(coded, split_documents(data, coded))
+    else:
+        columns = _streamed(source, stage, pool, coded, ignored)
+    malformed: list[str] = []
+    if columns is None:  # here, not in an except block whose traceback holds the first try
+        if data is None:
+            whole = _read_whole(source)
+            data, ignored = whole.data, [whole.ignored]
+        columns = _columns(coded, exact_documents(data, where, coded, malformed))
+    return columns, _Found(malformed, max(ignored, default=0))
 
 
 def _source(path: str | Path | Opener) -> Path | Opener:
@@ -114,18 +140,23 @@ def _size(source: Path | Opener) -> int:
     return source.size if isinstance(source, Opener) else file_size(source)
 
 
-def _read_whole(source: Path | Opener) -> bytes:
-    """The text of a file that could not be streamed, gunzipped."""
-    if isinstance(source, Opener):
-        try:
-            with source.open() as handle:
-                raw = handle.read()
-        except OSError as exc:
-            raise TraceError(f"{source.name}: cannot read ({exc.strerror or exc})") from None
-        except Exception as exc:  # a storage backend's own error, as the stream says it
-            raise TraceError(f"{source.name}: cannot read ({type(exc).__name__}: {exc})") from None
-        return decompress(raw, source.name)
-    return read_text(source).data
+def _read_whole(source: Path | Opener) -> FileText:
+    """The text of a file that could not be streamed, gunzipped, within the whole-text
+    limit (``budget``)."""
+    if not isinstance(source, Opener):
+        return read_text(source)
+    limit = whole_limit()
+    if limit is not None and source.size > limit:
+        raise TraceError(too_large(source.name, source.size, limit))
+    try:
+        with source.open() as handle:
+            raw = handle.read()
+    except OSError as exc:
+        raise TraceError(f"{source.name}: cannot read ({exc.strerror or exc})") from None
+    except Exception as exc:  # a storage backend's own error, as the stream says it
+        raise TraceError(f"{source.name}: cannot read ({type(exc).__name__}: {exc})") from None
+    data, ignored = inflate(raw, source.name, limit)
+    return FileText(data, len(raw), ignored)
 
 
 def _in_one_pass(
@@ -138,11 +169,15 @@ def _in_one_pass(
 
 
 def _streamed(
-    source: Path | Opener, stage: Stage, pool: WorkerPool | None, coded: Codec
+    source: Path | Opener,
+    stage: Stage,
+    pool: WorkerPool | None,
+    coded: Codec,
+    ignored: list[int],
 ) -> tuple[ColumnBuilder, RawDocument[AnyEvent]] | None:
     """The columns of a file read and decoded chunk by chunk (progress in bytes read), by
-    the ``pool``'s processes if there is one."""
-    with TextStream(source) as stream:
+    the ``pool``'s processes if there is one; the bytes after its gzip data in ``ignored``."""
+    with TextStream(source, text_limit()) as stream:
 
         def chunks() -> Iterator[bytes]:
             shown = 0
@@ -150,6 +185,7 @@ def _streamed(
                 stage.read(stream.read_bytes - shown)
                 shown = stream.read_bytes
                 yield chunk
+            ignored.extend(stream.ignored)  # said by the reading thread before the end
 
         if pool is None:
             return _in_one_pass(coded, stream_documents(chunks(), coded))
@@ -186,7 +222,7 @@ def _build(
     document: RawDocument[AnyEvent],
     path: Path,
     size: int,
-    malformed: list[str],
+    found: _Found,
     url: str | None,
 ) -> Trace:
     where = url or str(path)
@@ -202,9 +238,16 @@ def _build(
     if len(table) == 0:
         raise TraceError(f"{where}: no event has a usable ts and dur")
     warnings = _skipped(tables.skipped)
+    malformed = found.malformed
     if malformed:
         more = f"; {len(malformed) - 1} more" if len(malformed) > 1 else ""
         warnings.insert(0, f"skipped {len(malformed)} malformed events ({malformed[0]}{more})")
+    if found.ignored_bytes:
+        warnings.insert(
+            0,
+            f"ignored {found.ignored_bytes} bytes after the end of the gzip data (not another "
+            "gzip member): the file is damaged, or something was appended to it",
+        )
     if (span := float(table.end_us.max())) * 1000 > _EXACT_SPAN_NS:
         warnings.append(
             f"the events span {span / 86_400e6:.0f} days: times far from the first event "
@@ -229,6 +272,8 @@ def _build(
         scenario_block=document.steptrace,
         warnings=tuple(warnings),
         groups=_groups(selection),
+        events_skipped=len(malformed) + _count_skipped(tables.skipped),
+        bytes_ignored=found.ignored_bytes,
     )
     return Trace(info=info, events=table, instants=tables.instants, flows=tables.flows)
 
@@ -236,6 +281,11 @@ def _build(
 def _groups(selection: Selection) -> tuple[str, ...]:
     named = dict.fromkeys(f.group for f in selection.fields)
     return (*named, "flows") if selection.flows else tuple(named)
+
+
+def _count_skipped(skipped: Skipped) -> int:
+    counts = (skipped.not_a_number, skipped.negative, skipped.out_of_range, skipped.other_events)
+    return sum(counts)
 
 
 def _skipped(skipped: Skipped) -> list[str]:

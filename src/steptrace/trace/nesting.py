@@ -12,6 +12,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from steptrace.errors import TraceError
 from steptrace.trace.arrays import by_start_longer_first
 from steptrace.trace.table import EventTable
 
@@ -19,6 +20,21 @@ Floats = NDArray[np.float64]
 Ints = NDArray[np.int64]
 _MOST_THREADS_SCANNED = 4096  # threads beyond which roots are left to the jumps to find
 _BLOCK = 1 << 20  # events per block of a round of jumps
+_MOST_ROUNDS = 64  # rounds of jumps (a trace's need a few dozen) before a walk takes over
+DEPTH_ROUNDS = 12
+MOST_DEPTH = 1 << DEPTH_ROUNDS  # levels of nesting on a thread; deeper is refused
+
+
+class NestedTooDeepError(TraceError):
+    """Events nested deeper than ``MOST_DEPTH`` on one thread: no trace's (a Python
+    recursion stops at 1,000 frames), and climbing them would take time in the square of
+    the events. Raised by ``parents`` without a path: the loader names the file."""
+
+    def __init__(self) -> None:
+        super().__init__(
+            f"events nested more than {MOST_DEPTH} levels deep on one thread: not a trace "
+            "steptrace measures (refused rather than taking time in the square of the events)"
+        )
 
 
 def parents(start: Floats, end: Floats, thread: NDArray[np.int32]) -> Ints:
@@ -39,7 +55,8 @@ def parents(start: Floats, end: Floats, thread: NDArray[np.int32]) -> Ints:
     """
     index = _index_type(start.size)
     order = _by_thread_start_longer(start, end, thread).astype(index, copy=False)
-    return _back_to_given_order(order, _containers(start[order], end[order], thread[order]))
+    found = _back_to_given_order(order, _containers(start[order], end[order], thread[order]))
+    return _not_too_deep(found)
 
 
 def parents_of_rows(table: EventTable, rows: NDArray[np.intp]) -> Ints:
@@ -57,7 +74,21 @@ def parents_of_rows(table: EventTable, rows: NDArray[np.intp]) -> Ints:
     ordered = rows[order]
     start, end, thread = table.start_us[ordered], table.end_us[ordered], table.thread_id[ordered]
     del ordered
-    return _back_to_given_order(order, _containers(start, end, thread))
+    return _not_too_deep(_back_to_given_order(order, _containers(start, end, thread)))
+
+
+def _not_too_deep(parent: Ints) -> Ints:
+    """``parent``, unless an event has ``MOST_DEPTH`` ancestors (``NestedTooDeepError``): found by
+    pointer jumping, each round doubling the levels climbed (``DEPTH_ROUNDS`` rounds)."""
+    ancestor = parent.copy()
+    for _ in range(DEPTH_ROUNDS):
+        climbing = np.flatnonzero(ancestor >= 0)
+        if not climbing.size:
+            return parent
+        ancestor[climbing] = ancestor[ancestor[climbing]]
+    if (ancestor >= 0).any():
+        raise NestedTooDeepError
+    return parent
 
 
 def _index_type(n: int) -> type[np.signedinteger[Any]]:
@@ -71,16 +102,39 @@ def _containers(s: Floats, e: Floats, t: NDArray[np.int32]) -> NDArray[np.signed
     index = _index_type(n)
     candidate = np.arange(-1, n - 1, dtype=index)
     candidate[_roots(s, e, t)] = -1
-    del t
     pending = np.flatnonzero(candidate >= 0).astype(index)
-    while pending.size:  # a round in blocks: their temporaries stay small
+    for _ in range(_MOST_ROUNDS):  # a round in blocks: their temporaries stay small
+        if not pending.size:
+            return candidate
         pending = np.concatenate(
             [
                 _jump(candidate, s, e, pending[at : at + _BLOCK])
                 for at in range(0, pending.size, _BLOCK)
             ]
         )
+    if pending.size:  # nesting the jumps resolve one by one (deep, odd): walk, in linear time
+        return _walked(s, e, t, index)
     return candidate
+
+
+def _walked(
+    s: Floats, e: Floats, t: NDArray[np.int32], index: type[np.signedinteger[Any]]
+) -> NDArray[np.signedinteger[Any]]:
+    """``_containers`` by a stack walk: one Python step per event (a second per few million),
+    for what the jumps would take too many rounds to resolve."""
+    container = np.empty(s.size, dtype=index)
+    stack: list[int] = []
+    starts, ends, threads = s.tolist(), e.tolist(), t.tolist()
+    previous = None
+    for k, (start, thread) in enumerate(zip(starts, threads, strict=True)):
+        if thread != previous:
+            stack.clear()
+            previous = thread
+        while stack and ends[stack[-1]] <= start:
+            stack.pop()
+        container[k] = stack[-1] if stack else -1
+        stack.append(k)
+    return container
 
 
 def _jump(

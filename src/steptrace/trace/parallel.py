@@ -19,6 +19,7 @@ few pieces whatever the file's size.
 
 from __future__ import annotations
 
+import contextlib
 import gc
 import mmap
 import multiprocessing
@@ -35,7 +36,7 @@ import msgspec
 import numpy as np
 
 from steptrace.errors import TraceError
-from steptrace.lifetime import end_workers, worker_start
+from steptrace.lifetime import end_workers, starting_children, worker_start
 from steptrace.trace import split
 from steptrace.trace.columns import ColumnBuilder, Piece
 from steptrace.trace.decode import AnyEvent, Codec, RawDocument, UnsplittableError, codec
@@ -138,10 +139,14 @@ class WorkerPool(NamedTuple):
         return slice(start, start + self.room_bytes)
 
     def close(self) -> None:
-        """End the workers (their memory back to the system) and unmap the ring; again: no-op."""
+        """End the workers (their memory back to the system) and unmap the ring; again: no-op.
+
+        A view of the ring still held (by the frames of an exception on its way up: Ctrl-C)
+        keeps it mapped until that view goes."""
         self.pool.shutdown(wait=True, cancel_futures=True)
         if self.ring is not None:
-            self.ring.close()
+            with contextlib.suppress(BufferError):
+                self.ring.close()
 
 
 @contextmanager
@@ -167,10 +172,12 @@ def worker_pool(workers: int) -> Iterator[WorkerPool | None]:
         ring = mmap.mmap(-1, slots * (slot_bytes + room_bytes)) if forks else None
         _RING = ring  # the workers forked next see it there
         context = multiprocessing.get_context("fork" if forks else "spawn")
-        pool = ProcessPoolExecutor(
-            workers, mp_context=context, initializer=_worker_start, initargs=(os.getpid(),)
-        )
-        pool.submit(int).result()  # every worker starts now, before this loading's threads
+        with starting_children():
+            pool = ProcessPoolExecutor(
+                workers, mp_context=context, initializer=_worker_start, initargs=(os.getpid(),)
+            )
+            started = pool.submit(int)  # every worker starts now, before this loading's threads
+        started.result()
     except (OSError, BrokenProcessPool):  # no more processes allowed, no memory to map...
         if pool is not None:  # no manager thread was started to end those that started
             end_workers(pool)
@@ -183,6 +190,9 @@ def worker_pool(workers: int) -> Iterator[WorkerPool | None]:
     made = WorkerPool(pool, workers, ring, slot_bytes, room_bytes)
     try:
         yield made
+    except BaseException:  # Ctrl-C, or a failed decoding: not waiting for the pieces running
+        end_workers(pool)
+        raise
     finally:
         made.close()
 

@@ -19,6 +19,7 @@ from typing import BinaryIO, NamedTuple, cast
 from isal import igzip_lib, isal_zlib
 
 from steptrace.errors import TraceError
+from steptrace.trace.budget import whole_limit, why_limited
 from steptrace.trace.progress import Stage, shows_progress
 
 GZIP_MAGIC = b"\x1f\x8b"
@@ -32,10 +33,12 @@ _SILENT = Stage(None, 0)
 
 
 class FileText(NamedTuple):
-    """A trace file's content, gunzipped, and its size on disk when it was read."""
+    """A trace file's content, gunzipped, its size on disk when it was read, and the bytes
+    ignored after its gzip data (``trailing``)."""
 
     data: bytes
     size: int
+    ignored: int = 0
 
 
 def file_size(path: Path) -> int:
@@ -78,7 +81,9 @@ def read_file(path: Path, stage: Stage = _SILENT) -> bytes:
     Opened without blocking and checked again once open, so that a file swapped for a
     named pipe after ``file_size`` cannot hang the read either.
     """
-    file_size(path)
+    size, limit = file_size(path), whole_limit()
+    if limit is not None and size > limit:
+        raise TraceError(too_large(str(path), size, limit))
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
         with os.fdopen(fd, "rb") as handle:
@@ -98,11 +103,33 @@ def read_text(path: Path, stage: Stage = _SILENT) -> FileText:
     """The file's bytes, gunzipped when they are gzip."""
     raw = read_file(path, stage)
     stage.step("decompressing")
-    return FileText(decompress(raw, str(path)), len(raw))
+    data, ignored = inflate(raw, str(path), whole_limit())
+    return FileText(data, len(raw), ignored)
+
+
+def too_large(where: str, size: int, limit: int) -> str:
+    """The refusal of a text past a limit (``budget``), in one line."""
+    return (
+        f"{where}: too large to hold in memory here ({size:,} bytes or more, at most "
+        f"{limit:,}: {why_limited()})"
+    )
 
 
 def decompress(raw: bytes, where: str) -> bytes:
-    """Gunzip when the bytes are gzip, else return them as they are.
+    """``inflate``'s text alone, within the whole-text limit (``budget``)."""
+    return inflate(raw, where, whole_limit())[0]
+
+
+def trailing(rest: bytes) -> int:
+    """The bytes after the last gzip member that count as damage: none when they are zero
+    padding (which some writers add), else all of them."""
+    return len(rest) if rest.strip(b"\0") else 0
+
+
+def inflate(raw: bytes, where: str, limit: int | None = None) -> tuple[bytes, int]:
+    """Gunzip when the bytes are gzip (else return them as they are), and the bytes
+    ignored after the last member (``trailing``); a text past ``limit`` bytes is refused
+    as soon as it passes it, before it is held.
 
     Every member of a multi-member file, in turn; what follows the last member, if it is
     not another one (zero padding), is ignored, as ``stream`` does. ISA-L's inflate
@@ -113,14 +140,16 @@ def decompress(raw: bytes, where: str) -> bytes:
     member's size only: a file of several members takes the member-by-member path.
     """
     if not raw.startswith(GZIP_MAGIC):
-        return raw
+        return raw, 0
+    most = limit if limit is not None else len(raw) * _MAX_RATIO
     try:
         size = int.from_bytes(raw[-4:], "little")
         first = igzip_lib.IgzipDecompressor(flag=igzip_lib.DECOMP_GZIP)
-        data = first.decompress(raw, max(min(size, len(raw) * _MAX_RATIO), 1))
-        if first.eof and first.unused_data[:1] != GZIP_MAGIC[:1]:
-            return data  # the only member (what may follow it is not one)
-        return _members(raw)
+        data = first.decompress(raw, max(min(size, len(raw) * _MAX_RATIO, most + 1), 1))
+        if first.eof and first.unused_data[:1] != GZIP_MAGIC[:1] and len(data) <= most:
+            return data, trailing(first.unused_data)  # the only member
+        del data
+        return _members(raw, where, most)
     except (OSError, EOFError, zlib.error, _ISAL_ERROR) as exc:
         text = " ".join(str(exc).split()) or type(exc).__name__
         raise TraceError(f"{where}: broken gzip ({text[:200]})") from None
@@ -128,16 +157,20 @@ def decompress(raw: bytes, where: str) -> bytes:
         raise TraceError(f"{where}: too large to decompress into memory") from None
 
 
-def _members(raw: bytes) -> bytes:
-    """Each gzip member in turn, until what follows is not one."""
-    texts, rest = [], raw
+def _members(raw: bytes, where: str, most: int) -> tuple[bytes, int]:
+    """Each gzip member in turn, until what follows is not one (its bytes: ``trailing``),
+    refused once the text passes ``most`` bytes."""
+    texts, rest, held = [], raw, 0
     while rest[:1] == GZIP_MAGIC[:1]:
         member = igzip_lib.IgzipDecompressor(flag=igzip_lib.DECOMP_GZIP)
-        texts.append(member.decompress(rest))
+        texts.append(member.decompress(rest, most + 1 - held))
+        held += len(texts[-1])
+        if held > most:
+            raise TraceError(too_large(where, held, most))
         if not member.eof:
             raise EOFError("compressed file ended before the end-of-stream marker was reached")
         rest = member.unused_data
-    return b"".join(texts)
+    return b"".join(texts), trailing(rest)
 
 
 class ReadAhead:

@@ -11,10 +11,12 @@ expression. A cut is a guess, but a wrong one (inside a string, a number or a ne
 value) cannot decode: a piece that starts at an event and decodes as a list of events ends
 at an event's end, by induction from the array's start. A piece that does not decode is
 extended to the next cut (a name holding ``}, {``; ``deviceProperties`` written after the
-events), at most ``_RETRIES`` times and ``_MAX_PENDING`` bytes; the text before the array
-must close as a document, the rest as the array's end and the document's. Anything else
-raises ``UnsplittableError``, possibly after pieces were yielded: the caller discards what
-it took and decodes the whole text with ``decode.exact_documents``. So does a key of the
+events), at most ``_RETRIES`` times and ``_MAX_PENDING`` bytes; more than ``_MAX_PENDING``
+bytes without any cut (or before the events' key) is no trace: ``TextOverflow``; the text
+before the array must close as a document, the rest as the array's end and the
+document's. Anything else raises ``UnsplittableError``, possibly after pieces were
+yielded: the caller discards what it took and decodes the whole text with
+``decode.exact_documents``. So does a key of the
 text before the events written again after them (the last would win), or a unicode
 escape there (it can spell any key).
 
@@ -32,6 +34,7 @@ from itertools import chain
 
 import msgspec
 
+from steptrace.trace.budget import PENDING_BYTES, TextOverflow
 from steptrace.trace.decode import (
     METADATA_FIELDS,
     AnyEvent,
@@ -46,7 +49,7 @@ _PIECE_BYTES = 2 << 20  # text per piece of events decoded in this process
 # alone decodes smaller ones faster (on 54 MB, 4 MB pieces were 0.06 s slower).
 _WORKER_PIECES = 2
 _RETRIES = 32  # cuts tried after one that did not decode, before giving up
-_MAX_PENDING = 64 << 20  # text held while looking for a cut that decodes
+_MAX_PENDING = PENDING_BYTES  # text held while looking for a cut, or one that decodes
 _KEY_LOOKAHEAD = 4096  # text read after the first "traceEvents" before matching the key
 _SLICE_BYTES = 4 << 20  # split_documents hands its text over in slices of this size
 _EVENTS_NAME = b'"traceEvents"'
@@ -149,6 +152,8 @@ class _Text:
         while (mention := buffer.find(_EVENTS_NAME, seen)) < 0 or (
             len(buffer) - mention < _KEY_LOOKAHEAD
         ):
+            if mention < 0 and len(buffer) > _MAX_PENDING:
+                raise TextOverflow
             seen = max(len(buffer) - len(_EVENTS_NAME), 0) if mention < 0 else mention
             if not self.more():
                 break
@@ -168,6 +173,8 @@ class _Text:
         while True:
             cut = _BETWEEN_EVENTS.search(buffer, search)
             if cut is None:
+                if len(buffer) - start > _MAX_PENDING:
+                    raise TextOverflow
                 # a cut reaching past the end starts at the last "}": search from there on
                 last = buffer.rfind(b"}", search)
                 search = max(search, last if last >= 0 else len(buffer))
@@ -204,6 +211,8 @@ class _Text:
             held.append(chunk)
             held_bytes += len(chunk)
             if held_bytes < size or (cut := _last_cut(chunk)) is None:
+                if held_bytes > size + _MAX_PENDING:
+                    raise TextOverflow
                 continue  # too little yet, or no cut inside this chunk: take the next
             view = memoryview(chunk)
             held[-1] = view[: cut[0]]

@@ -1,8 +1,9 @@
 """A trace file -> its text in chunks, read and gunzipped on a thread, in bounded memory.
 
-``TextStream(path)`` iterates, once, over the file's text, gunzipped when it is gzip
-(every member of a multi-member file; what follows the last member, if it is not another
-one, is ignored as ``source.decompress`` does), in chunks of at most ``CHUNK_BYTES`` of
+``TextStream(path, limit)`` iterates, once, over the file's text (refused past ``limit``
+bytes), gunzipped when it is gzip (every member of a multi-member file; what follows the
+last member, if it is not another one, is ignored as ``source.inflate`` does, and counted
+in ``ignored`` unless it is zero padding), in chunks of at most ``CHUNK_BYTES`` of
 text (plain files: as read, ``_READ_BYTES`` at a time). A daemon thread reads the file
 (or what an ``Opener`` opens: a URL) and inflates it with ISA-L (both release the GIL)
 while the caller decodes what came before: at most ``_AHEAD`` chunks wait in between, so
@@ -30,7 +31,7 @@ from typing import BinaryIO, NamedTuple, cast
 from isal import isal_zlib
 
 from steptrace.errors import TraceError
-from steptrace.trace.source import GZIP_MAGIC, check_open, file_size
+from steptrace.trace.source import GZIP_MAGIC, check_open, file_size, too_large, trailing
 
 CHUNK_BYTES = 4 << 20  # text per chunk handed to the caller
 _READ_BYTES = 1 << 20  # bytes read from the file at a time
@@ -50,12 +51,14 @@ class Opener(NamedTuple):
 class TextStream:
     """The text of one trace file, chunk by chunk (see the module's docstring)."""
 
-    def __init__(self, path: Path | Opener) -> None:
+    def __init__(self, path: Path | Opener, limit: int | None = None) -> None:
         self.path = path.name if isinstance(path, Opener) else path  # in messages
         self._open = path.open if isinstance(path, Opener) else partial(_open, path)
         if not isinstance(path, Opener):
             file_size(path)  # a one-line error now for a folder, a pipe, no file
         self.read_bytes = 0  # of the file on disk, in the chunks taken so far
+        self.ignored: list[int] = []  # bytes ignored after the gzip data (``trailing``)
+        self._limit = limit  # text bytes at most (``budget.text_limit``)
         self._queue: queue.Queue[_Item] = queue.Queue(_AHEAD)
         self._stop = threading.Event()
         self._thread = threading.Thread(
@@ -97,8 +100,13 @@ class TextStream:
                 while 0 < len(head) < len(GZIP_MAGIC) and (more := handle.read(_READ_BYTES)):
                     head += more  # enough to tell gzip from text
                 gzipped = head.startswith(GZIP_MAGIC)
-                chunks = _inflate(handle, head, self.path) if gzipped else _plain(handle, head)
+                inflated = _inflate(handle, head, self.path, self.ignored)
+                chunks = inflated if gzipped else _plain(handle, head)
+                text_bytes = 0
                 for chunk in chunks:
+                    text_bytes += len(chunk[0])
+                    if self._limit is not None and text_bytes > self._limit:
+                        raise TraceError(too_large(str(self.path), text_bytes, self._limit))
                     if not self._put(chunk):
                         return
             self._put(None)
@@ -144,11 +152,13 @@ def _plain(handle: BinaryIO, head: bytes) -> Iterator[tuple[bytes, int]]:
         chunk = handle.read(_READ_BYTES)
 
 
-def _inflate(handle: BinaryIO, head: bytes, path: Path | str) -> Iterator[tuple[bytes, int]]:
+def _inflate(
+    handle: BinaryIO, head: bytes, path: Path | str, ignored: list[int]
+) -> Iterator[tuple[bytes, int]]:
     """Each member of the gzip file in turn, in chunks of at most ``CHUNK_BYTES`` of text.
 
-    What follows the last member, if it is not another member (zero padding), is ignored,
-    as ``source.decompress`` does.
+    What follows the last member, if it is not another member, is ignored, as
+    ``source.inflate`` does, and counted in ``ignored`` unless it is zero padding.
     """
     inflater, started = isal_zlib.decompressobj(wbits=31), False
     raw, read = head, len(head)
@@ -156,8 +166,11 @@ def _inflate(handle: BinaryIO, head: bytes, path: Path | str) -> Iterator[tuple[
         while raw:
             if not started and raw[:1] != GZIP_MAGIC[:1]:
                 yield b"", read  # after a member, what is not another one is ignored
+                total, damaged = len(raw), trailing(raw) > 0
                 while rest := handle.read(_READ_BYTES):
+                    total, damaged = total + len(rest), damaged or trailing(rest) > 0
                     yield b"", len(rest)
+                ignored.append(total if damaged else 0)
                 return
             started = True
             text = inflater.decompress(raw, CHUNK_BYTES)

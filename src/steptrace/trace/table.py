@@ -214,6 +214,8 @@ class TraceInfo(msgspec.Struct, frozen=True):
     scenario_block: Any = None  # the trace's own ``steptrace`` metadata, undecoded
     warnings: tuple[str, ...] = ()
     url: str | None = None  # where it was read, when an fsspec URL (``path`` is then mangled)
+    events_skipped: int = 0  # events loading could not use (malformed, no usable time)
+    bytes_ignored: int = 0  # bytes after the gzip data that were not zero padding
 
 
 class Trace(msgspec.Struct, frozen=True):

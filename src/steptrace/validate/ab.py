@@ -22,10 +22,11 @@ import time
 from collections.abc import Sequence
 from typing import NamedTuple
 
+import msgspec
 import numpy as np
 import torch
 
-from steptrace.clocks import RunningClock
+from steptrace.clocks import RunningClock, wall_of
 from steptrace.errors import CaptureError
 from steptrace.paired import MIN_PAIRS
 from steptrace.validate.agreement import check_both, guarded
@@ -54,6 +55,9 @@ from steptrace.validate.timing import (
     TimingPlan,
     run_blocks,
 )
+from steptrace.watchdog import Overrun, watchdog
+
+GRACE = 0.25  # the watchdog's share of the budget beyond it
 
 
 def compare(
@@ -78,48 +82,75 @@ def compare(
     """
     check, plan = check or CheckPlan(), plan or TimingPlan()
     instruments = instruments or Instruments()
+    steps = (baseline, candidate)
+    inputs = (make_state, batches, loop_batches, candidate_inputs or CandidateInputs())
     target = torch.device(device)
-    sync = instruments.synchronize or _synchronizer(target)
+    try:
+        with watchdog(deadline_s(plan.budget_s)), threads_for(plan.threads, target) as threads:
+            return _compared(steps, inputs, target, (check, plan, threads), instruments)
+    except Overrun:  # between two steps: the steps themselves name the side (``guarded``)
+        raise CaptureError(
+            f"the comparison outlived its budget ({plan.budget_s:g} s) and was stopped"
+        ) from None
+
+
+def deadline_s(budget_s: float) -> float:
+    """When the watchdog stops a comparison: past its budget, with some grace (the blocks
+    are sized to end within the budget; what runs past it is a step that hangs)."""
+    return budget_s * (1 + GRACE) + 1.0
+
+
+def _compared(
+    steps: tuple[Step, Step],
+    inputs: tuple[MakeState, Sequence[Batch], MakeLoop | None, CandidateInputs],
+    target: torch.device,
+    plans: tuple[CheckPlan, TimingPlan, str | None],
+    instruments: Instruments,
+) -> Comparison:
+    """``compare``'s work, its correctness steps counted inside the budget; ``plans``: the
+    correctness and timing plans and what was said of the threads (None: left as set)."""
+    check, plan, threads_said = plans
     clock = instruments.clock or _clock(target)
-    with threads_for(plan.threads, target) as threads_said:  # the user's setting kept
-        begun = start(make_state, batches, loop_batches, candidate_inputs or CandidateInputs())
-        steps = (baseline, candidate)
-        correctness, pair_s = check_both(
-            steps,
-            begun.origins,
-            begun.feeds,
-            check,
-            seed=plan.seed,
-            clock=clock,
-            synchronize=sync,
+    wall = wall_of(clock)  # the budget is wall time
+    began = wall()
+    sync = instruments.synchronize or _synchronizer(target)
+    begun = start(*inputs)
+    correctness, pair_s = check_both(
+        steps,
+        begun.origins,
+        begun.feeds,
+        check,
+        seed=plan.seed,
+        clock=clock,
+        synchronize=sync,
+    )
+    designed = (*begun.by_design, *([threads_said] if threads_said else []))
+    said = _Said(correctness, designed, str(target))
+    if not correctness.ok and not check.accept_difference:
+        return OutputsDiffer(
+            sentence=explain(correctness),
+            correctness=correctness,
+            by_design=said.by_design,
+            device=said.device,
         )
-        designed = (*begun.by_design, *([threads_said] if threads_said else []))
-        said = _Said(correctness, designed, str(target))
-        if not correctness.ok and not check.accept_difference:
-            return OutputsDiffer(
-                sentence=explain(correctness),
-                correctness=correctness,
-                by_design=said.by_design,
-                device=said.device,
-            )
-        samples = _timed_blocks(steps, begun, plan, (clock, sync, instruments.before_block), pair_s)
-        loop = _loop(steps, begun, plan, clock, sync)
-        said = said._replace(by_design=(*said.by_design, *_waited(clock, samples)))
-        if len(samples.order) < MIN_PAIRS:
-            return TooFewSamples(
-                sentence=_too_few(plan, pair_s, samples),
-                correctness=correctness,
-                by_design=said.by_design,
-                device=said.device,
-                accepted_difference=not correctness.ok,
-                samples=samples,
-                loop=loop,
-            )
-        if min(min(samples.a), min(samples.b)) <= 0:
-            raise CaptureError("the clock is too coarse for these steps: a step took 0 ms")
-        return _verdict(
-            samples, loop, plan, said, plan.batch_size or _batch_size(begun.feeds[0][0])
+    spent_s = wall() - began
+    timing = msgspec.structs.replace(plan, budget_s=max(plan.budget_s - spent_s, 0.0))
+    samples = _timed_blocks(steps, begun, timing, (clock, sync, instruments.before_block), pair_s)
+    loop = _loop(steps, begun, plan, clock, sync)
+    said = said._replace(by_design=(*said.by_design, *_waited(clock, samples)))
+    if len(samples.order) < MIN_PAIRS:
+        return TooFewSamples(
+            sentence=_too_few(plan, pair_s, samples, spent_s),
+            correctness=correctness,
+            by_design=said.by_design,
+            device=said.device,
+            accepted_difference=not correctness.ok,
+            samples=samples,
+            loop=loop,
         )
+    if min(min(samples.a), min(samples.b)) <= 0:
+        raise CaptureError("the clock is too coarse for these steps: a step took 0 ms")
+    return _verdict(samples, loop, plan, said, plan.batch_size or _batch_size(begun.feeds[0][0]))
 
 
 class _Said(NamedTuple):
@@ -229,8 +260,8 @@ def _noise(a: SideStats, b: SideStats, measured: Interference) -> str | None:
     return f"the timings are {level}: the verdict is less reliable; close other work and repeat"
 
 
-def _too_few(plan: TimingPlan, pair_s: float, samples: Samples) -> str:
-    needed = (1 + MIN_PAIRS) * pair_s
+def _too_few(plan: TimingPlan, pair_s: float, samples: Samples, spent_s: float) -> str:
+    needed = spent_s + (1 + MIN_PAIRS) * pair_s  # the correctness steps count in the budget
     blocks = len(samples.order)
     warm_s = (sum(samples.warmup_a) + sum(samples.warmup_b)) / 1000
     ran = f"only {blocks} block(s) ran" if blocks else "nothing was timed"
@@ -239,7 +270,8 @@ def _too_few(plan: TimingPlan, pair_s: float, samples: Samples) -> str:
     return (
         f"No verdict: a step of A and one of B take about {1000 * pair_s:.0f} ms together, "
         f"and a budget of {plan.budget_s:g} s fits fewer than the {MIN_PAIRS} blocks (and the "
-        f"warm-up) a confidence interval needs ({ran}); allow at least "
+        f"warm-up) a confidence interval needs after the correctness steps ({spent_s:.1f} s; "
+        f"{ran}); allow at least "
         f"{max(needed, warm_s + needed):.1f} s (TimingPlan(budget_s=...), --budget)."
     )
 

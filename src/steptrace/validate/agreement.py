@@ -17,7 +17,7 @@ from contextlib import contextmanager
 import numpy as np
 import torch
 
-from steptrace.errors import CaptureError
+from steptrace.errors import CaptureError, ended_by, raised_at
 from steptrace.validate.correctness import (
     compare_values,
     flatten,
@@ -28,21 +28,27 @@ from steptrace.validate.inputs import Batch, Output, State, Step
 from steptrace.validate.results import Correctness, Difference
 from steptrace.validate.sides import copies
 from steptrace.validate.timing import CheckPlan, Clock, Sync
+from steptrace.watchdog import Overrun
 
 
 def guarded(step: Step, side: str, when: str) -> Step:
-    """The user's step, whose exceptions become one line naming the side."""
+    """The user's step, whose exceptions, exits (``sys.exit``, ``os._exit`` through
+    ``user_code``) and overrun of the budget (``watchdog``) become one line naming the
+    side and the step; Ctrl-C stays Ctrl-C."""
 
     def run(state: State, batch: Batch) -> Output:
         try:
             return step(state, batch)
-        except CaptureError:
+        except (CaptureError, KeyboardInterrupt):
             raise
-        except Exception as error:
-            text = " ".join(str(error).split())[:300] or "no message"
+        except Overrun:
             raise CaptureError(
-                f"{side}'s step raised {when}: {type(error).__name__}: {text}"
+                f"{side}'s step was still running {when} when the budget ran out: stopped"
             ) from None
+        except Exception as error:
+            raise CaptureError(f"{side}'s step raised {when}: {raised_at(error)}") from None
+        except BaseException as error:  # sys.exit, os._exit, GeneratorExit: the user's
+            raise CaptureError(f"{side}'s step {ended_by(error)} {when}") from None
 
     return run
 
@@ -65,16 +71,7 @@ def check_both(
     with _rng_kept():
         for side, step, state, feed in zip("AB", steps, (state_a, state_b), batches, strict=True):
             _seed_everything(seed)
-            results: dict[str, Output] = {}
-            times = []
-            for i in range(check.steps):  # batches copied per side: a step may change them
-                batch = copy.deepcopy(feed[i % len(feed)])
-                synchronize()
-                started = clock()
-                returned = guarded(step, side, f"at correctness step {i + 1}")(state, batch)
-                synchronize()
-                times.append(clock() - started)
-                results |= {n: _kept(v) for n, v in flatten(returned, f"step{i}.output")}
+            results, times = _side_steps(side, step, state, feed, check.steps, clock, synchronize)
             outputs.append((results, snapshot(state)))
             seconds.append(float(np.median(times)))
     (results_a, after_a), (results_b, after_b) = outputs
@@ -88,6 +85,35 @@ def check_both(
         ok=ok, steps=check.steps, differences=tuple(differences), start_identical=identical
     )
     return correctness, sum(seconds)
+
+
+def _side_steps(
+    side: str,
+    step: Step,
+    state: State,
+    feed: Sequence[Batch],
+    count: int,
+    clock: Clock,
+    synchronize: Sync,
+) -> tuple[dict[str, Output], list[float]]:
+    """One side's correctness steps: its outputs by name, and each step's seconds."""
+    results: dict[str, Output] = {}
+    times = []
+    for i in range(count):  # batches copied per side: a step may change them
+        when = f"at correctness step {i + 1} of {count}"
+        try:
+            batch = copy.deepcopy(feed[i % len(feed)])
+            synchronize()
+            started = clock()
+            returned = guarded(step, side, when)(state, batch)
+            synchronize()
+            times.append(clock() - started)
+            results |= {n: _kept(v) for n, v in flatten(returned, f"step{i}.output")}
+        except Overrun:  # between two steps: the budget ran out in the correctness steps
+            raise CaptureError(
+                f"{side}'s steps were {when} when the budget ran out: stopped"
+            ) from None
+    return results, times
 
 
 def _pair(

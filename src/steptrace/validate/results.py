@@ -13,6 +13,7 @@ of the finding's hypothesis (``steptrace investigate``).
 from __future__ import annotations
 
 import csv
+import io
 from collections.abc import Iterable
 from pathlib import Path
 from typing import ClassVar, Literal, TypeAlias
@@ -20,6 +21,7 @@ from typing import ClassVar, Literal, TypeAlias
 import msgspec
 
 from steptrace.hypotheses.finding import Figure
+from steptrace.outputs import write_new
 from steptrace.validate.estimators import Estimate, Interference
 from steptrace.validate.stats import SideStats, Verdict
 from steptrace.validate.timing import Samples
@@ -71,21 +73,19 @@ class _Compared(msgspec.Struct, frozen=True, kw_only=True, tag_field="verdict"):
     device: str
 
     def write_json(self, path: str | Path) -> Path:
-        """Write every figure and raw value to a new file (never overwrites); strict JSON
+        """Write every figure and raw value to a new file (never overwrites; whole or not at
+        all: ``outputs``); strict JSON
         (a value that is not a number, such as an infinite spread, is written as null)."""
-        target = Path(path)
-        with target.open("xb") as handle:
-            handle.write(msgspec.json.format(msgspec.json.encode(self), indent=2) + b"\n")
-        return target
+        data = msgspec.json.format(msgspec.json.encode(self), indent=2) + b"\n"
+        return write_new(Path(path), data)
 
     def write_csv(self, path: str | Path) -> Path:
         """Raw values, one row per timed step: side, phase, index, ms (never overwrites)."""
-        target = Path(path)
-        with target.open("x", encoding="utf-8", newline="") as handle:
-            writer = csv.writer(handle)
-            writer.writerow(["side", "phase", "index", "ms"])
-            writer.writerows(self.rows())
-        return target
+        text = io.StringIO(newline="")
+        writer = csv.writer(text)
+        writer.writerow(["side", "phase", "index", "ms"])
+        writer.writerows(self.rows())
+        return write_new(Path(path), text.getvalue().encode())
 
     def rows(self) -> Iterable[Row]:
         """Every raw ms (none: no timing ran)."""

@@ -25,6 +25,7 @@ from typing import Literal
 import msgspec
 import numpy as np
 
+from steptrace.clocks import wall_of
 from steptrace.paired import MIN_PAIRS
 from steptrace.validate.estimators import decide
 from steptrace.validate.inputs import Batch, Output
@@ -56,7 +57,7 @@ class TimingPlan(msgspec.Struct, frozen=True, kw_only=True):
     min_blocks: int = 6
     max_blocks: int = 200
     precision: float = 0.01  # stop when the CI half-width is within this of the ratio
-    budget_s: float = 20.0  # the timing's upper bound (correctness steps come before it)
+    budget_s: float = 20.0  # the comparison's upper bound, correctness steps included
     seed: int = 0  # the blocks' order and the starting RNG state of both sides
     band: float = 0.01  # a difference is only called beyond this noise band (±1%)
     loop_repeats: int = 3  # whole-loop runs per side, when a loop is given
@@ -116,7 +117,8 @@ def run_blocks(
     ``before_block(side)`` runs before each side's steps, untimed."""
     coin = np.random.default_rng(plan.seed)
     feed_a, feed_b = itertools.cycle(sides.batches_a), itertools.cycle(sides.batches_b)
-    started = clock()
+    wall = wall_of(clock)  # the budget is wall time; steps are timed on ``clock``
+    started = wall()
     timed: dict[str, list[float]] = {"A": [], "B": [], "warm A": [], "warm B": []}
     order: list[str] = []
 
@@ -127,7 +129,7 @@ def run_blocks(
             a=tuple(timed["A"]),
             b=tuple(timed["B"]),
             order=tuple(order),
-            elapsed_s=clock() - started,
+            elapsed_s=wall() - started,
             block_steps=block,
             stopped=stopped,
         )
@@ -135,18 +137,18 @@ def run_blocks(
     if pair_s is not None and not _fits(plan.budget_s, pair_s, 1 + MIN_PAIRS):
         return result("too-few-samples")
     for i in range(max(plan.warmup, 1)):
-        spent = clock() - started
-        if i and pair_s is not None and spent + pair_s > WARMUP_SHARE * plan.budget_s:
+        began = wall()
+        if i and pair_s is not None and began - started + pair_s > WARMUP_SHARE * plan.budget_s:
             break
         before_block("A")
         timed["warm A"] += _timed(sides.step_a, feed_a, 1, clock, synchronize)
         before_block("B")
         timed["warm B"] += _timed(sides.step_b, feed_b, 1, clock, synchronize)
-        warm = (timed["warm A"][-1] + timed["warm B"][-1]) / 1000
+        warm = wall() - began
         pair_s = warm if pair_s is None else min(pair_s, warm)  # one slow step sizes nothing
     assert pair_s is not None  # at least one warm-up step ran
     pair_s = max(pair_s, 1e-9)  # a clock too coarse reads 0: refused after the timing
-    left = plan.budget_s - (clock() - started)
+    left = plan.budget_s - (wall() - started)
     least = max(plan.min_blocks, MIN_PAIRS)  # fewer blocks give no confidence interval
     block = min(plan.block_steps, math.floor(left / (pair_s * least)))
     if block < 1:
@@ -154,7 +156,8 @@ def run_blocks(
             return result("too-few-samples")
         block = 1
     for count in range(1, plan.max_blocks + 1):
-        if not _fits(plan.budget_s - (clock() - started), pair_s, 1, block):
+        began = wall()
+        if not _fits(plan.budget_s - (began - started), pair_s, 1, block):
             return result("budget", block)
         first_a = bool(coin.integers(2))
         pairs = [("A", sides.step_a, feed_a), ("B", sides.step_b, feed_b)]
@@ -162,7 +165,7 @@ def run_blocks(
             before_block(name)
             timed[name] += _timed(step, feed, block, clock, synchronize)
         order.append("AB" if first_a else "BA")
-        pair_s = (float(np.median(timed["A"])) + float(np.median(timed["B"]))) / 1000
+        pair_s = max((wall() - began) / block, 1e-9)  # on the wall, as the budget is
         due = count >= least and (count - least) % 3 == 0
         if due and _precise(timed, block, plan):  # every third block from min_blocks on
             return result("precise", block)

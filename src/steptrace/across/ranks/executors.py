@@ -27,17 +27,16 @@ from __future__ import annotations
 import logging
 import multiprocessing
 import os
-import signal
 import socket
-import threading
 import warnings
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Future, ProcessPoolExecutor, as_completed
-from contextlib import ExitStack, contextmanager
+from contextlib import ExitStack
 from typing import Any, Protocol, TypeVar
 
 from steptrace.errors import TraceError
-from steptrace.lifetime import end_workers, worker_start
+from steptrace.lifetime import end_workers, starting_children, worker_start
+from steptrace.watchdog import Overrun, watchdog
 
 T = TypeVar("T")
 Outcome = tuple[int, Any]  # (index of the item, its result or the exception in its place)
@@ -72,16 +71,18 @@ class ProcessPool:
         if "forkserver" in methods:
             context.set_forkserver_preload(_PRELOAD)
         workers = max(1, min(self.jobs, len(items)))
-        pool = ProcessPoolExecutor(
-            max_workers=workers,
-            mp_context=context,
-            initializer=worker_start,
-            initargs=(os.getpid(),),
-        )
+        with starting_children():
+            pool = ProcessPoolExecutor(
+                max_workers=workers,
+                mp_context=context,
+                initializer=worker_start,
+                initargs=(os.getpid(),),
+            )
         try:
-            pending: dict[Future[T], int] = {
-                pool.submit(work, item): k for k, item in enumerate(items)
-            }
+            with starting_children():  # the workers start with the first submissions
+                pending: dict[Future[T], int] = {
+                    pool.submit(work, item): k for k, item in enumerate(items)
+                }
             for done in as_completed(pending):
                 index = pending.pop(done)  # the future goes with its result: nothing piles up
                 try:
@@ -124,7 +125,7 @@ class DaskCluster:
         ``_WORKERS_S`` (the tasks would wait for one, silently, for ever)."""
         try:
             if self.scheduler == "local":
-                with warnings.catch_warnings(), _ctrl_c_held():
+                with warnings.catch_warnings(), starting_children():
                     warnings.simplefilter("ignore")  # "port 8787 in use": no dashboard starts
                     cluster = stack.enter_context(
                         distributed.LocalCluster(
@@ -137,8 +138,16 @@ class DaskCluster:
                     )
                 return stack.enter_context(distributed.Client(cluster, set_as_default=False))
             _reachable(distributed, self.scheduler)
-            client = distributed.Client(self.scheduler, timeout=_CONNECT_S, set_as_default=False)
+            with watchdog(_CONNECT_S + 5):  # a listener that never answers the handshake
+                client = distributed.Client(
+                    self.scheduler, timeout=_CONNECT_S, set_as_default=False
+                )
             stack.enter_context(client)
+        except Overrun:
+            raise TraceError(
+                f"Dask scheduler {self.scheduler}: cannot connect (no answer within "
+                f"{_CONNECT_S + 5} s: is it a Dask scheduler?)"
+            ) from None
         except (OSError, TimeoutError, ValueError) as error:
             text = " ".join(str(error).split()) or type(error).__name__
             raise TraceError(f"Dask scheduler {self.scheduler}: cannot connect ({text})") from None
@@ -161,35 +170,6 @@ def _reachable(distributed: Any, scheduler: str) -> None:
         return
     host, port = distributed.comm.parse_host_port(location)
     socket.create_connection((host, port), timeout=_CONNECT_S).close()
-
-
-@contextmanager
-def _ctrl_c_held() -> Iterator[None]:
-    """Ctrl-C held back (not lost) while a local cluster starts, so that its worker
-    processes ignore a terminal's Ctrl-C, which reaches the whole process group: each would
-    print a traceback. SIGINT is blocked in this thread, which the threads and processes
-    started meanwhile inherit; where another thread receives it, the handler only notes
-    it. One pressed meanwhile is raised here at the end of the block. Only from the main
-    thread of a POSIX process (elsewhere the workers may print tracebacks)."""
-    if threading.current_thread() is not threading.main_thread() or not hasattr(
-        signal, "pthread_sigmask"
-    ):
-        yield
-        return
-    from multiprocessing import resource_tracker
-
-    # started first: starting it later would unblock Ctrl-C in the thread that spawns
-    resource_tracker.ensure_running()
-    pressed: list[int] = []
-    handler = signal.signal(signal.SIGINT, lambda signum, frame: pressed.append(signum))
-    held = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGINT, handler)  # a blocked one is delivered to it just below
-        signal.pthread_sigmask(signal.SIG_SETMASK, held)
-    if pressed and callable(handler):  # Python's own raises KeyboardInterrupt
-        handler(signal.SIGINT, None)
 
 
 def executor(jobs: int, scheduler: str | None = None) -> Executor:

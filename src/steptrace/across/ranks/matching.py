@@ -100,8 +100,16 @@ def _members(
                 f"{len(per_rank)} recorded it)"
             )
         return tuple(sorted(per_rank))
+    elif world:  # the world's ranks, never listed: its size is the trace's word (10**9)
+        present = {rank for rank in given if 0 <= rank < world}
+        if len(present) < world:
+            return (
+                f"group larger than the ranks given ({world} ranks in the group, "
+                f"{len(present)} given)"
+            )
+        return tuple(sorted(present))
     else:
-        expected = set(range(world if world is not None else 0)) or set(given)
+        expected = set(given)
     present = expected & given
     if len(present) < len(expected):
         return (

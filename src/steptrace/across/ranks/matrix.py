@@ -91,6 +91,7 @@ class RankData(msgspec.Struct, frozen=True, kw_only=True):
     base_time_ns: int | None
     clock_ns: int  # absolute ns (own clock) of the trace's origin: base + first ts
     parts: RankParts
+    damaged: bool = False  # loading skipped events, or bytes after the gzip data
 
     @property
     def path(self) -> str:
@@ -179,6 +180,7 @@ def rank_data(
             collectives=instances if "collectives" in asked else None,
             lanes=computed.get("rank_lanes"),
         ),
+        damaged=bool(info.events_skipped or info.bytes_ignored),
     )
 
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from steptrace.analysis.memory_categories import TEMPORARY
 from steptrace.analysis.parts import part_of
 from steptrace.hypotheses.finding import Finding, Where, finding
 from steptrace.hypotheses.rules.common import evidence, median, where
@@ -98,11 +99,9 @@ def memory_peak(case: Case, limits: Thresholds) -> list[Finding]:
         if top.peak_label is not None and part_of(top.peak_label) == "optimizer_step":
             continue  # activations are freed by then: the optimizer's own memory peaks
         held = top.held
-        share = (
-            held.allocated_in_step_bytes / top.peak_allocated_bytes
-            if top.peak_allocated_bytes > 0
-            else 0.0
-        )
+        kinds = {h.name: h.bytes for h in held.by_category}  # from steptrace's capture
+        part = kinds.get(TEMPORARY, 0) if kinds else held.allocated_in_step_bytes
+        share = part / top.peak_allocated_bytes if top.peak_allocated_bytes > 0 else 0.0
         if share < limits.memory_peak_share:
             continue
         holders = ", ".join(f"{h.name} ({size(h.bytes)})" for h in held.by_operator[:3])
@@ -113,8 +112,14 @@ def memory_peak(case: Case, limits: Thresholds) -> list[Finding]:
                 share,
                 observation=(
                     f"{device.device}: at its peak ({size(top.peak_allocated_bytes)}, "
-                    f"{top.step}{at}), {pct(share)} of the memory was allocated during the "
-                    f"step and still alive: mostly by {holders or 'no operator'}; "
+                    f"{top.step}{at}), {pct(share)} of the memory "
+                    + (
+                        "was activations and temporaries (allocated in the step, neither "
+                        "gradients nor the batch, freed before its end)"
+                        if kinds
+                        else "was allocated during the step and still alive"
+                    )
+                    + f": mostly by {holders or 'no operator'}; "
                     f"{size(held.alive_from_start_bytes)} were alive since the step began."
                 ),
                 evidence=evidence(
@@ -123,6 +128,7 @@ def memory_peak(case: Case, limits: Thresholds) -> list[Finding]:
                     ("peak_allocated_bytes", top.peak_allocated_bytes, "bytes"),
                     ("allocated_in_step_alive_bytes", held.allocated_in_step_bytes, "bytes"),
                     ("alive_from_start_bytes", held.alive_from_start_bytes, "bytes"),
+                    ("activations_bytes", kinds.get(TEMPORARY, 0) if kinds else None, "bytes"),
                     ("peak_label", top.peak_label, "text"),
                     ("holders", tuple(h.name for h in held.by_operator[:3]), "names"),
                 ),
@@ -136,8 +142,16 @@ def memory_peak(case: Case, limits: Thresholds) -> list[Finding]:
                     "the peak allocated with and without it, outputs and gradients compared."
                 ),
                 caveats=(
-                    "What the step allocates also holds gradients and the optimizer's first "
-                    "state; activations are the part that checkpointing can give back.",
+                    (
+                        "Told apart by the capture's inventory of gradients and batch; "
+                        "activations are the part that checkpointing can give back."
+                    )
+                    if kinds
+                    else (
+                        "What the step allocates also holds gradients and the optimizer's "
+                        "first state; activations are the part that checkpointing can give "
+                        "back (a steptrace capture tells them apart)."
+                    ),
                 ),
                 basis="memory peak",
             )

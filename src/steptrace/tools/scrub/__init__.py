@@ -1,8 +1,9 @@
 """``scrub``: a copy of a trace without the names, addresses and secrets that must stay home.
 
 Contract: ``scrub_text(data) -> (scrubbed, report)`` rewrites the strings of a JSON trace
-text, keys and values at any depth, and nothing else: numbers (so every timing), spaces and
-untouched strings stay byte for byte, and the keys the analyses read (``ts``, ``args``,
+text, keys and values at any depth, and the numbers of 6+ digits under a secret field (a
+placeholder string), nothing else: numbers (so every timing), spaces and untouched strings
+stay byte for byte, and the keys the analyses read (``ts``, ``args``,
 ``Input Dims``...) and the event phase are never changed. ``scrub_document(doc)`` does the
 same for a decoded document (pure: ``doc`` is not mutated); ``scrub_file(source, target)``
 reads a ``.json`` or ``.json.gz`` trace (several gzip members too) and writes a new file
@@ -19,27 +20,30 @@ so scrubbing a scrubbed trace changes nothing. The kinds, and how each is found:
   ``/data/users/``; under ``/scratch``, ``/work``, ``/gpfs``, ``/lustre``, ``/fsx``,
   ``/checkpoint`` the folder after ``home``/``users``/``scratch``, else the first folder
   that is not a file-system word; ``~alice``; ``torchinductor_alice``; the values of user
-  fields and options (``username``, ``USER``, ``started_by``, ``--user``); the user of a
-  URL. Once known (3+ characters), a name is replaced everywhere, in any capitalisation.
+  fields and options (``username``, ``USER``, ``started_by``, ``--user``, also as two
+  elements of a list); the user of a URL. Once known (3+ characters), a name is replaced
+  everywhere, in any capitalisation.
 - ``host``: the values of host fields and options (``hostname``, ``HOSTNAME``,
-  ``MASTER_ADDR``...), replaced everywhere with their first label; the host of any URL; and
+  ``MASTER_ADDR``...), replaced everywhere with their first label; the host of any URL or
+  UNC path (``\\\\server\\share``, ``//server01/share``); and
   dotted names shaped like a host name (see ``shapes``): ``node12.cs.example.edu``,
   ``gpu3.hpc.example.ac.uk``, ``gpu-node-44.cluster``, never ``torch.nn.functional``.
-- ``ip``: IPv4 and IPv6 addresses, ports kept; versions such as ``12.8.4.1`` are kept
-  (``shapes`` says how they are told apart).
+- ``ip``: IPv4 and IPv6 addresses (in brackets, mapped into IPv6), ports kept; versions
+  such as ``12.8.4.1`` are kept (``shapes`` says how they are told apart).
 - ``email``: ``local@domain``, with ``+``, any case, non-ASCII local parts, internationalised
   domains, and ``%40`` for ``@``. The credentials of a URL are not e-mails: ``user`` and
   ``secret``.
 - ``token``: AWS key ids, GitHub (``ghp_ gho_ ghu_ ghs_ ghr_ github_pat_``), Hugging Face,
   OpenAI and Anthropic (``sk-``), GitLab, Slack (``xox?-``, ``xapp-``, webhooks), Stripe,
-  npm, Google (``AIza``, ``ya29.``) keys, and ``Bearer`` tokens of any length.
+  npm, SendGrid, Google (``AIza``, ``ya29.``) keys, and ``Bearer`` tokens of any length.
 - ``jwt``: ``eyJ…``-headed JSON web tokens.
-- ``secret``: the values of secret-named fields and options (``*_KEY``, ``*TOKEN*``,
-  ``PASSWORD``, ``--password=``, ``password: ``, ``Authorization:``, including every string
-  of an object or list under one, and the string after ``--token`` in a list), and the
-  passwords of URLs; once known (2+ characters, 6+ for a number), replaced everywhere.
-- ``pem``: a whole ``-----BEGIN …-----`` block, to its ``END`` line (every line of a
-  block split over the strings of a list).
+- ``secret``: the values of secret-named fields and options (``*_KEY``, ``*_KEY_ID``,
+  ``*TOKEN*``, ``PASSWORD``, ``auth``, ``--password=``, ``password: ``, ``Authorization:``,
+  including every string and number of an object or list under one, and the string after
+  ``--token`` in a list), the passwords of URLs and the signatures of signed URLs
+  (``sig=``); once known (2+ characters, 6+ for a number), replaced everywhere.
+- ``pem``: a whole ``-----BEGIN …-----`` (or SSH2 ``---- BEGIN … ----``) block, to its
+  ``END`` line or the string's end (every line of a block split over the strings of a list).
 - ``hex-secret``: 32+ hex digits mixing digits and letters, except Kineto's ``trace_id``
   and a hashed ``pg_name``; ``base64-secret``: 40+ base64 characters mixing upper case,
   lower case and digits, not touching ``_`` (every run of a mangled C++ name is one).
@@ -53,6 +57,7 @@ from __future__ import annotations
 import contextlib
 import gc
 import json
+import re
 from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
@@ -72,6 +77,7 @@ from steptrace.tools.scrub.text import (
     SECRET,
     VALUE,
     VERSION,
+    Number,
     Strings,
     decode,
     encode,
@@ -86,6 +92,7 @@ _KEPT_KEYS = frozenset(key.encode() for key in FORMAT_KEYS)
 _KEY_LENGTH = 200  # a longer string is no field name worth reading
 Replaced = tuple[bytes, tuple[str, ...]]  # a string's new JSON contents, the kinds replaced
 _OPTION_LENGTH = 64  # a secret option alone in a string is shorter
+_OPTION = re.compile(r"-{1,2}[A-Za-z][\w.-]*")
 _KEEPING = (ID, VERSION)  # the codes of the fields whose value is kept where another is not
 
 
@@ -115,14 +122,26 @@ def _scrub_text(data: bytes) -> tuple[bytes, ScrubReport]:
     parts = found.parts
     counts: Counter[str] = Counter()
     places: Counter[tuple[str, str | None]] = Counter()
+    numbers = [(n, scrubber.number(n.text(parts))) for n in found.numbers]  # declared: first
     for number, (content, kinds) in _replacements(found, scrubber):
         parts[2 * number + 1] = content
         counts.update(kinds)
         field = field_of(parts, number)
         label = decode(parts[2 * field + 1]) if field >= 0 else None
         places.update((kind, label) for kind in kinds)
+    for value, placeholder in reversed(numbers):  # from the end: the spans before stay
+        _replace_number(parts, value, placeholder)
+        counts["secret"] += 1
+        places["secret", decode(parts[2 * value.key + 1])] += 1
     scrubbed = b'"'.join(parts) if counts else data
     return scrubbed, _report(counts, places)
+
+
+def _replace_number(parts: list[bytes], value: Number, placeholder: str) -> None:
+    """A number under a secret field replaced by its placeholder, a string."""
+    part = parts[value.part]
+    new = b'"' + encode(placeholder) + b'"'
+    parts[value.part] = part[: value.start] + new + part[value.end :]
 
 
 def _lost_fields(found: Strings, scrubber: Scrubber) -> frozenset[bytes]:
@@ -206,13 +225,18 @@ def _field_code(key: bytes) -> int:
 
 
 def _carry(content: bytes) -> int:
-    """What a list's string says of the next: a secret follows an option, a block goes on."""
-    begin = content.rfind(PEM_BEGIN)
-    if begin >= 0 and content.find(PEM_END, begin) < 0:
+    """What a list's string says of the next: a secret, a user or a host follows an option
+    (``--token``, ``--user``, ``--master_addr``), a block goes on."""
+    begins = [m.end() for m in PEM_BEGIN.finditer(content)]
+    if begins and not PEM_END.search(content, begins[-1]):
         return PEM
-    if len(content) < _OPTION_LENGTH and SECRET_OPTION.fullmatch(decode(content).strip()):
+    if len(content) >= _OPTION_LENGTH:
+        return VALUE
+    option = decode(content).strip()
+    if SECRET_OPTION.fullmatch(option):
         return SECRET
-    return VALUE
+    kind = field_kind(option.lstrip("-")) if _OPTION.fullmatch(option) else None
+    return FIELD_CODES[kind] if kind in ("user", "host") else VALUE
 
 
 def _report(counts: Counter[str], places: Counter[tuple[str, str | None]]) -> ScrubReport:

@@ -37,7 +37,7 @@ _HOST_PAIRS = frozenset(
 )
 # a word ending so: PGPASSWORD, csrftoken, apisecret
 _SECRET_ENDINGS = ("password", "passwd", "passphrase", "secret", "token", "apikey", "credentials")
-_SECRET_WORDS = frozenset({"pwd", "credential", "authorization", "cookie"})
+_SECRET_WORDS = frozenset({"pwd", "credential", "authorization", "cookie", "auth"})  # Docker's auth
 # ``*_KEY`` is a secret unless the word before says otherwise (a sort key, a dispatch key)
 _PLAIN_KEYS = frozenset(
     {
@@ -204,6 +204,8 @@ def _is_secret(words: list[str]) -> bool:
         after = words[place + 1 :]
         if secret and not (set(after) & _NOT_A_VALUE):
             return True
+    if words[-2:] == ["key", "id"]:  # private_key_id: a key's id names it
+        words = words[:-1]
     last = words[-1]
     return last == "key" and len(words) > 1 and words[-2] not in _PLAIN_KEYS
 

@@ -13,8 +13,10 @@ from typing import Any
 
 import msgspec
 
+from steptrace import outputs
 from steptrace.errors import TraceError
-from steptrace.trace.source import decompress, read_file
+from steptrace.trace.budget import TextOverflow, quoteless_run, whole_limit
+from steptrace.trace.stream import TextStream
 
 _FIRST_CHARACTER = re.compile(rb"\S")
 
@@ -31,6 +33,13 @@ _ARRAY = msgspec.json.Decoder(list[msgspec.Raw])
 
 def check_paths(source: Path, target: Path | None) -> None:
     """The input exists and is a file; the output is neither the input nor a file already."""
+    try:
+        _check_paths(source, target)
+    except OSError as exc:  # a name too long, a folder that cannot be read
+        raise TraceError(f"{exc.filename or source}: cannot read ({exc.strerror or exc})") from None
+
+
+def _check_paths(source: Path, target: Path | None) -> None:
     if not source.exists():
         raise TraceError(f"{source}: no such file")
     if source.is_dir():
@@ -44,9 +53,21 @@ def check_paths(source: Path, target: Path | None) -> None:
 
 
 def read_trace(source: Path) -> bytes:
-    """The trace's JSON text, gunzipped (several gzip members too), checked to be a trace."""
-    raw = read_file(source)  # regular files only: a named pipe or a device is refused
-    data = decompress(raw, str(source))
+    """The trace's JSON text, gunzipped (several gzip members too), checked to be a trace.
+
+    Read in chunks (regular files only: a named pipe or a device is refused), within the
+    whole-text limit and without a string longer than any trace's (``budget``): refused as
+    soon as either is passed, never held."""
+    chunks, run = [], 0
+    try:
+        with TextStream(source, whole_limit()) as stream:
+            for chunk in stream:
+                run = quoteless_run(run, chunk)
+                chunks.append(chunk)
+    except TextOverflow as overflow:
+        raise TraceError(f"{source}: {overflow}") from None
+    data = b"".join(chunks)
+    del chunks
     if not _FIRST_CHARACTER.search(data):
         raise TraceError(f"{source}: empty file")
     check_trace(data, str(source))
@@ -86,18 +107,12 @@ def _check_with_json(data: bytes, where: str) -> None:
 
 def write_new(target: Path, data: bytes) -> None:
     """Create ``target`` (gzip when its name ends with ``.gz``; never replace a file),
-    removing a partial file on failure."""
+    whole or not at all (``outputs``)."""
     if target.name.endswith(".gz"):
         data = gzip.compress(data, compresslevel=6, mtime=0)
     try:
-        handle = target.open("xb")
+        outputs.write_new(target, data)
     except FileExistsError:
         raise TraceError(f"{target}: exists already; scrub never overwrites a file") from None
     except OSError as exc:
-        raise TraceError(f"{target}: cannot write ({exc.strerror or exc})") from None
-    try:
-        with handle:
-            handle.write(data)
-    except OSError as exc:
-        target.unlink(missing_ok=True)
         raise TraceError(f"{target}: cannot write ({exc.strerror or exc})") from None

@@ -16,7 +16,7 @@ from typing import NamedTuple
 
 from steptrace.tools.scrub.field_kinds import field_kind, learnable
 from steptrace.tools.scrub.patterns import DECLARED, PLACEHOLDER, RULES
-from steptrace.tools.scrub.shapes import cluster_user, common_folder
+from steptrace.tools.scrub.shapes import cluster_user, common_folder, is_path_host
 from steptrace.tools.scrub.text import HOST, SECRET, USER, Strings, decode
 
 _NAME_MIN = 3  # user and host names this long are replaced everywhere
@@ -24,7 +24,7 @@ _SECRET_MIN = 2  # secrets this long (6 for a number) are replaced everywhere
 _NUMBER_MIN = 6
 _FOLDERS = re.compile(r"[\\/]+")
 _VERSION = re.compile(r"v?\d+(?:\.\d+)+")
-_LEARNED_RULES = ("keep", "url", "home", "cluster", "tilde", "inductor")
+_LEARNED_RULES = ("keep", "url", "home", "cluster", "tilde", "inductor", "unc")
 _LEARN = re.compile(
     "|".join(f"(?P<{name}>{RULES[name]})" for name in _LEARNED_RULES)
     + f"|(?P<declared>{DECLARED.pattern})"
@@ -49,6 +49,8 @@ def learn(found: Strings) -> Known:
     for number, code in sorted(found.special.items()):
         if code in _CODE_KINDS:
             _add(_CODE_KINDS[code], decode(found.parts[2 * number + 1]), names, secrets)
+    for secret_number in found.numbers:
+        _add("secret", secret_number.text(found.parts), names, secrets)
     for content in found.distinct:
         for kind, value in _declared(decode(content), numbers):
             _add(kind, value, names, secrets)
@@ -72,6 +74,8 @@ def _declared(text: str, numbers: dict[str, int]) -> list[tuple[str, str]]:
             place = cluster_user(folders)
             if place is not None and not common_folder(folders[place]):
                 found.append(("user", folders[place]))
+        elif group == "unc" and is_path_host(host := match.group("unc_host"), match["unc_root"]):
+            found.append(("host", host))
         elif group == "declared":
             found.extend(_declaration(match))
     return found

@@ -36,8 +36,9 @@ _NAME_CHARS = r"[\w$-](?:[\w.$-]*[\w$-])?"  # a user name in a path
 
 RULES: dict[str, str] = {
     "keep": _PLACEHOLDER,
-    "pem": r"-----BEGIN (?P<pem_type>[A-Z0-9 ]{1,40})-----"
-    r"(?s:.*?-----END (?P=pem_type)-----|.*)",
+    # PEM (-----BEGIN X-----) and SSH2 (---- BEGIN X ----) blocks, to their END or the end
+    "pem": r"-{4,5} ?BEGIN (?P<pem_type>[A-Z0-9 ]{0,39}[A-Z0-9]) ?-{4,5}"
+    r"(?s:.*?-{4,5} ?END (?P=pem_type) ?-{4,5}|.*)",
     "url": r"(?<![\w+.-])[A-Za-z][A-Za-z0-9+.-]{1,15}://"
     rf"(?:(?P<url_user>{_PLACEHOLDER}|[^\s/?#@:<>\"'\[\]]*)"
     rf"(?::(?P<url_password>{_PLACEHOLDER}|[^\s/?#@<>\"']*))?@)?"
@@ -52,13 +53,17 @@ RULES: dict[str, str] = {
     r"|(?:sk|pk|rk)_(?:live|test)_[A-Za-z0-9]{10,}|whsec_[A-Za-z0-9]{20,}"
     r"|npm_[A-Za-z0-9]{36}|AIza[\w-]{35}|ya29\.[\w-]{20,}"
     r"|(?:AKIA|ASIA|AIDA|AROA|AIPA|ANPA|ANVA|AGPA|ABIA|ACCA)[0-9A-Z]{16}"
-    r"|T[A-Z0-9]{8,}/B[A-Z0-9]{8,}/[A-Za-z0-9]{20,})(?![A-Za-z0-9])",
+    r"|T[A-Z0-9]{8,}/B[A-Z0-9]{8,}/[A-Za-z0-9]{20,}|SG\.[\w-]{22}\.[\w-]{43})(?![A-Za-z0-9])",
     "bearer": r"(?P<bearer_word>(?<![\w-])(?i:bearer)[ \t]+)(?P<bearer_value>[\w.~+/=-]+)",
     "assign": rf"(?<![\w.-])(?P<assign_name>-{{0,2}}[\w.-]*?{_SECRET_WORD}[\w.-]*)"
     r"(?P<assign_separator>[\"']?[ \t]*(?::|=(?!=))[ \t]*|[ \t]+)"
     r"(?:(?P<assign_quote>[\"'])(?P<assign_quoted>(?:(?!(?P=assign_quote)).)*)(?P=assign_quote)"
     rf"|(?P<assign_value>(?:(?i:basic|bearer|token|digest)[ \t]+)?"
     rf"(?:{_PLACEHOLDER}|[^\s\"',;)\]}}<>]+)))",
+    # a signed URL's signature or key, percent-encoded or not (Azure SAS ``sig=``, S3, GCS)
+    "query": r"(?<=[?&;])(?P<query_name>(?i:sig|signature|x-amz-signature|x-goog-signature"
+    r"|x-amz-security-token|x-amz-credential|access_token|refresh_token|client_secret"
+    r"|key|api_key|apikey|token|password|secret))=(?P<query_value>[^&#\s\"'<>]+)",
     "home": r"(?P<home_root>[\\/](?i:home|homes|users|usr[\\/]home)[\\/]+)"
     rf"(?P<home_user>{_NAME_CHARS})",
     "cluster": r"(?<![^\s\"'=:(,;\[])"
@@ -66,12 +71,16 @@ RULES: dict[str, str] = {
     r"(?P<cluster_folders>[\w.@$+-]+(?:[\\/]+[\w.@$+-]+){0,4})",
     "tilde": r"(?<![\w~:\\/.-])~(?P<tilde_user>[A-Za-z_][\w.-]*)(?=[\\/\s\"',;)]|$)",
     "inductor": rf"(?<=torchinductor_)(?P<inductor_user>{_NAME_CHARS})",
+    # a host after two backslashes (a UNC path) or two slashes (``shapes.is_path_host``)
+    "unc": r"(?<![\w:/\\])(?P<unc_root>\\\\|//)"
+    r"(?P<unc_host>[A-Za-z0-9](?:[\w-]*[A-Za-z0-9])?(?:\.[A-Za-z0-9](?:[\w-]*[A-Za-z0-9])?)*)"
+    r"(?=[\\/]|$)",
     "ip6_framed": r"\[(?P<ip6_framed_address>[0-9A-Fa-f:.]{2,}?)(?:%[\w.-]+)?\](?::\d{1,5})?",
     "ip4": r"(?<![\w.-])(?P<ip4_address>(?:\d{1,3}\.){3}\d{1,3})(?P<ip4_port>:\d{1,5}(?!\d))?"
     r"(?![\w-]|\.\d)",
     "ip6": r"(?<![\w:.])(?P<ip6_address>[0-9A-Fa-f]{0,4}(?::[0-9A-Fa-f]{0,4}){2,7}"
     r"(?:\.\d{1,3}){0,3})(?P<ip6_zone>%[\w.-]+)?(?![\w:.])",
-    "host": r"(?<![\w.@%/\\-])"
+    "host": r"(?<![\w.@%/-])"
     r"(?P<host_name>(?:[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?\.)+[A-Za-z][A-Za-z0-9-]{0,62})"
     r"(?![\w-]|\.[A-Za-z0-9])",
     "hex": r"(?<![A-Za-z0-9])(?=[0-9a-fA-F]*[a-fA-F])(?=[0-9a-fA-F]*[0-9])"
@@ -103,7 +112,7 @@ DECLARED = re.compile(
 SECRET_OPTION = re.compile(
     rf"-{{1,2}}[\w.-]*?{_SECRET_WORD}[\w-]*|(?i:bearer|authorization(?::[ \t]*bearer)?)"
 )
-PEM_BEGIN, PEM_END = b"-----BEGIN ", b"-----END "
+PEM_BEGIN, PEM_END = re.compile(rb"-{4,5} ?BEGIN "), re.compile(rb"-{4,5} ?END ")
 HASHED_ID = re.compile(r"[0-9a-fA-F]{32,}(?:_\d+)?")
 
 

@@ -26,6 +26,7 @@ _LOOK_BEHIND = 24
 _ROUNDS = 8  # each round replaces more with placeholders: two or three suffice
 _AUTH_SCHEME = re.compile(r"(?i:basic|bearer|token|digest)[ \t]+")
 _SECRET_RULES = frozenset({"token", "jwt", "hex", "base64", "pem", "known_secret"})
+_IPV4 = re.compile(r"(?:\d{1,3}\.){3}\d{1,3}")
 _NOT_SECRETS = GENERIC | {"basic", "bearer", "token", "digest"}
 
 
@@ -46,6 +47,8 @@ class Scrubber:
             "bearer": self._bearer,
             "assign": self._assign,
             "cluster": self._cluster,
+            "query": self._query,
+            "unc": self._unc,
             "ip6_framed": self._ip6_framed,
             "ip4": self._ip4,
             "ip6": self._ip6,
@@ -72,6 +75,14 @@ class Scrubber:
         if scrubbed == text and kind and named and not PLACEHOLDER.search(text):
             scrubbed = self.placeholder(kind, text.strip())
         return scrubbed, tuple(self.kinds)
+
+    def number(self, value: str) -> str:
+        """The placeholder of a number under a secret field (the string that replaces it)."""
+        kinds, self.kinds = self.kinds, []
+        try:
+            return self.placeholder("secret", value)
+        finally:
+            self.kinds = kinds
 
     def preview(self, text: str) -> str:
         """``text`` scrubbed as a plain string, giving out no placeholder and counting none."""
@@ -143,7 +154,7 @@ class Scrubber:
     def host_or_address(self, host: str) -> str:
         """A URL's host: an IP address, or a host name whatever its shape."""
         bare = host.strip("[]").partition("%")[0]
-        if re.fullmatch(r"(?:\d{1,3}\.){3}\d{1,3}", bare) or ":" in bare:
+        if _IPV4.fullmatch(bare) or ":" in bare:
             return self.placeholder("ip", bare)
         return self.placeholder("host", host)
 
@@ -188,8 +199,24 @@ class Scrubber:
         user = self.placeholder("user", pieces[2 * place])
         return root + self.sub(before) + user + self.sub(after)
 
+    def _query(self, match: re.Match[str]) -> str:
+        value = match.group("query_value")
+        if PLACEHOLDER.fullmatch(value):
+            return match.group()
+        return _with_groups(match, {"query_value": self.secret(value)})
+
+    def _unc(self, match: re.Match[str]) -> str:
+        root, host = match.group("unc_root", "unc_host")
+        if PLACEHOLDER.fullmatch(host) or host.lower() in GENERIC:
+            return match.group()
+        if not shapes.is_path_host(host, root):
+            return root + self.sub(host)
+        return root + self.host_or_address(host)
+
     def _ip6_framed(self, match: re.Match[str]) -> str:
         address = match.group("ip6_framed_address")
+        if _IPV4.fullmatch(address):  # ops@[10.0.0.9]: an address, whatever its range
+            return _with_groups(match, {"ip6_framed_address": self.placeholder("ip", address)})
         groups = [group for group in address.split(":") if group]
         if len(groups) < 2 or not shapes.is_ipv6_address(address, "", framed=True, host_field=True):
             return match.group()

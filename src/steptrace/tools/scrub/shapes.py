@@ -179,6 +179,15 @@ def is_host(name: str) -> bool:
     return len(last) >= 2 and any("-" in label for label in labels)
 
 
+def is_path_host(name: str, root: str) -> bool:
+    """Whether the first folder of a path that opens with ``root`` names a host: always after
+    two backslashes (a UNC path, ``\\\\fileserver01\\share``); after ``//`` only when it
+    holds a digit or is a host name or an address (``//usr/lib`` is a doubled slash)."""
+    if root != "//":
+        return True
+    return any(char.isdigit() for char in name) or is_host(name)
+
+
 def is_file_extension(word: str) -> bool:
     """Whether a top-level domain is rather a file's extension (``model@v2.py``)."""
     return word.lower() in _FILE_EXTENSIONS
@@ -205,9 +214,11 @@ def is_ipv6_address(address: str, before: str, *, framed: bool, host_field: bool
     ``framed``: in brackets, or with a port or a zone.
     """
     try:
-        ipaddress.IPv6Address(address)
+        ip = ipaddress.IPv6Address(address)
     except ValueError:
         return False
+    if ip.ipv4_mapped is not None:  # ::ffff:10.1.2.3: an IPv4 address written for IPv6
+        return True
     groups = [group for group in address.split(":") if group]
     if framed or host_field or _ADDRESS_BEFORE.search(before[-_LOOK_BEHIND:]):
         return True

@@ -5,7 +5,9 @@ does not change stay byte for byte what they were (``ts`` is read from the text 
 ``split_strings`` cuts the text at its strings (quotes kept out); ``strings`` finds the
 few strings that a field governs: the value of a user, host or secret-named key, every
 string of an object or list under one (``"API_KEY": {"part1": ..., "part2": ...}``), or the
-string after an option in a list (``["--password", "hunter2"]``, the lines of a PEM block).
+string after an option in a list (``["--password", "hunter2"]``, ``["--user", "alice"]``,
+the lines of a PEM block); and the numbers of 6 digits or more under a secret field
+(``"password": 98765432``).
 """
 
 from __future__ import annotations
@@ -19,13 +21,28 @@ from typing import NamedTuple
 _STRING = re.compile(rb'"([^"\\]*(?:\\.[^"\\]*)*)"')
 _ESCAPED_QUOTE = b'\\"'
 _SPACE = b" \t\r\n"
-_PEM_END = b"-----END "
+_PEM_END = re.compile(rb"-{4,5} ?END ")
 _FEW = 16  # up to this many wanted strings, each is searched for on its own
 _FIELD_REACH = 4096  # strings looked back for a value's key
+SECRET_DIGITS = 6  # a number under a secret field this long is a secret (a PIN, a password)
+# what sits between strings: brackets, commas, and numbers (never inside a string)
+_TOKEN = re.compile(rb"[\[\]{},]|-?\d+(?:\.\d+)?(?:[eE][+-]?\d+)?")
 
 # What governs a string (one byte per string in ``Contexts.codes``).
 VALUE, USER, HOST, SECRET, ID, VERSION, PEM = range(7)
 FIELD_CODES = {"user": USER, "host": HOST, "secret": SECRET, "id": ID, "version": VERSION}
+
+
+class Number(NamedTuple):
+    """A number under a secret field: ``parts[part][start:end]``, under key string ``key``."""
+
+    key: int
+    part: int
+    start: int
+    end: int
+
+    def text(self, parts: list[bytes]) -> str:
+        return parts[self.part][self.start : self.end].decode()
 
 
 class Strings(NamedTuple):
@@ -35,6 +52,7 @@ class Strings(NamedTuple):
     distinct: list[bytes]  # every string's contents once, in order of first appearance
     special: dict[int, int]  # string number -> code, for codes other than VALUE and KEY
     keyed: dict[bytes, int]  # the contents that give a code as a key -> that code
+    numbers: list[Number]  # the numbers under a secret field
 
 
 def split_strings(data: bytes) -> list[bytes]:
@@ -73,14 +91,43 @@ def strings(
     keyed = {content: code for content in distinct if (code := field_code(content))}
     carried = {content: code for content in distinct if (code := carry(content))}
     special: dict[int, int] = {}
+    numbers: list[Number] = []
     for number in positions(values, keyed.keys() | carried.keys()):
         content = values[number]
         if is_key(parts, number):
             if content in keyed:
                 _govern(parts, number, keyed[content], special)
+                if keyed[content] == SECRET:
+                    numbers += numbers_under(parts, number)
         elif content in carried:
             _carry_on(parts, number, carried[content], special)
-    return Strings(parts, distinct, special, keyed)
+    return Strings(parts, distinct, special, keyed, numbers)
+
+
+def numbers_under(parts: list[bytes], key: int) -> list[Number]:
+    """The numbers of key string ``key``'s value: the value itself, or every number of the
+    object or list it opens."""
+    found: list[Number] = []
+    depth, part = 0, 2 * key + 2
+    start = parts[part].find(b":") + 1
+    while part < len(parts):
+        for token in _TOKEN.finditer(parts[part], start):
+            text = token.group()
+            if text in (b"[", b"{"):
+                depth += 1
+            elif text in (b"]", b"}", b","):
+                depth -= text != b","
+                if depth <= 0:
+                    return found
+            else:
+                if len(text.lstrip(b"-")) >= SECRET_DIGITS:  # fewer: a count, a flag
+                    found.append(Number(key, part, token.start(), token.end()))
+                if depth == 0:
+                    return found
+        if depth == 0:  # the value is a string (or null, true, false)
+            return found
+        part, start = part + 2, 0
+    return found
 
 
 def positions(values: list[bytes], wanted: Collection[bytes]) -> list[int]:
@@ -140,8 +187,10 @@ def _carry_on(parts: list[bytes], number: int, code: int, special: dict[int, int
     for following in range(number + 1, count):
         if parts[2 * following].strip() != b"," or is_key(parts, following):
             return
+        if code != PEM and parts[2 * following + 1][:1] == b"-":
+            return  # an option after an option: no value
         special.setdefault(following, code)
-        if code != PEM or _PEM_END in parts[2 * following + 1]:
+        if code != PEM or _PEM_END.search(parts[2 * following + 1]):
             return
 
 
