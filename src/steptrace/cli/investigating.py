@@ -35,6 +35,6 @@ def run(
         report = investigate(
             workload, out=out, checks=checks, budget_s=budget_s, say=say, window=window
         )
-    for warning in caught:
-        say(f"warning: {warning.message}")
+    for message in dict.fromkeys(str(w.message) for w in caught):  # each once, in order
+        say(f"warning: {message}")
     return report
