@@ -14,6 +14,7 @@ import statistics
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import AbstractContextManager, nullcontext
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -35,6 +36,14 @@ Phase = Callable[[str], AbstractContextManager[Any]]
 LossFn = Callable[[Any, Any], torch.Tensor]
 # the user's own step: ``step(model, batch, state) -> loss`` (``user_training_step``)
 UserStep = Callable[[torch.nn.Module, Any, dict[str, Any]], Any]
+
+
+@dataclass(frozen=True)
+class OwnStep:
+    """The user's step and the objects it carries from step to step (copied for a run)."""
+
+    step: UserStep
+    state: Mapping[str, Any] | None = None
 
 
 def _no_label(_: str) -> AbstractContextManager[Any]:
@@ -110,15 +119,15 @@ def profile_training(
     window: Window | None = None,
     restore_state: bool = True,
     split_batch: SplitBatch | None = None,
-    step: UserStep | None = None,
-    state: Mapping[str, Any] | None = None,
+    own_step: OwnStep | None = None,
 ) -> CaptureResult:
     """Capture a labelled training window and return where it is and what was measured.
 
     Each batch is split into ``(inputs, target)`` by ``split_batch`` (default: a pair, or a
-    mapping whose ``labels`` is the target; see ``steptrace.capturing.batches``). Or the
-    user's ``step(model, batch, state) -> loss`` runs each step (``user_training_step``;
-    ``loss_fn`` unused), ``state`` holding the optimizer and a copy of ``state``.
+    mapping whose ``labels`` is the target; see ``steptrace.capturing.batches``). Or
+    ``own_step``'s ``step(model, batch, state) -> loss`` runs each step
+    (``user_training_step``; ``loss_fn`` unused), ``state`` holding the optimizer and a copy
+    of ``own_step.state``.
 
     ``window`` sets the schedule, the profiler options, ``measure_overhead`` and
     ``count_flops`` (``Window()`` by default).
@@ -133,8 +142,8 @@ def profile_training(
     saved = SavedState(model, optimizer)
     listing = InventoryRecorder(capture, model, optimizer)
     split = split_batch or batches.split_batch
-    carried = carried_state(optimizer, state)
-    user_step = step
+    carried = carried_state(optimizer, own_step.state if own_step else None)
+    user_step = own_step.step if own_step else None
 
     def one_step(batch: Any, phase: Phase = _no_label) -> Any:
         if user_step is not None:

@@ -40,7 +40,7 @@ import torch
 from steptrace.capturing.batches import SplitBatch
 from steptrace.capturing.inference import profile_inference
 from steptrace.capturing.result import CaptureResult
-from steptrace.capturing.training import LossFn, UserStep, profile_training
+from steptrace.capturing.training import LossFn, OwnStep, UserStep, profile_training
 from steptrace.errors import CaptureError, TraceError, ended_by, raised_at
 from steptrace.scenario import Scenario
 from steptrace.window import Window
@@ -116,8 +116,7 @@ def _captured(workload: Workload, out: str | Path, window: Window) -> CaptureRes
             out=out,
             window=window,
             split_batch=workload.split_batch,
-            step=workload.step,
-            state=workload.state,
+            own_step=OwnStep(workload.step, workload.state) if workload.step else None,
         )
     load_model, request, inputs = workload.load_model, workload.request, workload.inputs
     if load_model is None or request is None or inputs is None:

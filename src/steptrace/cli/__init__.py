@@ -332,12 +332,14 @@ def profile(
     type=FiniteRange(min=1),
     default=60.0,
     show_default=True,
-    help="Seconds for all the checks together (an upper bound; the capture comes first).",
+    help="Seconds for the whole run, capture included (an upper bound: the checks get "
+    "what the capture and the analysis leave).",
 )
 @switch(
     "--memory",
     "Record allocations: memory per step, its findings and their checks (adds overhead).",
 )
+@count("--active", 3, 1, "Recorded steps (more: a steadier median, a longer capture).")
 @report_options
 def investigate(
     target: str,
@@ -345,6 +347,7 @@ def investigate(
     checks: int,
     budget: float,
     memory: bool,
+    active: int,
     output_format: str,
     top: int,
     findings_only: bool,
@@ -372,14 +375,21 @@ def investigate(
     trace as JSON, Markdown and HTML (steptrace render re-renders a saved one).
     """
     from steptrace.cli.investigating import run
+    from steptrace.investigation.run import Interrupted
 
     path = out or Path(f"steptrace-{time.strftime('%Y%m%d-%H%M%S')}.json")
+    stopped: Interrupted | None = None
     try:
-        report = run(target, path, checks=checks, budget_s=budget, say=_say, memory=memory)
+        report = run(
+            target, path, checks=checks, budget_s=budget, say=_say, memory=memory, active=active
+        )
     except ImportError as error:
         _fail(f"investigate needs torch ({error})")
     except (CaptureError, TraceError) as error:
         _fail(str(error))
+    except Interrupted as stop:  # Ctrl-C during the checks: what is known, then 130
+        ctrl_c.settle()
+        stopped, report = stop, stop.report
     from steptrace.pipeline import Analyzed, lanes_of
 
     lanes = lanes_of(report.analysis.trace.path) if output_format == "html" or out else None
@@ -387,6 +397,12 @@ def investigate(
     _report([found], output_format, findings_only=findings_only, totals=totals, top=top)
     if out is not None:
         _reports_beside(path, found, totals=totals, top=top)
+    if stopped is not None:
+        _note(
+            f"interrupted by Ctrl-C during the checks: the report above holds those done; "
+            f"the trace is kept at {stopped.trace}"
+        )
+        _fail("aborted", 130)
 
 
 def _reports_beside(trace: Path, found: Analyzed, *, totals: bool, top: int) -> None:

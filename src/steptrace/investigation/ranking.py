@@ -13,7 +13,9 @@ checks:
    with severity 0: the trace's share does not stay once a measurement contradicts it.
 
 The memory findings (their severity a share of memory) keep their place after the time
-findings, by the same three tiers.
+findings, by the same three tiers. ``profiler-distortion`` comes after the other time
+findings whatever its check says: it measures the profiler, not a time the user's step
+could save (the step already runs without it), and must not push the planted problem down.
 """
 
 from __future__ import annotations
@@ -22,6 +24,8 @@ from steptrace.hypotheses.finding import Finding, finding
 from steptrace.units import pct
 from steptrace.validate.results import CheckResult, Timed
 
+ABOUT_THE_PROFILER = frozenset({"profiler-distortion"})  # after the step's own findings
+
 
 def ranked(
     findings: tuple[Finding, ...], checks: tuple[CheckResult, ...]
@@ -29,7 +33,14 @@ def ranked(
     """The findings re-ranked by their checks (``checks[k]`` is ``findings[k]``'s), and the
     checks in the same order."""
     pairs = [(_rescored(f, c), c) for f, c in zip(findings, checks, strict=True)]
-    pairs.sort(key=lambda pair: (pair[0].basis != "step time", _tier(pair[1]), -pair[0].severity))
+    pairs.sort(
+        key=lambda pair: (
+            pair[0].basis != "step time",
+            pair[0].rule in ABOUT_THE_PROFILER,
+            _tier(pair[1]),
+            -pair[0].severity,
+        )
+    )
     return tuple(f for f, _ in pairs), tuple(c for _, c in pairs)
 
 

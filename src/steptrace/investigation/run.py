@@ -62,9 +62,11 @@ def investigate(
     say: Say = lambda _: None,
     clock: Clock = time.perf_counter,
 ) -> Report:
-    """Capture, analyze, and run the checks of up to ``checks`` findings in ``budget_s``
-    seconds (an upper bound on the checks; the capture comes before). ``scenario``
-    replaces the workload's own."""
+    """Capture, analyze, and run the checks of up to ``checks`` findings, all within
+    ``budget_s`` seconds (an upper bound on the whole run: the checks get what the capture
+    and the analysis left). ``scenario`` replaces the workload's own. A Ctrl-C during the
+    checks raises ``Interrupted`` holding the report with the checks done so far."""
+    began = clock()
     if scenario is not None:
         workload = dataclasses.replace(workload, scenario=scenario)
     scenario = workload.scenario
@@ -79,11 +81,34 @@ def investigate(
     report = analyze(captured.trace, thresholds=thresholds)
     say("Findings: " + (", ".join(f.rule for f in report.findings) or "none above thresholds"))
     subject = subject_of(workload, resolve(scenario.device))
-    results = run_checks(
-        report, subject, checks=checks, budget_s=budget_s, window=plan, say=say, clock=clock
-    )
+    left_s = max(budget_s - (clock() - began), 0.0)
+    say(f"{left_s:.0f} s of the {budget_s:g} s budget left for the checks")
+    try:
+        results = run_checks(
+            report, subject, checks=checks, budget_s=left_s, window=plan, say=say, clock=clock
+        )
+    except ChecksInterrupted as stop:
+        findings, done = ranked(report.findings, stop.results)
+        partial = msgspec.structs.replace(report, findings=findings, checks=done)
+        raise Interrupted(partial, captured.trace) from None
     findings, results = ranked(report.findings, results)
     return msgspec.structs.replace(report, findings=findings, checks=results)
+
+
+class ChecksInterrupted(KeyboardInterrupt):
+    """Ctrl-C during the checks: every finding's result so far (those not done: not run)."""
+
+    def __init__(self, results: tuple[CheckResult, ...]) -> None:
+        super().__init__()
+        self.results = results
+
+
+class Interrupted(KeyboardInterrupt):
+    """Ctrl-C during ``investigate``'s checks: the report as far as it got, and its trace."""
+
+    def __init__(self, report: Report, trace: str) -> None:
+        super().__init__()
+        self.report, self.trace = report, trace
 
 
 def run_checks(
@@ -113,7 +138,7 @@ def run_checks(
         share = max(left / max(1, min(checks - ran, len(runnable) - ran)), min(spec.min_s, left))
         if reason is None and share < spec.min_s:
             reason = (
-                f"not run: {share:.0f} s of the budget ({budget_s:g} s) was left for it and it "
+                f"not run: {share:.1f} s of the budget ({budget_s:.1f} s) was left for it and it "
                 f"needs {spec.min_s:g} s or more; allow more with --budget"
             )
         if reason is not None:
@@ -122,9 +147,22 @@ def run_checks(
         ran += 1
         say(f"Checking {finding.rule}: {spec.change} ({share:.0f} s at most) ...")
         context = _context(report, subject, finding, window, share)
-        results[k] = _run_one(finding, spec, context, share, clock)
+        try:
+            results[k] = _run_one(finding, spec, context, share, clock)
+        except KeyboardInterrupt:
+            raise ChecksInterrupted(_so_far(findings, results)) from None
         say(f"  {finding.rule}: {results[k].sentence}")
     return tuple(results[k] for k in range(len(findings)))
+
+
+def _so_far(
+    findings: tuple[Finding, ...], results: dict[int, CheckResult]
+) -> tuple[CheckResult, ...]:
+    """The results done, the others not run (Ctrl-C)."""
+    stopped = "not run: interrupted by Ctrl-C"
+    return tuple(
+        results.get(k) or _not_run(f, CHECKS[f.rule], stopped) for k, f in enumerate(findings)
+    )
 
 
 def _reason_not_run(finding: Finding, subject: Subject) -> str | None:
