@@ -3,7 +3,8 @@ and a hidden state carried from batch to batch, captured and investigated as wri
 
 ``Workload(step=...)`` takes ``step(model, batch, state) -> loss``: it does the forward,
 the backward and the optimizer step itself (``state["optimizer"]``), and keeps what the
-loop carries in ``state`` (here the GRU's hidden state and the micro-batch count).
+loop carries in ``state``, set on first use (here the GRU's hidden state and the
+micro-batch count).
 steptrace moves the batch to the device, labels the step, and runs this same step in
 the capture and in every check (each on its own copy of the state).
 
@@ -36,7 +37,9 @@ class Tagger(nn.Module):
         self.gru = nn.GRU(32, 64, batch_first=True)
         self.head = nn.Linear(64, 5)
 
-    def forward(self, x: torch.Tensor, hidden: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    def forward(
+        self, x: torch.Tensor, hidden: torch.Tensor | None
+    ) -> tuple[torch.Tensor, torch.Tensor]:
         out, hidden = self.gru(x, hidden)
         return self.head(out), hidden
 
@@ -46,11 +49,11 @@ def step(model: nn.Module, batch: Any, state: dict[str, Any]) -> torch.Tensor:
     optimizer stepped every ``ACCUMULATE`` micro-batches after clipping."""
     x, y = batch
     with torch.autocast("cpu", dtype=torch.bfloat16):
-        logits, hidden = model(x, state["hidden"])
+        logits, hidden = model(x, state.get("hidden"))  # None at first: zeros
     state["hidden"] = hidden.detach()
     loss = nn.functional.cross_entropy(logits.float().flatten(0, 1), y.flatten())
     (loss / ACCUMULATE).backward()
-    state["micro"] += 1
+    state["micro"] = state.get("micro", 0) + 1
     if state["micro"] % ACCUMULATE == 0:
         nn.utils.clip_grad_norm_(model.parameters(), CLIP)
         state["optimizer"].step()
@@ -73,7 +76,6 @@ def workload() -> Workload:
         optimizer=torch.optim.Adam(model.parameters(), lr=1e-3),
         loader=batches,
         step=step,
-        state={"hidden": torch.zeros(1, 16, 64), "micro": 0},
     )
 
 

@@ -10,8 +10,9 @@
 A training step the default cannot express (AMP, gradient clipping, accumulation, a
 hidden state carried from batch to batch) is the user's own ``step(model, batch, state)
 -> loss``: it does the forward, the backward and the optimizer step itself, with
-``state["optimizer"]`` and the objects given as ``state`` (copied: a run changes the copy);
-``loss_fn`` is then not needed. Capture and every check run that step:
+``state["optimizer"]``, and keeps in ``state`` what it carries to the next step (set on
+first use: ``state.get("hidden")``); ``loss_fn`` is then not needed. Capture and every
+check run that step, each with its own ``state``:
 
     def step(model, batch, state):
         inputs, target = batch
@@ -30,7 +31,7 @@ An inference workload gives ``load_model``, ``request`` and ``inputs`` instead.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -60,7 +61,6 @@ class Workload:
     inputs: Sequence[Any] | None = None
     split_batch: SplitBatch | None = None  # training: batch -> (inputs, target); see batches
     step: UserStep | None = None  # training: the user's step(model, batch, state) -> loss
-    state: Mapping[str, Any] | None = None  # what the user's step carries (scaler, hidden...)
 
 
 TRAINING_NEEDS = "a training workload needs model, optimizer, loader and loss_fn (or its own step)"
@@ -116,7 +116,7 @@ def _captured(workload: Workload, out: str | Path, window: Window) -> CaptureRes
             out=out,
             window=window,
             split_batch=workload.split_batch,
-            own_step=OwnStep(workload.step, workload.state) if workload.step else None,
+            own_step=OwnStep(workload.step) if workload.step else None,
         )
     load_model, request, inputs = workload.load_model, workload.request, workload.inputs
     if load_model is None or request is None or inputs is None:

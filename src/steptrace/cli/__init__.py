@@ -363,9 +363,9 @@ def investigate(
                model=..., optimizer=..., loader=..., loss_fn=...)
     \b
     or, for a step of your own (AMP, clipping, accumulation, a carried hidden state):
-      Workload(scenario=..., model=..., optimizer=..., loader=...,
-               step=step, state={"hidden": h0})
+      Workload(scenario=..., model=..., optimizer=..., loader=..., step=step)
       def step(model, batch, state) -> loss:  # forward, backward, state["optimizer"].step()
+                                              # (state: kept from step to step)
     \b
     or, for inference: Workload(scenario=..., load_model=..., request=..., inputs=...).
     Lightning and Hugging Face: steptrace.integrations.lightning.workload_of(module, loader,

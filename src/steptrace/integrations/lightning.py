@@ -174,20 +174,20 @@ def workload_of(
         optimizer=chosen,
         loader=loader,
         step=_lightning_step,
-        state={"batch_idx": 0},
     )
 
 
 def _lightning_step(model: Any, batch: Any, state: dict[str, Any]) -> Any:
     """One automatic-optimization step of a LightningModule: its loss, backward, step."""
-    output = model.training_step(batch, state["batch_idx"])
+    index = state.get("batch_idx", 0)
+    output = model.training_step(batch, index)
     loss = output["loss"] if isinstance(output, Mapping) else output
     if loss is None:
         raise CaptureError("the LightningModule's training_step returned no loss")
     state["optimizer"].zero_grad(set_to_none=True)
     loss.backward()
     state["optimizer"].step()
-    state["batch_idx"] += 1
+    state["batch_idx"] = index + 1
     return loss.detach()
 
 

@@ -168,31 +168,34 @@ def workload_of(trainer: Any, scenario: Scenario) -> Workload:
     clipped to ``max_grad_norm`` (when > 0) and the optimizer stepped. The learning-rate
     scheduler is not stepped."""
     args = trainer.args
+    accumulate = max(int(args.gradient_accumulation_steps), 1)
+    max_norm = float(args.max_grad_norm or 0.0)
+
+    def step(model: Any, batch: Any, state: dict[str, Any]) -> Any:
+        return _trainer_step(model, batch, state, accumulate, max_norm)
+
     return Workload(
         scenario=scenario,
         model=trainer.model,
         optimizer=trainer.create_optimizer(),
         loader=trainer.get_train_dataloader(),
-        step=_trainer_step,
-        state={
-            "micro": 0,
-            "accumulate": max(int(args.gradient_accumulation_steps), 1),
-            "max_grad_norm": float(args.max_grad_norm or 0.0),
-        },
+        step=step,
     )
 
 
-def _trainer_step(model: Any, batch: Any, state: dict[str, Any]) -> Any:
+def _trainer_step(
+    model: Any, batch: Any, state: dict[str, Any], accumulate: int, max_norm: float
+) -> Any:
     """One micro-batch of a Trainer's step (see ``workload_of``)."""
     outputs = model(**batch)
     loss = outputs["loss"] if isinstance(outputs, Mapping) else outputs[0]
     if loss is None:
         raise CaptureError("the model returned no loss: its batches need labels")
-    (loss / state["accumulate"]).backward()
-    state["micro"] += 1
-    if state["micro"] % state["accumulate"] == 0:
-        if state["max_grad_norm"] > 0:
-            clip_grad_norm_(model.parameters(), state["max_grad_norm"])
+    (loss / accumulate).backward()
+    state["micro"] = state.get("micro", 0) + 1
+    if state["micro"] % accumulate == 0:
+        if max_norm > 0:
+            clip_grad_norm_(model.parameters(), max_norm)
         state["optimizer"].step()
         state["optimizer"].zero_grad(set_to_none=True)
     return loss.detach()

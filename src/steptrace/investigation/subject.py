@@ -5,7 +5,7 @@ A ``Workload`` (``steptrace profile``'s) becomes a ``Subject``: a step ``step(st
 never changed), a few batches read once from the loader and kept, and the loader itself
 for the checks that read it. Training: the steps ``profile_training`` runs (transfer,
 forward, loss, backward, optimizer step, or the workload's own ``step``) returning the
-loss, ``state`` holding the model, the optimizer and a copy of the workload's ``state``;
+loss, ``state`` holding the model and the optimizer (and what the user's step adds);
 inference: ``request(model, input)`` on a model from ``load_model()`` (called once here).
 """
 
@@ -58,7 +58,7 @@ def _training(workload: Workload, device: torch.device) -> Subject:
         "training",
         device,
         _training_step(workload, device),
-        lambda: {"model": model, **carried_state(optimizer, workload.state)},
+        lambda: {"model": model, **carried_state(optimizer, None)},
         batches,
         loader,
     )

@@ -27,7 +27,6 @@ if TYPE_CHECKING:
     from steptrace.validate.inference_mode import inference_mode_check
     from steptrace.validate.inputs import CandidateInputs, State, Step
     from steptrace.validate.operator_alone import operator_timing
-    from steptrace.validate.operator_share import operator_share
     from steptrace.validate.optimizer import optimizer_check
     from steptrace.validate.profiler import profiler_check
     from steptrace.validate.results import (
@@ -71,7 +70,6 @@ _MODULE_OF = {
     **dict.fromkeys(("CandidateInputs", "State", "Step"), "steptrace.validate.inputs"),
     "fewer_threads_check": "steptrace.validate.fewer_threads",
     "operator_timing": "steptrace.validate.operator_alone",
-    "operator_share": "steptrace.validate.operator_share",
     "optimizer_check": "steptrace.validate.optimizer",
     "profiler_check": "steptrace.validate.profiler",
     **dict.fromkeys(_RESULTS, "steptrace.validate.results"),
@@ -110,7 +108,6 @@ __all__ = [
     "inference_mode_check",
     "operator_calls",
     "operator_script",
-    "operator_share",
     "operator_timing",
     "optimizer_check",
     "pinned_memory_check",
