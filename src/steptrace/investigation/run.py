@@ -122,7 +122,8 @@ def run_checks(
     clock: Clock = time.perf_counter,
 ) -> tuple[CheckResult, ...]:
     """Every finding's check result, in the findings' order; at most ``checks`` run, those
-    marked ``first`` (what distorts the others' timings) before the rest. Each gets an
+    marked ``first`` (what distorts the others' timings) before the rest and beyond the
+    count. Each gets an
     equal share of the budget left, or its minimum when the budget left holds it."""
     start = clock()
     findings = report.findings
@@ -132,7 +133,8 @@ def run_checks(
     for k in sorted(range(len(findings)), key=lambda k: not CHECKS[findings[k].rule].first):
         finding, spec = findings[k], CHECKS[findings[k].rule]
         reason = _reason_not_run(finding, subject)
-        if reason is None and ran >= checks:
+        counted = not spec.first  # a check run first (threads) protects the others: free
+        if reason is None and (ran >= checks if counted else checks == 0):
             reason = f"not run: {checks} checks were asked for (--checks) and ran first"
         left = budget_s - (clock() - start)
         share = max(left / max(1, min(checks - ran, len(runnable) - ran)), min(spec.min_s, left))
@@ -144,7 +146,7 @@ def run_checks(
         if reason is not None:
             results[k] = _not_run(finding, spec, reason)
             continue
-        ran += 1
+        ran += counted
         say(f"Checking {finding.rule}: {spec.change} ({share:.0f} s at most) ...")
         context = _context(report, subject, finding, window, share)
         try:
