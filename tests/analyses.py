@@ -57,10 +57,12 @@ def cpu(
     operators: int = 0,
     operator_us: float | None = None,
     grad_recording: int = 0,
+    outer_operators: int = 0,
+    leaf_work_ms: float = 0.0,
 ) -> CpuStep:
     """CPU figures of a step; ``operator_us`` is the median operator duration."""
     durations = None if operator_us is None else Spread(operator_us, operator_us, operator_us)
-    return CpuStep(busy_ms, operators, durations, grad_recording)
+    return CpuStep(busy_ms, operators, durations, grad_recording, outer_operators, leaf_work_ms)
 
 
 def copy(
@@ -125,7 +127,12 @@ def gpu_step(
 
 
 def phase(
-    name: str, inclusive_ms: float, *, gpu_launches: int | None = None, grad_recording: int = 0
+    name: str,
+    inclusive_ms: float,
+    *,
+    gpu_launches: int | None = None,
+    grad_recording: int = 0,
+    operators: int = 0,
 ) -> Phase:
     """One label in one step, with no nested label (exclusive = inclusive)."""
     return Phase(
@@ -139,6 +146,7 @@ def phase(
         gpu_launches,
         part_of(name),
         grad_recording,
+        operators,
     )
 
 

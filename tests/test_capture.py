@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import json
+import math
 import random
+import statistics
 from pathlib import Path
 
 import numpy as np
@@ -205,12 +207,29 @@ def test_cuda_requested_on_a_cpu_build_is_refused(tmp_path: Path) -> None:
     assert list(tmp_path.iterdir()) == []
 
 
+def hodges_lehmann(logs: list[float]) -> float:
+    """The median of the pairwise means (i <= j), from the definition."""
+    means = [(logs[i] + logs[j]) / 2 for i in range(len(logs)) for j in range(i, len(logs))]
+    return math.exp(statistics.median(means))
+
+
 def test_overhead_and_flops(tmp_path: Path) -> None:
     result = train(tmp_path, active=3, measure_overhead=True, count_flops=True)
-    assert result.facts.unprofiled_step_ms is not None and len(result.facts.unprofiled_step_ms) == 3
-    assert result.facts.overhead_ratio == pytest.approx(
-        np.median(result.facts.profiled_step_ms) / np.median(result.facts.unprofiled_step_ms)
-    )
+    cost = result.facts.overhead
+    assert cost is not None and result.facts.unprofiled_step_ms == cost.bare_ms
+    # profiled and bare blocks interleaved, in both orders, the same number of steps each
+    assert set(cost.order) <= {"PB", "BP"} and len(cost.order) >= 6
+    assert len(cost.profiled_ms) == len(cost.bare_ms) == len(cost.order) * cost.block_steps
+    size = cost.block_steps
+    logs = [
+        math.log(
+            statistics.median(cost.profiled_ms[k : k + size])
+            / statistics.median(cost.bare_ms[k : k + size])
+        )
+        for k in range(0, len(cost.bare_ms), size)
+    ]
+    assert result.facts.overhead_ratio == cost.ratio == pytest.approx(hodges_lehmann(logs))
+    assert cost.ci[0] <= cost.ratio <= cost.ci[1]
     b, f, h, c = workloads.BATCH, workloads.FEATURES, workloads.HIDDEN, workloads.CLASSES
     # each Linear: forward 2*B*in*out; backward: input grad + weight grad, twice that.
     # The first layer's input needs no grad: its backward is the weight grad alone.

@@ -17,7 +17,7 @@ EXAMPLES = sorted((Path(__file__).parents[1] / "examples").glob("0*.py"))
 FRAMEWORK = {"05_lightning": "lightning", "06_hf_trainer": "transformers"}  # dev extras
 
 
-def test_there_are_six_examples() -> None:
+def test_there_are_seven_examples() -> None:
     assert [p.name for p in EXAMPLES] == [
         "01_matmul_add.py",
         "02_training_step.py",
@@ -25,6 +25,7 @@ def test_there_are_six_examples() -> None:
         "04_compare.py",
         "05_lightning.py",
         "06_hf_trainer.py",
+        "07_own_step.py",
     ]
 
 
@@ -50,5 +51,6 @@ def test_example_runs(example: Path, tmp_path: Path) -> None:
         "04_compare": "correctness: agree",
         "05_lightning": "question: Which part of the Lightning step takes the time?",
         "06_hf_trainer": "question: Is the BERT step dominated by the backward pass?",
+        "07_own_step": "question: Where does the time of a clipped, accumulated bf16 GRU step go?",
     }[example.stem]
     assert expected in done.stdout

@@ -11,9 +11,9 @@ import pytest
 
 pytest.importorskip("scipy")
 
+from steptrace.paired import signed_rank_rank
 from steptrace.validate.estimators import (
     Estimate,
-    _signed_rank_rank,
     decide,
     interference,
     median_estimate,
@@ -55,8 +55,8 @@ def test_the_signed_rank_bound_against_every_subset() -> None:
         for confidence in (0.95, 0.99):
             tail = (1 - confidence) / 2
             k = max([k for k, p in enumerate(below) if p <= tail], default=0)
-            assert _signed_rank_rank(n, confidence) == max(k, 1), (n, confidence)
-    assert _signed_rank_rank(10) == 9  # Hollander & Wolfe: T <= 8 rejects at 5%, n = 10
+            assert signed_rank_rank(n, confidence) == max(k, 1), (n, confidence)
+    assert signed_rank_rank(10) == 9  # Hollander & Wolfe: T <= 8 rejects at 5%, n = 10
 
 
 def test_median_estimator_a_against_a_and_five_percent() -> None:

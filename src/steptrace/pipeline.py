@@ -247,6 +247,11 @@ def read_report(path: str | Path) -> Report:
     )
 
 
+def is_saved_report(path: str | Path) -> bool:
+    """Does ``path`` hold something steptrace saved (a report, findings), not a trace?"""
+    return _schema_of(Path(path)) is not None
+
+
 def _schema_of(path: Path) -> str | None:
     """The top-level ``schema`` of a saved report; None for anything else (a trace)."""
     found = _SCHEMA_FIRST.match(_head(path))

@@ -147,6 +147,43 @@ class MeasuredPeaks(msgspec.Struct, frozen=True, kw_only=True):
     copy_bytes: int  # the size of the tensor copied
 
 
+class ProfilerCost(msgspec.Struct, frozen=True, kw_only=True):
+    """The profiler's cost measured as a comparison is: blocks of the same steps with the
+    profiler recording and without it, interleaved, each pair of blocks one log-ratio of
+    their median steps (``steptrace.paired``). Times are ms per step on the running clock
+    (the wait for a CPU left out, ``steptrace.clocks``)."""
+
+    ratio: float  # profiled / bare, the Hodges-Lehmann estimate
+    ci: tuple[float, float]  # its confidence interval
+    confidence: float
+    block_steps: int  # steps per block
+    order: tuple[str, ...]  # per pair of blocks: "PB" (profiled first) or "BP"
+    profiled_ms: tuple[float, ...]  # every step, block after block
+    bare_ms: tuple[float, ...]
+
+    @property
+    def detected(self) -> bool:
+        """The whole CI beyond 1 ± 1%: a difference is called, as compare calls one."""
+        return self.ci[0] > 1.01 or self.ci[1] < 0.99
+
+
+class CpuFacts(msgspec.Struct, frozen=True, kw_only=True):
+    """The CPU when the window began: torch's threads and what else ran beside them."""
+
+    torch_threads: int  # torch.get_num_threads(): intra-op threads
+    interop_threads: int  # torch.get_num_interop_threads()
+    cores: int  # usable by the process (affinity, cgroup quota)
+    others_running: int | None  # other processes' runnable tasks (median of a few samples)
+    load_1min: float | None  # the 1-minute load average (all processes)
+
+    @property
+    def free_cores(self) -> int | None:
+        """Cores other processes left free; None: not known."""
+        if self.others_running is None:
+            return None
+        return max(self.cores - self.others_running, 0)
+
+
 InventoryCategory = Literal["parameter", "gradient", "optimizer state", "batch"]
 
 
@@ -193,7 +230,8 @@ class CaptureFacts(msgspec.Struct, frozen=True, kw_only=True):
     active_steps_run: int | None = None  # active steps completed (planned: active x repeat)
     partial_step: int | None = None  # N of the ProfilerStep#N the profiler's stop cut short
     unprofiled_step_ms: tuple[float, ...] | None = None  # the same steps, no profiler
-    overhead_ratio: float | None = None  # median profiled / median unprofiled
+    overhead_ratio: float | None = None  # profiled / unprofiled (``overhead``'s ratio)
+    overhead: ProfilerCost | None = None  # how it was measured: interleaved blocks, its CI
     flops_per_step: int | None = None
     achieved_tflops: float | None = None
     peak_tflops: float | None = None
@@ -201,6 +239,7 @@ class CaptureFacts(msgspec.Struct, frozen=True, kw_only=True):
     peaks: MeasuredPeaks | None = None  # the CPU's roofs, measured once (record_shapes)
     inventory: Inventory | None = None  # training with profile_memory only; not in reports
     observed: ObservedRun | None = None
+    cpu: CpuFacts | None = None  # torch's threads, the cores and the load; None: not recorded
     warnings: tuple[str, ...] = ()
 
 

@@ -13,7 +13,8 @@ from steptrace.hypotheses.rules.dominance import (
     dominant_op,
     profiler_distortion,
 )
-from steptrace.scenario import CaptureFacts
+from steptrace.report.context_sections import capture_lines
+from steptrace.scenario import CaptureFacts, ProfilerCost
 from tests.analyses import THREAD, analysis, cpu, gpu_step, operator, steps
 
 NAMES = ("ProfilerStep#1", "ProfilerStep#2", "ProfilerStep#3")
@@ -172,3 +173,48 @@ def test_profiler_distortion_overridden_thresholds() -> None:
     longer = {"short_operator_us": 40.0, "short_operator_count": 50}
     assert note(dispatching(50, 40.0), **longer) is not None
     assert distortion(dispatching(50, 40.0), ratio=1.3, overhead_ratio=1.31) == []
+
+
+def cost(ratio: float, ci: tuple[float, float]) -> CaptureFacts:
+    """A capture whose profiler cost was measured in 8 pairs of interleaved blocks."""
+    measured = ProfilerCost(
+        ratio=ratio,
+        ci=ci,
+        confidence=0.95,
+        block_steps=2,
+        order=("PB", "BP") * 4,
+        profiled_ms=(1.0,) * 16,
+        bare_ms=(1.0,) * 16,
+    )
+    return CaptureFacts(overhead_ratio=ratio, overhead=measured)
+
+
+def test_profiler_distortion_measured_in_blocks_says_its_interval() -> None:
+    (found,) = profiler_distortion(
+        Case(dispatching(50, 40.0), capture=cost(1.5, (1.4, 1.6))), Thresholds()
+    )
+    assert found.severity == pytest.approx(1 / 3)
+    assert "1.50× [95% CI 1.40–1.60×, 8 pairs of interleaved blocks]" in found.observation
+    assert found.evidence.values()["measured_overhead_ci"] == "1.40–1.60"
+    assert not any("not interleaved" in c for c in found.caveats)
+
+
+@pytest.mark.parametrize(
+    ("ratio", "ci"),
+    [(1.5, (0.95, 2.1)), (1.1, (1.05, 1.15)), (0.8, (0.7, 0.9))],
+    ids=["no-detectable-difference", "under-the-ratio", "below-1"],
+)
+def test_profiler_distortion_measured_in_blocks_is_silent_unless_detected_and_large(
+    ratio: float, ci: tuple[float, float]
+) -> None:
+    """Measured, the interval decides, even over 500 operators of 2 µs a step."""
+    case = Case(dispatching(500, 2.0), capture=cost(ratio, ci))
+    assert profiler_distortion(case, Thresholds()) == []
+
+
+def test_the_capture_lines_say_no_detectable_difference_as_such() -> None:
+    quiet = cost(1.02, (0.97, 1.08)).overhead
+    assert quiet is not None and not quiet.detected
+    (line,) = capture_lines(CaptureFacts(overhead_ratio=1.02, overhead=quiet))
+    assert line.startswith("Profiler distortion: no detectable difference")
+    assert "95% CI 0.97–1.08×" in line and "1.02×" not in line

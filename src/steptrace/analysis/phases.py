@@ -46,6 +46,7 @@ class Phase(msgspec.Struct, frozen=True):
     # operators autograd recorded that started while it ran (any thread); inside another
     # label of the same part they count there only, so that a part's labels add up
     grad_recording: int = 0
+    operators: int = 0  # CPU operators that started while it ran (any thread, nested too)
 
 
 class Reading(msgspec.Struct, frozen=True):
@@ -117,7 +118,11 @@ def phases_per_step(
     labels = _Labels.of(events, label_rows(events))
     launches = None if launch_starts is None else np.sort(launch_starts)
     recorded = np.sort(events.start_us[events.records_grad])
-    return tuple(_step_phases(events, step, labels, gpu_busy, launches, recorded) for step in steps)
+    operators = np.sort(events.start_us[events.kind == Kind.CPU_OP])
+    return tuple(
+        _step_phases(events, step, labels, gpu_busy, launches, (recorded, operators))
+        for step in steps
+    )
 
 
 def _step_phases(
@@ -126,8 +131,10 @@ def _step_phases(
     labels: _Labels,
     gpu_busy: iv.Intervals | None,
     launches: NDArray[np.float64] | None,
-    recorded: NDArray[np.float64],
+    starts: tuple[NDArray[np.float64], NDArray[np.float64]],
 ) -> StepPhases:
+    """``starts``: the sorted starts of the operators autograd recorded, and of all."""
+    recorded, operators = starts
     lo, hi = step.start_us, step.end_us
     start, end = labels.start, labels.end
     overlapping = np.flatnonzero((end > lo) & (start < hi) | (start == lo))
@@ -163,6 +170,7 @@ def _step_phases(
                 gpu_launches=None if launches is None else _count_inside(launches, spans),
                 part=part,
                 grad_recording=_count_inside(recorded, outer),
+                operators=_count_inside(operators, spans),
             )
         )
     return StepPhases(

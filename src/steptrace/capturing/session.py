@@ -30,11 +30,13 @@ from steptrace.capturing import files
 from steptrace.capturing.peaks import measure_cpu_peaks
 from steptrace.capturing.result import CaptureResult
 from steptrace.errors import CaptureError, CaptureWarning
+from steptrace.machine import cpu_load
 from steptrace.quiet import without_usdt_lines
 from steptrace.scenario import (
     OPTION_COSTS,
     TRACE_METADATA_KEY,
     CaptureFacts,
+    CpuFacts,
     MeasuredPeaks,
     Scenario,
     record_payload,
@@ -87,9 +89,11 @@ class Capture(AbstractContextManager["Capture"]):
         self._profiler: profile | None = None
         self._last = 0.0
         self.result: CaptureResult | None = None
+        self._cpu: CpuFacts | None = None
 
     # -- the window -------------------------------------------------------------------
     def __enter__(self) -> Capture:
+        self._cpu = cpu_facts()
         self._reserve()
         try:
             self._start()
@@ -256,7 +260,9 @@ class Capture(AbstractContextManager["Capture"]):
         self._exported += 1
 
     def _facts(self, **fields: Any) -> CaptureFacts:
-        return CaptureFacts(window=self.window, torch_version=str(torch.__version__), **fields)
+        return CaptureFacts(
+            window=self.window, torch_version=str(torch.__version__), cpu=self._cpu, **fields
+        )
 
     def _finish(self, cut: int | None) -> CaptureResult:
         written = self._paths[: self._exported]
@@ -331,3 +337,15 @@ class Capture(AbstractContextManager["Capture"]):
             outputs.replace(sidecar_path(Path(trace)), text.encode())
         self.result = CaptureResult(self.scenario, facts)
         return self.result
+
+
+def cpu_facts() -> CpuFacts:
+    """torch's threads now, the cores this process may use and what else runs on them."""
+    load = cpu_load()
+    return CpuFacts(
+        torch_threads=torch.get_num_threads(),
+        interop_threads=torch.get_num_interop_threads(),
+        cores=load.cores,
+        others_running=load.others_running,
+        load_1min=load.load_1min,
+    )

@@ -9,10 +9,12 @@ states are put back afterwards unless ``restore_state=False``.
 
 from __future__ import annotations
 
+import copy
 import statistics
 import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import AbstractContextManager, nullcontext
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +24,7 @@ from steptrace import devices
 from steptrace.capturing import batches, flops
 from steptrace.capturing.batches import SplitBatch, call_model, split_batch
 from steptrace.capturing.inventory import InventoryRecorder
+from steptrace.capturing.overhead import profiler_cost
 from steptrace.capturing.result import CaptureResult
 from steptrace.capturing.session import Capture
 from steptrace.capturing.state import SavedState
@@ -31,6 +34,16 @@ from steptrace.window import Window
 
 Phase = Callable[[str], AbstractContextManager[Any]]
 LossFn = Callable[[Any, Any], torch.Tensor]
+# the user's own step: ``step(model, batch, state) -> loss`` (``user_training_step``)
+UserStep = Callable[[torch.nn.Module, Any, dict[str, Any]], Any]
+
+
+@dataclass(frozen=True)
+class OwnStep:
+    """The user's step and the objects it carries from step to step (copied for a run)."""
+
+    step: UserStep
+    state: Mapping[str, Any] | None = None
 
 
 def _no_label(_: str) -> AbstractContextManager[Any]:
@@ -64,10 +77,41 @@ def training_step(
     return loss
 
 
+def user_training_step(
+    user_step: UserStep,
+    model: torch.nn.Module,
+    batch: Any,
+    state: dict[str, Any],
+    device: torch.device,
+    phase: Phase = _no_label,
+    after: Callable[[Any], None] | None = None,
+) -> Any:
+    """The user's step on a batch moved to the device: ``user_step(model, batch, state)``
+    does the forward, the backward and the optimizer step itself (``state["optimizer"]``),
+    with whatever the loop needs (AMP, clipping, accumulation, a hidden state carried in
+    ``state``), and returns the loss. Labelled ``transfer`` and ``train``; torch's own
+    labels (``Optimizer.step#...``) name the optimizer step inside."""
+    with phase("transfer"):
+        moved = devices.to_device(batch, device)
+    with phase("train"):
+        loss = user_step(model, moved, state)
+    if after is not None:
+        after(moved)
+    return loss
+
+
+def carried_state(
+    optimizer: torch.optim.Optimizer, state: Mapping[str, Any] | None
+) -> dict[str, Any]:
+    """What a user step gets as ``state``: the optimizer and a deep copy of the user's own
+    objects (a scaler, a hidden state...): the run changes the copy, never the user's."""
+    return {"optimizer": optimizer, **copy.deepcopy(dict(state or {}))}
+
+
 def profile_training(
     model: torch.nn.Module,
     optimizer: torch.optim.Optimizer,
-    loss_fn: LossFn,
+    loss_fn: LossFn | None,
     loader: Iterable[Any],
     *,
     scenario: Scenario,
@@ -75,11 +119,15 @@ def profile_training(
     window: Window | None = None,
     restore_state: bool = True,
     split_batch: SplitBatch | None = None,
+    own_step: OwnStep | None = None,
 ) -> CaptureResult:
     """Capture a labelled training window and return where it is and what was measured.
 
     Each batch is split into ``(inputs, target)`` by ``split_batch`` (default: a pair, or a
-    mapping whose ``labels`` is the target; see ``steptrace.capturing.batches``).
+    mapping whose ``labels`` is the target; see ``steptrace.capturing.batches``). Or
+    ``own_step``'s ``step(model, batch, state) -> loss`` runs each step
+    (``user_training_step``; ``loss_fn`` unused), ``state`` holding the optimizer and a copy
+    of ``own_step.state``.
 
     ``window`` sets the schedule, the profiler options, ``measure_overhead`` and
     ``count_flops`` (``Window()`` by default).
@@ -94,12 +142,20 @@ def profile_training(
     saved = SavedState(model, optimizer)
     listing = InventoryRecorder(capture, model, optimizer)
     split = split_batch or batches.split_batch
+    carried = carried_state(optimizer, own_step.state if own_step else None)
+    user_step = own_step.step if own_step else None
 
-    def step(batch: Any, phase: Phase = _no_label) -> torch.Tensor:
+    def one_step(batch: Any, phase: Phase = _no_label) -> Any:
+        if user_step is not None:
+            return user_training_step(user_step, model, batch, carried, device, phase, listing)
+        if loss_fn is None:
+            raise CaptureError("a training capture needs loss_fn, or the workload's own step")
         return training_step(model, optimizer, loss_fn, batch, device, phase, split, listing)
 
+    if user_step is not None:
+        split = _whole_batch
     try:
-        extra = _run(capture, saved, model, loader, step, clock, split, listing)
+        extra = _run(capture, saved, model, loader, one_step, clock, split, listing)
     finally:
         if restore_state:  # also when the loop fails: the user's weights come back
             saved.restore()
@@ -119,7 +175,7 @@ def _run(
     saved: SavedState,
     model: torch.nn.Module,
     loader: Iterable[Any],
-    step: Callable[..., torch.Tensor],
+    step: Callable[..., Any],
     clock: Callable[[], float],
     split: SplitBatch,
     listing: InventoryRecorder,
@@ -145,12 +201,18 @@ def _run(
     if plan.measure_overhead:
         saved.restore()
         model.train(scenario.mode == "train")
-        again = _Batches(loader, plan.needed_steps)
+        again = _Cycled(loader)
         _timed_steps(again, plan.cold_steps + plan.wait + plan.warmup, step, device, clock)
-        unprofiled = _timed_steps(again, plan.active, step, device, clock)
-        extra["unprofiled_step_ms"] = tuple(unprofiled)
-        extra["overhead_ratio"] = _ratio(capture.step_ms, unprofiled)
+        cost = profiler_cost(lambda: step(next(again)), plan, device)
+        extra["unprofiled_step_ms"] = cost.bare_ms
+        extra["overhead_ratio"] = cost.ratio
+        extra["overhead"] = cost
     return extra
+
+
+def _whole_batch(batch: Any) -> tuple[Any, Any]:
+    """A user step's batch, whole: its first tensor is the inputs' (what ``_observe`` reads)."""
+    return batch, None
 
 
 def _check_length(loader: Iterable[Any], plan: Window) -> None:
@@ -186,6 +248,24 @@ class _Batches(Iterator[Any]):
             ) from None
 
 
+class _Cycled(Iterator[Any]):
+    """The loader's batches without end: a fresh iterator whenever one runs out."""
+
+    def __init__(self, loader: Iterable[Any]) -> None:
+        self._loader = loader
+        self._source = iter(loader)
+
+    def __next__(self) -> Any:
+        try:
+            return next(self._source)
+        except StopIteration:
+            self._source = iter(self._loader)
+        try:
+            return next(self._source)
+        except StopIteration:
+            raise CaptureError("the loader yields no batch when iterated again") from None
+
+
 def _observe(model: torch.nn.Module, split: tuple[Any, Any], scenario: Scenario) -> ObservedRun:
     """What the run really is, to set beside what the scenario declares."""
     inputs = batches.first_tensor(split[0])
@@ -216,12 +296,6 @@ def _timed_steps(
         devices.synchronize(device)
         times.append((clock() - start) * 1000)
     return tuple(times)
-
-
-def _ratio(profiled: list[float], unprofiled: tuple[float, ...]) -> float | None:
-    if not profiled or not unprofiled:
-        return None
-    return statistics.median(profiled) / statistics.median(unprofiled)
 
 
 def _throughput(

@@ -20,6 +20,11 @@ from steptrace.hypotheses.claims import resolve
 from steptrace.hypotheses.finding import Evidence, Figure, Finding, Where
 from steptrace.hypotheses.on_path import off_path, on_critical_path
 from steptrace.hypotheses.rules.communication import comm_overlap
+from steptrace.hypotheses.rules.cpu_side import (
+    dispatch_bound,
+    per_tensor_optimizer,
+    thread_oversubscription,
+)
 from steptrace.hypotheses.rules.dominance import dominant_op, profiler_distortion
 from steptrace.hypotheses.rules.efficiency import fusion, low_efficiency
 from steptrace.hypotheses.rules.input import input_pipeline
@@ -51,6 +56,9 @@ RULES: tuple[tuple[str, Rule], ...] = (
     ("fusion", fusion),
     ("comm-overlap", comm_overlap),
     ("optimizer-kernels", optimizer_kernels),
+    ("per-tensor-optimizer", per_tensor_optimizer),
+    ("dispatch-bound", dispatch_bound),
+    ("thread-oversubscription", thread_oversubscription),
     ("profiler-distortion", profiler_distortion),
     ("gpu-not-observed", gpu_not_observed),
     ("memory-growth", memory_growth),

@@ -23,6 +23,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 
+from steptrace.analysis.cpu import SHORT_OPERATOR_US
 from steptrace.hypotheses.finding import Finding, finding
 from steptrace.units import pct
 
@@ -58,6 +59,15 @@ def _vector_operator(found: Finding) -> bool:
     return not MATRIX_OPERATOR.search(name) and not COMMUNICATION_OPERATOR.search(name)
 
 
+def _short_operator(found: Finding) -> bool:
+    """An operator whose calls last at most ``SHORT_OPERATOR_US`` on average: dispatch's."""
+    values = found.evidence.values()
+    ms, calls = values.get("ms"), values.get("calls")
+    if not isinstance(ms, int | float) or not isinstance(calls, int) or calls <= 0:
+        return False
+    return 1000 * ms / calls <= SHORT_OPERATOR_US
+
+
 # (rule that gives up time, rule it gives it to, when): their figures can hold the same time.
 SHARED: tuple[tuple[str, str, Callable[[Finding], bool]], ...] = (
     ("dominant-op", "precision", _operator_is(MATRIX_OPERATOR)),
@@ -68,6 +78,8 @@ SHARED: tuple[tuple[str, str, Callable[[Finding], bool]], ...] = (
     ("repeated-copy", "pageable-memcpy", _pageable),
     ("optimizer-kernels", "small-launches", _always),
     ("optimizer-kernels", "cpu-bound", _always),
+    ("dispatch-bound", "per-tensor-optimizer", _always),
+    ("dominant-op", "dispatch-bound", _short_operator),
 )
 
 

@@ -64,6 +64,17 @@ class Thresholds(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_field
     # optimizer-kernels: the optimizer step launches at least this many GPU activities
     # (a foreach or fused optimizer launches a handful per parameter group).
     optimizer_launches: int = 50
+    # per-tensor-optimizer (CPU): the optimizer step runs at least this many operators (a
+    # few per parameter and moment; a multi-tensor one runs a handful per group) ...
+    optimizer_cpu_operators: int = 100
+    # ... and takes at least this share of the step (medium: less is little to gain).
+    optimizer_cpu_share: float = 0.05
+    # dispatch-bound (CPU): at least short_operator_count operators called from Python per
+    # step, and at least this share of it outside the leaf operators longer than 20 µs
+    # (analysis.cpu.SHORT_OPERATOR_US): the work is then the smaller part of the step.
+    dispatch_share: float = 0.5
+    # thread-oversubscription: torch's intra-op threads exceed this many per free core.
+    threads_per_free_core: float = 1.0
     # profiler-distortion, not measured: CPU operators of this many µs or less (median), at
     # least the second number of them per step, suggest it (the profiler's per-operator
     # cost, a few µs, is then a large part of what is measured); measured, a

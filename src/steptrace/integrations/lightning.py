@@ -19,6 +19,10 @@ ends before the window's end keeps what completed (with a ``CaptureWarning``); a
 with no complete active step writes nothing and warns. Training only: the window opens at
 the first training batch of ``fit``.
 
+``workload_of(module, loader, scenario)`` makes a ``Workload`` of a ``LightningModule``
+(its ``training_step``, backward and optimizer step) for ``steptrace investigate``, whose
+checks run that step outside any Trainer.
+
 For traces made by Lightning's ``PyTorchProfiler`` nothing is needed: its labels are read
 as step parts, and its steps (cut after the forward) are replaced by Lightning's batches
 (``steptrace.analysis.lightning_steps``).
@@ -28,16 +32,19 @@ from __future__ import annotations
 
 import time
 import warnings
+from collections.abc import Iterable, Mapping
 from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Any
 
+import torch
 from lightning.pytorch.profilers import Profiler
 from torch.profiler import record_function
 
 from steptrace.capturing.handler import free_trace_path, worker_label
 from steptrace.capturing.result import CaptureResult
 from steptrace.capturing.session import Capture
+from steptrace.capturing.workload import Workload
 from steptrace.errors import CaptureError, CaptureWarning
 from steptrace.scenario import Scenario
 from steptrace.window import Window
@@ -144,3 +151,58 @@ class StepTraceProfiler(Profiler):
         if self._capture is not None:
             self._close()
         super().teardown(stage)
+
+
+def workload_of(
+    module: Any, loader: Iterable[Any], scenario: Scenario, optimizer: Any = None
+) -> Workload:
+    """A ``Workload`` for ``steptrace investigate`` from a ``LightningModule``: its own
+    ``training_step`` (its loss, or a dict's ``"loss"``), the backward and the optimizer step
+    as Lightning's automatic optimization runs them, on ``loader``'s batches. The optimizer
+    is ``optimizer`` or the first one ``configure_optimizers()`` returns (schedulers are not
+    stepped). ``self.log`` finds no trainer here and logs nothing. A module with manual
+    optimization is refused (its step calls ``self.optimizers()``, which needs a trainer)."""
+    if not getattr(module, "automatic_optimization", True):
+        raise CaptureError(
+            "workload_of: this LightningModule uses manual optimization; give steptrace a "
+            "Workload with your own step(model, batch, state) instead"
+        )
+    chosen = optimizer if optimizer is not None else _first_optimizer(module)
+    return Workload(
+        scenario=scenario,
+        model=module,
+        optimizer=chosen,
+        loader=loader,
+        step=_lightning_step,
+    )
+
+
+def _lightning_step(model: Any, batch: Any, state: dict[str, Any]) -> Any:
+    """One automatic-optimization step of a LightningModule: its loss, backward, step."""
+    index = state.get("batch_idx", 0)
+    output = model.training_step(batch, index)
+    loss = output["loss"] if isinstance(output, Mapping) else output
+    if loss is None:
+        raise CaptureError("the LightningModule's training_step returned no loss")
+    state["optimizer"].zero_grad(set_to_none=True)
+    loss.backward()
+    state["optimizer"].step()
+    state["batch_idx"] = index + 1
+    return loss.detach()
+
+
+def _first_optimizer(module: Any) -> Any:
+    """The first optimizer of whatever ``configure_optimizers`` returns: an optimizer, a
+    list or tuple of them (or of lists), or a dict with an ``"optimizer"`` key."""
+    found = module.configure_optimizers()
+    while not isinstance(found, torch.optim.Optimizer):
+        if isinstance(found, Mapping) and "optimizer" in found:
+            found = found["optimizer"]
+        elif isinstance(found, (list, tuple)) and found:
+            found = found[0]
+        else:
+            raise CaptureError(
+                "workload_of: configure_optimizers() returned no optimizer steptrace can "
+                f"use ({type(found).__name__}); pass optimizer=..."
+            )
+    return found

@@ -19,21 +19,28 @@ Moving the batch to the device happens inside the Trainer, before the forward, u
 The main process records (``state.is_world_process_zero``); ``per_rank=True`` records
 every process, one file each. A run shorter than the window keeps what completed, with a
 ``CaptureWarning``; a window with no complete active step writes nothing and warns.
+
+``workload_of(trainer, scenario)`` makes a ``Workload`` of a ``Trainer`` (its model,
+optimizer, loader and micro-batch step) for ``steptrace investigate``, whose checks run
+that step outside the Trainer.
 """
 
 from __future__ import annotations
 
 import warnings
+from collections.abc import Mapping
 from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Any
 
+from torch.nn.utils import clip_grad_norm_
 from torch.profiler import record_function
 from transformers import TrainerCallback, TrainerControl, TrainerState, TrainingArguments
 
 from steptrace.capturing.handler import free_trace_path, worker_label
 from steptrace.capturing.result import CaptureResult
 from steptrace.capturing.session import Capture
+from steptrace.capturing.workload import Workload
 from steptrace.errors import CaptureError, CaptureWarning
 from steptrace.scenario import Scenario
 from steptrace.window import Window
@@ -151,3 +158,44 @@ class StepTraceCallback(TrainerCallback):
     def _forward_ends(self, module: Any, inputs: Any, output: Any) -> None:
         if module.training:
             self._switch(self._backward)
+
+
+def workload_of(trainer: Any, scenario: Scenario) -> Workload:
+    """A ``Workload`` for ``steptrace investigate`` from a Hugging Face ``Trainer``: its model,
+    its optimizer (``create_optimizer()``), its training loader (``get_train_dataloader()``)
+    and one micro-batch per step as the Trainer runs it: ``model(**batch).loss``, divided by
+    ``gradient_accumulation_steps``, backward; every that many micro-batches the gradients
+    clipped to ``max_grad_norm`` (when > 0) and the optimizer stepped. The learning-rate
+    scheduler is not stepped."""
+    args = trainer.args
+    accumulate = max(int(args.gradient_accumulation_steps), 1)
+    max_norm = float(args.max_grad_norm or 0.0)
+
+    def step(model: Any, batch: Any, state: dict[str, Any]) -> Any:
+        return _trainer_step(model, batch, state, accumulate, max_norm)
+
+    return Workload(
+        scenario=scenario,
+        model=trainer.model,
+        optimizer=trainer.create_optimizer(),
+        loader=trainer.get_train_dataloader(),
+        step=step,
+    )
+
+
+def _trainer_step(
+    model: Any, batch: Any, state: dict[str, Any], accumulate: int, max_norm: float
+) -> Any:
+    """One micro-batch of a Trainer's step (see ``workload_of``)."""
+    outputs = model(**batch)
+    loss = outputs["loss"] if isinstance(outputs, Mapping) else outputs[0]
+    if loss is None:
+        raise CaptureError("the model returned no loss: its batches need labels")
+    (loss / accumulate).backward()
+    state["micro"] = state.get("micro", 0) + 1
+    if state["micro"] % accumulate == 0:
+        if max_norm > 0:
+            clip_grad_norm_(model.parameters(), max_norm)
+        state["optimizer"].step()
+        state["optimizer"].zero_grad(set_to_none=True)
+    return loss.detach()

@@ -53,3 +53,4 @@ class Check:
     needs_gpu: bool = False
     min_s: float = 2.0  # not started with less time than this (a compile needs more)
     kinds: tuple[str, ...] = ("training", "inference")
+    first: bool = False  # run before the others: what it finds distorts their timings

@@ -14,6 +14,7 @@ from steptrace.investigation.check import Check
 from steptrace.validate.autocast import autocast_check
 from steptrace.validate.compiled import compile_check
 from steptrace.validate.constants import constant_once_check
+from steptrace.validate.fewer_threads import fewer_threads_check
 from steptrace.validate.inference_mode import inference_mode_check
 from steptrace.validate.optimizer import optimizer_check
 
@@ -88,6 +89,24 @@ CHECKS: dict[str, Check] = {
         "A: the optimizer as built; B: the same with fused=True (else foreach=True)",
         run.on_batches(optimizer_check),
         kinds=("training",),
+    ),
+    "per-tensor-optimizer": Check(
+        "optimizer-flags",
+        "A: the optimizer as built; B: the same with fused=True (else foreach=True)",
+        run.on_batches(optimizer_check),
+        kinds=("training",),
+    ),
+    "dispatch-bound": Check(
+        "compiled",
+        "A: the model as it runs; B: torch.compile(model), compile time apart",
+        run.on_batches(compile_check),
+        min_s=COMPILE_S,
+    ),
+    "thread-oversubscription": Check(
+        "fewer-threads",
+        "A: torch's intra-op threads as set; B: as many as the free cores",
+        run.on_batches(fewer_threads_check),
+        first=True,
     ),
     "profiler-distortion": Check(
         "profiler-off",

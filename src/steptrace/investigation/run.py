@@ -28,6 +28,7 @@ from steptrace.hypotheses.thresholds import Thresholds
 from steptrace.investigation.check import Check, Context, Measured
 from steptrace.investigation.outcome import outcome_of
 from steptrace.investigation.predicted import with_predictions
+from steptrace.investigation.ranking import ranked
 from steptrace.investigation.rule_checks import CHECKS
 from steptrace.investigation.subject import Subject, subject_of
 from steptrace.pipeline import analyze
@@ -62,9 +63,11 @@ def investigate(
     say: Say = lambda _: None,
     clock: Clock = time.perf_counter,
 ) -> Report:
-    """Capture, analyze, and run the checks of up to ``checks`` findings in ``budget_s``
-    seconds (an upper bound on the checks; the capture comes before). ``scenario``
-    replaces the workload's own."""
+    """Capture, analyze, and run the checks of up to ``checks`` findings, all within
+    ``budget_s`` seconds (an upper bound on the whole run: the checks get what the capture
+    and the analysis left). ``scenario`` replaces the workload's own. A Ctrl-C during the
+    checks raises ``Interrupted`` holding the report with the checks done so far."""
+    began = clock()
     if scenario is not None:
         workload = dataclasses.replace(workload, scenario=scenario)
     scenario = workload.scenario
@@ -79,11 +82,35 @@ def investigate(
     report = analyze(captured.trace, thresholds=thresholds, critical_path=True)
     say("Findings: " + (", ".join(f.rule for f in report.findings) or "none above thresholds"))
     subject = subject_of(workload, resolve(scenario.device))
-    results = run_checks(
-        report, subject, checks=checks, budget_s=budget_s, window=plan, say=say, clock=clock
-    )
+    left_s = max(budget_s - (clock() - began), 0.0)
+    say(f"{left_s:.0f} s of the {budget_s:g} s budget left for the checks")
+    try:
+        results = run_checks(
+            report, subject, checks=checks, budget_s=left_s, window=plan, say=say, clock=clock
+        )
+    except ChecksInterrupted as stop:
+        findings, done = ranked(report.findings, stop.results)
+        partial = msgspec.structs.replace(report, findings=findings).checked(done)
+        raise Interrupted(partial, captured.trace) from None
     results = with_predictions(report, Path(captured.trace), results)  # the graph, checked
-    return report.checked(results)
+    findings, results = ranked(report.findings, results)
+    return msgspec.structs.replace(report, findings=findings).checked(results)
+
+
+class ChecksInterrupted(KeyboardInterrupt):
+    """Ctrl-C during the checks: every finding's result so far (those not done: not run)."""
+
+    def __init__(self, results: tuple[CheckResult, ...]) -> None:
+        super().__init__()
+        self.results = results
+
+
+class Interrupted(KeyboardInterrupt):
+    """Ctrl-C during ``investigate``'s checks: the report as far as it got, and its trace."""
+
+    def __init__(self, report: Report, trace: str) -> None:
+        super().__init__()
+        self.report, self.trace = report, trace
 
 
 def run_checks(
@@ -96,33 +123,50 @@ def run_checks(
     say: Say = lambda _: None,
     clock: Clock = time.perf_counter,
 ) -> tuple[CheckResult, ...]:
-    """Every finding's check result, in the findings' order; at most ``checks`` run."""
+    """Every finding's check result, in the findings' order; at most ``checks`` run, those
+    marked ``first`` (what distorts the others' timings) before the rest and beyond the
+    count. Each gets an
+    equal share of the budget left, or its minimum when the budget left holds it."""
     start = clock()
-    runnable = [f for f in report.findings if _reason_not_run(f, subject) is None]
-    results: list[CheckResult] = []
+    findings = report.findings
+    runnable = [f for f in findings if _reason_not_run(f, subject) is None]
+    results: dict[int, CheckResult] = {}
     ran = 0
-    for finding in report.findings:
-        spec = CHECKS[finding.rule]
+    for k in sorted(range(len(findings)), key=lambda k: not CHECKS[findings[k].rule].first):
+        finding, spec = findings[k], CHECKS[findings[k].rule]
         reason = _reason_not_run(finding, subject)
-        if reason is None and ran >= checks:
+        counted = not spec.first  # a check run first (threads) protects the others: free
+        if reason is None and (ran >= checks if counted else checks == 0):
             reason = f"not run: {checks} checks were asked for (--checks) and ran first"
         left = budget_s - (clock() - start)
-        share = left / max(1, min(checks - ran, len(runnable) - ran))
+        share = max(left / max(1, min(checks - ran, len(runnable) - ran)), min(spec.min_s, left))
         if reason is None and share < spec.min_s:
             reason = (
-                f"not run: {share:.0f} s of the budget ({budget_s:g} s) was left for it and it "
+                f"not run: {share:.1f} s of the budget ({budget_s:.1f} s) was left for it and it "
                 f"needs {spec.min_s:g} s or more; allow more with --budget"
             )
         if reason is not None:
-            results.append(_not_run(finding, spec, reason))
+            results[k] = _not_run(finding, spec, reason)
             continue
-        ran += 1
+        ran += counted
         say(f"Checking {finding.rule}: {spec.change} ({share:.0f} s at most) ...")
         context = _context(report, subject, finding, window, share)
-        result = _run_one(finding, spec, context, share, clock)
-        say(f"  {finding.rule}: {result.sentence}")
-        results.append(result)
-    return tuple(results)
+        try:
+            results[k] = _run_one(finding, spec, context, share, clock)
+        except KeyboardInterrupt:
+            raise ChecksInterrupted(_so_far(findings, results)) from None
+        say(f"  {finding.rule}: {results[k].sentence}")
+    return tuple(results[k] for k in range(len(findings)))
+
+
+def _so_far(
+    findings: tuple[Finding, ...], results: dict[int, CheckResult]
+) -> tuple[CheckResult, ...]:
+    """The results done, the others not run (Ctrl-C)."""
+    stopped = "not run: interrupted by Ctrl-C"
+    return tuple(
+        results.get(k) or _not_run(f, CHECKS[f.rule], stopped) for k, f in enumerate(findings)
+    )
 
 
 def _reason_not_run(finding: Finding, subject: Subject) -> str | None:

@@ -9,6 +9,7 @@ changed. Factories raise ``NotTestable`` when they cannot run here.
 from __future__ import annotations
 
 import copy
+import itertools
 import json
 import tempfile
 from pathlib import Path
@@ -18,7 +19,7 @@ import torch
 
 from steptrace.analysis.measure import TraceAnalysis
 from steptrace.devices import activities, to_device
-from steptrace.errors import NotTestable
+from steptrace.errors import NotTestable, TraceError
 from steptrace.hypotheses.finding import Figure
 from steptrace.investigation.check import Context, Measured, Runner
 from steptrace.quiet import without_usdt_lines
@@ -28,8 +29,10 @@ from steptrace.validate.correctness import explain
 from steptrace.validate.factory import OnBatches
 from steptrace.validate.memory_checks import checkpoint_peaks, growth
 from steptrace.validate.operator_alone import operator_timing
+from steptrace.validate.operator_share import operator_share
 from steptrace.validate.profiler import profiler_check
-from steptrace.validate.results import Comparison, OperatorTiming
+from steptrace.validate.results import Comparison, OperatorShare, OperatorTiming
+from steptrace.validate.script import calls_script, operator_calls
 
 DECIDES_SHARE = 0.5  # the operator alone takes this share of the step: it decides the step
 
@@ -87,20 +90,84 @@ def profiler(context: Context) -> Comparison:
 
 
 def operator_alone(context: Context) -> Measured:
-    """The dominant operator alone on its recorded shapes, against the step's time.
+    """The dominant operator, and those doing the same work, alone on every recorded set
+    of inputs, against the step in the same interleaved blocks (``operator_share``).
 
     Shapes come from the capture when it recorded them, else from a short capture of two
     steps of a copy of the state with ``record_shapes`` (the main capture keeps minimal
-    options). The operator "decides the step" when, alone, its calls per step take at
-    least ``DECIDES_SHARE`` of the step measured outside the profiler.
+    options). The operators "decide the step" when their share's whole CI reaches
+    ``DECIDES_SHARE``, and do not when it lies under it.
     """
+    operator = str(context.finding.evidence.values().get("operator"))
+    analysis = context.analysis
+    try:
+        calls = operator_calls(analysis, operator)
+    except TraceError:
+        try:
+            calls = operator_calls(_shapes(context), operator)
+        except TraceError as error:
+            raise NotTestable(str(error), f"time {operator} alone by hand") from None
+    subject = context.subject
+    device = str(subject.device)
+    script = calls_script(calls, source=analysis.trace.path, device=device)
+    share = operator_share(
+        subject.step,
+        make_state=subject.make_state,
+        batches=subject.batches,
+        calls=calls,
+        operator=operator,
+        script=script,
+        device=subject.device,
+        plan=context.plan,
+    )
+    return _shared(share)
+
+
+def _shared(found: OperatorShare) -> Measured:
+    low, high = found.ci
+    names = " and ".join(found.operators)
+    verdict = (
+        "they decide the step"
+        if low >= DECIDES_SHARE
+        else "they do not decide the step alone"
+        if high < DECIDES_SHARE
+        else "they take about half of it"
+    )
+    said = (
+        f"{names} alone on their {len(found.calls)} recorded set(s) of inputs (random values, "
+        f"each weighed by its calls per step): {found.alone_ms_per_step:.3f} ms per step "
+        f"against the {found.step_ms:.3f} ms step, timed in the same {found.blocks} pairs of "
+        f"blocks outside the profiler: {pct(found.share)} of the step "
+        f"[{100 * found.confidence:g}% CI {pct(low)}–{pct(high)}]: {verdict}. No "
+        "alternative was timed: edit the script (layout, algorithm, precision) to try one."
+    )
+    figures = (
+        Figure("operator", found.operator, "text"),
+        Figure("operators", found.operators, "names"),
+        Figure("input_sets", len(found.calls), "count"),
+        Figure("alone_ms_per_step", found.alone_ms_per_step, "ms"),
+        Figure("step_ms", found.step_ms, "ms"),
+        Figure("alone_share_of_step", found.share, "share"),
+        Figure("alone_share_ci", f"{pct(low)}–{pct(high)}", "text"),
+        Figure("script", found.script, "text"),
+    )
+    return Measured("measured", said, figures)
+
+
+def operator_timing_alone(context: Context) -> Measured:
+    """One operator alone on its most frequent recorded inputs, in a subprocess (the
+    script ``operator_script`` writes), against the step's time: its time per call."""
     operator = str(context.finding.evidence.values().get("operator"))
     analysis = context.analysis
     known = next((o for o in analysis.operators if o.name == operator), None)
     if known is None or not known.input_shapes:
         analysis = _shapes(context)
     timing = operator_timing(
-        analysis, operator, device=str(context.subject.device), timeout_s=context.timeout_s
+        analysis,
+        operator,
+        device=str(context.subject.device),
+        timeout_s=context.timeout_s,
+        source=context.analysis.trace.path,
     )
     if known is not None and known.calls:  # the figures of the trace the finding is about
         timing = msgspec.structs.replace(
@@ -114,7 +181,7 @@ def operator_alone(context: Context) -> Measured:
 def operator_throughput(context: Context) -> Measured:
     """``operator_alone``, and the TFLOP/s the operator reaches alone: the FLOPs of the
     shapes it was timed on (the roofline's row of them) over its time per call."""
-    measured = operator_alone(context)
+    measured = operator_timing_alone(context)
     values = {f.name: f.value for f in measured.figures}
     operator, alone_ms = str(values.get("operator")), values.get("alone_ms_per_call")
     flops = _flops_timed(context.analysis, operator)
@@ -172,27 +239,35 @@ def _measured(timing: OperatorTiming, calls: float | None, step: tuple[float, st
     return Measured("measured", said, figures)
 
 
+SHAPE_STEPS = 2  # steps recorded with their shapes, after one warm-up step
+
+
 def _shapes(context: Context) -> TraceAnalysis:
-    """A two-step capture of a copy of the state with shapes recorded, analyzed."""
+    """A short capture of a copy of the state with shapes recorded (one warm-up step, then
+    ``SHAPE_STEPS`` steps marked as the window's are), analyzed."""
     from steptrace.pipeline import analyze
 
     subject = context.subject
     state = copy.deepcopy(dict(subject.make_state()))
+    feed = itertools.cycle(subject.batches)
     with tempfile.TemporaryDirectory() as folder, torch.random.fork_rng():
         path = Path(folder) / "shapes.json"
         recording = torch.profiler.profile(
-            activities=activities(subject.device), record_shapes=True
+            activities=activities(subject.device),
+            record_shapes=True,
+            schedule=torch.profiler.schedule(wait=0, warmup=1, active=SHAPE_STEPS, repeat=1),
+            on_trace_ready=lambda done: done.export_chrome_trace(str(path)),
         )
         with without_usdt_lines():  # kineto's start and stop lines (steptrace.quiet)
             recording.start()
         try:
-            for batch in subject.batches[:2]:
-                subject.step(state, batch)
-                recording.step()
+            for _ in range(1 + SHAPE_STEPS):
+                subject.step(state, next(feed))
+                with without_usdt_lines():
+                    recording.step()
         finally:
             with without_usdt_lines():
                 recording.stop()
-        recording.export_chrome_trace(str(path))
         return analyze(path).analysis
 
 

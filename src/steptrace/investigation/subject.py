@@ -4,8 +4,9 @@ A ``Workload`` (``steptrace profile``'s) becomes a ``Subject``: a step ``step(st
 ``make_state()`` returning the user's own objects (``compare`` deep-copies them: they are
 never changed), a few batches read once from the loader and kept, and the loader itself
 for the checks that read it. Training: the steps ``profile_training`` runs (transfer,
-forward, loss, backward, optimizer step) returning the loss; inference: ``request(model,
-input)`` on a model from ``load_model()`` (called once here).
+forward, loss, backward, optimizer step, or the workload's own ``step``) returning the
+loss, ``state`` holding the model and the optimizer (and what the user's step adds);
+inference: ``request(model, input)`` on a model from ``load_model()`` (called once here).
 """
 
 from __future__ import annotations
@@ -17,8 +18,8 @@ from dataclasses import dataclass
 import torch
 
 from steptrace.capturing.batches import split_batch
-from steptrace.capturing.training import training_step
-from steptrace.capturing.workload import Workload
+from steptrace.capturing.training import carried_state, training_step, user_training_step
+from steptrace.capturing.workload import Workload, training_parts
 from steptrace.devices import to_device
 from steptrace.errors import CaptureError
 from steptrace.validate.inputs import Batch, MakeState, Output, State, Step
@@ -46,35 +47,34 @@ def subject_of(workload: Workload, device: torch.device) -> Subject:
 
 
 def _training(workload: Workload, device: torch.device) -> Subject:
-    model, optimizer, loss_fn, loader = (
-        workload.model,
-        workload.optimizer,
-        workload.loss_fn,
-        workload.loader,
-    )
-    if model is None or optimizer is None or loss_fn is None or loader is None:
-        raise CaptureError("a training workload needs model, optimizer, loss_fn and loader")
+    model, optimizer, loader = training_parts(workload)
     batches = [to_device(b, device) for b in itertools.islice(iter(loader), BATCHES)]
     if not batches:
         raise CaptureError(
             "the loader gave no batch after the capture: give a loader that can be iterated "
             "again (a DataLoader or a list), not a one-shot iterator"
         )
-
-    split = workload.split_batch or split_batch
-
-    def step(state: State, batch: Batch) -> torch.Tensor:
-        return training_step(
-            state["model"], state["optimizer"], loss_fn, batch, device, split=split
-        )
-
     return Subject(
         "training",
         device,
-        step,
-        lambda: {"model": model, "optimizer": optimizer},
+        _training_step(workload, device),
+        lambda: {"model": model, **carried_state(optimizer, None)},
         batches,
         loader,
+    )
+
+
+def _training_step(workload: Workload, device: torch.device) -> Step:
+    """The step the capture ran: the user's own, or steptrace's on ``loss_fn``."""
+    user_step, loss_fn = workload.step, workload.loss_fn
+    split = workload.split_batch or split_batch
+    if user_step is not None:
+        return lambda state, batch: user_training_step(
+            user_step, state["model"], batch, state, device
+        )
+    assert loss_fn is not None  # training_parts refused neither
+    return lambda state, batch: training_step(
+        state["model"], state["optimizer"], loss_fn, batch, device, split=split
     )
 
 

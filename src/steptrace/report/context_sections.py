@@ -9,7 +9,7 @@ from steptrace.hypotheses.case import Case
 from steptrace.hypotheses.rules.dominance import distortion_note
 from steptrace.report.document import Paragraph, Section
 from steptrace.report.model import Report
-from steptrace.scenario import OPTION_COSTS, CaptureFacts, Scenario
+from steptrace.scenario import OPTION_COSTS, CaptureFacts, ProfilerCost, Scenario
 
 NO_QUESTION = (
     "No question recorded: state it, and the step's boundaries, before reading "
@@ -73,10 +73,12 @@ def capture_lines(capture: CaptureFacts | None) -> list[str]:
     if capture.cold_start_ms:
         cold = ", ".join(units.ms(v) for v in capture.cold_start_ms)
         lines.append(f"Cold start (first step(s), before the profiler): {cold} ms — kept apart")
-    if capture.overhead_ratio is not None:
+    if capture.overhead is not None:
+        lines.append(_profiler_cost(capture.overhead))
+    elif capture.overhead_ratio is not None:
         lines.append(
             f"Profiler distortion: profiled steps took {capture.overhead_ratio:.2f}× the "
-            "same steps without the profiler (medians, synchronized at step boundaries)"
+            "same steps without the profiler (medians, timed afterwards: not interleaved, no CI)"
         )
     if capture.flops_per_step:
         mfu = capture.mfu
@@ -90,6 +92,23 @@ def capture_lines(capture: CaptureFacts | None) -> list[str]:
             )
         )
     return lines
+
+
+def _profiler_cost(cost: ProfilerCost) -> str:
+    """The profiler's measured cost, said as compare says a verdict."""
+    low, high = cost.ci
+    how = (
+        f"{len(cost.order)} pairs of interleaved blocks of {cost.block_steps} step(s), "
+        f"{100 * cost.confidence:g}% CI {low:.2f}–{high:.2f}×"
+    )
+    if not cost.detected:
+        return f"Profiler distortion: no detectable difference with and without it ({how})"
+    if cost.ratio < 1:
+        return (
+            f"Profiler distortion: profiled steps took {cost.ratio:.2f}× the bare ones ({how}): "
+            "faster while recorded, which no profiler causes; read it as the noise of this run"
+        )
+    return f"Profiler distortion: profiled steps took {cost.ratio:.2f}× the bare ones ({how})"
 
 
 def notes(report: Report) -> Section:

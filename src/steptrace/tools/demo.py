@@ -37,7 +37,7 @@ if TYPE_CHECKING:
 BATCH, CLASSES, SIZE = 32, 10, 32
 TRACE, SIDECAR = "trace.json", "trace.scenario.json"  # in the demo's folder
 RANKS = "ranks"  # the folder of the rank traces, in the demo's folder
-BUDGET_S, QUICK_BUDGET_S = 20.0, 8.0  # for all the checks together
+BUDGET_S, QUICK_BUDGET_S = 40.0, 20.0  # the whole investigation, capture included
 PLANTED = (  # (the rule that should find it, the planted problem)
     ("input-pipeline", "a slow single-process input pipeline"),
     ("repeated-copy", "a constant rebuilt from a Python list at every step"),

@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     from steptrace.validate.checks import pinned_memory_check, prepared_batch_check
     from steptrace.validate.compiled import compile_check
     from steptrace.validate.constants import ConstantCache, constant_once_check
+    from steptrace.validate.fewer_threads import fewer_threads_check
     from steptrace.validate.inference_mode import inference_mode_check
     from steptrace.validate.inputs import CandidateInputs, State, Step
     from steptrace.validate.operator_alone import operator_timing
@@ -34,13 +35,15 @@ if TYPE_CHECKING:
         Faster,
         LoopCheck,
         NoDetectableDifference,
+        OperatorCall,
+        OperatorShare,
         OperatorTiming,
         OutputsDiffer,
         Slower,
         Timed,
         TooFewSamples,
     )
-    from steptrace.validate.script import operator_script
+    from steptrace.validate.script import calls_script, operator_calls, operator_script
     from steptrace.validate.timing import CheckPlan, Instruments, TimingPlan
 
 _RESULTS = (
@@ -49,6 +52,8 @@ _RESULTS = (
     "Faster",
     "LoopCheck",
     "NoDetectableDifference",
+    "OperatorCall",
+    "OperatorShare",
     "OperatorTiming",
     "OutputsDiffer",
     "Slower",
@@ -63,11 +68,14 @@ _MODULE_OF = {
     **dict.fromkeys(("ConstantCache", "constant_once_check"), "steptrace.validate.constants"),
     "inference_mode_check": "steptrace.validate.inference_mode",
     **dict.fromkeys(("CandidateInputs", "State", "Step"), "steptrace.validate.inputs"),
+    "fewer_threads_check": "steptrace.validate.fewer_threads",
     "operator_timing": "steptrace.validate.operator_alone",
     "optimizer_check": "steptrace.validate.optimizer",
     "profiler_check": "steptrace.validate.profiler",
     **dict.fromkeys(_RESULTS, "steptrace.validate.results"),
-    "operator_script": "steptrace.validate.script",
+    **dict.fromkeys(
+        ("calls_script", "operator_calls", "operator_script"), "steptrace.validate.script"
+    ),
     **dict.fromkeys(("CheckPlan", "Instruments", "TimingPlan"), "steptrace.validate.timing"),
 }
 
@@ -81,6 +89,8 @@ __all__ = [
     "Instruments",
     "LoopCheck",
     "NoDetectableDifference",
+    "OperatorCall",
+    "OperatorShare",
     "OperatorTiming",
     "OutputsDiffer",
     "Slower",
@@ -90,10 +100,13 @@ __all__ = [
     "TimingPlan",
     "TooFewSamples",
     "autocast_check",
+    "calls_script",
     "compare",
     "compile_check",
     "constant_once_check",
+    "fewer_threads_check",
     "inference_mode_check",
+    "operator_calls",
     "operator_script",
     "operator_timing",
     "optimizer_check",

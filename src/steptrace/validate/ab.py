@@ -18,6 +18,7 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Sequence
 from typing import NamedTuple
 
@@ -25,10 +26,12 @@ import msgspec
 import numpy as np
 import torch
 
+from steptrace.clocks import RunningClock, wall_of
 from steptrace.errors import CaptureError
+from steptrace.paired import MIN_PAIRS
 from steptrace.validate.agreement import check_both, guarded
 from steptrace.validate.correctness import explain, flatten
-from steptrace.validate.estimators import MIN_PAIRS, Interference, decide
+from steptrace.validate.estimators import Interference, decide
 from steptrace.validate.inputs import Batch, CandidateInputs, MakeLoop, MakeState, Step
 from steptrace.validate.results import (
     TIMED,
@@ -40,7 +43,9 @@ from steptrace.validate.results import (
 )
 from steptrace.validate.sides import Start, copies, start
 from steptrace.validate.stats import SideStats, sentence, summarize, verdict
+from steptrace.validate.threads import threads_for
 from steptrace.validate.timing import (
+    BeforeBlock,
     CheckPlan,
     Clock,
     Instruments,
@@ -79,9 +84,10 @@ def compare(
     instruments = instruments or Instruments()
     steps = (baseline, candidate)
     inputs = (make_state, batches, loop_batches, candidate_inputs or CandidateInputs())
+    target = torch.device(device)
     try:
-        with watchdog(deadline_s(plan.budget_s)):
-            return _compared(steps, inputs, torch.device(device), check, plan, instruments)
+        with watchdog(deadline_s(plan.budget_s)), threads_for(plan.threads, target) as threads:
+            return _compared(steps, inputs, target, (check, plan, threads), instruments)
     except Overrun:  # between two steps: the steps themselves name the side (``guarded``)
         raise CaptureError(
             f"the comparison outlived its budget ({plan.budget_s:g} s) and was stopped"
@@ -98,12 +104,15 @@ def _compared(
     steps: tuple[Step, Step],
     inputs: tuple[MakeState, Sequence[Batch], MakeLoop | None, CandidateInputs],
     target: torch.device,
-    check: CheckPlan,
-    plan: TimingPlan,
+    plans: tuple[CheckPlan, TimingPlan, str | None],
     instruments: Instruments,
 ) -> Comparison:
-    """``compare``'s work, its correctness steps counted inside the budget."""
-    began = instruments.clock()
+    """``compare``'s work, its correctness steps counted inside the budget; ``plans``: the
+    correctness and timing plans and what was said of the threads (None: left as set)."""
+    check, plan, threads_said = plans
+    clock = instruments.clock or _clock(target)
+    wall = wall_of(clock)  # the budget is wall time
+    began = wall()
     sync = instruments.synchronize or _synchronizer(target)
     begun = start(*inputs)
     correctness, pair_s = check_both(
@@ -112,10 +121,11 @@ def _compared(
         begun.feeds,
         check,
         seed=plan.seed,
-        clock=instruments.clock,
+        clock=clock,
         synchronize=sync,
     )
-    said = _Said(correctness, begun.by_design, str(target))
+    designed = (*begun.by_design, *([threads_said] if threads_said else []))
+    said = _Said(correctness, designed, str(target))
     if not correctness.ok and not check.accept_difference:
         return OutputsDiffer(
             sentence=explain(correctness),
@@ -123,10 +133,11 @@ def _compared(
             by_design=said.by_design,
             device=said.device,
         )
-    spent_s = instruments.clock() - began
+    spent_s = wall() - began
     timing = msgspec.structs.replace(plan, budget_s=max(plan.budget_s - spent_s, 0.0))
-    samples = _timed_blocks(steps, begun, timing, instruments, sync, pair_s)
-    loop = _loop(steps, begun, plan, instruments.clock, sync)
+    samples = _timed_blocks(steps, begun, timing, (clock, sync, instruments.before_block), pair_s)
+    loop = _loop(steps, begun, plan, clock, sync)
+    said = said._replace(by_design=(*said.by_design, *_waited(clock, samples)))
     if len(samples.order) < MIN_PAIRS:
         return TooFewSamples(
             sentence=_too_few(plan, pair_s, samples, spent_s),
@@ -154,21 +165,22 @@ def _timed_blocks(
     steps: tuple[Step, Step],
     begun: Start,
     plan: TimingPlan,
-    instruments: Instruments,
-    sync: Sync,
+    how: tuple[Clock, Sync, BeforeBlock | None],
     pair_s: float,
 ) -> Samples:
-    """Both sides timed in interleaved blocks, each on fresh copies of its start."""
+    """Both sides timed in interleaved blocks, each on fresh copies of its start; ``how``:
+    the clock, the synchronizer and the hook before each block."""
     state_a, state_b = copies(begun.origins[0], "A"), copies(begun.origins[1], "B")
     step_a, step_b = guarded(steps[0], "A", "while timed"), guarded(steps[1], "B", "while timed")
     sides = Sides(lambda x: step_a(state_a, x), lambda x: step_b(state_b, x), *begun.feeds)
+    clock, sync, before_block = how
     return run_blocks(
         sides,
         plan,
-        clock=instruments.clock,
+        clock=clock,
         synchronize=sync,
         pair_s=pair_s,
-        before_block=instruments.before_block or (lambda side: None),
+        before_block=before_block or (lambda side: None),
     )
 
 
@@ -200,6 +212,24 @@ def _verdict(
         candidate=b_stats,
         noise_warning=_noise(a_stats, b_stats, measured),
     )
+
+
+def _clock(device: torch.device) -> Clock:
+    """The wall clock; on the CPU, less the time this thread waited for a CPU."""
+    return RunningClock() if device.type == "cpu" else time.perf_counter
+
+
+def _waited(clock: Clock, samples: Samples) -> list[str]:
+    """What the clock removed from the timed steps, in words, when it is worth saying."""
+    waited_s = clock.waited_s if isinstance(clock, RunningClock) else 0.0
+    timed_s = (sum(samples.a) + sum(samples.b)) / 1000
+    if waited_s <= 0.01 * (timed_s + waited_s):
+        return []
+    return [
+        f"clock: {waited_s:.2f} s of waiting for a CPU (other processes running) left out of "
+        f"the {timed_s + waited_s:.1f} s of timing: each step's time is the wall clock less "
+        "the time its thread waited in the scheduler's queue (steptrace.clocks)"
+    ]
 
 
 def _synchronizer(device: torch.device) -> Sync:

@@ -25,19 +25,18 @@ ten); otherwise the median does, at 95%.
 
 from __future__ import annotations
 
-from functools import cache
 from typing import Literal
 
 import msgspec
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
+from steptrace.paired import CONFIDENCE, MIN_PAIRS, paired_ratio
+
 EstimatorName = Literal["median", "block-minimum"]
-CONFIDENCE = 0.95
 CONFIDENCE_INTERFERED = 0.99
 SLOWED = 1.5  # a step this much slower than its block's fastest was held back
 INTERFERED = 0.10  # share of such steps beyond which the block minima decide
-MIN_PAIRS = 6  # the fewest block pairs whose signed-rank CI reaches 95%
 
 
 class Estimate(msgspec.Struct, frozen=True):
@@ -101,12 +100,8 @@ def shift_estimate(
 
 
 def _hodges_lehmann(name: EstimatorName, logs: NDArray[np.float64], confidence: float) -> Estimate:
-    n = logs.size
-    walsh = np.sort((logs[:, None] + logs[None, :])[np.triu_indices(n)] / 2)
-    k = _signed_rank_rank(n, confidence)  # CI = [w_(k), w_(N+1-k)], 1-based
-    low, high = float(np.exp(walsh[k - 1])), float(np.exp(walsh[walsh.size - k]))
-    ratio = float(np.exp(np.median(walsh)))
-    return Estimate(name, ratio, (low, high), _p_value(logs), n, confidence)
+    found = paired_ratio(logs, confidence)
+    return Estimate(name, found.ratio, found.ci, _p_value(logs), found.pairs, confidence)
 
 
 def decide(a: ArrayLike, b: ArrayLike, block: int) -> tuple[Estimate, Estimate, Interference]:
@@ -133,24 +128,3 @@ def _p_value(paired: NDArray[np.float64]) -> float | None:
     if np.count_nonzero(paired) < MIN_PAIRS:
         return None
     return float(stats.wilcoxon(paired).pvalue)
-
-
-@cache
-def _signed_rank_rank(n: int, confidence: float = CONFIDENCE) -> int:
-    """The rank ``k`` of the Walsh average that bounds a two-sided CI (at least 1).
-
-    The exact null distribution of the signed-rank statistic T for ``n`` pairs: ``k`` is
-    the largest integer with P(T < k) <= (1 - confidence) / 2. Fewer than 6 pairs cannot
-    reach 95% (8 for 99%): then ``k`` is 1 and the CI is the whole range of the Walsh
-    averages.
-    """
-    top = n * (n + 1) // 2
-    counts = np.zeros(top + 1, dtype=np.float64)
-    counts[0] = 1.0
-    for rank in range(1, n + 1):  # each rank is in the positive set or not
-        counts[rank:] = (counts[rank:] + counts[:-rank]) / 2
-        counts[:rank] /= 2
-    below = np.cumsum(counts)  # below[t] = P(T <= t)
-    alpha = (1 - confidence) / 2
-    k = int(np.searchsorted(below, alpha, side="right"))  # P(T <= k-1) <= alpha
-    return max(k, 1)

@@ -29,11 +29,17 @@ if TYPE_CHECKING:
 
 
 def operator_timing(
-    analysis: TraceAnalysis, operator: str, *, device: str = "cpu", timeout_s: float
+    analysis: TraceAnalysis,
+    operator: str,
+    *,
+    device: str = "cpu",
+    timeout_s: float,
+    source: str | None = None,
 ) -> OperatorTiming:
-    """Run ``operator_script(analysis, operator)`` in a subprocess and read its timing."""
+    """Run ``operator_script(analysis, operator)`` in a subprocess and read its timing;
+    ``source``: the trace the script names (default: the analysis's)."""
     try:
-        script = operator_script(analysis, operator, device=device)
+        script = operator_script(analysis, operator, device=device, source=source)
     except TraceError as error:
         raise NotTestable(str(error), _instead(operator)) from None
     found = next(o for o in analysis.operators if o.name == operator)  # the script found it

@@ -5,7 +5,8 @@ results, by verdict: ``Faster``, ``Slower`` and ``NoDetectableDifference`` (``Ti
 every timing figure present), ``OutputsDiffer`` (no timing ran) and ``TooFewSamples``
 (the raw samples, no estimate). In JSON they are one object whose ``verdict`` says which.
 Their parts (``Correctness``, ``Difference``, ``LoopCheck``), ``OperatorTiming`` (one
-operator timed alone), and ``CheckResult``: a finding's controlled check and what it says
+operator timed alone), ``OperatorShare`` (operators timed alone against the step) and
+``CheckResult``: a finding's controlled check and what it says
 of the finding's hypothesis (``steptrace investigate``).
 """
 
@@ -215,6 +216,44 @@ class CheckResult(msgspec.Struct, frozen=True, kw_only=True):
     budget_s: float | None = None  # the time this check was allowed (None: did not run)
     elapsed_s: float | None = None  # the time it took, correctness and timing included
     predicted: Prediction | None = None  # the graph's prediction (a removal check)
+
+
+class OperatorCall(msgspec.Struct, frozen=True, kw_only=True):
+    """An operator on one set of recorded inputs, and how often a step calls it."""
+
+    operator: str  # aten::mm
+    input_shapes: str  # as recorded (JSON: a list per input)
+    input_types: str | None  # as recorded ("float", "Scalar", ...)
+    calls_per_step: float  # its calls in the trace's steps, over the steps
+
+
+class CallTiming(msgspec.Struct, frozen=True, kw_only=True):
+    """One ``OperatorCall`` timed alone: its time per call (median over the blocks)."""
+
+    call: OperatorCall
+    alone_ms_per_call: float
+
+
+class OperatorShare(msgspec.Struct, frozen=True, kw_only=True):
+    """What an operator (and those that do the same work) takes of the step, measured.
+
+    Every recorded set of inputs of the operators ``calls`` names, each run alone on
+    random values as many times as a step calls it, against the step itself: both timed
+    in the same interleaved blocks, outside the profiler. ``share`` is the median
+    ratio (the operators' time per step over the step's) with its CI
+    (``steptrace.paired``); ``script`` runs the same calls by hand.
+    """
+
+    operator: str  # the finding's
+    operators: tuple[str, ...]  # those measured with it (the same work: mm, addmm, ...)
+    calls: tuple[CallTiming, ...]
+    alone_ms_per_step: float  # median over the blocks
+    step_ms: float  # the step's median over the same blocks
+    share: float  # alone / step (Hodges-Lehmann over the blocks)
+    ci: tuple[float, float]
+    confidence: float
+    blocks: int
+    script: str
 
 
 class OperatorTiming(msgspec.Struct, frozen=True, kw_only=True):

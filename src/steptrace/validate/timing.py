@@ -25,7 +25,9 @@ from typing import Literal
 import msgspec
 import numpy as np
 
-from steptrace.validate.estimators import MIN_PAIRS, decide
+from steptrace.clocks import wall_of
+from steptrace.paired import MIN_PAIRS
+from steptrace.validate.estimators import decide
 from steptrace.validate.inputs import Batch, Output
 
 BoundStep = Callable[[Batch], Output]  # a side's step on its own state: batch -> outputs
@@ -61,6 +63,9 @@ class TimingPlan(msgspec.Struct, frozen=True, kw_only=True):
     loop_repeats: int = 3  # whole-loop runs per side, when a loop is given
     unit: Literal["ms/step", "samples/s"] = "ms/step"
     batch_size: int | None = None  # for samples/s; None: read from the first batch
+    # intra-op threads on the CPU: "fit" (at most the cores other processes leave free),
+    # "as-is" (torch's setting), or a number (validate.threads says why)
+    threads: int | Literal["fit", "as-is"] = "fit"
 
 
 class CheckPlan(msgspec.Struct, frozen=True, kw_only=True):
@@ -76,12 +81,16 @@ class CheckPlan(msgspec.Struct, frozen=True, kw_only=True):
 class Instruments(msgspec.Struct, frozen=True):
     """The clock and the device synchronizer (None: the device's own), injectable for tests.
 
+    The device's own clock: on the CPU, the wall clock less the time the timing thread
+    waited for a CPU (``steptrace.clocks.RunningClock``: other processes' share removed);
+    on a GPU, the wall clock.
+
     ``before_block`` is called with the side's name before each run of that side's steps
     (every warm-up step and every block), outside the timed interval: a check can switch
     something on for one side there (the profiler for A) without timing the switch.
     """
 
-    clock: Clock = time.perf_counter
+    clock: Clock | None = None
     synchronize: Sync | None = None
     before_block: BeforeBlock | None = None
 
@@ -108,7 +117,8 @@ def run_blocks(
     ``before_block(side)`` runs before each side's steps, untimed."""
     coin = np.random.default_rng(plan.seed)
     feed_a, feed_b = itertools.cycle(sides.batches_a), itertools.cycle(sides.batches_b)
-    started = clock()
+    wall = wall_of(clock)  # the budget is wall time; steps are timed on ``clock``
+    started = wall()
     timed: dict[str, list[float]] = {"A": [], "B": [], "warm A": [], "warm B": []}
     order: list[str] = []
 
@@ -119,7 +129,7 @@ def run_blocks(
             a=tuple(timed["A"]),
             b=tuple(timed["B"]),
             order=tuple(order),
-            elapsed_s=clock() - started,
+            elapsed_s=wall() - started,
             block_steps=block,
             stopped=stopped,
         )
@@ -127,18 +137,18 @@ def run_blocks(
     if pair_s is not None and not _fits(plan.budget_s, pair_s, 1 + MIN_PAIRS):
         return result("too-few-samples")
     for i in range(max(plan.warmup, 1)):
-        spent = clock() - started
-        if i and pair_s is not None and spent + pair_s > WARMUP_SHARE * plan.budget_s:
+        began = wall()
+        if i and pair_s is not None and began - started + pair_s > WARMUP_SHARE * plan.budget_s:
             break
         before_block("A")
         timed["warm A"] += _timed(sides.step_a, feed_a, 1, clock, synchronize)
         before_block("B")
         timed["warm B"] += _timed(sides.step_b, feed_b, 1, clock, synchronize)
-        warm = (timed["warm A"][-1] + timed["warm B"][-1]) / 1000
+        warm = wall() - began
         pair_s = warm if pair_s is None else min(pair_s, warm)  # one slow step sizes nothing
     assert pair_s is not None  # at least one warm-up step ran
     pair_s = max(pair_s, 1e-9)  # a clock too coarse reads 0: refused after the timing
-    left = plan.budget_s - (clock() - started)
+    left = plan.budget_s - (wall() - started)
     least = max(plan.min_blocks, MIN_PAIRS)  # fewer blocks give no confidence interval
     block = min(plan.block_steps, math.floor(left / (pair_s * least)))
     if block < 1:
@@ -146,7 +156,8 @@ def run_blocks(
             return result("too-few-samples")
         block = 1
     for count in range(1, plan.max_blocks + 1):
-        if not _fits(plan.budget_s - (clock() - started), pair_s, 1, block):
+        began = wall()
+        if not _fits(plan.budget_s - (began - started), pair_s, 1, block):
             return result("budget", block)
         first_a = bool(coin.integers(2))
         pairs = [("A", sides.step_a, feed_a), ("B", sides.step_b, feed_b)]
@@ -154,7 +165,7 @@ def run_blocks(
             before_block(name)
             timed[name] += _timed(step, feed, block, clock, synchronize)
         order.append("AB" if first_a else "BA")
-        pair_s = (float(np.median(timed["A"])) + float(np.median(timed["B"]))) / 1000
+        pair_s = max((wall() - began) / block, 1e-9)  # on the wall, as the budget is
         due = count >= least and (count - least) % 3 == 0
         if due and _precise(timed, block, plan):  # every third block from min_blocks on
             return result("precise", block)

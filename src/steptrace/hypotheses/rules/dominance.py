@@ -21,6 +21,7 @@ if TYPE_CHECKING:
     from steptrace.analysis.measure import StepResult, TraceAnalysis
     from steptrace.hypotheses.case import Case
     from steptrace.hypotheses.thresholds import Thresholds
+    from steptrace.scenario import ProfilerCost
 
 
 # What the profiler or torch wraps around other work, never work of its own.
@@ -106,13 +107,22 @@ def _busy_ms(step: StepResult, on_gpu: bool) -> float:
 def profiler_distortion(case: Case, limits: Thresholds) -> list[Finding]:
     """The profiler's own cost, measured when the capture timed the same steps without it.
 
-    The ratio decides: the rule fires from ``overhead_ratio`` on, and explains the share
-    of each profiled step the profiler added (``1 - 1/ratio``). Not measured, nothing is
-    claimed: ``distortion_note`` says what the operators' durations suggest.
+    Measured in interleaved blocks (``CaptureFacts.overhead``), the ratio and its CI decide:
+    the rule fires when the whole CI lies beyond the ±1% band and the ratio reaches
+    ``overhead_ratio``, and explains the share of each profiled step the profiler added
+    (``1 - 1/ratio``); no detectable difference is no finding (the report's capture lines
+    say it). An older capture's ratio without a CI decides alone, with a caveat. Not
+    measured, nothing is claimed: ``distortion_note`` says what the operators' durations
+    suggest, in the report's context (``investigate`` always measures it).
     """
     analysis = case.analysis
+    cost = case.capture.overhead if case.capture else None
     ratio = case.capture.overhead_ratio if case.capture else None
-    if ratio is None or ratio < limits.overhead_ratio:
+    if cost is not None:
+        fires = cost.detected and cost.ratio >= limits.overhead_ratio
+    else:
+        fires = ratio is not None and ratio >= limits.overhead_ratio
+    if ratio is None or not fires:
         return []
     durations, counts = _operator_figures(analysis)
     observation = (
@@ -121,16 +131,18 @@ def profiler_distortion(case: Case, limits: Thresholds) -> list[Finding]:
         if durations
         else "CPU operators"
     )
+    ci = cost.ci if cost is not None else None
     return [
         finding(
             "profiler-distortion",
             _profiler_share(ratio),
-            observation=f"{observation}; {_measured(ratio)}.",
+            observation=f"{observation}; {_measured(ratio, cost)}.",
             evidence=evidence(
                 where(analysis),
                 ("operators_per_step", median(counts), "count"),
                 ("operator_us_median", median(durations) if durations else None, "us"),
                 ("measured_overhead_ratio", ratio, "ratio"),
+                *(() if ci is None else (("measured_overhead_ci", _interval(ci), "text"),)),
             ),
             hypothesis=(
                 "The step may be dispatch-bound: the profiler adds a few µs to every operator, "
@@ -142,7 +154,10 @@ def profiler_distortion(case: Case, limits: Thresholds) -> list[Finding]:
                 "profile_training(measure_overhead=True)) before believing per-operator "
                 "figures; compare ms/step with and without the profiler."
             ),
-            caveats=("The trace still shows the order of events faithfully.",),
+            caveats=(
+                "The trace still shows the order of events faithfully.",
+                *(() if cost is not None or ratio is None else (_UNPAIRED,)),
+            ),
         )
     ]
 
@@ -171,18 +186,36 @@ def _operator_figures(analysis: TraceAnalysis) -> tuple[list[float], list[float]
     return durations, [float(s.cpu.operators) for s in analysis.steps]
 
 
+_UNPAIRED = (
+    "This capture timed its steps without the profiler after the window, not interleaved "
+    "with it: no confidence interval, and whatever changed in between reads as the "
+    "profiler's cost (capture again to measure it in interleaved blocks)."
+)
+
+
+def _interval(ci: tuple[float, float]) -> str:
+    return f"{ci[0]:.2f}–{ci[1]:.2f}"
+
+
 def _profiler_share(ratio: float | None) -> float:
     """The share of a profiled step the profiler added; nothing when it was not measured."""
     return 1 - 1 / ratio if ratio is not None and ratio > 1 else 0.0
 
 
-def _measured(ratio: float) -> str:
-    if ratio < 1:  # only with an overhead_ratio threshold under 1
+def _measured(ratio: float, cost: ProfilerCost | None) -> str:
+    if cost is None and ratio < 1:
         return (
             f"profiled steps took {ratio:.2f}× the time of the same steps without the "
             "profiler: below 1, that is noise between runs, not a speed-up"
         )
+    interval = ""
+    if cost is not None:
+        low, high = cost.ci
+        interval = (
+            f" [{100 * cost.confidence:g}% CI {low:.2f}–{high:.2f}×, {len(cost.order)} pairs "
+            "of interleaved blocks]"
+        )
     return (
-        f"profiled steps took {ratio:.2f}× the time of the same steps without the profiler: "
-        f"the profiler added {pct(_profiler_share(ratio))} of each profiled step"
+        f"profiled steps took {ratio:.2f}×{interval} the time of the same steps without the "
+        f"profiler: the profiler added {pct(_profiler_share(ratio))} of each profiled step"
     )

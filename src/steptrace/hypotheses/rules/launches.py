@@ -88,7 +88,7 @@ def optimizer_kernels(case: Case, limits: Thresholds) -> list[Finding]:
     launches, times, labels = [], [], set[str]()
     shares = []
     for step in analysis.steps:
-        phases = _optimizer_phases(step.phases)
+        phases = optimizer_phases(step.phases)
         counted = [p.gpu_launches for p in phases if p.gpu_launches is not None]
         if counted:
             launches.append(max(counted))  # nested optimizer labels: the outer one's count
@@ -127,7 +127,7 @@ def optimizer_kernels(case: Case, limits: Thresholds) -> list[Finding]:
     ]
 
 
-def _optimizer_phases(phases: tuple[Phase, ...]) -> list[Phase]:
+def optimizer_phases(phases: tuple[Phase, ...]) -> list[Phase]:
     """The labels read as the optimizer step; torch's own label alone when it is there (a
     framework's optimizer_step label may hold the forward and backward passes too)."""
     chosen = [p for p in phases if part_of(p.name) == "optimizer_step"]

@@ -1,0 +1,142 @@
+"""CPU training workloads with one problem planted each, and a healthy one, for the closed
+loop (``steptrace investigate``): the planted finding must rank first, its check supported.
+
+- ``per_tensor_optimizer``: 128 small layers (256 parameters) under Adam with its CPU
+  default, one tensor at a time (``foreach=None`` picks the loop on the CPU).
+- ``tiny_op_loop``: a model whose forward is a Python loop of 200 elementwise operators on
+  a 16-number tensor.
+- ``slow_collate``: a ``collate_fn`` that sleeps 20 ms per batch in front of a small MLP.
+- ``oversubscribed``: a small MLP run with four intra-op threads per usable core.
+- ``healthy``: three 512-wide layers on 256-row batches, SGD: matrix products are the step.
+
+Each factory sets torch's threads (one, except ``oversubscribed``): on shared cores the
+others' timings would measure the scheduler (``steptrace.machine``).
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import torch
+from torch.utils.data import DataLoader
+
+import steptrace
+from steptrace.capturing import Workload
+from steptrace.machine import usable_cores
+
+FEATURES, BATCH, BATCHES = 64, 32, 16
+COLLATE_SLEEP_S = 0.02
+
+
+def _batches(
+    features: int = FEATURES, rows: int = BATCH
+) -> list[tuple[torch.Tensor, torch.Tensor]]:
+    generator = torch.Generator().manual_seed(0)
+    return [
+        (
+            torch.randn(rows, features, generator=generator),
+            torch.randint(0, 4, (rows,), generator=generator),
+        )
+        for _ in range(BATCHES)
+    ]
+
+
+def _mlp(features: int = FEATURES, hidden: int = 128, depth: int = 2) -> torch.nn.Module:
+    torch.manual_seed(0)
+    layers: list[torch.nn.Module] = [torch.nn.Linear(features, hidden), torch.nn.ReLU()]
+    for _ in range(depth - 2):
+        layers += [torch.nn.Linear(hidden, hidden), torch.nn.ReLU()]
+    return torch.nn.Sequential(*layers, torch.nn.Linear(hidden, 4))
+
+
+def _training(
+    question: str, model: torch.nn.Module, optimizer: Any, loader: Any, **said: Any
+) -> Workload:
+    return Workload(
+        scenario=steptrace.Scenario(question=question, batch_size=BATCH, **said),
+        model=model,
+        optimizer=optimizer,
+        loss_fn=torch.nn.functional.cross_entropy,
+        loader=loader,
+    )
+
+
+def per_tensor_optimizer() -> Workload:
+    torch.set_num_threads(1)
+    torch.manual_seed(0)
+    layers = [torch.nn.Linear(8, 8) for _ in range(127)]
+    model = torch.nn.Sequential(torch.nn.Linear(FEATURES, 8), *layers, torch.nn.Linear(8, 4))
+    return _training(
+        "Why is the training step slow?",
+        model,
+        torch.optim.Adam(model.parameters(), lr=1e-3),  # per tensor: the CPU default
+        _batches(),
+    )
+
+
+class TinyOps(torch.nn.Module):
+    """200 elementwise operators on a 16-number tensor, one Python call each."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.scale = torch.nn.Parameter(torch.ones(16))
+        self.head = torch.nn.Linear(16, 4)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        y = x[:, :16] * self.scale
+        for _ in range(100):
+            y = torch.tanh(y) * 0.9
+        return self.head(y)
+
+
+def tiny_op_loop() -> Workload:
+    torch.set_num_threads(1)
+    torch.manual_seed(0)
+    model = TinyOps()
+    return _training(
+        "Why is the step slow for such a small model?",
+        model,
+        torch.optim.SGD(model.parameters(), lr=0.01),
+        _batches(),
+    )
+
+
+def _sleepy_collate(samples: list[tuple[torch.Tensor, torch.Tensor]]) -> Any:
+    time.sleep(COLLATE_SLEEP_S)
+    return torch.utils.data.default_collate(samples)
+
+
+def slow_collate() -> Workload:
+    torch.set_num_threads(1)
+    pairs = [(x[i], y[i]) for x, y in _batches() for i in range(BATCH)]
+    model = _mlp()
+    return _training(
+        "Does the step wait for data?",
+        model,
+        torch.optim.SGD(model.parameters(), lr=0.01),
+        DataLoader(pairs, batch_size=BATCH, collate_fn=_sleepy_collate),
+        data_origin="a collate_fn that sleeps 20 ms per batch",
+    )
+
+
+def oversubscribed() -> Workload:
+    torch.set_num_threads(4 * usable_cores())
+    model = _mlp(256, 256, depth=6)
+    return _training(
+        "Why is the step slower than expected?",
+        model,
+        torch.optim.SGD(model.parameters(), lr=0.01),
+        _batches(256, 64),
+    )
+
+
+def healthy() -> Workload:
+    torch.set_num_threads(1)
+    model = _mlp(512, 512, depth=3)
+    return _training(
+        "How long does a step take?",
+        model,
+        torch.optim.SGD(model.parameters(), lr=0.01),
+        _batches(512, 256),
+    )

@@ -1,0 +1,250 @@
+"""The closed loop on live CPU workloads (``tests/loop_workloads.py``): the CPU-side rules
+fire where a problem is planted and stay silent where it is not; ``investigate`` ranks the
+planted finding first, its check supported and agreeing with an independent interleaved
+measurement taken here; on a healthy matrix-bound step nothing is supported and the
+matrix products are measured to decide the step."""
+
+from __future__ import annotations
+
+import copy
+import re
+import statistics
+import time
+import warnings
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+torch = pytest.importorskip("torch", reason="the loop captures with torch")
+
+import steptrace  # noqa: E402
+from steptrace.capturing import Workload  # noqa: E402
+from steptrace.capturing.training import training_step  # noqa: E402
+from steptrace.capturing.workload import run_workload  # noqa: E402
+from steptrace.clocks import RunningClock  # noqa: E402
+from steptrace.investigation import investigate  # noqa: E402
+from steptrace.report.model import Report  # noqa: E402
+from steptrace.validate import Timed  # noqa: E402
+from tests import investigate_workloads, loop_workloads  # noqa: E402
+
+Run = Callable[[], object]
+Clock = Callable[[], float]
+LOAD_MARGIN = 0.25  # threads' cost is the others' load's, which changes between the two
+CPU = torch.device("cpu")
+MARGIN = 0.10  # the reference is itself a noisy estimate: it may fall this far outside the CI
+
+
+@pytest.fixture(autouse=True)
+def threads_kept() -> Any:
+    """The workloads set torch's threads (the planted one, more than the cores): put back."""
+    threads = torch.get_num_threads()
+    yield
+    torch.set_num_threads(threads)
+
+
+def findings_of(workload: Workload, tmp_path: Path) -> set[str]:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        captured = run_workload(workload, out=tmp_path / "t.json", window=steptrace.Window())
+    return {f.rule for f in steptrace.analyze(captured.trace).findings}
+
+
+def test_a_per_tensor_optimizer_is_found_and_a_foreach_one_is_not(tmp_path: Path) -> None:
+    assert "per-tensor-optimizer" in findings_of(loop_workloads.per_tensor_optimizer(), tmp_path)
+    workload = loop_workloads.per_tensor_optimizer()
+    assert workload.model is not None
+    grouped = Workload(
+        scenario=workload.scenario,
+        model=workload.model,
+        optimizer=torch.optim.Adam(workload.model.parameters(), lr=1e-3, foreach=True),
+        loss_fn=workload.loss_fn,
+        loader=workload.loader,
+    )
+    assert "per-tensor-optimizer" not in findings_of(grouped, tmp_path / "foreach")
+
+
+def test_a_tiny_op_loop_is_dispatch_bound_and_a_matrix_bound_step_is_not(tmp_path: Path) -> None:
+    assert "dispatch-bound" in findings_of(loop_workloads.tiny_op_loop(), tmp_path / "tiny")
+    assert "dispatch-bound" not in findings_of(loop_workloads.healthy(), tmp_path / "healthy")
+
+
+def test_threads_beyond_the_cores_are_found_and_one_thread_is_not(tmp_path: Path) -> None:
+    found = findings_of(loop_workloads.oversubscribed(), tmp_path / "many")
+    assert "thread-oversubscription" in found
+    assert "thread-oversubscription" not in findings_of(loop_workloads.healthy(), tmp_path / "one")
+
+
+# -- investigate, end to end ---------------------------------------------------------------
+
+
+def interleaved(a: Run, b: Run, comparison: Timed, *, rounds: int = 24, clock: Clock) -> float:
+    """B/A measured here, as the check's deciding estimator reads a block: blocks of as
+    many steps as the check's, of A and B side by side in alternating order; each block's
+    median step (or its fastest, when the check's estimate is the block minima); the median
+    of the blocks' ratios."""
+    of_block = min if comparison.estimate.estimator == "block-minimum" else statistics.median
+    block = max(comparison.samples.block_steps, 1)
+    for run in (a, b, a, b):  # warm-up
+        run()
+    ratios = []
+    for k in range(rounds):
+        took: dict[str, float] = {}
+        for name, run in (("a", a), ("b", b)) if k % 2 else (("b", b), ("a", a)):
+            steps = []
+            for _ in range(block):
+                began = clock()
+                run()
+                steps.append(clock() - began)
+            took[name] = of_block(steps)
+        ratios.append(took["b"] / took["a"])
+    return statistics.median(ratios)
+
+
+def investigated(workload: Workload, tmp_path: Path, budget_s: float = 60) -> Report:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return investigate(workload, out=tmp_path / "t.json", budget_s=budget_s)
+
+
+def first_supported(report: Report, rule: str) -> Timed:
+    """The report's first finding is ``rule``, and its check supported it."""
+    assert report.findings[0].rule == rule, [(f.rule, f.severity) for f in report.findings]
+    check = report.checks[0]
+    assert check.rule == rule and check.outcome == "supported", check.sentence
+    assert isinstance(check.comparison, Timed)
+    assert report.findings[0].severity == pytest.approx(1 - check.comparison.ratio)
+    return check.comparison
+
+
+def agrees(comparison: Timed, reference: float, margin: float = MARGIN) -> None:
+    low, high = comparison.ci
+    said = (comparison.sentence, comparison.estimate.estimator, comparison.samples.block_steps)
+    assert low * (1 - margin) <= reference <= high * (1 + margin), (*said, reference)
+
+
+def training_run(workload: Workload, optimizer: Any = None) -> Run:
+    """One training step of a copy of the workload's model (and optimizer), cycling batches:
+    the step the checks run (``training_step``); its timing is this file's."""
+    assert workload.model is not None and workload.loader is not None
+    model = copy.deepcopy(workload.model)
+    made = optimizer(model) if optimizer else type(workload.optimizer)(model.parameters(), lr=1e-3)
+    batches, loss_fn = list(workload.loader)[:4], workload.loss_fn
+    assert loss_fn is not None
+    seen = [0]
+
+    def run() -> None:
+        batch = batches[seen[0] % len(batches)]
+        seen[0] += 1
+        training_step(model, made, loss_fn, batch, CPU)
+
+    return run
+
+
+@pytest.mark.slow
+def test_a_per_tensor_optimizer_ranks_first_supported_by_a_fused_one(tmp_path: Path) -> None:
+    workload = loop_workloads.per_tensor_optimizer()
+    comparison = first_supported(investigated(workload, tmp_path, 120), "per-tensor-optimizer")
+    per_tensor = training_run(workload, lambda m: torch.optim.Adam(m.parameters(), lr=1e-3))
+    fused = training_run(workload, lambda m: torch.optim.Adam(m.parameters(), lr=1e-3, fused=True))
+    agrees(comparison, interleaved(per_tensor, fused, comparison, clock=time.thread_time))
+
+
+@pytest.mark.slow
+def test_a_tiny_op_loop_ranks_first_supported_by_torch_compile(tmp_path: Path) -> None:
+    workload = loop_workloads.tiny_op_loop()
+    comparison = first_supported(investigated(workload, tmp_path, 150), "dispatch-bound")
+    assert workload.model is not None
+    eager = training_run(workload, lambda m: torch.optim.SGD(m.parameters(), lr=0.01))
+    compiled = loop_workloads.tiny_op_loop()
+    assert compiled.model is not None
+    compiled = Workload(
+        scenario=compiled.scenario,
+        model=torch.compile(compiled.model),
+        optimizer=compiled.optimizer,
+        loss_fn=compiled.loss_fn,
+        loader=compiled.loader,
+    )
+    agrees(
+        comparison, interleaved(eager, training_run(compiled), comparison, clock=time.thread_time)
+    )
+
+
+@pytest.mark.slow
+def test_a_slow_collate_ranks_first_supported_by_a_prepared_batch(tmp_path: Path) -> None:
+    workload = loop_workloads.slow_collate()
+    comparison = first_supported(investigated(workload, tmp_path, 90), "input-pipeline")
+    assert workload.model is not None and workload.loader is not None
+    model, loader = copy.deepcopy(workload.model), workload.loader
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.01)
+    prepared = next(iter(loader))
+    reading = iter(())
+
+    def train(batch: Any) -> None:
+        training_step(model, optimizer, workload.loss_fn, batch, CPU)
+
+    def from_loader() -> None:
+        nonlocal reading
+        batch = next(reading, None)
+        if batch is None:
+            reading = iter(loader)
+            batch = next(reading)
+        train(batch)
+
+    def from_memory() -> None:
+        train(prepared)
+
+    agrees(  # compare's clock on the CPU: a sleep's late wake-up under load is the scheduler's
+        comparison,
+        interleaved(from_loader, from_memory, comparison, rounds=12, clock=RunningClock()),
+    )
+
+
+@pytest.mark.slow
+def test_a_request_without_inference_mode_ranks_first_supported(tmp_path: Path) -> None:
+    workload = investigate_workloads.served_with_autograd()
+    torch.set_num_threads(1)
+    comparison = first_supported(investigated(workload, tmp_path, 30), "inference-autograd")
+    assert workload.load_model is not None and workload.inputs is not None
+    model, x = workload.load_model(), workload.inputs[0]
+
+    def recorded() -> None:
+        model(x).softmax(-1)
+
+    def bare() -> None:
+        with torch.inference_mode():
+            model(x).softmax(-1)
+
+    agrees(comparison, interleaved(recorded, bare, comparison, rounds=60, clock=time.thread_time))
+
+
+@pytest.mark.slow
+def test_oversubscribed_threads_rank_first_supported_by_fewer(tmp_path: Path) -> None:
+    workload = loop_workloads.oversubscribed()
+    many = torch.get_num_threads()
+    comparison = first_supported(investigated(workload, tmp_path, 30), "thread-oversubscription")
+    run = training_run(workload, lambda m: torch.optim.SGD(m.parameters(), lr=0.01))
+    fewer = next(int(n) for n in re.findall(r"B with (\d+)", " ".join(comparison.by_design)))
+
+    def threaded(count: int) -> Run:
+        def step() -> None:
+            torch.set_num_threads(count)
+            run()
+
+        return step
+
+    agrees(
+        comparison,
+        interleaved(threaded(many), threaded(fewer), comparison, clock=time.perf_counter),
+        LOAD_MARGIN,
+    )
+
+
+@pytest.mark.slow
+def test_a_healthy_matrix_bound_step_gets_nothing_supported(tmp_path: Path) -> None:
+    report = investigated(loop_workloads.healthy(), tmp_path)
+    assert all(c.outcome != "supported" for c in report.checks), [c.sentence for c in report.checks]
+    for check in (c for c in report.checks if c.rule == "dominant-op"):
+        assert check.outcome == "measured", check.sentence
+        assert "they decide the step" in check.sentence, check.sentence
