@@ -30,6 +30,8 @@ pytestmark = pytest.mark.slow  # dozens of real processes
 STEPTRACE = str(Path(sys.executable).parent / "steptrace")
 REPO = Path(__file__).resolve().parents[1]
 ABORTED = ["", "steptrace: error: aborted"]
+# what investigate says when Ctrl-C stops its checks, before "aborted"
+REPORT_LINES = ("steptrace: reports ", "steptrace: interrupted by Ctrl-C during the checks")
 
 
 def interrupted(args: list[str], delay_s: float) -> tuple[int, str, str]:
@@ -142,7 +144,8 @@ def test_compare_leaves_no_partial_file(tmp_path: Path) -> None:
 
 def test_investigate_leaves_nothing_partial(tmp_path: Path) -> None:
     """Interrupted in the capture: nothing left; in the checks: the trace and its sidecar,
-    both whole."""
+    both whole, and the report of the checks done so far in every format, each whole,
+    with the one line saying where the trace is (issue #34.4)."""
     target = f"{REPO / 'tests' / 'investigate_workloads.py'}:served_with_autograd"
     for delay in (0.8, 1.2, 2.5):
         folder = tmp_path / f"at{delay}"
@@ -150,8 +153,17 @@ def test_investigate_leaves_nothing_partial(tmp_path: Path) -> None:
         args = ["investigate", target, "--out", str(folder / "t.json"), "--budget", "6"]
         code, out, err = interrupted(args, delay)
         said = [line for line in err.splitlines() if not line.startswith("[")]  # no progress
-        assert_aborted_or_done(code, out, "\n".join(said))
         left = sorted(p.name for p in folder.iterdir())
-        assert left in ([], ["t.json", "t.scenario.json"]), left
+        reports = ["t.report.html", "t.report.json", "t.report.md"]
+        if code == 130 and set(reports) <= set(left):  # in the checks: the report so far
+            kept = f"the trace is kept at {folder / 't.json'}"
+            assert any(kept in line for line in said), err  # and where the trace is
+            said = [line for line in said if not line.startswith(REPORT_LINES)]
+        assert_aborted_or_done(code, out, "\n".join(said))
+        captured = ["t.json", "t.scenario.json"]
+        assert left in ([], captured, sorted([*captured, *reports])), left
         for name in left:
-            json.loads((folder / name).read_text())  # whole
+            if name.endswith(".json"):
+                json.loads((folder / name).read_text())  # whole
+        if "t.report.html" in left:
+            assert (folder / "t.report.html").read_text().rstrip().endswith("</html>")
