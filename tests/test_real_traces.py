@@ -171,3 +171,23 @@ def test_cpu_only_trace_reports_gpu_as_not_observed() -> None:
         assert result.summary.gpu_busy_ms is None
         assert all(s.gpu is None for s in result.steps)
         assert all(o.gpu_ms is None for o in result.operators)
+
+
+def test_the_steps_median_leaves_out_a_first_step_shown_apart(analyzed: Case) -> None:
+    """A first step more than 10% away from the median of the others is shown apart and
+    left out of the summary's median and range (the others' alone), in integer ns."""
+    walls = [hi - lo for _, lo, hi in reference.step_windows(analyzed.evs)]
+    if len(walls) < 2:
+        return
+    others = reference.median(walls[1:])
+    apart = others > 0 and abs(walls[0] - others) * 10 > others
+    counted = walls[1:] if apart else walls
+    summary = analyzed.result.summary
+    assert summary.first_step is not None and summary.first_step.differs == apart
+    assert summary.count == len(walls)  # the per-step divisor keeps every step
+    wall = summary.wall_ms
+    assert wall.median == pytest.approx(reference.median(counted) / 1e6, abs=NS)
+    assert (wall.min, wall.max) == (
+        pytest.approx(min(counted) / 1e6, abs=NS),
+        pytest.approx(max(counted) / 1e6, abs=NS),
+    )

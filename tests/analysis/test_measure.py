@@ -71,16 +71,16 @@ def test_the_trace_summary() -> None:
 def test_steps_together_operators_kernels() -> None:
     result = analysis()
     summary = result.summary
-    assert summary.count == 3
-    assert summary.wall_ms == spread_ms(100, 100, 300)
-    assert summary.gpu_busy_ms == spread_ms(40, 5, 100)
-    assert summary.gpu_idle_ms == spread_ms(95, 60, 200)
+    assert summary.count == 3  # the per-step divisor: every complete step
     assert summary.first_step is not None
     assert summary.first_step.ratio == pytest.approx(3)
-    assert summary.first_step.differs
+    assert summary.first_step.differs  # 300 ms against 100 and 100: shown apart, so the
+    assert summary.wall_ms == spread_ms(100, 100, 100)  # medians are the other two steps'
+    assert summary.gpu_busy_ms == spread_ms(22.5, 5, 40)
+    assert summary.gpu_idle_ms == spread_ms(77.5, 60, 95)
     (forward,) = summary.phases
-    assert (forward.name, forward.steps) == ("forward", 2)
-    assert forward.exclusive_ms == spread_ms(75, 50, 100)
+    assert (forward.name, forward.steps) == ("forward", 1)  # in steps 1 and 2
+    assert forward.exclusive_ms == spread_ms(50, 50, 50)
     (mm,) = result.operators
     assert (mm.name, mm.calls, mm.self_ms, mm.gpu_ms, mm.gpu_launches) == (
         "aten::mm",

@@ -95,9 +95,10 @@ class PhaseSummary(msgspec.Struct, frozen=True):
 
 
 class StepSummary(msgspec.Struct, frozen=True):
-    """The steps together: wall time and GPU figures as median [min–max], labels."""
+    """The steps together: wall time and GPU figures as median [min–max], labels; the
+    first step left out of them when it differs (``first_step.differs``: shown apart)."""
 
-    count: int
+    count: int  # the complete steps, the first included (operators' per-step divisor)
     wall_ms: Spread
     gpu_busy_ms: Spread | None
     gpu_idle_ms: Spread | None
@@ -239,19 +240,22 @@ def _partial_warnings(steps: tuple[StepResult, ...]) -> list[str]:
 
 
 def _summary(every: tuple[StepResult, ...]) -> StepSummary:
-    """Over the complete steps (all of them when every one is partial)."""
+    """Over the complete steps (all of them when every one is partial); the medians and
+    ranges leave out the first step when it differs from the others (``first_step``: it
+    is shown apart, not averaged away)."""
     steps = tuple(s for s in every if not s.partial) or every
-    walls = [s.wall_ms for s in steps]
-    observed = [s.gpu for s in steps if s.gpu is not None]
-    wall = Spread.of(walls)
+    first = _first_step(steps)
+    steady = steps[1:] if first is not None and first.differs else steps
+    observed = [s.gpu for s in steady if s.gpu is not None]
+    wall = Spread.of([s.wall_ms for s in steady])
     assert wall is not None  # a trace always has at least one step or one window
     return StepSummary(
         count=len(steps),
         wall_ms=wall,
         gpu_busy_ms=Spread.of([g.busy_ms for g in observed]) if observed else None,
         gpu_idle_ms=Spread.of([g.idle_ms for g in observed]) if observed else None,
-        first_step=_first_step(steps),
-        phases=_phase_summaries(steps),
+        first_step=first,
+        phases=_phase_summaries(steady),
         gpu_categories=summarize([g.categories for g in observed]) if observed else None,
     )
 

@@ -62,10 +62,14 @@ def steps(report: Report) -> Section:
             for s in analysis.steps
         ),
         caption=(
-            f"{summary.count} step(s): wall {spread(summary.wall_ms, 'ms')} ms (median "
-            "[min–max]); GPU busy "
+            f"{summary.count} step(s)"
+            + (
+                f", {first.name} shown apart (it differs) and left out of these figures"
+                if first is not None and highlight == 0
+                else ""
+            )
+            + f": wall {spread(summary.wall_ms, 'ms')} ms (median [min–max]); GPU busy "
             + (f"{spread(gpu_busy, 'ms')} ms" if gpu_busy is not None else NOT_OBSERVED)
-            + ("; the first step differs: it is shown apart" if highlight == 0 else "")
             + ("; partial steps are listed, not counted" if any_partial else "")
         ),
     )
@@ -91,17 +95,24 @@ def throughput_line(report: Report) -> str:
     return line + f" × {rate.sequence_length} tokens): {rate.tokens_per_s:,.0f} tokens/s."
 
 
+def _every_label(steps: Sequence[StepResult]) -> dict[str, None]:
+    """Every label of every step (the first too, when shown apart), in order of appearance."""
+    return dict.fromkeys(p.name for s in steps for p in s.phases)
+
+
 def labels(report: Report) -> Section:
     analysis = report.analysis
-    heading = "Labels per step (exclusive of nested labels; median [min–max] over steps)"
+    first = analysis.summary.first_step
+    apart = f", {first.name} shown apart" if first is not None and first.differs else ""
+    heading = f"Labels per step (exclusive of nested labels; median [min–max] over steps{apart})"
     phases = analysis.summary.phases
-    if not phases:
+    if not _every_label(analysis.steps):
         return Section(
             "labels", heading, (Paragraph("No labels (record_function) in this trace."),)
         )
     chart = Stacked(
         tuple(s.name for s in analysis.steps),
-        (*_label_series(analysis.steps, [p.name for p in phases]),),
+        (*_label_series(analysis.steps, list(_every_label(analysis.steps))),),
         tuple(s.wall_ms for s in analysis.steps),
         "ms",
         caption=(
@@ -136,6 +147,9 @@ def labels(report: Report) -> Section:
             "docs/findings.md)."
         ),
     )
+    if not phases:  # labels only in the first step, shown apart
+        only = f"Only {first.name}, shown apart, has labels: its bar above." if first else ""
+        return Section("labels", heading, (chart, Paragraph(only)))
     return Section("labels", heading, (chart, table))
 
 

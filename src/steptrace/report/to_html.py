@@ -9,6 +9,7 @@ JSON blocks escaped so that no text can close them.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 
 from steptrace.report import roofline_svg, svg, timeline_svg
@@ -177,7 +178,7 @@ def _lines(text: str) -> str:
 def _table(table: Table) -> str:
     kinds = ["" if c.numeric else ' class="text"' for c in table.columns]
     head = "".join(
-        f"<th{k}>{html_text(c.title)}</th>" for c, k in zip(table.columns, kinds, strict=True)
+        f"<th{k}>{_breakable(c.title)}</th>" for c, k in zip(table.columns, kinds, strict=True)
     )
     body = "".join(
         "<tr>"
@@ -190,6 +191,16 @@ def _table(table: Table) -> str:
     )
     caption = f"<caption>{html_text(table.caption)}</caption>" if table.caption else ""
     return f"<table>{caption}<thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+
+
+_JOINS = re.compile(r"(?<=[._#])(?=\S)")  # after a name's separators: a label's parts
+
+
+def _breakable(title: str) -> str:
+    """A column title, escaped, that may wrap after ``.``, ``_`` or ``#``
+    (``Optimizer.zero_grad#SGD.zero_grad ms``), never inside a word, so that wide tables
+    fit the page."""
+    return "<wbr>".join(html_text(part) for part in _JOINS.split(title))
 
 
 def _cell(value: str, name: bool) -> str:
