@@ -28,19 +28,13 @@ in ``investigate``. Default traces: that one, the H100 Qwen inference
 from __future__ import annotations
 
 import argparse
-import gc
-import statistics
 import sys
-import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+import figure_cost
 import results
-from process_tree import run_tree
-from steptrace.analysis.compose import compute
-from steptrace.analysis.context import TraceContext
-from steptrace.analysis.registry import fields_for, figures
-from steptrace.trace.load import read_trace
+from steptrace.analysis.registry import figures
 
 SHARED = Path(__file__).resolve().parents[2] / "shared" / "traces"
 DEFAULT = (
@@ -55,62 +49,23 @@ FIGURE = "critical_path"
 
 def analyzed(path: Path, with_path: bool) -> tuple[float, float, bool]:
     """(wall s, CPU s, whether a path was found) of one analysis."""
-    chosen = tuple(f for f in figures([*_names(), FIGURE]) if with_path or f.name != FIGURE)
-    gc.collect()
-    wall, cpu = time.perf_counter(), time.process_time()
-    trace = read_trace(path, fields_for(chosen), progress=False)
-    found = compute(TraceContext(trace), chosen)
-    return time.perf_counter() - wall, time.process_time() - cpu, found.get(FIGURE) is not None
+    chosen = [f for f in figures([*_names(), FIGURE]) if with_path or f.name != FIGURE]
+    return figure_cost.timed_analysis(path, chosen, FIGURE)
 
 
 def _names() -> list[str]:
     return [f.name for f in figures()]
 
 
-COMMAND = "from steptrace.cli import main; main()"
-
-
 def command(path: Path, with_path: bool) -> float:
     """Wall s of one ``steptrace analyze PATH --format json`` process."""
-    flag = ["--critical-path"] if with_path else []
-    argv = [sys.executable, "-c", COMMAND, "analyze", str(path), "--format", "json", *flag]
-    run = run_tree(argv)
-    if run.returncode != 0:
-        raise SystemExit(f"analyze failed on {path}: {run.stderr[-300:]}")
-    return run.wall_s
+    flags = ["--critical-path"] if with_path else []
+    return figure_cost.timed_command(path, figure_cost.MAIN, flags)
 
 
 def _without_is_without() -> None:
     """The ``without`` side really drops the figure (on demand: not computed unless asked)."""
     assert FIGURE not in _names()
-
-
-def measure(path: Path, repeats: int) -> list[str]:
-    runs: dict[bool, list[tuple[float, float]]] = {True: [], False: []}
-    whole: dict[bool, list[float]] = {True: [], False: []}
-    observed = False
-    analyzed(path, True)  # warm: imports, the file in the page cache
-    for round_ in range(repeats):
-        for side in (True, False) if round_ % 2 == 0 else (False, True):
-            wall, cpu, found = analyzed(path, side)
-            runs[side].append((wall, cpu))
-            observed |= found
-            whole[side].append(command(path, side))
-    wall = {s: statistics.median(w for w, _ in runs[s]) for s in runs}
-    cpu = {s: statistics.median(c for _, c in runs[s]) for s in runs}
-    process = {s: statistics.median(whole[s]) for s in whole}
-    row = [
-        path.name[:60],
-        "yes" if observed else "no",
-        f"{wall[False]:.3f} / {wall[True]:.3f}",
-        f"{wall[True] / wall[False]:.3f}",
-        f"{cpu[True] / cpu[False]:.3f}",
-        f"{process[False]:.3f} / {process[True]:.3f}",
-        f"{process[True] / process[False]:.3f}",
-        str(repeats),
-    ]
-    print(" | ".join(row), flush=True)
-    return row
 
 
 def main() -> None:
@@ -120,18 +75,11 @@ def main() -> None:
     args = parser.parse_args()
     _without_is_without()
     run = results.Run.start()
-    rows = [measure(path, args.repeats) for path in args.traces or DEFAULT]
-    columns = [
-        "trace",
-        "path found",
-        "analysis s without / with (wall)",
-        "analysis with/without (wall)",
-        "analysis with/without (CPU)",
-        "command s without / with",
-        "command with/without",
-        "rounds",
+    rows = [
+        figure_cost.measure(path, args.repeats, analyzed, command)
+        for path in args.traces or DEFAULT
     ]
-    results.write("critical_path_cost", run, columns, rows)
+    results.write("critical_path_cost", run, figure_cost.columns("path found"), rows)
 
 
 if __name__ == "__main__":

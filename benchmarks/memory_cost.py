@@ -27,19 +27,13 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import gc
-import statistics
 import sys
-import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+import figure_cost
 import results
-from process_tree import run_tree
-from steptrace.analysis.compose import compute
-from steptrace.analysis.context import TraceContext
-from steptrace.analysis.registry import fields_for, figures
-from steptrace.trace.load import read_trace
+from steptrace.analysis.registry import figures
 
 SHARED = Path(__file__).resolve().parents[2] / "shared" / "traces"
 DEFAULT = (
@@ -57,65 +51,26 @@ DEFAULT = (
 
 def analyzed(path: Path, with_memory: bool) -> tuple[float, float, bool]:
     """(wall s, CPU s, whether memory was found) of one analysis."""
-    chosen = tuple(f for f in figures() if with_memory or f.name != "memory")
-    gc.collect()
-    wall, cpu = time.perf_counter(), time.process_time()
-    trace = read_trace(path, fields_for(chosen), progress=False)
-    found = compute(TraceContext(trace), chosen)
-    return time.perf_counter() - wall, time.process_time() - cpu, found.get("memory") is not None
+    chosen = [f for f in figures() if with_memory or f.name != "memory"]
+    return figure_cost.timed_analysis(path, chosen, "memory")
 
 
 WITHOUT_MEMORY = (
     "import dataclasses, sys; import steptrace.analysis.registry as r; "
     "r.FIGURES = tuple(dataclasses.replace(f, compute=lambda c: None, groups=frozenset()) "
-    "if f.name == 'memory' else f for f in r.FIGURES); "
-    "from steptrace.cli import main; main()"
+    "if f.name == 'memory' else f for f in r.FIGURES); " + figure_cost.MAIN
 )
-WITH_MEMORY = "from steptrace.cli import main; main()"
 
 
 def command(path: Path, with_memory: bool) -> float:
     """Wall s of one ``steptrace analyze PATH --format json`` process."""
-    code = WITH_MEMORY if with_memory else WITHOUT_MEMORY
-    argv = [sys.executable, "-c", code, "analyze", str(path), "--format", "json"]
-    run = run_tree(argv)
-    if run.returncode != 0:
-        raise SystemExit(f"analyze failed on {path}: {run.stderr[-300:]}")
-    return run.wall_s
+    return figure_cost.timed_command(path, figure_cost.MAIN if with_memory else WITHOUT_MEMORY)
 
 
 def _without_is_without() -> None:
     """The ``without`` side really drops the figure and its fields (checked once)."""
     spec = next(f for f in figures() if f.name == "memory")
     assert dataclasses.replace(spec, groups=frozenset()).groups == frozenset()
-
-
-def measure(path: Path, repeats: int) -> list[str]:
-    runs: dict[bool, list[tuple[float, float]]] = {True: [], False: []}
-    whole: dict[bool, list[float]] = {True: [], False: []}
-    observed = False
-    analyzed(path, True)  # warm: imports, the file in the page cache
-    for round_ in range(repeats):
-        for side in (True, False) if round_ % 2 == 0 else (False, True):
-            wall, cpu, found = analyzed(path, side)
-            runs[side].append((wall, cpu))
-            observed |= found
-            whole[side].append(command(path, side))
-    wall = {s: statistics.median(w for w, _ in runs[s]) for s in runs}
-    cpu = {s: statistics.median(c for _, c in runs[s]) for s in runs}
-    process = {s: statistics.median(whole[s]) for s in whole}
-    row = [
-        path.name[:60],
-        "yes" if observed else "no",
-        f"{wall[False]:.3f} / {wall[True]:.3f}",
-        f"{wall[True] / wall[False]:.3f}",
-        f"{cpu[True] / cpu[False]:.3f}",
-        f"{process[False]:.3f} / {process[True]:.3f}",
-        f"{process[True] / process[False]:.3f}",
-        str(repeats),
-    ]
-    print(" | ".join(row), flush=True)
-    return row
 
 
 def main() -> None:
@@ -125,18 +80,11 @@ def main() -> None:
     args = parser.parse_args()
     _without_is_without()
     run = results.Run.start()
-    rows = [measure(path, args.repeats) for path in args.traces or DEFAULT]
-    columns = [
-        "trace",
-        "memory observed",
-        "analysis s without / with (wall)",
-        "analysis with/without (wall)",
-        "analysis with/without (CPU)",
-        "command s without / with",
-        "command with/without",
-        "rounds",
+    rows = [
+        figure_cost.measure(path, args.repeats, analyzed, command)
+        for path in args.traces or DEFAULT
     ]
-    results.write("memory_cost", run, columns, rows)
+    results.write("memory_cost", run, figure_cost.columns("memory observed"), rows)
 
 
 if __name__ == "__main__":
