@@ -4,9 +4,12 @@ Contract: ``with_predictions(report, trace, results) -> tuple[CheckResult, ...]`
 check in ``REMOVES`` whose A/B gave a ratio and CI, the graph's prediction for the same
 change (``analysis.what_if``: the finding's named work removed, per step of the finding),
 as ``CheckResult.predicted`` and a clause of its sentence saying whether the measured CI
-holds it. The predicted ratio is 1 - the saving / the step's time outside the profiler
-(the capture's unprofiled steps; else the path's length), since a profiled step also holds
-the profiler's bookkeeping. Other checks change work by a factor no trace tells (pinned
+meets it. The saving is measured in profiled time, and the profiler inflates the work it
+records by a factor the trace cannot tell (a sleep not at all, tiny operators several
+times): so the prediction is a range, from 1 - the saving / the step's time outside the
+profiler (the removed work not inflated; the capture's unprofiled steps) to 1 - the saving
+/ the profiled path's length (inflated as much as the whole step). Without unprofiled steps
+it is the second alone. Other checks change work by a factor no trace tells (pinned
 copies, compiled kernels): they get no prediction. Without ``analysis.critical_path`` the
 results are returned as they are.
 """
@@ -76,10 +79,14 @@ def predicted_for(
             lengths.append(end - start)
     if not saved:
         return None
-    saved_ms = statistics.median(saved) / 1e6
-    step_ms = _unprofiled_ms(report) or statistics.median(lengths) / 1e6
-    ratio = 1 - saved_ms / step_ms
-    return Prediction(targets, saved_ms, ratio, ci[0] <= ratio <= ci[1])
+    saved_ms, profiled_ms = statistics.median(saved) / 1e6, statistics.median(lengths) / 1e6
+    scaled = 1 - saved_ms / profiled_ms
+    unprofiled_ms = _unprofiled_ms(report)
+    if unprofiled_ms is None:
+        return Prediction(targets, saved_ms, scaled, ci[0] <= scaled <= ci[1])
+    ratio = max(1 - saved_ms / unprofiled_ms, 0.0)  # a step cannot take less than nothing
+    low, high = min(ratio, scaled), max(ratio, scaled)
+    return Prediction(targets, saved_ms, ratio, ci[0] <= high and low <= ci[1], scaled)
 
 
 def _unprofiled_ms(report: Report) -> float | None:
@@ -88,9 +95,17 @@ def _unprofiled_ms(report: Report) -> float | None:
 
 
 def _said(result: CheckResult, made: Prediction) -> CheckResult:
-    verdict = "within" if made.within_ci else "outside"
+    verdict = "meets" if made.within_ci else "is outside"
+    scaled = made.ratio_scaled
+    if scaled is None or round(scaled, 2) == round(made.ratio, 2):
+        predicted = f"{made.ratio:.2f}x"
+    else:
+        predicted = (
+            f"{made.ratio:.2f}x if the profiler did not inflate that work, {scaled:.2f}x if "
+            "it inflated it as much as the whole step"
+        )
     clause = (
-        f" The critical path predicted {made.ratio:.2f}x (removing {made.saved_ms:.3g} ms "
-        f"a step): {verdict} the measured interval."
+        f" The critical path predicted {predicted} (removing {made.saved_ms:.3g} profiled ms "
+        f"a step): the prediction {verdict} the measured interval."
     )
     return msgspec.structs.replace(result, predicted=made, sentence=result.sentence + clause)

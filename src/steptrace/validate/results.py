@@ -193,8 +193,11 @@ class Prediction(msgspec.Struct, frozen=True):
 
     targets: tuple[str, ...]  # the work the change removes (what-if targets)
     saved_ms: float  # the predicted saving per step (median over the finding's steps)
-    ratio: float  # predicted B/A: 1 - saved / the step's time outside the profiler
-    within_ci: bool  # the check's measured CI holds it
+    ratio: float  # predicted B/A: 1 - saved / the step's time outside the profiler, >= 0
+    within_ci: bool  # the check's measured CI meets the range ratio..ratio_scaled
+    # predicted B/A if the profiler inflated the removed work as much as the whole step:
+    # 1 - saved / the profiled path's length (None: no unprofiled steps to tell them apart)
+    ratio_scaled: float | None = None
 
 
 class CheckResult(msgspec.Struct, frozen=True, kw_only=True):
