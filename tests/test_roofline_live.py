@@ -1,5 +1,6 @@
 """The roofline on a live CPU capture: a matrix product's achieved FLOP/s from the trace is
-the product's own, timed around each recorded call, and it is held to the CPU's roofs measured at capture."""
+the product's own, timed around each recorded call, and it is held to the CPU's roofs
+measured at capture."""
 
 from __future__ import annotations
 
