@@ -475,3 +475,21 @@ def test_a_scenario_sidecar_nested_too_deeply_is_ignored_with_a_warning(
     assert code == 0, err
     assert "scenario sidecar run.scenario.json is nested too deeply; ignored" in err
     assert json.loads(out)["scenario"] is None
+
+
+def test_a_diff_of_damaged_input_is_written_says_how_and_exits_one(
+    write_trace: WriteTrace,
+) -> None:
+    """As analyze does: the diff of what could be read, each damaged side's warning on
+    stderr, exit 1 (a clean pair exits 0)."""
+    good = write_trace(json.dumps(document([step(1, 0, 100), kernel("k", 10, 20)])))
+    damaged_events = [step(1, 0, 100), kernel("k", 10, 20), kernel("negative", 30, -4)]
+    damaged = good.with_name("damaged.json")
+    damaged.write_text(json.dumps(document(damaged_events)))
+    clean = runner.invoke(app, ["diff", str(good), str(good), "--format", "json"])
+    assert clean.exit_code == 0, clean.stderr
+    result = runner.invoke(app, ["diff", str(good), str(damaged), "--format", "json"])
+    assert result.exit_code == 1
+    assert json.loads(result.stdout)["schema"] == "steptrace.diff/1"
+    (line,) = [x for x in result.stderr.splitlines() if "negative dur" in x]
+    assert line.startswith("steptrace: ") and str(damaged) in line and str(good) not in line

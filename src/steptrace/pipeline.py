@@ -222,21 +222,47 @@ def _analyzed(
 
 def diff(before: str | Path, after: str | Path) -> TraceDiff:
     """Where time moved between two traces or saved reports, named by the paths given."""
+    return diff_checked(before, after).found
+
+
+class DiffChecked(NamedTuple):
+    """A diff, and the sides whose trace was damaged (loading skipped input: the command
+    line's exit code 1), each with the warnings that say how."""
+
+    found: TraceDiff
+    damaged: tuple[tuple[str, tuple[str, ...]], ...]
+
+
+def diff_checked(before: str | Path, after: str | Path) -> DiffChecked:
+    """``diff``, and which side's trace was damaged."""
     from steptrace.across.diff import diff_analyses  # only here: analyze starts sooner
 
-    old, new = read_report(before), read_report(after)
+    (old, old_damaged), (new, new_damaged) = _read_checked(before), _read_checked(after)
     result = diff_analyses(old.analysis, new.analysis, scenarios=(old.scenario, new.scenario))
-    return msgspec.structs.replace(result, before=str(before), after=str(after))
+    damaged = tuple(
+        (str(path), report.analysis.trace.warnings)
+        for path, report, hurt in ((before, old, old_damaged), (after, new, new_damaged))
+        if hurt
+    )
+    return DiffChecked(
+        msgspec.structs.replace(result, before=str(before), after=str(after)), damaged
+    )
 
 
 def read_report(path: str | Path) -> Report:
     """A trace analyzed, or a report saved by ``analyze --format json`` read back."""
+    return _read_checked(path)[0]
+
+
+def _read_checked(path: str | Path) -> tuple[Report, bool]:
+    """``read_report``, and whether the trace read was damaged (a saved report: never)."""
     path = Path(path)
     schema = _schema_of(path)
     if schema is None:
-        return analyze(path)
+        checked = analyze_checked(path)
+        return checked.found.report, checked.damaged
     if schema == SCHEMA:
-        return _decode(path, Report)
+        return _decode(path, Report), False
     if schema == FINDINGS_SCHEMA:
         raise TraceError(
             f"{path}: holds only findings (--findings-only): a diff needs the whole report"

@@ -541,17 +541,22 @@ def diff(before: Path, after: Path, output_format: str, top: int) -> None:
 
     BEFORE and AFTER are traces or reports saved by `steptrace analyze --format json`.
     """
-    from steptrace.pipeline import diff as diff_paths
+    from steptrace.pipeline import diff_checked
     from steptrace.report.diff_sections import diff_document
 
     try:
-        result = diff_paths(before, after)
+        result, damaged = diff_checked(before, after)
     except TraceError as error:
         _fail(str(error))
     if output_format != "text":  # the text report shows them in its body
         for warning in result.warnings:
             _warn(warning)
+    for where, warnings in damaged:
+        for warning in warnings:
+            _warn(f"{where}: {warning}")
     _write([diff_document(result, top)], output_format)
+    if damaged:  # written, from damaged input: as analyze says it
+        raise SystemExit(1)
 
 
 @app.command(short_help="Copy a trace without user and host names, addresses and secrets.")
