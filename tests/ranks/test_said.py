@@ -10,8 +10,9 @@ from typing import Any
 
 import pytest
 
-from steptrace.across.ranks.said import Said, not_one_job, said_by, said_of
+from steptrace.across.ranks.said import UNREAD, Heard, Said, not_one_job, said_by, said_of
 from tests.conftest import real_traces, trace_params
+from tests.ranks.reports import FIXTURES
 
 
 def _whole_file_says(path: Path) -> Said | None:
@@ -49,15 +50,27 @@ def test_a_block_longer_than_the_first_read_is_read_whole(tmp_path: Path) -> Non
     assert said_of(where) == Said(7, 4096, "nccl")
 
 
-def test_what_cannot_be_read_says_nothing(tmp_path: Path) -> None:
+def test_what_cannot_be_read_is_unread(tmp_path: Path) -> None:
     fifo = tmp_path / "pipe.json"
     os.mkfifo(fifo)
+    (tmp_path / "empty.json").write_bytes(b"")
+    (tmp_path / "broken.json.gz").write_bytes(b"\x1f\x8b broken")
+    for name in ("pipe.json", "absent.json", "empty.json", "broken.json.gz"):
+        assert said_of(str(tmp_path / name)) == UNREAD, name  # a pipe is never opened
+
+
+def test_a_damaged_block_says_nothing(tmp_path: Path) -> None:
     (tmp_path / "cut.json").write_text('{"distributedInfo": {"rank": 1, "wor')
     (tmp_path / "odd.json").write_text('{"distributedInfo": {"rank": "first", "world_size": -2}}')
-    assert said_of(str(fifo)) is None  # never opened: the read would block
-    assert said_of(str(tmp_path / "absent.json")) is None
     assert said_of(str(tmp_path / "cut.json")) is None
     assert said_of(str(tmp_path / "odd.json")) == Said(None, None, None)
+
+
+def test_a_gzip_cut_short_still_says_its_rank(tmp_path: Path) -> None:
+    source = FIXTURES / "balanced-4" / "rank-2.json.gz"
+    cut = tmp_path / "rank-2.json.gz"
+    cut.write_bytes(source.read_bytes()[:3000])
+    assert said_of(str(cut)) == _whole_file_says(source) == Said(2, 4, "gloo")
 
 
 def test_a_url_is_read_too(tmp_path: Path) -> None:
@@ -66,19 +79,22 @@ def test_a_url_is_read_too(tmp_path: Path) -> None:
     assert said_of(f"file://{where}") == Said(3, None, None)
 
 
-def _job(*said: Said | None) -> str | None:
+def _job(*said: Said | Heard) -> str | None:
     return not_one_job(said)
 
 
 def test_distinct_ranks_of_one_world_are_one_job() -> None:
     assert _job(Said(1, 4, "gloo"), Said(0, 4, "gloo"), Said(3, 4, "gloo")) is None
     assert _job(Said(0, None, None), Said(1, None, None)) is None
+    assert _job(Said(0, 2, "gloo"), UNREAD, Said(1, 2, "gloo")) is None  # loading says why
+    assert _job(UNREAD, UNREAD) is None  # each rank's failure, as a job's
 
 
 @pytest.mark.parametrize(
     ("said", "why"),
     [
         ((None, None), "2 traces without rank information (no distributedInfo rank)"),
+        ((None, UNREAD, None), "2 traces without rank information"),
         (
             (Said(0, 2, "gloo"), None, Said(None, 2, "gloo")),
             "3 traces, 2 of them without rank information (no distributedInfo rank)",
@@ -93,6 +109,6 @@ def test_distinct_ranks_of_one_world_are_one_job() -> None:
         ((Said(0, 2, None), Said(5, 2, None)), "2 traces, rank 5 beyond their world size 2"),
     ],
 )
-def test_traces_that_are_not_one_job_say_why(said: tuple[Said | None, ...], why: str) -> None:
+def test_traces_that_are_not_one_job_say_why(said: tuple[Said | Heard, ...], why: str) -> None:
     found = not_one_job(said)
     assert found is not None and found.startswith(why)

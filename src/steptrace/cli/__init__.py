@@ -96,7 +96,7 @@ def app() -> None:
     "--threshold",
     multiple=True,
     metavar="NAME=VALUE",
-    help="Override a finding threshold (repeatable; with several ranks: a rank threshold).",
+    help="Override a finding threshold (repeatable; one job's traces: a rank threshold).",
 )
 @switch("--per-rank", "Several traces: one report per trace, even of one job's ranks.")
 @switch(

@@ -1,19 +1,19 @@
 """What traces say of their job before any is loaded: whether several are one job's ranks.
 
-Contract: ``said_by(locations) -> list[Said | None]``, each trace's
-``said_of(location) -> Said | None``: the ``distributedInfo`` of a trace file or
-fsspec URL, read from its first bytes (64 KB, gunzipped; up to 4 MB when its block is
-longer), None when it has none there or cannot be read (loading it says why); the
+Contract: ``said_by(locations) -> list[Said | Heard]``, each trace's
+``said_of(location)``: the ``distributedInfo`` of a trace file or fsspec URL, read from its
+first bytes (64 KB, gunzipped, as far as a damaged gzip goes; up to 4 MB when the block is
+longer); None when it has none there, ``UNREAD`` when nothing could be read; the
 traces are read on threads, at most ``_READERS`` at a time (a URL's read waits on the network).
 ``not_one_job(said) -> str | None``: why traces that said so many things are not the ranks
 of one job, as a line to show; None when each says its rank, no rank twice, one world size
-and one backend (said by all or by none) and every rank within the world size. Standard
+and one backend (said by all or by none) and every rank within the world size. Traces not
+read do not count (loading them fails either way, each in one line). Standard
 library only (fsspec for URLs): the command line asks before importing the analysis.
 """
 
 from __future__ import annotations
 
-import gzip
 import json
 import re
 import stat
@@ -22,16 +22,21 @@ from collections import Counter
 from collections.abc import Collection, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import IO, NamedTuple, TypeVar
+from typing import IO, Final, Literal, NamedTuple, TypeVar
 
 from steptrace.errors import TraceError
 from steptrace.trace.remote import fsspec_module, is_url
 
 T = TypeVar("T", int, str)
+Heard = Literal["unread"] | None  # a trace that said nothing: ``UNREAD``, or no distributedInfo
 
 _READERS = 16
 _HEAD_BYTES = (64 * 1024, 4 * 1024 * 1024)  # the second only when the block is cut
+_CHUNK_BYTES = 64 * 1024
 _BLOCK = re.compile(rb'"distributedInfo"\s*:\s*')
+
+
+UNREAD: Final = "unread"  # nothing could be read: loading the trace will say why
 
 
 class Said(NamedTuple):
@@ -42,7 +47,7 @@ class Said(NamedTuple):
     backend: str | None
 
 
-def said_by(locations: Sequence[str]) -> list[Said | None]:
+def said_by(locations: Sequence[str]) -> list[Said | Heard]:
     """Each trace's ``distributedInfo``, in the order given (see the module's contract)."""
     if len(locations) < 2:
         return [said_of(where) for where in locations]
@@ -53,10 +58,12 @@ def said_by(locations: Sequence[str]) -> list[Said | None]:
         pool.shutdown(wait=False, cancel_futures=True)
 
 
-def said_of(location: str) -> Said | None:
+def said_of(location: str) -> Said | Heard:
     """The ``distributedInfo`` at the head of a trace (see the module's contract)."""
     for size in _HEAD_BYTES:
         head = _head(location, size)
+        if not head:
+            return UNREAD
         found = _BLOCK.search(head)
         if found is None:
             return None
@@ -64,23 +71,23 @@ def said_of(location: str) -> Said | None:
             block, _ = json.JSONDecoder().raw_decode(head[found.end() :].decode(errors="replace"))
         except (ValueError, RecursionError):
             if len(head) < size:
-                return None  # the whole file was read: a damaged block
+                return None  # the whole text was read: a damaged block
             continue  # cut by the head's end: a longer head
         return _said(block)
     return None
 
 
-def not_one_job(said: Sequence[Said | None]) -> str | None:
+def not_one_job(said: Sequence[Said | Heard]) -> str | None:
     """Why traces whose ``distributedInfo`` are ``said`` are not one job's ranks; None if
     they are (see the module's contract)."""
-    total = len(said)
-    unsaid = sum(s is None or s.rank is None for s in said)
-    if unsaid:
-        some = f"{total} traces" if unsaid == total else f"{total} traces, {unsaid} of them"
-        return f"{some} without rank information (no distributedInfo rank)"
-    told = [s for s in said if s is not None]
+    heard = [s for s in said if s != UNREAD]
+    total = len(heard)
+    told = [s for s in heard if s is not None and s.rank is not None]
+    if len(told) < total:
+        some = "" if not told else f", {total - len(told)} of them"
+        return f"{total} traces{some} without rank information (no distributedInfo rank)"
     if not told:
-        return "no trace given"
+        return None  # none could be read: as a job, each rank's failure is said
     rank, times = Counter(s.rank for s in told).most_common(1)[0]
     if times > 1:
         return f"{total} traces whose ranks repeat (rank {rank} in {times} of them)"
@@ -131,17 +138,30 @@ def _count(value: object) -> int | None:
 
 
 def _head(location: str, size: int) -> bytes:
-    """The first ``size`` bytes of the trace, gunzipped; b"" when it cannot be read."""
+    """The first ``size`` bytes of the trace, gunzipped, as far as they can be; b"" when
+    nothing can be read."""
     try:
         with _opened(location) as handle:
             head = handle.read(size)
-            if not head.startswith(b"\x1f\x8b"):
-                return head
-            handle.seek(0)
-            with gzip.GzipFile(fileobj=handle) as unzipped:
-                return unzipped.read(size)
-    except (OSError, EOFError, ValueError, ImportError, TraceError, zlib.error):
+            return _gunzipped(handle, head, size) if head.startswith(b"\x1f\x8b") else head
+    except (OSError, ValueError, ImportError, TraceError):
         return b""
+
+
+def _gunzipped(handle: IO[bytes], raw: bytes, size: int) -> bytes:
+    """The first ``size`` bytes of the gzip text that starts with ``raw``; a file cut or
+    damaged further on gives what comes before (a truncated rank still says its rank)."""
+    inflater = zlib.decompressobj(wbits=31)
+    parts, got = [], 0
+    try:
+        while raw and got < size and not inflater.eof:
+            part = inflater.decompress(raw, size - got)
+            parts.append(part)
+            got += len(part)
+            raw = handle.read(_CHUNK_BYTES)
+    except zlib.error:
+        pass  # damaged from here on
+    return b"".join(parts)
 
 
 def _opened(location: str) -> IO[bytes]:
