@@ -208,7 +208,7 @@ def test_unknown_categories_are_ignored_with_a_warning(write_trace: WriteTrace) 
 def test_one_bad_file_among_good_ones_fails_the_command(write_trace: WriteTrace) -> None:
     good = write_trace(document([step(1, 0, 100)]))
     bad = write_trace(b"{")
-    assert_one_line_error([str(good), str(bad)], bad, "invalid or truncated JSON")
+    assert_one_line_error([str(good), str(bad), "--as-job"], bad, "invalid or truncated JSON")
 
 
 @pytest.mark.slow

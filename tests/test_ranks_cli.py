@@ -70,17 +70,26 @@ def test_missing_ranks_are_one_warning_line(tmp_path: Path) -> None:
     assert text.exit_code == 0 and "missing ranks: 3, 5–7" in text.stdout
 
 
-def test_duplicate_ranks_are_one_error_line(tmp_path: Path) -> None:
+def test_duplicate_ranks_are_one_report_each_or_one_error_line_as_a_job(tmp_path: Path) -> None:
     _copy(tmp_path, [0, 1])
     shutil.copy(FIXTURES / "slow-read-8" / "rank-1.json.gz", tmp_path / "again-rank1.json.gz")
-    result = run(str(tmp_path))
+    each = run(str(tmp_path), "--format", "json", "--top", "1")
+    assert each.exit_code == 0, each.stderr
+    assert [r["analysis"]["trace"]["rank"] for r in json.loads(each.stdout)] == [0, 1, 1]
+    assert "3 traces whose ranks repeat (rank 1 in 2 of them): one report per trace" in each.stderr
+    result = run(str(tmp_path), "--as-job")
     assert result.exit_code == 2
     assert result.stderr.count("\n") == 1 and result.stderr.startswith("steptrace: error: rank 1")
     assert "Traceback" not in result.output
 
 
-def test_mixed_jobs_are_one_error_line() -> None:
-    result = run(str(rank_paths(SET)[0]), str(FIXTURES / "slow-read-8" / "rank-1.json.gz"))
+def test_mixed_jobs_are_one_report_each_or_one_error_line_as_a_job() -> None:
+    files = [str(rank_paths(SET)[0]), str(FIXTURES / "slow-read-8" / "rank-1.json.gz")]
+    each = run(*files, "--format", "json", "--top", "1")
+    assert each.exit_code == 0, each.stderr
+    assert len(json.loads(each.stdout)) == 2
+    assert "2 traces whose world sizes [4, 8] differ: one report per trace" in each.stderr
+    result = run(*files, "--as-job")
     assert result.exit_code == 2 and result.stderr.count("\n") == 1
     assert "not one job" in result.stderr and "--per-rank" in result.stderr
 

@@ -156,7 +156,8 @@ def trace_handler(
     torch.distributed when initialised, else ``worker_name`` or host_pid), never
     overwriting, with ``scenario`` and the capture facts embedded and in a
     ``.scenario.json`` sidecar. Warns (``CaptureWarning``) when the schedule repeats
-    forever. ``steptrace analyze <dir_name>`` reads the files, several ranks as one job.
+    forever. ``steptrace analyze <dir_name>`` reads the files: one job's ranks (each says
+    its rank) as one job, the files of one process (cycles) one report each.
     """
     return TraceHandler(Path(dir_name), scenario, worker_name)
 

@@ -15,7 +15,7 @@ import time
 from collections.abc import Iterable, MutableMapping, Sequence
 from itertools import chain
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NoReturn
+from typing import TYPE_CHECKING, Any, Literal, NoReturn
 
 import click
 
@@ -39,6 +39,9 @@ if TYPE_CHECKING:
     from steptrace.pipeline import Analyzed, Tables
     from steptrace.report.document import Document
     from steptrace.report.model import Report
+
+
+Grouping = Literal["said", "job", "each"]  # several traces: one job when said, always, never
 
 
 class _Commands(click.Group):
@@ -93,9 +96,13 @@ def app() -> None:
     "--threshold",
     multiple=True,
     metavar="NAME=VALUE",
-    help="Override a finding threshold (repeatable; with several ranks: a rank threshold).",
+    help="Override a finding threshold (repeatable; one job's traces: a rank threshold).",
 )
-@switch("--per-rank", "Several traces: one report per trace, not one report of the job.")
+@switch("--per-rank", "Several traces: one report per trace, even of one job's ranks.")
+@switch(
+    "--as-job",
+    "Several traces: read them as the ranks of one job, even without rank information.",
+)
 @ranks_options
 @table_options
 @critical_options
@@ -114,6 +121,7 @@ def analyze(
     totals: bool,
     threshold: tuple[str, ...],
     per_rank: bool,
+    as_job: bool,
     jobs: int | None,
     scheduler: str | None,
     peaks_file: Path | None,
@@ -124,15 +132,19 @@ def analyze(
 ) -> None:
     """Measure traces on the timeline and turn what they show into testable hypotheses.
 
-    TRACES are trace files (.json, .json.gz) or folders of them. Several traces are taken
-    as the ranks of one job: one report across the ranks (stragglers, clocks, collectives),
-    unless --per-rank; the ranks are measured in --jobs processes, or on a Dask cluster
-    (--scheduler). Traces and folders may be fsspec URLs (s3://..., gs://..., file://...).
-    In a folder, files that are not traces are skipped.
+    TRACES are trace files (.json, .json.gz) or folders of them. Several traces that say
+    they are the ranks of one job (each a distinct rank in its distributedInfo, one world
+    size and backend) get one report across the ranks (stragglers, clocks, collectives),
+    unless --per-rank; other traces one report each, unless --as-job. A job's ranks are
+    measured in --jobs processes, or on a Dask cluster (--scheduler). Traces and folders
+    may be fsspec URLs (s3://..., gs://..., file://...). In a folder, files that are not
+    traces are skipped.
     """
     from steptrace.pipeline import Tables
     from steptrace.trace.budget import max_bytes_set
 
+    if per_rank and as_job:
+        raise click.UsageError("--per-rank and --as-job exclude each other: give one")
     try:
         targets = parse_what_if(what_if)
         tables = Tables(
@@ -148,7 +160,7 @@ def analyze(
             findings_only,
             totals,
             threshold,
-            per_rank,
+            "each" if per_rank else "job" if as_job else "said",
             jobs,
             scheduler,
             tables,
@@ -162,12 +174,14 @@ def _analyze(
     findings_only: bool,
     totals: bool,
     threshold: tuple[str, ...],
-    per_rank: bool,
+    grouping: Grouping,
     jobs: int | None,
     scheduler: str | None,
     tables: Tables,
 ) -> None:
-    """``analyze``'s work (see its docstring); ``tables``: the user's kinds and peaks."""
+    """``analyze``'s work (see its docstring); ``grouping``: several traces as one job when
+    they say so, as one job (--as-job) or each on its own (--per-rank); ``tables``: the
+    user's kinds and peaks."""
     from steptrace.cli.trace_args import split_urls, trace_inputs, url_inputs
     from steptrace.trace.source import BackgroundRead, ReadAhead
 
@@ -179,12 +193,14 @@ def _analyze(
         _fail(str(error))
     for where, why in [*skipped, *skipped_remote]:
         _warn(f"{where}: skipped, {why}")
-    one_job = len(files) + len(remote) > 1 and not per_rank
+    locations = [str(f) for f in files] + remote
+    one_job = len(locations) > 1 and grouping != "each"
+    one_job = one_job and (grouping == "job" or _one_job_said(locations))
     source = click.get_current_context().get_parameter_source("scheduler")
     if scheduler and not one_job and source == click.core.ParameterSource.COMMANDLINE:
         _warn(
-            "--scheduler applies to the ranks of one job (several traces, without "
-            "--per-rank): the traces are measured here"
+            "--scheduler applies to the ranks of one job (several traces that say so, or "
+            "--as-job): the traces are measured here"
         )
     if one_job and (tables.peaks or tables.kinds):
         _warn("--peaks and --kernel-kinds apply to one trace's report (--per-rank), not a job's")
@@ -192,7 +208,7 @@ def _analyze(
         _warn("--what-if applies to one trace's report (--per-rank), not a job's")
     if one_job:
         _analyze_ranks(
-            [str(f) for f in files] + remote,
+            locations,
             output_format,
             findings_only,
             list(threshold),
@@ -236,6 +252,17 @@ def _analyze(
     _report(reports, output_format, findings_only=findings_only, totals=totals, top=top)
     if failures or damaged:  # a report written, from damaged input or beside a failure
         raise SystemExit(1)
+
+
+def _one_job_said(locations: list[str]) -> bool:
+    """Whether the traces say they are the ranks of one job (each its own rank, one world
+    size and backend); if not, a note says why and what ``--as-job`` does."""
+    from steptrace.across.ranks.said import not_one_job, said_by
+
+    why = not_one_job(said_by(locations))
+    if why is not None:
+        _note(f"{why}: one report per trace; --as-job reads them as the ranks of one job")
+    return why is None
 
 
 def _analyze_ranks(

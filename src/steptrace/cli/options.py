@@ -124,7 +124,7 @@ def ranks_options(command: _Command) -> _Command:
                 "-j",
                 type=click.IntRange(min=1),
                 default=None,
-                help="Several traces: ranks measured at once, each in its own process "
+                help="One job's traces: ranks measured at once, each in its own process "
                 "(default: the cores; 1: in this process; with --scheduler local: workers). "
                 "One large trace: the processes that decode it.",
             ),
@@ -132,7 +132,7 @@ def ranks_options(command: _Command) -> _Command:
                 "--scheduler",
                 envvar="STEPTRACE_SCHEDULER",
                 metavar="ADDRESS",
-                help="Several traces: measure the ranks on a Dask cluster, tcp://HOST:8786, "
+                help="One job's traces: measure the ranks on a Dask cluster, tcp://HOST:8786, "
                 "or 'local' for a LocalCluster (env STEPTRACE_SCHEDULER; steptrace[dask]).",
             ),
         )

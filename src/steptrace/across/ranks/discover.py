@@ -19,6 +19,7 @@ from itertools import count, islice
 import msgspec
 
 from steptrace.across.ranks.figures import RankSource
+from steptrace.across.ranks.said import differing
 from steptrace.errors import TraceError
 from steptrace.trace.table import Distributed, TraceInfo
 
@@ -100,18 +101,12 @@ def identify(infos: Sequence[RankOrigin]) -> Identified:
 
 
 def _job(infos: Sequence[RankOrigin]) -> tuple[int | None, str | None]:
-    worlds = {i.distributed.world_size for i in infos if i.distributed and i.distributed.world_size}
-    backends = {i.distributed.backend for i in infos if i.distributed and i.distributed.backend}
-    if len(worlds) > 1:
-        raise TraceError(
-            f"the traces are not one job: world sizes {sorted(worlds)} differ "
-            "(give the traces of one run)"
-        )
-    if len(backends) > 1:
-        raise TraceError(
-            f"the traces are not one job: backends {sorted(backends)} differ "
-            "(give the traces of one run)"
-        )
+    said = [i.distributed for i in infos if i.distributed]
+    worlds = {d.world_size for d in said if d.world_size}
+    backends = {d.backend for d in said if d.backend}
+    problem = differing(worlds, "world size") or differing(backends, "backend")
+    if problem:
+        raise TraceError(f"the traces are not one job: {problem} (give the traces of one run)")
     return (next(iter(worlds)) if worlds else None), (next(iter(backends)) if backends else None)
 
 
