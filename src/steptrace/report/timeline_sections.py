@@ -11,7 +11,11 @@ which). HTML draws the figure; the other formats show the section's paragraph on
 
 from __future__ import annotations
 
+import msgspec
+
 from steptrace.across.ranks.figures import RankLanes
+from steptrace.analysis.critical_path import CriticalPath
+from steptrace.analysis.critical_slices import KIND_NAMES
 from steptrace.analysis.lanes import Lanes, StepLanes
 from steptrace.hypotheses.finding import Finding
 from steptrace.report.document import (
@@ -25,6 +29,7 @@ from steptrace.report.document import (
     TimelineView,
 )
 from steptrace.report.model import RanksReport, Report
+from steptrace.report.timeline_path import PathNames, path_strips
 
 KEY = "steps-timeline"
 HEADING = "Timeline of the steps"
@@ -38,6 +43,11 @@ CAPTION = (
     "started (deep while the GPU is busy: the CPU runs ahead, and launch-to-start delays "
     "are that wait, not slow launches). Click a bar for its launch link; wheel or the "
     "buttons to zoom, drag to pan."
+)
+PATH_CAPTION = (
+    "Under the lanes, the step's critical path (the chain of work that bounds it), coloured "
+    "by kind; pieces too short to draw apart are merged, in the colour of their kind with the "
+    "most time (paler when kinds mix). Click a piece to select the bar it ran in."
 )
 
 
@@ -59,7 +69,25 @@ def timeline_section(report: Report, timeline: Lanes | None) -> Section | None:
         marks=marks,
         caption=CAPTION,
     )
+    if (path := report.analysis.critical_path) is not None:
+        figure = _with_paths(figure, path)
     return Section(KEY, HEADING, (Paragraph(stand_in(timeline.steps[timeline.shown])), figure))
+
+
+def _with_paths(figure: TimelineFigure, path: CriticalPath) -> TimelineFigure:
+    """The figure with each view's steps' critical paths as strips under its lanes."""
+    names = PathNames()
+    views = tuple(
+        msgspec.structs.replace(v, paths=path_strips(path, v.groups[0].lanes, names, figure.names))
+        for v in figure.views
+    )
+    return msgspec.structs.replace(
+        figure,
+        views=views,
+        path_kinds=KIND_NAMES,
+        path_names=names.names,
+        caption=f"{figure.caption} {PATH_CAPTION}",
+    )
 
 
 def stand_in(step: StepLanes) -> str:
