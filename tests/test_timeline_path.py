@@ -19,8 +19,10 @@ from steptrace.analysis.critical_path import Segment, StepPath
 from steptrace.analysis.critical_slices import KIND_NAMES
 from steptrace.analysis.lanes import Lanes, StepLanes
 from steptrace.pipeline import Analyzed, Tables, analyze_checked
+from steptrace.report.document import PathStrip, TimelineFigure
 from steptrace.report.renderers import renderer
-from steptrace.report.timeline_path import DETAIL
+from steptrace.report.timeline_path import BUDGET, DETAIL, PathNames, in_view, path_strips
+from steptrace.report.timeline_sections import timeline_section
 from steptrace.report.timeline_svg import PLOT
 from steptrace.report.trace_sections import View, report_document
 from tests.conftest import WriteTrace, gpu_trace
@@ -68,11 +70,21 @@ def drawn_segments(path: StepPath, step: StepLanes) -> list[tuple[Segment, int, 
     return out
 
 
-def check_strip(rects: list[dict[str, str]], path: StepPath, step: StepLanes) -> int:
+def figure(analyzed: Analyzed) -> TimelineFigure:
+    section = timeline_section(analyzed.report, analyzed.lanes)
+    assert section is not None and isinstance(section.blocks[1], TimelineFigure)
+    return section.blocks[1]
+
+
+def check_strip(
+    rects: list[dict[str, str]], path: StepPath, step: StepLanes, strip: PathStrip
+) -> int:
     """The rects against the segments: each segment in one rect, in order; returns how
     many rects merge several."""
     segments = drawn_segments(path, step)
-    resolution = max(1, step.wall_ns // DETAIL)
+    resolution = strip.resolution_ns
+    assert resolution >= step.wall_ns // DETAIL
+    assert len(rects) == len(strip.pieces) <= 2 * DETAIL
     scale = PLOT / step.wall_ns
     at, merged = 0, 0
     for rect in rects:
@@ -109,7 +121,9 @@ def test_the_strip_draws_each_segment_at_its_time(event_sync: Analyzed) -> None:
     (rects,) = strips(svg)
     step = timeline.steps[timeline.shown]
     (step_path,) = [p for p in path.steps if p.step == step.name]
-    merged = check_strip(rects, step_path, step)
+    (strip,) = figure(event_sync).views[timeline.shown].paths
+    assert strip.resolution_ns == step.wall_ns // DETAIL  # few segments: a pixel at full view
+    merged = check_strip(rects, step_path, step, strip)
     assert 0 < merged < len(rects) < len(step_path.segments)  # some merged, most alone
     assert {r["class"].split()[0] for r in rects} >= {"p0", "p1", "p2", "p3"}
 
@@ -148,21 +162,39 @@ def test_every_view_has_the_paths_of_its_steps() -> None:
     analyzed = found(gpu_trace("kineto_v100_resnet50"))
     path, timeline = analyzed.report.analysis.critical_path, analyzed.lanes
     assert path is not None and timeline is not None and timeline.together is not None
-    svgs = views(page(analyzed))
+    svgs, drawn = views(page(analyzed)), figure(analyzed).views
     for k, lanes in enumerate(timeline.steps):
         (rects,) = strips(svgs[k])
         (step_path,) = [p for p in path.steps if p.start_us == pytest.approx(lanes.start_us)]
         assert step_path.step == lanes.name
-        check_strip(rects, step_path, lanes)
+        check_strip(rects, step_path, lanes, drawn[k].paths[0])
     together = strips(svgs[len(timeline.steps)])
     inside = [p for p in path.steps if _in(p, timeline)]
     assert len(together) == len(inside) == 3
-    for rects, step_path in zip(together, inside, strict=True):
-        check_strip(rects, step_path, timeline.together)
+    last = drawn[len(timeline.steps)].paths
+    for rects, step_path, strip in zip(together, inside, last, strict=True):
+        check_strip(rects, step_path, timeline.together, strip)
+    pieces = [len(p.pieces) for v in drawn for p in v.paths]
+    assert sum(pieces) <= BUDGET and len(pieces) == len(path.steps) + 3
     hidden = re.findall(r"its last ([\d.,]+) ms are past this view", svgs[0])
     first = timeline.steps[0]
     past = path.steps[0].end_us - (first.start_us + first.wall_ns / 1000)
     assert past > 1_000 and hidden == [f"{past / 1000:.2f}"]  # the GPU's tail: 12 ms
+
+
+def test_a_strip_over_its_share_is_drawn_coarser() -> None:
+    analyzed = found(gpu_trace("kineto_v100_resnet50"))
+    path, timeline = analyzed.report.analysis.critical_path, analyzed.lanes
+    assert path is not None and timeline is not None
+    step = timeline.steps[timeline.shown]
+    (fine,) = path_strips(path, step, PathNames(), timeline.names)
+    (coarse,) = path_strips(path, step, PathNames(), timeline.names, share=50)
+    assert len(coarse.pieces) <= 50 < len(fine.pieces)
+    assert coarse.resolution_ns >= 2 * fine.resolution_ns == 2 * (step.wall_ns // DETAIL)
+    (step_path,) = in_view(path, step)
+    for strip in (fine, coarse):  # every segment in one piece, the pieces one after the other
+        assert sum(p.count for p in strip.pieces) == len(drawn_segments(step_path, step))
+        assert all(a.end_ns == b.start_ns for a, b in itertools.pairwise(strip.pieces))
 
 
 def _in(path: StepPath, timeline: Lanes) -> bool:
@@ -184,7 +216,8 @@ def test_a_trace_without_steps_still_has_its_strip(write_trace: WriteTrace) -> N
     assert path is not None and len(path.steps) == 1
     (rects,) = strips(views(page(analyzed))[0])
     assert analyzed.lanes is not None
-    check_strip(rects, path.steps[0], analyzed.lanes.steps[0])
+    (strip,) = figure(analyzed).views[0].paths
+    check_strip(rects, path.steps[0], analyzed.lanes.steps[0], strip)
     assert "p2" in {r["class"] for r in rects}
 
 

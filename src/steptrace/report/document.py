@@ -192,6 +192,7 @@ class PathStrip(msgspec.Struct, frozen=True):
     step: str
     length_ns: int  # the whole path
     hidden_ns: int  # its time past the view's end: not drawn
+    resolution_ns: int  # segments shorter than this are merged into pieces
     pieces: tuple[PathPiece, ...]
 
 

@@ -6,10 +6,12 @@ lanes), one ``PathStrip`` per step of ``analysis.critical_path`` that starts in 
 its segments in ns from the view's start, cut at the view's end (what lies after it is
 counted in ``hidden_ns``). Consecutive segments narrower than the view's span / ``DETAIL``
 (about a pixel of the figure at full view) are merged, a piece at a time, into pieces at
-least that wide that count them, as the lanes merge their short events into bands; a
-narrow segment between wide ones stays itself. A piece of one segment on a CPU thread or
-a GPU stream names the innermost bar of that lane whose time holds it: its event, or the
-drawn operator or label it ran under. Nothing is computed here but that layout.
+least that wide that count them, as the lanes merge their short events into bands (merged
+pieces of one kind that follow each other as one); a narrow segment between wide ones
+stays itself. That resolution doubles until the strip fits its share of ``BUDGET``. A
+piece of one segment on a CPU thread or a GPU stream names the innermost bar of that lane
+whose time holds it: its event, or the drawn operator or label it ran under. Nothing is
+computed here but that layout.
 """
 
 from __future__ import annotations
@@ -22,9 +24,12 @@ from steptrace.analysis.critical_slices import KIND_NAMES
 from steptrace.analysis.lanes import NAME_CHARS, Lane, StepLanes
 from steptrace.report.document import PathPiece, PathStrip
 
-DETAIL = 1000  # pieces per view at most, about: narrower segments merge
+DETAIL = 1000  # a view's span / DETAIL (about a pixel at full view): narrower ones merge
+BUDGET = 6_000  # pieces of all strips together (the lanes' is 24,000 items)
+STRIP_MIN = 200  # at least this many for one strip, however many strips there are
 SLACK_NS = 1  # rounding between the path's times and the lanes'
 IDLE = KIND_NAMES.index("idle")
+Drawn = tuple[Segment, int, int]  # a segment, its start and end in ns from the view's start
 
 
 class PathNames:
@@ -44,46 +49,85 @@ class PathNames:
 
 
 def path_strips(
-    path: CriticalPath, step: StepLanes, names: PathNames, bar_names: Sequence[str]
+    path: CriticalPath,
+    step: StepLanes,
+    names: PathNames,
+    bar_names: Sequence[str],
+    share: int = 2 * DETAIL,
 ) -> tuple[PathStrip, ...]:
     """The strips of the steps whose path starts in the view of ``step``'s lanes (its
-    bars' names are ``bar_names``, the timeline's)."""
+    bars' names are ``bar_names``, the timeline's), each of at most ``share`` pieces."""
     lo = round(step.start_us * 1000)
-    chosen = [
-        p for p in path.steps if lo - SLACK_NS <= round(p.start_us * 1000) < lo + step.wall_ns
-    ]
     bars = _Bars(step, bar_names)
-    return tuple(_strip(p, lo, step.wall_ns, bars, names) for p in chosen)
+    return tuple(_strip(p, lo, step.wall_ns, bars, names, share) for p in in_view(path, step))
 
 
-def _strip(path: StepPath, lo: int, span: int, bars: _Bars, names: PathNames) -> PathStrip:
-    resolution = max(1, span // DETAIL)
-    pieces: list[PathPiece] = []
-    run: list[tuple[Segment, int, int]] = []
+def share(path: CriticalPath, steps: Sequence[StepLanes]) -> int:
+    """How many pieces each strip of the views of ``steps`` may have."""
+    strips = sum(len(in_view(path, s)) for s in steps)
+    return min(2 * DETAIL, max(STRIP_MIN, BUDGET // max(strips, 1)))
+
+
+def in_view(path: CriticalPath, step: StepLanes) -> list[StepPath]:
+    """The steps' paths that start in the window of ``step``'s lanes."""
+    lo = round(step.start_us * 1000)
+    return [p for p in path.steps if lo - SLACK_NS <= round(p.start_us * 1000) < lo + step.wall_ns]
+
+
+def _strip(
+    path: StepPath, lo: int, span: int, bars: _Bars, names: PathNames, share: int
+) -> PathStrip:
+    """The path cut to ``[0, span)``; its resolution doubles from ``span / DETAIL`` until
+    its pieces fit in ``share``."""
+    drawn: list[Drawn] = []
     hidden = 0
     for segment in path.segments:
         start, end = round(segment.start_us * 1000) - lo, round(segment.end_us * 1000) - lo
         hidden += max(0, end - max(start, span))
-        start, end = max(start, 0), min(end, span)
-        if end <= start:
-            continue
-        if run and (end - start >= resolution or start > run[-1][2]):
-            pieces.append(_piece(run, bars, names))
+        if min(end, span) > max(start, 0):
+            drawn.append((segment, max(start, 0), min(end, span)))
+    resolution = max(1, span // DETAIL)
+    while len(runs := _runs(drawn, resolution)) > share and resolution < span:
+        resolution *= 2
+    length = round(path.end_us * 1000) - round(path.start_us * 1000)
+    pieces = tuple(_piece(run, bars, names) for run in runs)
+    return PathStrip(path.step, length, hidden, resolution, pieces)
+
+
+def _runs(drawn: list[Drawn], resolution: int) -> list[list[Drawn]]:
+    """The segments as pieces: each at least ``resolution`` long alone; shorter neighbours
+    together until they are that long (a short one between long ones alone); and short
+    ones of a single kind, one after the other, as one piece (they draw as one)."""
+    runs: list[list[Drawn]] = []
+    kinds: list[str | None] = []  # per run of short ones: its one kind; None: mixed or long
+
+    def close(run: list[Drawn]) -> None:
+        short = run[0][2] - run[0][1] < resolution
+        kind = (
+            run[0][0].kind if short and all(s.kind == run[0][0].kind for s, _, _ in run) else None
+        )
+        if kind is not None and kinds and kinds[-1] == kind and runs[-1][-1][2] == run[0][1]:
+            runs[-1].extend(run)
+        else:
+            runs.append(run)
+            kinds.append(kind)
+
+    run: list[Drawn] = []
+    for segment in drawn:
+        wide = segment[2] - segment[1] >= resolution
+        if run and (wide or segment[1] > run[-1][2]):
+            close(run)
             run = []
-        if end - start >= resolution:
-            pieces.append(_piece([(segment, start, end)], bars, names))
-            continue
-        run.append((segment, start, end))
-        if run[-1][2] - run[0][1] >= resolution:
-            pieces.append(_piece(run, bars, names))
+        run.append(segment)
+        if wide or run[-1][2] - run[0][1] >= resolution:
+            close(run)
             run = []
     if run:
-        pieces.append(_piece(run, bars, names))
-    length = round(path.end_us * 1000) - round(path.start_us * 1000)
-    return PathStrip(path.step, length, hidden, tuple(pieces))
+        close(run)
+    return runs
 
 
-def _piece(run: list[tuple[Segment, int, int]], bars: _Bars, names: PathNames) -> PathPiece:
+def _piece(run: list[Drawn], bars: _Bars, names: PathNames) -> PathPiece:
     """One segment as itself; several as one piece of the kind with the most time."""
     if len(run) == 1:
         segment, start, end = run[0]

@@ -18,7 +18,9 @@ PATH_COLORS = ("#4e79a7", "#f28e2b", "#59a14f", "#d62728", "#c7c7c7")  # by KIND
 STYLE = (
     "".join(f".tl .p{i}{{fill:{c}}}" for i, c in enumerate(PATH_COLORS))
     # every piece of a strip is as high: said once here, not on each of its thousands
-    + f".tl g.cps rect{{height:{STRIP_H - 1}px}}.tl g.cps rect.m{{fill-opacity:.55}}"
+    # crisp edges: no pale seam between pieces that touch
+    + f".tl g.cps{{shape-rendering:crispEdges}}.tl g.cps rect{{height:{STRIP_H - 1}px}}"
+    ".tl g.cps rect.m{fill-opacity:.55}"
     ".tl g.cps rect[data-t]{cursor:pointer}"
 )
 
@@ -33,6 +35,8 @@ def strips(
         y += 3
         label = "critical path" if len(view.paths) == 1 else f"path: {units.short(strip.step, 22)}"
         about = f"{strip.step}: the critical path, {units.ms(strip.length_ns / 1e6)} ms"
+        if any(p.count > 1 for p in strip.pieces):
+            about += f"; neighbours under {units.ms(strip.resolution_ns / 1e6)} ms merged"
         if strip.hidden_ns:
             about += f"; its last {units.ms(strip.hidden_ns / 1e6)} ms are past this view"
         labels.append(

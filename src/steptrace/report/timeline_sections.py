@@ -2,8 +2,9 @@
 
 ``timeline_section(report, lanes)`` draws every step's lanes (``analysis.lanes``, computed
 from the trace for the HTML report), the median step first, and marks each finding's
-``evidence.where`` on it; ``finding_jumps(report, lanes)`` is the block of links from the
-findings to those marks. ``ranks_timeline_section(report)``
+``evidence.where`` on it, and, when the report holds the critical path, draws each step's
+path as a strip under its lanes (``timeline_path``); ``finding_jumps(report, lanes)`` is
+the block of links from the findings to those marks. ``ranks_timeline_section(report)``
 draws one step across the ranks, one lane group per rank, shifted by the clock alignment
 when the clocks are trusted and aligned at the step's start otherwise (its caption says
 which). HTML draws the figure; the other formats show the section's paragraph only.
@@ -29,7 +30,7 @@ from steptrace.report.document import (
     TimelineView,
 )
 from steptrace.report.model import RanksReport, Report
-from steptrace.report.timeline_path import PathNames, path_strips
+from steptrace.report.timeline_path import PathNames, path_strips, share
 
 KEY = "steps-timeline"
 HEADING = "Timeline of the steps"
@@ -76,10 +77,11 @@ def timeline_section(report: Report, timeline: Lanes | None) -> Section | None:
 
 def _with_paths(figure: TimelineFigure, path: CriticalPath) -> TimelineFigure:
     """The figure with each view's steps' critical paths as strips under its lanes."""
-    names = PathNames()
+    names, steps = PathNames(), [v.groups[0].lanes for v in figure.views]
+    most = share(path, steps)
     views = tuple(
-        msgspec.structs.replace(v, paths=path_strips(path, v.groups[0].lanes, names, figure.names))
-        for v in figure.views
+        msgspec.structs.replace(v, paths=path_strips(path, s, names, figure.names, most))
+        for v, s in zip(figure.views, steps, strict=True)
     )
     return msgspec.structs.replace(
         figure,
