@@ -74,8 +74,8 @@ SCRIPT = r"""
       var d = el.dataset, kind = data.pathKinds[+el.getAttribute('class').match(/p(\d)/)[1]];
       var name = d.n !== undefined ? data.pathNames[+d.n] : '';
       if (d.c !== undefined) {
-        return 'critical path: ' + d.c + ' pieces too short to draw, mostly ' + kind + ' (' +
-          ms(+d.k) + ', the longest ' + name + '): ' + when;
+        return 'critical path, ' + d.c + ' segments merged, ' + kind + ' ' + ms(+d.k) +
+          ' of them (the longest: ' + name + '): ' + when;
       }
       return 'critical path, ' + kind + (name ? ' ' + name : '') + ': ' + when;
     }
