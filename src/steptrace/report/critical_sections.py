@@ -44,7 +44,8 @@ def _about() -> str:
         "wall time), the work each piece waited for last: cpu (inside an operator, label or "
         "Python function), launch (runtime calls and launch latency), gpu (kernels, copies, "
         "sets), wait (synchronizations), idle (nothing on the path ran). Only work on the path "
-        "shortens the step when it gets faster."
+        "shortens the step when it gets faster. The HTML report draws each step's path under "
+        "its lanes on the timeline."
     )
 
 

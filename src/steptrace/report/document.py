@@ -173,12 +173,37 @@ class LaneGroup(msgspec.Struct, frozen=True):
     name_base: int = 0  # its bars' names start here in the figure's names
 
 
+class PathPiece(msgspec.Struct, frozen=True, array_like=True):
+    """A piece of a critical path's strip: one segment, or (``count`` > 1) consecutive ones
+    too narrow to draw apart, coloured by the kind with the most time in them."""
+
+    kind: int  # index into the figure's path_kinds
+    start_ns: int  # from the view's start
+    end_ns: int
+    name: int  # index into the figure's path_names (merged: the longest's); -1: idle
+    count: int = 1
+    kind_ns: int = 0  # merged: the time of its kind in it
+    bar: int = -1  # the id of the lanes' bar it lies inside (innermost); -1: none drawn
+
+
+class PathStrip(msgspec.Struct, frozen=True):
+    """One step's critical path (``analysis.critical_path``) under the view's lanes."""
+
+    step: str
+    length_ns: int  # the whole path
+    hidden_ns: int  # its time past the view's end: not drawn
+    resolution_ns: int  # segments shorter than this are merged into pieces
+    pieces: tuple[PathPiece, ...]
+
+
 class TimelineView(msgspec.Struct, frozen=True):
-    """What one choice of the figure's step menu draws: its groups over ``span_ns``."""
+    """What one choice of the figure's step menu draws: its groups over ``span_ns``, and
+    the critical paths of its steps when computed."""
 
     label: str  # the step's name
     span_ns: int
     groups: tuple[LaneGroup, ...]
+    paths: tuple[PathStrip, ...] = ()
 
 
 class Mark(msgspec.Struct, frozen=True):
@@ -204,6 +229,8 @@ class TimelineFigure(msgspec.Struct, frozen=True, tag="timeline"):
     shown: int
     marks: tuple[Mark, ...] = ()
     caption: str = ""
+    path_kinds: tuple[str, ...] = ()  # PathPiece.kind indexes this
+    path_names: tuple[str, ...] = ()  # PathPiece.name indexes this
 
     def fallback(self) -> tuple[Block, ...]:
         return ()  # the section's paragraph says what it draws

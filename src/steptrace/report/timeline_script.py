@@ -56,6 +56,7 @@ SCRIPT = r"""
     function describe(el) {
       if (!el.dataset || el.dataset.s === undefined) return null;
       var c = el.classList, d = el.dataset, when = ms(+d.s) + ' + ' + ms(+d.d);
+      if (el.closest('g.cps')) return onPath(el, when);
       if (c.contains('gap')) {
         var read = d.r !== undefined ? ', while the batch is read' : '';
         return 'GPU idle, ' + data.causes[+d.c] + read + ': ' + when;
@@ -68,6 +69,24 @@ SCRIPT = r"""
       }
       var launched = d.l !== undefined ? ' (launched at ' + ms(+d.l) + ')' : '';
       return kind + ' ' + name + ': ' + when + launched;
+    }
+    function onPath(el, when) {
+      var d = el.dataset, kind = data.pathKinds[+el.getAttribute('class').match(/p(\d)/)[1]];
+      var name = d.n !== undefined ? data.pathNames[+d.n] : '';
+      if (d.c !== undefined) {
+        return 'critical path, ' + d.c + ' segments merged, ' + kind + ' ' + ms(+d.k) +
+          ' of them (the longest: ' + name + '): ' + when;
+      }
+      return 'critical path, ' + kind + (name ? ' ' + name : '') + ': ' + when;
+    }
+    function follow(el) {
+      var v = view(), bar = null;
+      if (el.dataset.t !== undefined) {
+        bar = v.querySelector('g.grp rect.b[data-i="' + el.dataset.t + '"]');
+      }
+      if (bar) select(bar); else clear(v);
+      el.classList.add('sel');
+      info.textContent = describe(el) + (bar ? ', in ' + describe(bar) : '');
     }
     function clear(v) {
       all(v, '.sel').forEach(function (e) { e.classList.remove('sel'); });
@@ -137,7 +156,8 @@ SCRIPT = r"""
     });
     fig.addEventListener('click', function (e) {
       var t = e.target;
-      if (t.dataset && t.dataset.s !== undefined && !t.classList.contains('gap')) select(t);
+      if (t.dataset && t.dataset.s !== undefined && t.closest('g.cps')) follow(t);
+      else if (t.dataset && t.dataset.s !== undefined && !t.classList.contains('gap')) select(t);
     });
     function px(v, e) {
       var r = v.getBoundingClientRect();

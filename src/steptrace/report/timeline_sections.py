@@ -2,8 +2,9 @@
 
 ``timeline_section(report, lanes)`` draws every step's lanes (``analysis.lanes``, computed
 from the trace for the HTML report), the median step first, and marks each finding's
-``evidence.where`` on it; ``finding_jumps(report, lanes)`` is the block of links from the
-findings to those marks. ``ranks_timeline_section(report)``
+``evidence.where`` on it, and, when the report holds the critical path, draws each step's
+path as a strip under its lanes (``timeline_path``); ``finding_jumps(report, lanes)`` is
+the block of links from the findings to those marks. ``ranks_timeline_section(report)``
 draws one step across the ranks, one lane group per rank, shifted by the clock alignment
 when the clocks are trusted and aligned at the step's start otherwise (its caption says
 which). HTML draws the figure; the other formats show the section's paragraph only.
@@ -11,7 +12,11 @@ which). HTML draws the figure; the other formats show the section's paragraph on
 
 from __future__ import annotations
 
+import msgspec
+
 from steptrace.across.ranks.figures import RankLanes
+from steptrace.analysis.critical_path import CriticalPath
+from steptrace.analysis.critical_slices import KIND_NAMES
 from steptrace.analysis.lanes import Lanes, StepLanes
 from steptrace.hypotheses.finding import Finding
 from steptrace.report.document import (
@@ -25,6 +30,7 @@ from steptrace.report.document import (
     TimelineView,
 )
 from steptrace.report.model import RanksReport, Report
+from steptrace.report.timeline_path import PathNames, path_strips, share
 
 KEY = "steps-timeline"
 HEADING = "Timeline of the steps"
@@ -38,6 +44,11 @@ CAPTION = (
     "started (deep while the GPU is busy: the CPU runs ahead, and launch-to-start delays "
     "are that wait, not slow launches). Click a bar for its launch link; wheel or the "
     "buttons to zoom, drag to pan."
+)
+PATH_CAPTION = (
+    "Under the lanes, the step's critical path (the chain of work that bounds it), coloured "
+    "by kind; pieces too short to draw apart are merged, in the colour of their kind with the "
+    "most time (paler when kinds mix). Click a piece to select the bar it ran in."
 )
 
 
@@ -59,7 +70,26 @@ def timeline_section(report: Report, timeline: Lanes | None) -> Section | None:
         marks=marks,
         caption=CAPTION,
     )
+    if (path := report.analysis.critical_path) is not None:
+        figure = _with_paths(figure, path)
     return Section(KEY, HEADING, (Paragraph(stand_in(timeline.steps[timeline.shown])), figure))
+
+
+def _with_paths(figure: TimelineFigure, path: CriticalPath) -> TimelineFigure:
+    """The figure with each view's steps' critical paths as strips under its lanes."""
+    names, steps = PathNames(), [v.groups[0].lanes for v in figure.views]
+    most = share(path, steps)
+    views = tuple(
+        msgspec.structs.replace(v, paths=path_strips(path, s, names, figure.names, most))
+        for v, s in zip(figure.views, steps, strict=True)
+    )
+    return msgspec.structs.replace(
+        figure,
+        views=views,
+        path_kinds=KIND_NAMES,
+        path_names=names.names,
+        caption=f"{figure.caption} {PATH_CAPTION}",
+    )
 
 
 def stand_in(step: StepLanes) -> str:

@@ -19,6 +19,7 @@ from steptrace.analysis.lane_gaps import AFTER_SYNC, NOT_KNOWN, NOTHING_AFTER, W
 from steptrace.analysis.lane_memory import MemoryCurve
 from steptrace.analysis.lane_queue import QueueCurve
 from steptrace.analysis.lanes import Lane
+from steptrace.report import timeline_path_svg
 from steptrace.report.document import LaneGroup, TimelineFigure, TimelineView
 from steptrace.safe_text import html_text, visible
 from steptrace.units import short, size
@@ -73,6 +74,7 @@ STYLE = (
     "vector-effect:non-scaling-stroke}"
     + "".join(f".tl .k{i}{{fill:{c}}}" for i, c in enumerate(COLORS))
     + "".join(f".tl .c{i}{{fill:{c}}}" for i, c in enumerate(GAP_COLORS))
+    + timeline_path_svg.STYLE
 )
 
 
@@ -122,8 +124,12 @@ def figure(block: TimelineFigure, anchor: str) -> str:
             for m in block.marks
         ],
     }
+    if block.path_kinds:
+        data["pathKinds"] = list(block.path_kinds)
+        data["pathNames"] = [visible(n) for n in block.path_names]
     script = f'<script type="application/json" class="tl-data">{safe_json(data)}</script>'
-    body = f"{controls}{views}{_legend(block)}{script}"
+    keys = _legend(block) + timeline_path_svg.legend(block)
+    body = f"{controls}{views}{keys}{script}"
     return f'<div class="tl" id="{html_text(anchor)}-fig">{body}</div>'
 
 
@@ -189,6 +195,8 @@ def _view(view: TimelineView, index: int, shown: bool, block: TimelineFigure) ->
         body.extend(rows)
         names.extend(texts)
         y += LANE_GAP
+    strips, y = timeline_path_svg.strips(view, scale, y, labels, LABELS - 6)
+    body.extend(strips)
     height = y + 6
     for group in view.groups:
         body.extend(_boundaries(group, scale, height, names))
