@@ -11,6 +11,7 @@ import functools
 import gzip
 import json
 import os
+import signal
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -27,6 +28,14 @@ REPO = Path(__file__).resolve().parents[1]
 TRACES = Path(os.environ.get("STEPTRACE_TRACES", REPO.parent / "shared" / "traces"))
 NOT_A_TRACE = "memory_timeline_export_raw__memory_analysis.raw.gz"
 NO_TRACES = f"real traces not found in {TRACES} (set STEPTRACE_TRACES to their folder)"
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Ctrl-C as a terminal gives it: a suite started in the background of a shell without
+    job control (``cmd &`` in a script) inherits SIGINT ignored, and so would every process
+    it starts; the Ctrl-C tests then fail for a reason of the launch, not of steptrace."""
+    if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:

@@ -261,6 +261,9 @@ def _noise(a: SideStats, b: SideStats, measured: Interference) -> str | None:
 
 
 def _too_few(plan: TimingPlan, pair_s: float, samples: Samples, spent_s: float) -> str:
+    pairs = len(samples.warmup_a) + len(samples.a)  # a loaded machine: slower than the first
+    if pairs and samples.elapsed_s / pairs > pair_s:
+        pair_s = samples.elapsed_s / pairs
     needed = spent_s + (1 + MIN_PAIRS) * pair_s  # the correctness steps count in the budget
     blocks = len(samples.order)
     warm_s = (sum(samples.warmup_a) + sum(samples.warmup_b)) / 1000
