@@ -1,5 +1,5 @@
 """Time bounded by design (issue #36.4): deep nesting and many steps are refused at once
-past their documented bounds (``nesting.MOST_DEPTH``, ``pipeline.MOST_STEPS``), a Dask
+past their documented bounds (``nesting.MOST_DEPTH``, ``steps.MOST_STEPS``), a Dask
 scheduler's address where nothing answers ends in one line. (A user's step that hangs:
 ``test_user_code``.)
 """
@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from steptrace.pipeline import MOST_STEPS
+from steptrace.analysis.steps import MOST_STEPS
 from steptrace.trace.nesting import MOST_DEPTH
 from tests.tracegen import PID, TID
 
@@ -94,3 +94,25 @@ def test_a_scheduler_that_never_answers_is_one_line(tmp_path: Path) -> None:
         done, seconds = run("analyze", str(tmp_path), "--scheduler", address)
     assert_refused(done, f"Dask scheduler {address}: cannot connect (no answer within")
     assert seconds < 40
+
+
+def test_a_rank_with_too_many_steps_is_refused_and_the_job_reported_without_it(
+    tmp_path: Path,
+) -> None:
+    """A rank is a trace like any other: past the bound it is one warning line naming it,
+    the other ranks' report is written, exit code 1."""
+    world = 3
+    for rank in range(world):
+        count = MOST_STEPS + 1 if rank == 2 else 3
+        events = [annotation(f"ProfilerStep#{k}", 10 * k, 9) for k in range(count)]
+        doc = {"distributedInfo": {"rank": rank, "world_size": world}, "traceEvents": events}
+        # distributedInfo first, as Kineto writes it: what tells analyze the traces are ranks
+        (tmp_path / f"rank{rank}.json").write_text(json.dumps(doc))
+    done, seconds = run("analyze", str(tmp_path), "--format", "json", "--jobs", "1")
+    assert done.returncode == 1, done.stderr
+    refused = [line for line in done.stderr.splitlines() if "steps, more than the" in line]
+    assert len(refused) == 1 and "rank2.json" in refused[0], done.stderr
+    assert f"{MOST_STEPS + 1:,} steps, more than the {MOST_STEPS:,}" in refused[0]
+    report = json.loads(done.stdout)
+    assert report["schema"].startswith("steptrace.ranks/")
+    assert seconds < 60

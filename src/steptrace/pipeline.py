@@ -28,6 +28,7 @@ from steptrace.analysis.kernel_kinds import DEFAULT, KernelKinds
 from steptrace.analysis.lanes import Lanes
 from steptrace.analysis.measure import analysis_of
 from steptrace.analysis.registry import fields_for, figures
+from steptrace.analysis.steps import too_many_steps
 from steptrace.errors import TraceError
 from steptrace.hypotheses import Case, complete_steps, find
 from steptrace.hypotheses.thresholds import Thresholds
@@ -51,7 +52,6 @@ _PEEK_BYTES = 64 * 1024
 # them is what ``analyze --format json`` writes for several traces.
 _SCHEMA_FIRST = re.compile(rb'\A\s*(\[\s*)?\{\s*"schema"\s*:\s*"([^"\\]*)"')
 _Saved = TypeVar("_Saved")
-MOST_STEPS = 10_000  # a report's tables list each step: 10,000 render in a few seconds
 
 
 def analyze(
@@ -195,12 +195,8 @@ def _analyzed(
         inventory=capture.inventory if capture else None,
         what_if=tables.what_if,
     )
-    if (count := len(context.steps.windows)) > MOST_STEPS:  # each step is a row of every table
-        raise TraceError(
-            f"{trace.info.url or trace.info.path}: {count:,} steps, more than the "
-            f"{MOST_STEPS:,} a report measures in bounded time: profile fewer steps "
-            "(a shorter schedule), or cut the trace"
-        )
+    if refused := too_many_steps(context.steps.windows, str(trace.info.url or trace.info.path)):
+        raise TraceError(refused)
     computed = compute(context, chosen)
     analysis = analysis_of(context, computed)
     limits = thresholds or Thresholds()

@@ -24,6 +24,7 @@ from steptrace.analysis.lightning_steps import BATCH_NAME, lightning_batches
 from steptrace.trace.kinds import Kind
 from steptrace.trace.table import EventTable
 
+MOST_STEPS = 10_000  # a report's tables list each step: 10,000 render in a few seconds
 _STEP_NAME = re.compile(r"^ProfilerStep#(\d{1,18})$")
 _OVERLONG_STEP = re.compile(r"^ProfilerStep#\d{19,}$")  # no int64 step number: not a step
 WHOLE_WINDOW = "window"
@@ -159,3 +160,13 @@ def overlap_warnings(windows: tuple[StepWindow, ...], shown: int = 3) -> list[st
         f"steps overlap: {named}{more}: each is measured as written; GPU work and blocking "
         "calls are counted once, in the step that began last among those holding their launch"
     ]
+
+
+def too_many_steps(windows: tuple[StepWindow, ...] | list[StepWindow], where: str) -> str | None:
+    """Why a trace of these steps is refused (more than ``MOST_STEPS``), or None."""
+    if (count := len(windows)) <= MOST_STEPS:  # each step is a row of every table
+        return None
+    return (
+        f"{where}: {count:,} steps, more than the {MOST_STEPS:,} a report measures in bounded "
+        "time: profile fewer steps (a shorter schedule), or cut the trace"
+    )

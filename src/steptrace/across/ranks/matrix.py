@@ -36,7 +36,13 @@ from steptrace.analysis.lanes import Lanes, step_lanes
 from steptrace.analysis.outside import outside_warnings
 from steptrace.analysis.phases import StepPhases
 from steptrace.analysis.registry import fields_for, figures
-from steptrace.analysis.steps import StepWindow, marker_warnings, overlap_warnings
+from steptrace.analysis.steps import (
+    StepWindow,
+    marker_warnings,
+    overlap_warnings,
+    too_many_steps,
+)
+from steptrace.errors import TraceError
 from steptrace.trace import intervals as iv
 from steptrace.trace.fields import Selection
 from steptrace.trace.kinds import Kind
@@ -167,6 +173,8 @@ def rank_data(
     """The trace's summary; ``location``: where it was read, when not its path (a URL)."""
     asked = tuple(parts)
     context = TraceContext(trace)
+    if refused := too_many_steps(context.windows, location or str(trace.info.path)):
+        raise TraceError(refused)  # a rank like any other trace: its report in bounded time
     computed = compute(context, part_figures(asked))
     instances: tuple[Instance, ...] = computed.get("collectives", ())
     steps = None
