@@ -55,11 +55,15 @@ def interrupted(args: list[str], delay_s: float) -> tuple[int, str, str]:
 
 def before_steptrace(code: int, err: str) -> bool:
     """Interrupted before steptrace's Ctrl-C guard was installed: in the interpreter's own
-    start-up (killed by the signal, nothing said) or in the few imports before the guard
-    (the interpreter's traceback, through no steptrace code but those imports)."""
+    start-up (killed by the signal, nothing said; or, inside its ``site`` import, its fatal
+    error and exit code 1, seen under load) or in the few imports before the guard (the
+    interpreter's traceback, through no steptrace code but those imports)."""
+    ours = [f for f in re.findall(r'File "([^"]+)"', err) if f"{os.sep}steptrace{os.sep}" in f]
+    in_site = err.startswith("Fatal Python error: init_import_site")
+    if code == 1 and in_site and err.rstrip().endswith("KeyboardInterrupt") and not ours:
+        return True
     if code != -signal.SIGINT:
         return False
-    ours = [f for f in re.findall(r'File "([^"]+)"', err) if f"{os.sep}steptrace{os.sep}" in f]
     guard = ("steptrace/__init__.py", "steptrace/ctrl_c.py")
     return err == "" or (
         err.rstrip().endswith("KeyboardInterrupt") and all(f.endswith(guard) for f in ours)
