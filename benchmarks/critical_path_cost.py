@@ -27,13 +27,11 @@ in ``investigate``. Default traces: that one, the H100 Qwen inference
 
 from __future__ import annotations
 
-import argparse
 import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import figure_cost
-import results
 from steptrace.analysis.registry import figures
 
 SHARED = Path(__file__).resolve().parents[2] / "shared" / "traces"
@@ -69,17 +67,10 @@ def _without_is_without() -> None:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("traces", nargs="*", type=Path)
-    parser.add_argument("--repeats", type=int, default=5, help="rounds per trace")
-    args = parser.parse_args()
     _without_is_without()
-    run = results.Run.start()
-    rows = [
-        figure_cost.measure(path, args.repeats, analyzed, command)
-        for path in args.traces or DEFAULT
-    ]
-    results.write("critical_path_cost", run, figure_cost.columns("path found"), rows)
+    sides = figure_cost.Sides(analyzed, command)
+    description = __doc__.splitlines()[0]
+    figure_cost.main("critical_path_cost", description, "path found", sides, DEFAULT, repeats=5)
 
 
 if __name__ == "__main__":

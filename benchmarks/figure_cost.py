@@ -5,19 +5,22 @@ Each benchmark gives its two sides: ``analysis(path, with_it)`` (the figures alo
 process: wall s, CPU s, whether the figure found anything) and ``command(path, with_it)``
 (the whole ``steptrace analyze`` process: wall s). ``measure`` interleaves them for
 ``repeats`` rounds, the order of each pair alternating, and returns the table's row:
-medians and the ratios with / without of the medians.
+medians and the ratios with / without of the medians; ``main`` is a benchmark's command
+line around it.
 """
 
 from __future__ import annotations
 
+import argparse
 import gc
 import statistics
 import sys
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
+import results
 from process_tree import run_tree
 from steptrace.analysis.compose import compute
 from steptrace.analysis.context import FigureSpec, TraceContext
@@ -91,3 +94,24 @@ def measure(path: Path, repeats: int, analysis: Analysis, command: Command) -> l
     ]
     print(" | ".join(row), flush=True)
     return row
+
+
+class Sides(NamedTuple):
+    """A benchmark's two sides (see the module)."""
+
+    analysis: Analysis
+    command: Command
+
+
+def main(
+    name: str, description: str, found: str, sides: Sides, default: Sequence[Path], repeats: int
+) -> None:
+    """``python benchmarks/NAME.py [TRACES] [--repeats N]``: the rows of ``default`` traces
+    (or those given), written as ``NAME`` in RESULTS.md; ``found``: that column's heading."""
+    parser = argparse.ArgumentParser(description=description)
+    parser.add_argument("traces", nargs="*", type=Path)
+    parser.add_argument("--repeats", type=int, default=repeats, help="rounds per trace")
+    args = parser.parse_args()
+    run = results.Run.start()
+    rows = [measure(path, args.repeats, *sides) for path in args.traces or default]
+    results.write(name, run, columns(found), rows)

@@ -25,14 +25,12 @@ trace) and two without (a V100 trace, and the 2021 ResNet50 trace whose memory e
 
 from __future__ import annotations
 
-import argparse
 import dataclasses
 import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import figure_cost
-import results
 from steptrace.analysis.registry import figures
 
 SHARED = Path(__file__).resolve().parents[2] / "shared" / "traces"
@@ -74,17 +72,10 @@ def _without_is_without() -> None:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("traces", nargs="*", type=Path)
-    parser.add_argument("--repeats", type=int, default=10, help="rounds per trace")
-    args = parser.parse_args()
     _without_is_without()
-    run = results.Run.start()
-    rows = [
-        figure_cost.measure(path, args.repeats, analyzed, command)
-        for path in args.traces or DEFAULT
-    ]
-    results.write("memory_cost", run, figure_cost.columns("memory observed"), rows)
+    sides = figure_cost.Sides(analyzed, command)
+    description = __doc__.splitlines()[0]
+    figure_cost.main("memory_cost", description, "memory observed", sides, DEFAULT, repeats=10)
 
 
 if __name__ == "__main__":
