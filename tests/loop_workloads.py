@@ -5,7 +5,10 @@ loop (``steptrace investigate``): the planted finding must rank first, its check
   default, one tensor at a time (``foreach=None`` picks the loop on the CPU).
 - ``tiny_op_loop``: a model whose forward is a Python loop of 200 elementwise operators on
   a 16-number tensor.
-- ``slow_collate``: a ``collate_fn`` that sleeps 20 ms per batch in front of a small MLP.
+- ``slow_collate``: a ``collate_fn`` that decodes each sample in Python (about 3 ms of CPU
+  a batch) in front of an MLP of about 1 ms a step. CPU work, not a sleep: a sleep's share
+  of the step moves with the machine's load on the compute alone, so no measurement taken
+  at another moment could agree with the check's CI; CPU work slows with it.
 - ``oversubscribed``: a small MLP run with four intra-op threads per usable core.
 - ``healthy``: three 512-wide layers on 256-row batches, SGD: matrix products are the step.
 
@@ -15,7 +18,6 @@ others' timings would measure the scheduler (``steptrace.machine``).
 
 from __future__ import annotations
 
-import time
 from typing import Any
 
 import torch
@@ -26,7 +28,7 @@ from steptrace.capturing import Workload
 from steptrace.machine import usable_cores
 
 FEATURES, BATCH, BATCHES = 64, 32, 16
-COLLATE_SLEEP_S = 0.02
+DECODE_ROUNDS = 2000  # per sample: about 3 ms of Python a 32-sample batch
 
 
 def _batches(
@@ -102,21 +104,30 @@ def tiny_op_loop() -> Workload:
     )
 
 
-def _sleepy_collate(samples: list[tuple[torch.Tensor, torch.Tensor]]) -> Any:
-    time.sleep(COLLATE_SLEEP_S)
+def _decode(rounds: int = DECODE_ROUNDS) -> int:
+    """A fixed amount of Python work, as decoding or augmenting a sample costs."""
+    acc = 0
+    for i in range(rounds):
+        acc = (acc * 31 + i) % 1_000_003
+    return acc
+
+
+def _decoding_collate(samples: list[tuple[torch.Tensor, torch.Tensor]]) -> Any:
+    for _ in samples:
+        _decode()
     return torch.utils.data.default_collate(samples)
 
 
 def slow_collate() -> Workload:
     torch.set_num_threads(1)
     pairs = [(x[i], y[i]) for x, y in _batches() for i in range(BATCH)]
-    model = _mlp()
+    model = _mlp(hidden=512, depth=3)
     return _training(
         "Does the step wait for data?",
         model,
         torch.optim.SGD(model.parameters(), lr=0.01),
-        DataLoader(pairs, batch_size=BATCH, collate_fn=_sleepy_collate),
-        data_origin="a collate_fn that sleeps 20 ms per batch",
+        DataLoader(pairs, batch_size=BATCH, collate_fn=_decoding_collate),
+        data_origin="a collate_fn that decodes each sample in Python (about 3 ms a batch)",
     )
 
 

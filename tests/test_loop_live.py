@@ -176,13 +176,17 @@ def test_a_slow_collate_ranks_first_supported_by_a_prepared_batch(tmp_path: Path
     workload = loop_workloads.slow_collate()
     comparison = first_supported(investigated(workload, tmp_path, 90), "input-pipeline")
     assert workload.model is not None and workload.loader is not None
-    model, loader = copy.deepcopy(workload.model), workload.loader
-    optimizer = torch.optim.SGD(model.parameters(), lr=0.01)
+    loader, loss_fn = workload.loader, workload.loss_fn
     prepared = next(iter(loader))
     reading = iter(())
 
-    def train(batch: Any) -> None:
-        training_step(model, optimizer, workload.loss_fn, batch, CPU)
+    def own_copy() -> Callable[[Any], None]:
+        """A training step on a copy of the model of its own, as each side of a check has."""
+        model = copy.deepcopy(workload.model)
+        optimizer = torch.optim.SGD(model.parameters(), lr=0.01)
+        return lambda batch: training_step(model, optimizer, loss_fn, batch, CPU)
+
+    train_a, train_b = own_copy(), own_copy()
 
     def from_loader() -> None:
         nonlocal reading
@@ -190,14 +194,14 @@ def test_a_slow_collate_ranks_first_supported_by_a_prepared_batch(tmp_path: Path
         if batch is None:
             reading = iter(loader)
             batch = next(reading)
-        train(batch)
+        train_a(batch)
 
     def from_memory() -> None:
-        train(prepared)
+        train_b(prepared)
 
-    agrees(  # compare's clock on the CPU: a sleep's late wake-up under load is the scheduler's
+    agrees(  # compare's clock on the CPU: a wait for a core under load is the scheduler's
         comparison,
-        interleaved(from_loader, from_memory, comparison, rounds=12, clock=RunningClock()),
+        interleaved(from_loader, from_memory, comparison, rounds=48, clock=RunningClock()),
     )
 
 
