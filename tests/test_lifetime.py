@@ -124,3 +124,48 @@ def test_ctrl_c_while_children_start_is_held_then_raised() -> None:
     assert reached_the_end
     blocked = next(line for line in child.stdout.splitlines() if line.startswith("SigBlk:"))
     assert int(blocked.split()[1], 16) & (1 << (signal.SIGINT - 1))
+
+
+_CTRL_C_AT_START = """
+import os, signal, sys
+from concurrent import futures
+from steptrace.across.ranks.executors import ProcessPool
+from steptrace.trace import parallel
+
+made = futures.ProcessPoolExecutor
+
+class Interrupted(made):  # Ctrl-C the moment the pool exists, inside starting_children
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        os.kill(os.getpid(), signal.SIGINT)
+
+where = sys.argv[1]
+try:
+    if where == "ranks":
+        import steptrace.across.ranks.executors as executors
+        executors.ProcessPoolExecutor = Interrupted
+        list(ProcessPool(2).run(abs, [1, 2, 3]))
+    else:
+        parallel.ProcessPoolExecutor = Interrupted
+        with parallel.worker_pool(2):
+            pass
+except KeyboardInterrupt:
+    sys.stdout.flush()
+    os._exit(130)  # as steptrace's Ctrl-C leaves: no finalizer runs
+os._exit(0)
+"""
+
+
+@pytest.mark.parametrize("where", ["ranks", "trace"])
+def test_ctrl_c_while_a_pool_starts_leaves_no_semaphore(where: str) -> None:
+    """A Ctrl-C held while a pool starts is raised when the block ends: the pool made by
+    then is ended (its queues closed), or the resource tracker warns of leaked
+    semaphores after the command's last line (a full suite saw it once)."""
+    done = subprocess.run(
+        [sys.executable, "-c", _CTRL_C_AT_START, where],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 130, done.stderr
+    assert "leaked" not in done.stderr and "resource_tracker" not in done.stderr, done.stderr

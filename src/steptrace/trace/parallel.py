@@ -179,12 +179,12 @@ def worker_pool(workers: int) -> Iterator[WorkerPool | None]:
             started = pool.submit(int)  # every worker starts now, before this loading's threads
         started.result()
     except (OSError, BrokenProcessPool):  # no more processes allowed, no memory to map...
-        if pool is not None:  # no manager thread was started to end those that started
-            end_workers(pool)
-        if ring is not None:
-            ring.close()
+        _let_go(pool, ring)
         yield None
         return
+    except BaseException:  # Ctrl-C while the workers start (said when the block ends)
+        _let_go(pool, ring)
+        raise
     finally:
         _RING = None
     made = WorkerPool(pool, workers, ring, slot_bytes, room_bytes)
@@ -195,6 +195,15 @@ def worker_pool(workers: int) -> Iterator[WorkerPool | None]:
         raise
     finally:
         made.close()
+
+
+def _let_go(pool: ProcessPoolExecutor | None, ring: mmap.mmap | None) -> None:
+    """End a pool that did not start whole (its queues closed: no semaphore left to the
+    resource tracker's warning), and unmap its ring."""
+    if pool is not None:
+        end_workers(pool)
+    if ring is not None:
+        ring.close()
 
 
 def _worker_start(parent: int) -> None:

@@ -71,15 +71,17 @@ class ProcessPool:
         if "forkserver" in methods:
             context.set_forkserver_preload(_PRELOAD)
         workers = max(1, min(self.jobs, len(items)))
-        with starting_children():
-            pool = ProcessPoolExecutor(
-                max_workers=workers,
-                mp_context=context,
-                initializer=worker_start,
-                initargs=(os.getpid(),),
-            )
+        pool: ProcessPoolExecutor | None = None
         try:
-            with starting_children():  # the workers start with the first submissions
+            # the workers start with the first submissions; a Ctrl-C meanwhile is raised
+            # as the block ends, the pool made: ended below, its queues closed
+            with starting_children():
+                pool = ProcessPoolExecutor(
+                    max_workers=workers,
+                    mp_context=context,
+                    initializer=worker_start,
+                    initargs=(os.getpid(),),
+                )
                 pending: dict[Future[T], int] = {
                     pool.submit(work, item): k for k, item in enumerate(items)
                 }
@@ -90,7 +92,8 @@ class ProcessPool:
                 except Exception as error:  # a killed worker breaks the pool: each item says so
                     yield index, error
         except BaseException:  # Ctrl-C, or the caller gone: not waiting for the items running
-            end_workers(pool)
+            if pool is not None:
+                end_workers(pool)
             raise
         pool.shutdown(wait=True)
 
