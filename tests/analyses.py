@@ -59,10 +59,13 @@ def cpu(
     grad_recording: int = 0,
     outer_operators: int = 0,
     leaf_work_ms: float = 0.0,
+    unrecorded_ms: float | None = None,
 ) -> CpuStep:
     """CPU figures of a step; ``operator_us`` is the median operator duration."""
     durations = None if operator_us is None else Spread(operator_us, operator_us, operator_us)
-    return CpuStep(busy_ms, operators, durations, grad_recording, outer_operators, leaf_work_ms)
+    return CpuStep(
+        busy_ms, operators, durations, grad_recording, outer_operators, leaf_work_ms, unrecorded_ms
+    )
 
 
 def copy(
@@ -133,6 +136,7 @@ def phase(
     gpu_launches: int | None = None,
     grad_recording: int = 0,
     operators: int = 0,
+    unrecorded_ms: float | None = None,
 ) -> Phase:
     """One label in one step, with no nested label (exclusive = inclusive)."""
     return Phase(
@@ -147,6 +151,7 @@ def phase(
         part_of(name),
         grad_recording,
         operators,
+        unrecorded_ms,
     )
 
 

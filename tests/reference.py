@@ -100,9 +100,67 @@ def is_label(e: Ev) -> bool:
     return e.cat == "user_annotation" or (e.cat.lower() == "operator" and not is_cpu_op(e))
 
 
+HOST_WORK_CATEGORIES = {
+    "cpu_op",
+    "python_function",
+    "cuda_runtime",
+    "cuda_driver",
+    "runtime",
+    "python",
+}
+
+
+def is_recorded_work(e: Ev) -> bool:
+    """Work the trace records: a host operator, Python function, runtime or driver call, a
+    gloo collective's label, GPU work (labels alone record none)."""
+    return (
+        e.cat.lower() in HOST_WORK_CATEGORIES
+        or is_cpu_op(e)
+        or (is_label(e) and e.name.startswith("gloo:"))
+        or e.cat in GPU_CATEGORIES
+    )
+
+
+SILENCE_NS = 100_000
+
+
+def silences(evs: list[Ev], windows: list[tuple[str, int, int]]) -> list[tuple[int, int]]:
+    """The gaps of at least ``SILENCE_NS`` between the recorded work, merged over the whole
+    trace, from the first window's or event's start to the last one's end."""
+    spans = sorted((e.start, e.end) for e in evs if is_recorded_work(e) and e.end > e.start)
+    merged: list[list[int]] = []
+    for start, end in spans:
+        if merged and start <= merged[-1][1]:
+            merged[-1][1] = max(merged[-1][1], end)
+        else:
+            merged.append([start, end])
+    lo = min([w[1] for w in windows] + [m[0] for m in merged[:1]])
+    hi = max([w[2] for w in windows] + [m[1] for m in merged[-1:]])
+    edges = [lo] + [x for m in merged for x in m] + [hi]
+    gaps = [(edges[k], edges[k + 1]) for k in range(0, len(edges), 2)]
+    return [(a, b) for a, b in gaps if b - a >= SILENCE_NS]
+
+
+def unrecorded_ns(silent: list[tuple[int, int]], lo: int, hi: int) -> int:
+    """The time in [lo, hi] inside the ``silences``."""
+    return sum(max(0, min(hi, b) - max(lo, a)) for a, b in silent)
+
+
 def step_windows(evs: list[Ev]) -> list[tuple[str, int, int]]:
     """(name, start, end) of the CPU-side ProfilerStep spans, in time order."""
     return [(e.name, e.start, e.end) for e in evs if STEP.match(e.name) and is_label(e)]
+
+
+def counted_windows(evs: list[Ev]) -> list[tuple[str, int, int]]:
+    """The step windows less a profiler's stop marker: the last of several, shorter than
+    every other, that no recorded work overlaps."""
+    windows = step_windows(evs)
+    if len(windows) < 2:
+        return windows
+    _, lo, hi = windows[-1]
+    shortest = all(hi - lo < b - a for _, a, b in windows[:-1])
+    empty = not any(is_recorded_work(e) and e.start < hi and e.end > lo for e in evs)
+    return windows[:-1] if shortest and empty else windows
 
 
 def merged_length(spans: list[tuple[int, int]]) -> int:

@@ -462,6 +462,7 @@ def test_rule_ids_are_the_documented_ones() -> None:
         "per-tensor-optimizer",
         "dispatch-bound",
         "thread-oversubscription",
+        "unrecorded-time",
         "profiler-distortion",
         "gpu-not-observed",
         "memory-growth",

@@ -261,3 +261,54 @@ def test_the_report_says_which_label_was_read_as_which_part(tmp_path: Path) -> N
     ]
     assert ["data_read", "data_read"] in cells  # label, read as
     assert ["train", "—"] in cells
+
+
+# -- unrecorded-time: Python work no operator records --------------------------------------
+def with_python_work(tmp_path: Path, rounds: int) -> steptrace.Report:
+    """A small model's training step beside ``rounds`` of pure-Python work per step, in a
+    ``metrics`` label (as a loop that computes its metrics on Python lists would)."""
+    model = nn.Linear(64, 4)
+    batch = torch.randn(32, 64)
+    scenario = steptrace.Scenario(question="Where does the step go?", batch_size=32)
+    with steptrace.capture(scenario, out=tmp_path / f"python{rounds}.json") as run:
+        for _ in range(run.total_steps):
+            with run.phase("train"):
+                model(batch).sum().backward()
+            with run.phase("metrics"):
+                total = 0
+                for i in range(rounds):
+                    total = (total * 31 + i) % 1_000_003
+            run.step()
+    assert run.result is not None
+    return steptrace.analyze(run.result.trace)
+
+
+def unrecorded_shares(report: steptrace.Report) -> list[float]:
+    """Each complete step's share in silences, from the raw JSON (``reference``)."""
+    evs = reference.events(reference.read_exact(Path(report.analysis.trace.path)))
+    windows = reference.step_windows(evs)
+    silent = reference.silences(evs, windows)
+    partial = {s.name for s in report.analysis.steps if s.partial}
+    return [
+        reference.unrecorded_ns(silent, lo, hi) / (hi - lo)
+        for name, lo, hi in windows
+        if name not in partial
+    ]
+
+
+def test_python_work_between_operators_is_unrecorded_time(tmp_path: Path) -> None:
+    report = with_python_work(tmp_path, 200_000)  # ~20 ms of Python beside a ~0.2 ms step
+    shares = unrecorded_shares(report)
+    assert statistics.median(shares) >= 0.5  # the premise, read from the trace
+    found = by_rule(report)["unrecorded-time"]
+    assert found.severity == pytest.approx(statistics.median(shares), abs=1e-6)
+    assert found.evidence.values()["labels"][0] == "metrics"
+    assert report.verdict.top[0].rule == "unrecorded-time"
+
+
+def test_a_step_of_operators_has_no_unrecorded_time_finding(tmp_path: Path) -> None:
+    _, found = train_conv(tmp_path)
+    assert "unrecorded-time" not in found
+    report = with_python_work(tmp_path, 0)
+    assert statistics.median(unrecorded_shares(report)) < 0.5
+    assert "unrecorded-time" not in by_rule(report)

@@ -27,7 +27,7 @@ from steptrace.scenario import sidecar_path  # noqa: E402
 from steptrace.trace.load import load_trace  # noqa: E402
 from tests import workloads  # noqa: E402
 from tests.conftest import WriteTrace, read_json  # noqa: E402
-from tests.tracegen import document, label, step  # noqa: E402
+from tests.tracegen import cpu, document, label, step  # noqa: E402
 
 STEP = re.compile(r"^ProfilerStep#(\d+)$")
 WINDOW = steptrace.Window(cold_steps=0, wait=1, warmup=1, active=3)
@@ -151,12 +151,14 @@ def test_a_second_window_holding_only_the_cut_step_is_not_kept(tmp_path: Path) -
 
 # -- the analysis, on synthetic traces -------------------------------------------------------
 def three_steps(write_trace: WriteTrace) -> Path:
-    """Steps of 11, 12 and 2 ms; a label of 4, 6 and 1 ms in each."""
+    """Steps of 11, 12 and 2 ms; a label of 4, 6 and 1 ms in each, an operator in it (a
+    step with nothing recorded, the shortest and last, would be the profiler's stop)."""
     events = []
     for number, (at, wall, inside) in enumerate([(0, 11, 4), (11, 12, 6), (23, 2, 1)], start=1):
         events += [
             step(number, at * 1000, wall * 1000),
             label("work", at * 1000 + 100, inside * 1000),
+            cpu("aten::mul", at * 1000 + 200, 500),
         ]
     return write_trace(document(events, gpu_devices=False))
 

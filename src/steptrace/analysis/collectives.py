@@ -124,7 +124,7 @@ def collective_instances(
     c10d = _c10d_ops(events, tree, set(rpc))
     cpu_rows = np.array(sorted([*rpc, *c10d]), dtype=np.int64)
     kernels_of, claimed = _kernels_inside(events, links, comm_kernels, cpu_rows)
-    gloo = _rows_named(events, _GLOO, Kind.USER_ANNOTATION)
+    gloo = gloo_rows(events)
     gpu_trace = bool(links.rows.size)
     found: list[Instance] = []
     for row in cpu_rows.tolist():
@@ -204,6 +204,11 @@ def _c10d_ops(events: EventTable, tree: CpuTree, rpc: set[int]) -> list[int]:
                 break
             parent = int(tree.op_parent[parent])
     return [r for i, r in c10d.items() if i not in covered and i not in inner]
+
+
+def gloo_rows(events: EventTable) -> NDArray[np.int64]:
+    """The rows of ``gloo:*`` labels: gloo's collectives as they ran, waiting included."""
+    return _rows_named(events, _GLOO, Kind.USER_ANNOTATION)
 
 
 def _rows_named(events: EventTable, pattern: re.Pattern[str], kind: Kind) -> NDArray[np.int64]:

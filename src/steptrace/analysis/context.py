@@ -4,13 +4,14 @@ Contract: ``TraceContext(trace, partial_step=None, kinds=DEFAULT, peaks=None,
 inventory=None)`` holds the shared intermediates as properties, each computed on first use
 and kept: the steps (``steps.find_steps``), which of them are partial and which counted,
 the operator tree (``links.cpu_tree``), the launch calls and links of the GPU work
-(``links``), the GPU's work merged (``gpu_busy``); each figure once (``figure(spec)``: the
-timeline reads the memory figure); and the caller's settings: the table of kernel kinds
-(``kernel_kinds``), the device's peaks when they were given or measured at capture
-(``hardware``; None: the figures look the device up) and the capture's inventory of its
-tensors (``scenario.Inventory``: what holds a memory peak). A figure module reads what it
-needs from it (its ``FIGURE``, see ``registry``); ``compose`` decides where and in which
-order figures run. Nothing here does I/O or finds anything.
+(``links``), the GPU's work merged (``gpu_busy``), the host's recorded work
+(``host_work``) and the long gaps in it while the GPU is idle too (``silences``); each
+figure once (``figure(spec)``: the timeline reads the memory figure); and the caller's
+settings: the table of kernel kinds (``kernel_kinds``), the device's peaks when they were
+given or measured at capture (``hardware``; None: the figures look the device up) and the
+capture's inventory of its tensors (``scenario.Inventory``: what holds a memory peak). A
+figure module reads what it needs from it (its ``FIGURE``, see ``registry``); ``compose``
+decides where and in which order figures run. Nothing here does I/O or finds anything.
 
 Several threads may read one context once what they read is computed (``compose``
 computes the intermediates a side reads before it starts that side).
@@ -23,6 +24,9 @@ from dataclasses import dataclass
 from functools import cached_property
 from typing import Any, Generic, Literal, TypeVar
 
+import numpy as np
+
+from steptrace.analysis.collectives import gloo_rows
 from steptrace.analysis.gpu_busy import GpuBusy, gpu_busy
 from steptrace.analysis.hardware import DevicePeaks
 from steptrace.analysis.kernel_kinds import DEFAULT, KernelKinds
@@ -34,8 +38,11 @@ from steptrace.analysis.links import (
     gpu_launches,
     gpu_links,
 )
+from steptrace.analysis.silences import silences
 from steptrace.analysis.steps import Steps, StepWindow, find_steps
 from steptrace.scenario import Inventory
+from steptrace.trace import intervals as iv
+from steptrace.trace.kinds import HOST_WORK
 from steptrace.trace.table import EventTable, Trace
 
 T = TypeVar("T")
@@ -83,9 +90,29 @@ class TraceContext:
 
     @cached_property
     def partial(self) -> tuple[bool, ...]:
-        """Per step: cut short by the profiler's stop (its capture said which)."""
+        """Per step: cut short by the profiler's stop: its capture said which, or, said
+        nothing of, the last of several ``ProfilerStep``s, short and with nothing recorded
+        in it (``empty_last``)."""
         marked = self.steps.from_markers and self.partial_step is not None
-        return tuple(marked and w.number == self.partial_step for w in self.windows)
+        cut = [marked and w.number == self.partial_step for w in self.windows]
+        if not marked and self.empty_last:
+            cut[-1] = True
+        return tuple(cut)
+
+    @cached_property
+    def empty_last(self) -> bool:
+        """The last of several ``ProfilerStep`` markers is shorter than every other and
+        holds no recorded work: the marker ``profiler.step()`` opened and the profiler's
+        stop closed at once (a long silent last step is a finding, not a cut)."""
+        windows = self.windows
+        if not self.steps.from_markers or len(windows) < 2:
+            return False
+        last = windows[-1]
+        if last.wall_ms >= min(w.wall_ms for w in windows[:-1]):
+            return False
+        lo, hi = np.array([last.start_us]), np.array([last.end_us])
+        busy = [self.host_work, *([self.gpu_busy.busy] if self.gpu_busy is not None else [])]
+        return all(iv.covered(work, lo, hi)[0] == 0 for work in busy)
 
     @cached_property
     def counted(self) -> tuple[StepWindow, ...]:
@@ -111,6 +138,28 @@ class TraceContext:
     def gpu_busy(self) -> GpuBusy | None:
         """The GPU work merged; None: the GPU was not observed."""
         return gpu_busy(self.events, self.launches)
+
+    @cached_property
+    def host_work(self) -> iv.Intervals:
+        """When the host is recorded working: a host event (``kinds.HOST_WORK``) or a gloo
+        collective, on any thread (the table's order is by start: no sort)."""
+        events = self.events
+        working = events.mask(*HOST_WORK)
+        working[gloo_rows(events)] = True
+        return iv.union(events.start_us[working], events.end_us[working])
+
+    @cached_property
+    def silences(self) -> iv.Intervals:
+        """The gaps of at least ``silences.SILENCE_US`` in which neither the host nor the
+        GPU is recorded working, over the trace and its steps (``analysis.silences``)."""
+        windows = self.windows
+        lo = min([w.start_us for w in windows], default=0.0)
+        hi = max([w.end_us for w in windows], default=0.0)
+        work = [self.host_work, *([self.gpu_busy.busy] if self.gpu_busy is not None else [])]
+        for starts, ends in work:
+            if starts.size:
+                lo, hi = min(lo, float(starts[0])), max(hi, float(ends[-1]))
+        return silences(work, lo, hi)
 
 
 @dataclass(frozen=True)

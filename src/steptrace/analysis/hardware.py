@@ -179,6 +179,11 @@ _BY_CAPABILITY: tuple[tuple[float, tuple[str, ...]], ...] = (
 _AMD = re.compile(r"\bAMD\b|Radeon|Instinct|\bMI\d{3}", re.IGNORECASE)
 
 
+def is_amd(device: Device) -> bool:
+    """An AMD GPU, by its name: its ``computeMajor.computeMinor`` is a gfx version."""
+    return bool(_AMD.search(device.name))
+
+
 def matrix_precisions(device: Device) -> tuple[str, ...] | None:
     """The precisions under float32 the device's matrix units run (``PRECISIONS`` order);
     () for a GPU without them (NVIDIA before compute capability 7.0); None when neither the
@@ -186,7 +191,7 @@ def matrix_precisions(device: Device) -> tuple[str, ...] | None:
     peaks = peaks_for([device])
     if peaks is not None:
         return tuple(p for p in PRECISIONS[1:] if p in peaks.matrix_tflops)
-    if _AMD.search(device.name):
+    if is_amd(device):
         return None
     try:
         capability = float(device.compute_capability or "")

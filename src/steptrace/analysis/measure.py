@@ -183,7 +183,7 @@ def analysis_of(context: TraceContext, computed: dict[str, Any]) -> TraceAnalysi
         *overlap_warnings(windows),
         *outside_warnings(outside),
         *memory_warnings(trace.instants, computed["memory"]),
-        *_partial_warnings(steps),
+        *_partial_warnings(steps, context.empty_last),
     ]
     operators: tuple[OperatorStat, ...] = computed["operators"]
     kernels: tuple[KernelStat, ...] = computed["kernels"]
@@ -230,10 +230,14 @@ def _thread_label(trace: Trace, thread: int) -> str | None:
     return f"pid {pid} tid {tid}" + (f" ({name})" if name else "")
 
 
-def _partial_warnings(steps: tuple[StepResult, ...]) -> list[str]:
+def _partial_warnings(steps: tuple[StepResult, ...], empty_last: bool) -> list[str]:
+    why = (
+        "nothing is recorded in it (the marker the profiler's stop closed)"
+        if empty_last
+        else "the capture's loop ended inside it and the profiler's stop cut it short"
+    )
     return [
-        f"{s.name} is partial: the capture's loop ended inside it and the profiler's stop cut "
-        "it short; it is listed but left out of the step figures"
+        f"{s.name} is partial: {why}; it is listed but left out of the step figures"
         for s in steps
         if s.partial
     ]

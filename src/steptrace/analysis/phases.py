@@ -1,13 +1,16 @@
 """The user's labels (``record_function`` names) per step, on the timeline.
 
-Contract: ``phases_per_step(events, steps, gpu_busy, launch_starts) -> tuple[StepPhases, ...]``.
+Contract: ``phases_per_step(events, steps, gpu_busy, launch_starts, silences=None) ->
+tuple[StepPhases, ...]``.
 Each label owns the pieces of time in which it is the innermost label on its thread; a
 label's ``exclusive_ms`` in a step is the part of those pieces inside the step, so nested
 labels (``train`` > ``forward``) are never counted twice and a label that crosses a step
 boundary is split between the steps. ``inclusive_ms`` is the union of its spans inside
-the step. GPU figures are ``None`` when the GPU was not observed. Each label is read as a
-part of the step when its name says which (``steptrace.analysis.parts``); reading the
-batch is the union of the ``data_read`` labels' spans.
+the step. GPU figures are ``None`` when the GPU was not observed. ``unrecorded_ms``: the
+part of a label's exclusive time in ``silences`` (``TraceContext.silences``), in which the
+trace records no work: what the label names and nothing else explains. Each
+label is read as a part of the step when its name says which (``steptrace.analysis.parts``);
+reading the batch is the union of the ``data_read`` labels' spans.
 """
 
 from __future__ import annotations
@@ -47,6 +50,7 @@ class Phase(msgspec.Struct, frozen=True):
     # label of the same part they count there only, so that a part's labels add up
     grad_recording: int = 0
     operators: int = 0  # CPU operators that started while it ran (any thread, nested too)
+    unrecorded_ms: float | None = None  # exclusive time in silences; None: not read
 
 
 class Reading(msgspec.Struct, frozen=True):
@@ -113,14 +117,15 @@ def phases_per_step(
     steps: tuple[StepWindow, ...],
     gpu_busy: iv.Intervals | None,
     launch_starts: NDArray[np.float64] | None,
+    silences: iv.Intervals | None = None,
 ) -> tuple[StepPhases, ...]:
     """Labels of every step, in the order they first appear in it."""
     labels = _Labels.of(events, label_rows(events))
     launches = None if launch_starts is None else np.sort(launch_starts)
-    recorded = np.sort(events.start_us[events.records_grad])
+    grads = np.sort(events.start_us[events.records_grad])
     operators = np.sort(events.start_us[events.kind == Kind.CPU_OP])
     return tuple(
-        _step_phases(events, step, labels, gpu_busy, launches, (recorded, operators))
+        _step_phases(events, step, labels, (gpu_busy, silences), launches, (grads, operators))
         for step in steps
     )
 
@@ -129,12 +134,13 @@ def _step_phases(
     events: EventTable,
     step: StepWindow,
     labels: _Labels,
-    gpu_busy: iv.Intervals | None,
+    timelines: tuple[iv.Intervals | None, iv.Intervals | None],
     launches: NDArray[np.float64] | None,
     starts: tuple[NDArray[np.float64], NDArray[np.float64]],
 ) -> StepPhases:
-    """``starts``: the sorted starts of the operators autograd recorded, and of all."""
-    recorded, operators = starts
+    """``timelines``: the GPU busy and the silences; ``starts``: the sorted starts of the
+    operators autograd recorded, and of all."""
+    (gpu_busy, silences), (grads, operators) = timelines, starts
     lo, hi = step.start_us, step.end_us
     start, end = labels.start, labels.end
     overlapping = np.flatnonzero((end > lo) & (start < hi) | (start == lo))
@@ -169,8 +175,9 @@ def _step_phases(
                 gpu_idle_exclusive_ms=None if gpu_busy is None else _idle_us(own, gpu_busy) / 1000,
                 gpu_launches=None if launches is None else _count_inside(launches, spans),
                 part=part,
-                grad_recording=_count_inside(recorded, outer),
+                grad_recording=_count_inside(grads, outer),
                 operators=_count_inside(operators, spans),
+                unrecorded_ms=None if silences is None else _inside_us(own, silences) / 1000,
             )
         )
     return StepPhases(
@@ -215,7 +222,12 @@ def _count_inside(points: NDArray[np.float64], spans: iv.Intervals) -> int:
 
 def _idle_us(spans: iv.Intervals, gpu_busy: iv.Intervals) -> float:
     """Time inside ``spans`` (disjoint) when the GPU was not busy."""
-    return iv.total(spans) - float(iv.covered(gpu_busy, spans[0], spans[1]).sum())
+    return iv.total(spans) - _inside_us(spans, gpu_busy)
+
+
+def _inside_us(spans: iv.Intervals, other: iv.Intervals) -> float:
+    """Time inside ``spans`` (disjoint) that ``other`` covers."""
+    return float(iv.covered(other, spans[0], spans[1]).sum())
 
 
 def _unlabeled_ms(events: EventTable, step: StepWindow, rows: NDArray[np.int64]) -> float | None:
@@ -229,11 +241,12 @@ def _unlabeled_ms(events: EventTable, step: StepWindow, rows: NDArray[np.int64])
 def _figure(context: TraceContext) -> tuple[StepPhases, ...]:
     """Idle GPU time per label needs the GPU busy intervals and the launch calls' starts."""
     events, timeline = context.events, context.gpu_busy
+    silent = context.silences
     if timeline is None:
-        return phases_per_step(events, context.windows, None, None)
+        return phases_per_step(events, context.windows, None, None, silent)
     launch = context.launches.launch
     starts = events.start_us[distinct(launch[launch >= 0])]
-    return phases_per_step(events, context.windows, timeline.busy, starts)
+    return phases_per_step(events, context.windows, timeline.busy, starts, silent)
 
 
 FIGURE = FigureSpec("phases", _figure, frozenset({"steps", "gpu_busy"}))

@@ -37,6 +37,7 @@ from steptrace.hypotheses.rules.memory import (
 )
 from steptrace.hypotheses.rules.mode import gpu_not_observed, inference_autograd, precision
 from steptrace.hypotheses.rules.transfers import pageable_memcpy, repeated_copy
+from steptrace.hypotheses.rules.unrecorded import unrecorded_time
 from steptrace.hypotheses.rules.waiting import cpu_bound, sync_in_step
 from steptrace.hypotheses.thresholds import Thresholds
 
@@ -59,6 +60,7 @@ RULES: tuple[tuple[str, Rule], ...] = (
     ("per-tensor-optimizer", per_tensor_optimizer),
     ("dispatch-bound", dispatch_bound),
     ("thread-oversubscription", thread_oversubscription),
+    ("unrecorded-time", unrecorded_time),
     ("profiler-distortion", profiler_distortion),
     ("gpu-not-observed", gpu_not_observed),
     ("memory-growth", memory_growth),

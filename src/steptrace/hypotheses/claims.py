@@ -80,6 +80,18 @@ SHARED: tuple[tuple[str, str, Callable[[Finding], bool]], ...] = (
     ("optimizer-kernels", "cpu-bound", _always),
     ("dispatch-bound", "per-tensor-optimizer", _always),
     ("dominant-op", "dispatch-bound", _short_operator),
+    # time nothing records (the batch's wait apart) can be Python between small operators,
+    # a collective's wait, the host after a blocking call or between short launches
+    *(
+        ("unrecorded-time", taker, _always)
+        for taker in (
+            "dispatch-bound",
+            "comm-overlap",
+            "sync-in-step",
+            "small-launches",
+            "cpu-bound",
+        )
+    ),
 )
 
 

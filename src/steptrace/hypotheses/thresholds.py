@@ -73,6 +73,11 @@ class Thresholds(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_field
     # step, and at least this share of it outside the leaf operators longer than 20 µs
     # (analysis.cpu.SHORT_OPERATOR_US): the work is then the smaller part of the step.
     dispatch_share: float = 0.5
+    # unrecorded-time: the trace records no work (no operator, Python function, runtime
+    # call, GPU work) for at least this share of the step. Eager Python between operators
+    # leaves 20-40% of a CPU step unrecorded on the shared traces; half the step is more
+    # than the trace can explain.
+    unrecorded_share: float = 0.5
     # thread-oversubscription: torch's intra-op threads exceed this many per free core.
     threads_per_free_core: float = 1.0
     # profiler-distortion, not measured: CPU operators of this many µs or less (median), at

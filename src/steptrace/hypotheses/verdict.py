@@ -8,12 +8,17 @@ scenario. The decision rule, on the complete steps, each share the median over t
 2. A CPU-only trace is answered on the CPU (``on="cpu"``), never as a GPU analysis: the
    step splits into reading the batch (the labels read as ``data_read``: ``input``), its
    collectives covered by none of the step thread's operators (``communication``) and
-   the rest, the CPU computing (``host``); the largest share bounds it.
+   the rest, the CPU computing (``host``); the largest share bounds it. When at least
+   ``SILENT`` (10%) of the step lies in the host's part with no work recorded
+   (``cpu.unrecorded_ms`` outside the reading, less communication), the host "holds" its share
+   rather than "computes" it, and the sentence says how much is unrecorded.
 3. On the GPU, each step splits into four parts that add up to its wall time: the GPU
    computing (busy time less its exposed communication: ``gpu``), communication that no
    compute covers (``communication``), the GPU idle while the batch is read (``input``),
    and the rest of its idle time, which the host leaves (after blocking calls, short
-   launches, the host's pace: ``host``; ``rules.common.idle_causes``).
+   launches, the host's pace: ``host``; ``rules.common.idle_causes``); the host's pace
+   splits into its recorded work and the time no work is recorded (``cpu.unrecorded_ms``
+   outside the reading), and the sentence names the largest of these causes.
    - ``gpu`` when the GPU computes at least ``bound_gpu_busy`` (80%) of the step; then
      ``gpu_bound`` says ``compute`` or ``memory`` from the roofline rows (the bound that
      holds most of their GPU time), None without recorded shapes;
@@ -39,6 +44,7 @@ import msgspec
 
 from steptrace.hypotheses.finding import Basis, Figure, Finding, Level
 from steptrace.hypotheses.rules.common import idle_causes, median
+from steptrace.hypotheses.rules.unrecorded import outside_reading
 from steptrace.units import pct, size
 
 if TYPE_CHECKING:
@@ -50,6 +56,7 @@ Bound = Literal["input", "host", "gpu", "communication", "memory", "mixed", "not
 GpuBound = Literal["compute", "memory"]
 TOP = 3  # findings in the verdict
 MEMORY_FULL = 0.9  # of a device's memory at its peak: memory limits the step
+SILENT = 0.1  # of a CPU step with no work recorded in the host's part: said in the verdict
 
 
 class TopFinding(msgspec.Struct, frozen=True, kw_only=True):
@@ -105,7 +112,11 @@ def verdict_of(case: Case, findings: Sequence[Finding], limits: Thresholds) -> V
     if on_gpu:
         bound, sentence = _on_gpu(shares, limits, _host_cause(steps, short))
     else:
-        bound, sentence = _on_cpu(shares)
+        silent = median(
+            max(0.0, (outside_reading(s) or 0.0) - p.communication) / s.wall_ms
+            for p, s in zip(parts, steps, strict=True)
+        )
+        bound, sentence = _on_cpu(shares, silent)
     gpu_bound = _gpu_bound(analysis) if bound == "gpu" else None
     if bound == "gpu":
         sentence += _roofline_words(analysis, gpu_bound)
@@ -193,7 +204,9 @@ def _not_observed(findings: Sequence[Finding], top: tuple[TopFinding, ...]) -> V
     )
 
 
-def _on_cpu(shares: Parts) -> tuple[Bound, str]:
+def _on_cpu(shares: Parts, silent: float) -> tuple[Bound, str]:
+    """``silent``: the share of the step in the host's part with no work recorded (at
+    least: the unrecorded time less reading and communication)."""
     named: dict[Bound, float] = {
         "input": shares.input,
         "communication": shares.communication,
@@ -206,7 +219,12 @@ def _on_cpu(shares: Parts) -> tuple[Bound, str]:
             f"collectives that none of the step's operators cover take "
             f"{pct(shares.communication)} of it"
         ),
-        "host": f"the CPU computes {pct(shares.host)} of the step",
+        "host": (
+            f"the host holds {pct(shares.host)} of the step, and no work is recorded in "
+            f"{pct(silent)} of the step"
+            if silent >= SILENT
+            else f"the CPU computes {pct(shares.host)} of the step"
+        ),
     }
     others = "; ".join(what[k] for k in named if k != bound and named[k] > 0)
     return bound, (
@@ -219,14 +237,19 @@ def _on_cpu(shares: Parts) -> tuple[Bound, str]:
 def _host_cause(steps: Sequence[StepResult], short_launches: bool) -> str:
     """What most of the host's share is, in words (``idle_causes``, medians over steps);
     short kernels' launches only where ``small-launches`` fired (enough kernels)."""
-    causes = [c for s in steps if (c := idle_causes(s)) is not None]
-    launches = [c.launches if short_launches else 0.0 for c in causes]
+    observed = [(s, c) for s in steps if (c := idle_causes(s)) is not None]
+    launches = [c.launches if short_launches else 0.0 for _, c in observed]
+    rest = [c.other + c.launches - a for (_, c), a in zip(observed, launches, strict=True)]
+    silent = [  # the rest of the idle time in which the host is recorded doing nothing
+        min(r, outside_reading(s) or 0.0) for (s, _), r in zip(observed, rest, strict=True)
+    ]
     named = {
-        "after blocking calls": median(c.after_sync for c in causes),
+        "after blocking calls": median(c.after_sync for _, c in observed),
         "for launches of kernels shorter than their launch call": median(launches),
         "for the host's own work between launches": median(
-            c.other + c.launches - a for c, a in zip(causes, launches, strict=True)
+            r - q for r, q in zip(rest, silent, strict=True)
         ),
+        "while the trace records no work on the host": median(silent),
     }
     largest = max(named, key=lambda k: named[k])
     return f", mostly {largest}" if named[largest] > 0 else ""

@@ -108,6 +108,15 @@ CHECKS: dict[str, Check] = {
         run.on_batches(fewer_threads_check),
         first=True,
     ),
+    "unrecorded-time": Check(
+        "record-the-silence",
+        "the same steps recorded after warm-up with with_stack=True (or py-spy), and timed "
+        "outside the profiler",
+        manual=(
+            "what runs there is none of torch's operators: record it with with_stack=True "
+            "or a sampling profiler (py-spy), and time the step outside the profiler"
+        ),
+    ),
     "profiler-distortion": Check(
         "profiler-off",
         "A: the step while torch.profiler records; B: the bare step",

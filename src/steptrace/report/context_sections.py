@@ -4,6 +4,7 @@ and cannot tell, warnings, and how to open the trace on a timeline."""
 from __future__ import annotations
 
 from steptrace import units
+from steptrace.analysis.hardware import is_amd
 from steptrace.hypotheses import complete_steps
 from steptrace.hypotheses.case import Case
 from steptrace.hypotheses.rules.dominance import distortion_note
@@ -148,7 +149,7 @@ def devices(report: Report) -> str:
     found = report.analysis.trace.devices
     if not found:
         return "no deviceProperties in the trace"
-    named = [f"{d.name} (cc {d.compute_capability})" for d in found]
+    named = [f"{d.name} ({'gfx' if is_amd(d) else 'cc'} {d.compute_capability})" for d in found]
     return ", ".join(f"{named.count(n)} × {n}" for n in dict.fromkeys(named))
 
 
