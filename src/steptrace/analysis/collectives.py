@@ -185,13 +185,16 @@ def _param_comms(events: EventTable) -> dict[int, int]:
 
 def _c10d_ops(events: EventTable, tree: CpuTree, rpc: set[int]) -> list[int]:
     """c10d operators with no record_param_comms collective inside them."""
-    c10d = {i: r for i, r in enumerate(tree.ops.tolist()) if _C10D.match(events.name_of(r))}
-    if not c10d:
+    named = np.array([bool(_C10D.match(name)) for name in events.names], dtype=bool)
+    found = np.flatnonzero(named[events.name_id[tree.ops]])  # one match per name, not per row
+    if not found.size:
         return []
-    index = {r: i for i, r in enumerate(tree.ops.tolist())}
+    c10d = dict(zip(found.tolist(), tree.ops[found].tolist(), strict=True))
+    index = np.full(len(events), -1, dtype=np.int64)  # event row -> its place in tree.ops
+    index[tree.ops] = np.arange(tree.ops.size)
     covered: set[int] = set()
     for row in rpc:
-        parent = int(tree.op_parent[index[row]]) if row in index else -1
+        parent = int(tree.op_parent[index[row]]) if index[row] >= 0 else -1
         while parent >= 0:
             covered.add(parent)
             parent = int(tree.op_parent[parent])
