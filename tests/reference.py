@@ -153,13 +153,14 @@ def step_windows(evs: list[Ev]) -> list[tuple[str, int, int]]:
 
 def counted_windows(evs: list[Ev]) -> list[tuple[str, int, int]]:
     """The step windows less a profiler's stop marker: the last of several, shorter than
-    every other, that no recorded work overlaps."""
+    every other, that no recorded work and no label other than a step marker overlaps."""
     windows = step_windows(evs)
     if len(windows) < 2:
         return windows
     _, lo, hi = windows[-1]
     shortest = all(hi - lo < b - a for _, a, b in windows[:-1])
-    empty = not any(is_recorded_work(e) and e.start < hi and e.end > lo for e in evs)
+    inside = [e for e in evs if e.start < hi and e.end > lo]
+    empty = not any(is_recorded_work(e) or (is_label(e) and not STEP.match(e.name)) for e in inside)
     return windows[:-1] if shortest and empty else windows
 
 

@@ -11,9 +11,10 @@ step gives one prediction: their range must meet the A/B's interval.
 
 The interval is one run's sampling error; on a shared 2-core machine the profiled run and
 the A/B drift apart by more than that (seen in a full suite at load 3-4: a prediction
-0.05% above the interval; the side work's removal 1.5% *slower*). So the interval is
-widened by ``DRIFT`` of the step: still 20 times closer than the gap between removing the
-planted region (about 0.6) and changing nothing (1.0), which the test must tell apart.
+0.05% above the interval; the side work's removal 1.5% *slower*, in another full suite
+2.1% slower, its interval from 102.1%). So the interval is widened by ``DRIFT`` of the
+step: still 13 times closer than the gap between removing the planted region (about 0.6)
+and changing nothing (1.0), which the test must tell apart.
 """
 
 from __future__ import annotations
@@ -35,7 +36,7 @@ from tests import what_if_workloads as work
 
 pytestmark = pytest.mark.slow  # a profiled run and two A/B comparisons: about 40 s
 REMOVED = 1e6  # a speedup that leaves nothing of the region
-DRIFT = 0.02  # of the step: runs minutes apart on a shared machine (see the module)
+DRIFT = 0.03  # of the step: runs minutes apart on a shared machine (see the module)
 PLAN = TimingPlan(warmup=3, block_steps=5, min_blocks=8, max_blocks=60, budget_s=16)
 
 
@@ -100,7 +101,7 @@ def test_removing_the_planted_region_is_predicted_within_the_ab_interval(
     predicted = sorted(1 - saved / step_ms for saved in profiled.saved_ms)
     low, high = measured.ci
     assert predicted[0] <= high + DRIFT and low - DRIFT <= predicted[-1], (predicted, measured.ci)
-    assert high < 1 - 10 * DRIFT  # the removal is measured, far from no change
+    assert high < 1 - 6 * DRIFT  # the removal is measured, far from no change
 
 
 def test_removing_the_side_work_is_predicted_to_change_nothing_and_changes_nothing(

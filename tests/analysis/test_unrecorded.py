@@ -95,3 +95,5 @@ def test_only_the_last_step_and_only_when_empty_and_shortest() -> None:
     assert TraceContext(trace(long_silence)).partial == (False, False)  # a finding's
     stop = table(step(1, 0, 10), op("aten::mm", 2, 2), step(2, 10, 1))
     assert TraceContext(trace(stop)).partial == (False, True)
+    labelled = table(step(1, 0, 10), op("aten::mm", 2, 2), step(2, 10, 5), label("sleep", 11, 3))
+    assert TraceContext(trace(labelled)).partial == (False, False)  # a step's, work or not

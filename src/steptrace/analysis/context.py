@@ -19,6 +19,7 @@ computes the intermediates a side reads before it starts that side).
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cached_property
@@ -42,10 +43,11 @@ from steptrace.analysis.silences import silences
 from steptrace.analysis.steps import Steps, StepWindow, find_steps
 from steptrace.scenario import Inventory
 from steptrace.trace import intervals as iv
-from steptrace.trace.kinds import HOST_WORK
+from steptrace.trace.kinds import HOST_WORK, Kind
 from steptrace.trace.table import EventTable, Trace
 
 T = TypeVar("T")
+_STEP_MARKER = re.compile(r"^ProfilerStep#\d+$")
 # What a figure reads of the context beyond the events: "tree" (the operator tree) and
 # "links" (GPU work -> its operator, which needs the tree) decide where it can run.
 Need = Literal["steps", "gpu_busy", "tree", "links"]
@@ -102,8 +104,9 @@ class TraceContext:
     @cached_property
     def empty_last(self) -> bool:
         """The last of several ``ProfilerStep`` markers is shorter than every other and
-        holds no recorded work: the marker ``profiler.step()`` opened and the profiler's
-        stop closed at once (a long silent last step is a finding, not a cut)."""
+        holds nothing, no work and no label: the marker ``profiler.step()`` opened and
+        the profiler's stop closed at once (a long silent last step is a finding, not a
+        cut)."""
         windows = self.windows
         if not self.steps.from_markers or len(windows) < 2:
             return False
@@ -112,7 +115,15 @@ class TraceContext:
             return False
         lo, hi = np.array([last.start_us]), np.array([last.end_us])
         busy = [self.host_work, *([self.gpu_busy.busy] if self.gpu_busy is not None else [])]
-        return all(iv.covered(work, lo, hi)[0] == 0 for work in busy)
+        if any(iv.covered(work, lo, hi)[0] > 0 for work in busy):
+            return False
+        events = self.events  # a label inside (a sleep under record_function) is a step's
+        labels = np.flatnonzero(
+            (events.kind == Kind.USER_ANNOTATION)
+            & (events.start_us < last.end_us)
+            & (events.end_us > last.start_us)
+        )
+        return all(_STEP_MARKER.match(events.name_of(int(r))) for r in labels)
 
     @cached_property
     def counted(self) -> tuple[StepWindow, ...]:
