@@ -19,7 +19,6 @@ computes the intermediates a side reads before it starts that side).
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cached_property
@@ -40,14 +39,13 @@ from steptrace.analysis.links import (
     gpu_links,
 )
 from steptrace.analysis.silences import silences
-from steptrace.analysis.steps import Steps, StepWindow, find_steps
+from steptrace.analysis.steps import Steps, StepWindow, find_steps, label_rows
 from steptrace.scenario import Inventory
 from steptrace.trace import intervals as iv
-from steptrace.trace.kinds import HOST_WORK, Kind
+from steptrace.trace.kinds import HOST_WORK
 from steptrace.trace.table import EventTable, Trace
 
 T = TypeVar("T")
-_STEP_MARKER = re.compile(r"^ProfilerStep#\d+$")
 # What a figure reads of the context beyond the events: "tree" (the operator tree) and
 # "links" (GPU work -> its operator, which needs the tree) decide where it can run.
 Need = Literal["steps", "gpu_busy", "tree", "links"]
@@ -114,16 +112,12 @@ class TraceContext:
         if last.wall_ms >= min(w.wall_ms for w in windows[:-1]):
             return False
         lo, hi = np.array([last.start_us]), np.array([last.end_us])
-        busy = [self.host_work, *([self.gpu_busy.busy] if self.gpu_busy is not None else [])]
-        if any(iv.covered(work, lo, hi)[0] > 0 for work in busy):
+        if any(iv.covered(work, lo, hi)[0] > 0 for work in self.recorded):
             return False
         events = self.events  # a label inside (a sleep under record_function) is a step's
-        labels = np.flatnonzero(
-            (events.kind == Kind.USER_ANNOTATION)
-            & (events.start_us < last.end_us)
-            & (events.end_us > last.start_us)
-        )
-        return all(_STEP_MARKER.match(events.name_of(int(r))) for r in labels)
+        labels = label_rows(events)
+        inside = (events.start_us[labels] < last.end_us) & (events.end_us[labels] > last.start_us)
+        return not inside.any()
 
     @cached_property
     def counted(self) -> tuple[StepWindow, ...]:
@@ -159,6 +153,12 @@ class TraceContext:
         working[gloo_rows(events)] = True
         return iv.union(events.start_us[working], events.end_us[working])
 
+    @property
+    def recorded(self) -> tuple[iv.Intervals, ...]:
+        """The recorded work: the host's, and the GPU's busy time when it was observed."""
+        gpu = self.gpu_busy
+        return (self.host_work,) if gpu is None else (self.host_work, gpu.busy)
+
     @cached_property
     def silences(self) -> iv.Intervals:
         """The gaps of at least ``silences.SILENCE_US`` in which neither the host nor the
@@ -166,11 +166,10 @@ class TraceContext:
         windows = self.windows
         lo = min([w.start_us for w in windows], default=0.0)
         hi = max([w.end_us for w in windows], default=0.0)
-        work = [self.host_work, *([self.gpu_busy.busy] if self.gpu_busy is not None else [])]
-        for starts, ends in work:
+        for starts, ends in self.recorded:
             if starts.size:
                 lo, hi = min(lo, float(starts[0])), max(hi, float(ends[-1]))
-        return silences(work, lo, hi)
+        return silences(self.recorded, lo, hi)
 
 
 @dataclass(frozen=True)

@@ -18,8 +18,7 @@ from numpy.typing import NDArray
 from steptrace.analysis.context import FigureSpec, TraceContext
 from steptrace.analysis.gpu import copy_kind
 from steptrace.analysis.links import GpuLinks
-from steptrace.analysis.phases import label_rows
-from steptrace.analysis.steps import StepWindow, step_of
+from steptrace.analysis.steps import StepWindow, label_rows, step_of
 from steptrace.trace.kinds import Kind
 from steptrace.trace.nesting import parents
 from steptrace.trace.table import EventTable

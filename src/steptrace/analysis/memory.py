@@ -39,8 +39,7 @@ from steptrace.analysis import memory_categories as categories
 from steptrace.analysis.context import FigureSpec, TraceContext
 from steptrace.analysis.links import CpuTree
 from steptrace.analysis.memory_categories import Listed
-from steptrace.analysis.phases import label_rows
-from steptrace.analysis.steps import StepWindow
+from steptrace.analysis.steps import StepWindow, label_rows
 from steptrace.scenario import Inventory
 from steptrace.trace.fields import ABSENT
 from steptrace.trace.nesting import parents

@@ -8,14 +8,12 @@ labels (``train`` > ``forward``) are never counted twice and a label that crosse
 boundary is split between the steps. ``inclusive_ms`` is the union of its spans inside
 the step. GPU figures are ``None`` when the GPU was not observed. ``unrecorded_ms``: the
 part of a label's exclusive time in ``silences`` (``TraceContext.silences``), in which the
-trace records no work: what the label names and nothing else explains. Each
-label is read as a part of the step when its name says which (``steptrace.analysis.parts``);
+trace records no work: what the label names and nothing else explains. Each label is
+read as a part of the step when its name says which (``steptrace.analysis.parts``);
 reading the batch is the union of the ``data_read`` labels' spans.
 """
 
 from __future__ import annotations
-
-import re
 
 import msgspec
 import numpy as np
@@ -23,15 +21,13 @@ from numpy.typing import NDArray
 
 from steptrace.analysis.context import FigureSpec, TraceContext
 from steptrace.analysis.parts import part_of
-from steptrace.analysis.steps import StepWindow
+from steptrace.analysis.steps import StepWindow, label_rows
 from steptrace.scenario import TRAINING_STEP
 from steptrace.trace import intervals as iv
 from steptrace.trace.arrays import distinct
 from steptrace.trace.kinds import Kind
 from steptrace.trace.nesting import innermost_pieces, parents
 from steptrace.trace.table import EventTable
-
-_STEP_MARKER = re.compile(r"^ProfilerStep#\d+$")
 
 
 class Phase(msgspec.Struct, frozen=True):
@@ -102,14 +98,6 @@ class _Labels(msgspec.Struct, frozen=True):
         counts = after - first
         shift = np.repeat(first - (np.cumsum(counts) - counts), counts)  # runs, concatenated
         return shift + np.arange(counts.sum())
-
-
-def label_rows(events: EventTable) -> NDArray[np.int64]:
-    """Rows of the user's labels (``record_function``), step markers excluded."""
-    labels = np.flatnonzero(events.kind == Kind.USER_ANNOTATION)
-    is_marker = np.array([bool(_STEP_MARKER.match(n)) for n in events.names], dtype=bool)
-    rows: NDArray[np.int64] = labels[~is_marker[events.name_id[labels]]]
-    return rows
 
 
 def phases_per_step(

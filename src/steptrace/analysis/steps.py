@@ -27,6 +27,7 @@ from steptrace.trace.table import EventTable
 MOST_STEPS = 10_000  # a report's tables list each step: 10,000 render in a few seconds
 _STEP_NAME = re.compile(r"^ProfilerStep#(\d{1,18})$")
 _OVERLONG_STEP = re.compile(r"^ProfilerStep#\d{19,}$")  # no int64 step number: not a step
+_STEP_MARKER = re.compile(r"^ProfilerStep#\d+$")
 WHOLE_WINDOW = "window"
 
 
@@ -47,6 +48,14 @@ class StepWindow(msgspec.Struct, frozen=True):
 class Steps(msgspec.Struct, frozen=True):
     windows: tuple[StepWindow, ...]
     from_markers: bool
+
+
+def label_rows(events: EventTable) -> NDArray[np.int64]:
+    """Rows of the user's labels (``record_function``), step markers excluded."""
+    labels = np.flatnonzero(events.kind == Kind.USER_ANNOTATION)
+    is_marker = np.array([bool(_STEP_MARKER.match(n)) for n in events.names], dtype=bool)
+    rows: NDArray[np.int64] = labels[~is_marker[events.name_id[labels]]]
+    return rows
 
 
 def find_steps(events: EventTable) -> Steps:
