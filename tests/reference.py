@@ -122,12 +122,34 @@ def is_recorded_work(e: Ev) -> bool:
 
 
 SILENCE_NS = 100_000
+EDGE_NS = 1_000_000  # the loop's turn and the profiler's step call at each step's edge
+
+
+def is_host_event(e: Ev) -> bool:
+    """What the host records: its work, or a label other than a step marker."""
+    work = is_recorded_work(e) and e.cat not in GPU_CATEGORIES
+    return work or (is_label(e) and not STEP.match(e.name))
+
+
+def step_edges(evs: list[Ev], windows: list[tuple[str, int, int]]) -> list[tuple[int, int]]:
+    """Each window's edges before its first and after its last host event, ``EDGE_NS`` at
+    most each."""
+    host = [(e.start, e.end) for e in evs if is_host_event(e) and e.end > e.start]
+    out = []
+    for _, lo, hi in windows:
+        inside = [(a, b) for a, b in host if a < hi and b > lo]
+        first = max(lo, min(a for a, _ in inside)) if inside else hi
+        last = min(hi, max(b for _, b in inside)) if inside else lo
+        out += [(lo, min(first, lo + EDGE_NS)), (max(last, hi - EDGE_NS), hi)]
+    return out
 
 
 def silences(evs: list[Ev], windows: list[tuple[str, int, int]]) -> list[tuple[int, int]]:
-    """The gaps of at least ``SILENCE_NS`` between the recorded work, merged over the whole
-    trace, from the first window's or event's start to the last one's end."""
-    spans = sorted((e.start, e.end) for e in evs if is_recorded_work(e) and e.end > e.start)
+    """The gaps of at least ``SILENCE_NS`` between the recorded work and the steps' edges,
+    merged over the whole trace, from the first window's or event's start to the last
+    one's end."""
+    work = [(e.start, e.end) for e in evs if is_recorded_work(e) and e.end > e.start]
+    spans = sorted(work + [(a, b) for a, b in step_edges(evs, windows) if b > a])
     merged: list[list[int]] = []
     for start, end in spans:
         if merged and start <= merged[-1][1]:

@@ -73,6 +73,23 @@ def test_work_on_any_thread_or_the_gpu_is_recorded_and_labels_are_not() -> None:
     assert context.partial == (False, False)
 
 
+def test_a_steps_edges_up_to_a_millisecond_each_are_the_loops_turn_not_silence() -> None:
+    t = table(
+        step(1, 0, 2000),  # edges: 0-600 before its first label, 1400-2000 after it ends
+        label("train", 600, 800),
+        op("aten::mm", 600, 300),  # 900-1400: in the label, nothing recorded: a silence
+        step(2, 2030, 6000),  # the profiler's step call between the markers: 2000-2030
+        op("aten::mm", 2030, 500),  # then 2530-8030: 5.5 ms after the last operator
+        step(3, 8030, 1000),
+        op("aten::mm", 8500, 100),  # 8030-8500 and 8600-9030 at the edges
+    )
+    context = TraceContext(trace(t))
+    first, second, third = context.figure(cpu.FIGURE)
+    assert first.unrecorded_ms == pytest.approx(0.5)  # 900-1400 only
+    assert second.unrecorded_ms == pytest.approx(4.5)  # 2530-7030: its last 1 ms is the edge
+    assert third.unrecorded_ms == 0.0
+
+
 def test_not_given_what_is_recorded_it_is_none_not_zero() -> None:
     t = table(op("aten::mm", 0, 10))
     (only,) = cpu_per_step(t, cpu_tree(t), find_steps(t).windows)

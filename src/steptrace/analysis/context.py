@@ -38,7 +38,7 @@ from steptrace.analysis.links import (
     gpu_launches,
     gpu_links,
 )
-from steptrace.analysis.silences import silences
+from steptrace.analysis.silences import silences, step_edges
 from steptrace.analysis.steps import Steps, StepWindow, find_steps, label_rows
 from steptrace.scenario import Inventory
 from steptrace.trace import intervals as iv
@@ -162,14 +162,24 @@ class TraceContext:
     @cached_property
     def silences(self) -> iv.Intervals:
         """The gaps of at least ``silences.SILENCE_US`` in which neither the host nor the
-        GPU is recorded working, over the trace and its steps (``analysis.silences``)."""
+        GPU is recorded working, over the trace and its steps, the loop's turn at each
+        step's edges apart (``analysis.silences``)."""
         windows = self.windows
         lo = min([w.start_us for w in windows], default=0.0)
         hi = max([w.end_us for w in windows], default=0.0)
         for starts, ends in self.recorded:
             if starts.size:
                 lo, hi = min(lo, float(starts[0])), max(hi, float(ends[-1]))
-        return silences(self.recorded, lo, hi)
+        events = self.events
+        labels = label_rows(events)
+        host = iv.union(
+            np.concatenate((self.host_work[0], events.start_us[labels])),
+            np.concatenate((self.host_work[1], events.end_us[labels])),
+        )
+        edges = step_edges(
+            np.array([w.start_us for w in windows]), np.array([w.end_us for w in windows]), host
+        )
+        return silences((*self.recorded, edges), lo, hi)
 
 
 @dataclass(frozen=True)
