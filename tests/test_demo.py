@@ -40,6 +40,11 @@ def test_demo_runs_the_method_and_writes_every_report(tmp_path: Path) -> None:
     assert pipeline["outcome"] == "supported" and pipeline["check"] == "prepared-batch"
     assert len(pipeline["comparison"]["samples"]["a"]) >= 6  # every raw sample is kept
     assert pipeline["elapsed_s"] <= pipeline["budget_s"]
+    # one claim, told once: the verdict's top findings as the findings say, after checks
+    said = {f["rule"]: (f["severity"], f["level"]) for f in report["findings"]}
+    assert [(t["share"], t["level"]) for t in report["verdict"]["top"]] == [
+        said[t["rule"]] for t in report["verdict"]["top"]
+    ]
     # the constant rebuilt every step cannot show on the CPU: the report says why
     html = (folder / "report.html").read_text()
     assert 'class="tl"' in html and html.count("<script>") == 1  # the timeline's one script

@@ -206,6 +206,15 @@ def test_top_is_three_findings_time_first_never_a_minor_one() -> None:
 
 
 def test_after_investigate_each_top_finding_carries_its_outcome() -> None:
-    verdict = judged(on_gpu(8.0), made("input-pipeline", 0.3), made("precision", 0.1))
-    checked = with_outcomes(verdict, {"precision": "supported: B/A 0.71 [0.69, 0.73]"})
+    found = (made("input-pipeline", 0.3), made("precision", 0.1))
+    verdict = judged(on_gpu(8.0), *found)
+    checked = with_outcomes(verdict, found, {"precision": "supported: B/A 0.71 [0.69, 0.73]"})
     assert [t.outcome for t in checked.top] == [None, "supported: B/A 0.71 [0.69, 0.73]"]
+
+
+def test_after_investigate_the_top_is_chosen_again_from_the_findings_as_checked() -> None:
+    verdict = judged(on_gpu(8.0), made("precision", 0.5), made("input-pipeline", 0.3))
+    refuted = made("precision", 0.0)  # as ranking.ranked leaves a refuted finding
+    checked = with_outcomes(verdict, (made("input-pipeline", 0.3), refuted), {})
+    assert [t.rule for t in verdict.top] == ["precision", "input-pipeline"]
+    assert [(t.rule, t.share) for t in checked.top] == [("input-pipeline", 0.3)]

@@ -79,6 +79,9 @@ SHARED: tuple[tuple[str, str, Callable[[Finding], bool]], ...] = (
     ("optimizer-kernels", "small-launches", _always),
     ("optimizer-kernels", "cpu-bound", _always),
     ("dispatch-bound", "per-tensor-optimizer", _always),
+    # a Dataset read in the main process is Python between small operators too: its time
+    # is the batch's (input-pipeline), not the step's dispatch
+    ("dispatch-bound", "input-pipeline", _always),
     ("dominant-op", "dispatch-bound", _short_operator),
     # time nothing records (the batch's wait apart) can be Python between small operators,
     # a collective's wait, the host after a blocking call or between short launches

@@ -32,7 +32,8 @@ scenario. The decision rule, on the complete steps, each share the median over t
 
 ``top``: the first three findings that are not minor (under the noise floor), time first
 and memory after, each with its share, its basis and its next check, or the check's
-outcome once ``investigate`` ran it (``with_outcomes``).
+outcome once ``investigate`` ran it (``with_outcomes``: the top chosen again from the
+findings as their checks ranked them, so a share is told once, the same everywhere).
 """
 
 from __future__ import annotations
@@ -125,10 +126,14 @@ def verdict_of(case: Case, findings: Sequence[Finding], limits: Thresholds) -> V
     )
 
 
-def with_outcomes(verdict: Verdict, outcomes: Mapping[str, str]) -> Verdict:
-    """The verdict with each top finding's check outcome in words (by rule), once
-    ``investigate`` ran them."""
-    top = tuple(msgspec.structs.replace(t, outcome=outcomes.get(t.rule)) for t in verdict.top)
+def with_outcomes(
+    verdict: Verdict, findings: Sequence[Finding], outcomes: Mapping[str, str]
+) -> Verdict:
+    """The verdict once ``investigate`` ran the checks: its top findings chosen again from
+    ``findings`` as the checks ranked them (a refuted one keeps no share and leaves the
+    top), each with its check's outcome in words (by rule): the same share and level as
+    in the findings."""
+    top = tuple(msgspec.structs.replace(t, outcome=outcomes.get(t.rule)) for t in _top(findings))
     return msgspec.structs.replace(verdict, top=top)
 
 

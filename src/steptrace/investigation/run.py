@@ -26,6 +26,7 @@ from steptrace.errors import CaptureError, NotTestable, raised_at
 from steptrace.hypotheses.finding import Finding
 from steptrace.hypotheses.thresholds import Thresholds
 from steptrace.investigation.check import Check, Context, Measured
+from steptrace.investigation.order import check_order, cost_s, state_bytes
 from steptrace.investigation.outcome import outcome_of
 from steptrace.investigation.predicted import with_predictions
 from steptrace.investigation.ranking import ranked
@@ -125,25 +126,29 @@ def run_checks(
 ) -> tuple[CheckResult, ...]:
     """Every finding's check result, in the findings' order; at most ``checks`` run, those
     marked ``first`` (what distorts the others' timings) before the rest and beyond the
-    count. Each gets an
-    equal share of the budget left, or its minimum when the budget left holds it."""
+    count, the others by the step time they serve per second of their known cost
+    (``order``). Each gets an equal share of the budget left, or its cost when the budget
+    left holds it; one whose cost the budget left does not hold is not started."""
     start = clock()
     findings = report.findings
+    copied = state_bytes(subject.make_state())
+    costs = [cost_s(CHECKS[f.rule], copied) for f in findings]
+    first = [CHECKS[f.rule].first for f in findings]
     runnable = [f for f in findings if _reason_not_run(f, subject) is None]
     results: dict[int, CheckResult] = {}
     ran = 0
-    for k in sorted(range(len(findings)), key=lambda k: not CHECKS[findings[k].rule].first):
-        finding, spec = findings[k], CHECKS[findings[k].rule]
+    for k in check_order(findings, costs, first):
+        finding, spec, cost = findings[k], CHECKS[findings[k].rule], costs[k]
         reason = _reason_not_run(finding, subject)
         counted = not spec.first  # a check run first (threads) protects the others: free
         if reason is None and (ran >= checks if counted else checks == 0):
             reason = f"not run: {checks} checks were asked for (--checks) and ran first"
         left = budget_s - (clock() - start)
-        share = max(left / max(1, min(checks - ran, len(runnable) - ran)), min(spec.min_s, left))
-        if reason is None and share < spec.min_s:
+        share = max(left / max(1, min(checks - ran, len(runnable) - ran)), min(cost, left))
+        if reason is None and share < cost:
             reason = (
-                f"not run: {share:.1f} s of the budget ({budget_s:.1f} s) was left for it and it "
-                f"needs {spec.min_s:g} s or more; allow more with --budget"
+                f"not run: {max(share, 0.0):.1f} s of the budget ({budget_s:.1f} s) was left for "
+                f"it and it needs {cost:.0f} s or more; allow more with --budget"
             )
         if reason is not None:
             results[k] = _not_run(finding, spec, reason)

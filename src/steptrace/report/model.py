@@ -61,11 +61,11 @@ class Report(msgspec.Struct, frozen=True, kw_only=True):
         return msgspec.structs.replace(self, analysis=self.analysis.top(n))
 
     def checked(self, checks: tuple[CheckResult, ...]) -> Report:
-        """The same report with its findings' checks, their outcomes in the verdict."""
+        """The same report with its findings' checks (``findings`` ranked by them), the
+        verdict's top findings chosen again from them with their outcomes."""
         outcomes = {c.rule: f"{c.outcome}: {c.sentence}" for c in checks}
-        return msgspec.structs.replace(
-            self, checks=checks, verdict=with_outcomes(self.verdict, outcomes)
-        )
+        verdict = with_outcomes(self.verdict, self.findings, outcomes)
+        return msgspec.structs.replace(self, checks=checks, verdict=verdict)
 
 
 class FindingsReport(msgspec.Struct, frozen=True, kw_only=True):
