@@ -5,7 +5,7 @@ TORCH_SPEC ?= torch==2.13.0
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.steptrace-installed
 
-.PHONY: demo test test-fast test-loaded test-gpu lint typecheck unit bench clean
+.PHONY: demo test test-fast test-loaded test-gpu lint typecheck unit bench bench-guard clean
 
 $(STAMP): pyproject.toml
 	@echo "steptrace: setting up $(VENV) once: $(TORCH_SPEC), numpy, msgspec, click, rich and the"
@@ -48,6 +48,11 @@ test-gpu: $(STAMP)
 
 bench: $(STAMP)
 	$(BIN)/python benchmarks/analyze_speed.py
+
+# The guard CI runs after the tests (a few minutes): speed and memory against json.loads in
+# the same run, and the demo's planted pipeline found and supported; exit 1 on a FAIL.
+bench-guard: $(STAMP)
+	$(BIN)/python benchmarks/guard.py
 
 clean:
 	rm -rf $(VENV) build dist src/*.egg-info .mypy_cache .pytest_cache .ruff_cache

@@ -38,3 +38,22 @@ def test_a_replica_is_a_longer_valid_trace(tmp_path: Path) -> None:
     one = json.loads(gzip.decompress(path.read_bytes()))["traceEvents"]
     two = json.loads(gzip.decompress(target.read_bytes()))["traceEvents"]
     assert len(two) == 2 * len(one)
+
+
+def test_the_guard_fails_a_ratio_above_its_threshold_and_an_unsupported_demo() -> None:
+    guard = benchmark("guard")
+    judged = [guard.judge(ratio, 0.70) for ratio in (0.5, 0.70, 0.71, None)]
+    assert judged == ["PASS", "PASS", "FAIL", "FAIL"]  # not measured: a failure
+    assert guard.judge(3.0, None) == "info"
+    check = {"rule": "input-pipeline", "check": "prepared-batch", "outcome": "supported"}
+    found = {"findings": [{"rule": "input-pipeline"}, {"rule": "dispatch-bound"}]}
+    assert guard.demo_outcome({**found, "checks": [{**check, "elapsed_s": 5.0}]})[0]
+    not_run = {**check, "outcome": "not-testable", "elapsed_s": None}
+    refuted = {**check, "outcome": "refuted", "elapsed_s": 5.0}
+    for checks in ([not_run], [refuted], []):
+        assert not guard.demo_outcome({**found, "checks": checks})[0]
+    ok, said = guard.demo_outcome({"findings": [{"rule": "dispatch-bound"}], "checks": []})
+    assert not ok and "NOT found" in said
+    row = guard.Measure("1x analyze / json.loads", "0.56 s", "0.70 s", 0.8, 0.7, "FAIL", 1.5, 5)
+    line = guard.table([row]).splitlines()[1].split()
+    assert line[-6:] == ["0.80", "<=", "0.70", "FAIL", "1.50", "5"]
