@@ -102,10 +102,11 @@ class Run:
     """One finished child process."""
 
     wall_s: float
-    rss_bytes: int
+    rss_bytes: int  # ru_maxrss; for a process tree (``process_tree``), its peak summed PSS
     returncode: int
     stdout: str
     stderr: str
+    tree_rss_bytes: int | None = None  # a process tree's peak summed RSS (an upper bound)
 
 
 @dataclass

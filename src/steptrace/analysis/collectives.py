@@ -173,14 +173,15 @@ class CommArgs:
 def _param_comms(events: EventTable) -> dict[int, int]:
     """record_param_comms rows with a collective name -> their index in ``CommArgs``."""
     comm = CommArgs(events)
-    is_op = (events.kind[comm.rows] == Kind.CPU_OP).tolist()
-    names = [comm.text("collective", k) for k in range(comm.rows.size)]
-    rows = zip(comm.rows.tolist(), is_op, names, strict=True)
-    return {
-        row: k
-        for k, (row, op, name) in enumerate(rows)
-        if op and name and name.lower().replace("_", "") not in _NOT_COLLECTIVES
+    ids = events.sparse_column("collective").values
+    named = {  # one test per distinct name, not per row
+        i: bool(name) and name.lower().replace("_", "") not in _NOT_COLLECTIVES
+        for i in np.unique(ids).tolist()
+        if (name := events.text(i)) is not None
     }
+    kept = np.array([named.get(i, False) for i in ids.tolist()], dtype=bool)
+    kept &= events.kind[comm.rows] == Kind.CPU_OP
+    return dict(zip(comm.rows[kept].tolist(), np.flatnonzero(kept).tolist(), strict=True))
 
 
 def _c10d_ops(events: EventTable, tree: CpuTree, rpc: set[int]) -> list[int]:

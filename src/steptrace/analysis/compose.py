@@ -1,18 +1,18 @@
-"""``compute(context, figures)``: the figures of one trace, and where each one runs.
+"""``compute(context, figures)``: the figures of one trace, one after the other.
 
-The policy, in one place. numpy releases the GIL inside its loops, so on a large table
-(``threads.LARGE_ROWS`` and more) a helper thread keeps the second core busy:
+The figures that do not read the operator tree come first (the GPU figures, the labels,
+the kernels), then those that read the tree itself (operators, CPU), then those that read
+only the links of the GPU work to their operators (copies); each cached part they share
+(``TraceContext``) is built by the first figure that reads it.
 
-1. the operator tree is built on the helper while this thread computes the figures that
-   do not read it (the GPU figures, the labels, the kernels), in registry order;
-2. then the links of the GPU work to their operators, and the tree's temporaries are given
-   back to the system (``heap``) before the next pair allocates its own;
-3. then the figures that read the tree itself (operators, CPU) run on this thread, those
-   that read only the links (copies) on the helper.
-
-So the largest parts run at most two at a time, their temporaries never three at once
-(the peak memory ``benchmarks/scale_one_trace.py`` checks). Below ``LARGE_ROWS`` the
-helper is this thread and everything runs in order.
+They run on this thread, one at a time, so that one figure's temporaries never add to
+another's: on a large table (``heap.TRIM_ROWS`` rows and more) large temporaries are mapped
+(``heap.bound_heap``) and each figure gives what it freed back to the system as it ends
+(``TraceContext.figure``). The peak memory is then the table, the cached parts and one
+figure's temporaries: ``benchmarks/scale_one_trace.py`` checks it. Building the operator
+tree beside the GPU figures on a second thread (as until 2026-12-07) raised that peak on the
+1.7 GB replica from 855 to 936 MB, over half the text's size, for no gain in time on two
+busy cores.
 """
 
 from __future__ import annotations
@@ -22,32 +22,13 @@ from typing import Any
 
 from steptrace.analysis.context import FigureSpec, TraceContext
 from steptrace.trace import heap
-from steptrace.trace.threads import helper_for
 
 
 def compute(context: TraceContext, figures: Sequence[FigureSpec[Any]]) -> dict[str, Any]:
     """Each figure's result by name (see module)."""
-    early = [f for f in figures if not f.reads_tree]
-    late = [f for f in figures if f.reads_tree]
-    results: dict[str, Any] = {}
-    with helper_for(len(context.events)) as helper:
-        tree = helper.submit(lambda: context.tree) if late else None
-        for figure in early:
-            results[figure.name] = context.figure(figure)
-        if tree is None:
-            return results
-        tree.result()
-        if any("links" in f.needs for f in late):
-            _ = context.links, context.gpu_busy, context.counted
-        if len(context.events) >= heap.TRIM_ROWS:
-            heap.release_freed_memory()
-        helped = [f for f in late if "tree" not in f.needs]
-        side = helper.submit(_each, context, helped)
-        for figure in late:
-            if "tree" in figure.needs:
-                results[figure.name] = context.figure(figure)
-    return results | side.result()
-
-
-def _each(context: TraceContext, figures: Sequence[FigureSpec[Any]]) -> dict[str, Any]:
-    return {f.name: context.figure(f) for f in figures}
+    if len(context.events) >= heap.TRIM_ROWS:
+        heap.bound_heap()
+    tree = [f for f in figures if f.reads_tree and "tree" in f.needs]
+    links = [f for f in figures if f.reads_tree and "tree" not in f.needs]
+    ordered = [f for f in figures if not f.reads_tree] + tree + links
+    return {figure.name: context.figure(figure) for figure in ordered}

@@ -41,6 +41,7 @@ from steptrace.analysis.links import (
 from steptrace.analysis.silences import silences, step_edges
 from steptrace.analysis.steps import Steps, StepWindow, find_steps, label_rows
 from steptrace.scenario import Inventory
+from steptrace.trace import heap
 from steptrace.trace import intervals as iv
 from steptrace.trace.kinds import HOST_WORK
 from steptrace.trace.table import EventTable, Trace
@@ -77,6 +78,8 @@ class TraceContext:
         """``spec``'s result on this trace, computed once: a figure may read another's."""
         if spec.name not in self._figures:
             self._figures[spec.name] = spec.compute(self)
+            if len(self.events) >= heap.TRIM_ROWS:  # its temporaries back to the system
+                heap.release_freed_memory()
         result: T = self._figures[spec.name]
         return result
 

@@ -13,6 +13,8 @@ no step. Without any correlated launch call nothing can be told, and nothing is 
 
 from __future__ import annotations
 
+from typing import Any
+
 import msgspec
 import numpy as np
 from numpy.typing import NDArray
@@ -49,14 +51,24 @@ def cpu_tree(events: EventTable) -> CpuTree:
     is_op = events.kind == Kind.CPU_OP
     rows = _ops_first_on_ties(events, np.flatnonzero(is_op | events.mask(*LAUNCHES)), is_op)
     is_op = is_op[rows]
-    parent = parents_of_rows(events, rows)
+    index: type[np.signedinteger[Any]] = np.int32 if rows.size < 2**31 else np.int64
+    parent = parents_of_rows(events, rows).astype(index)  # int32: half the memory, most often
     owner = parent.copy()  # climb through launch calls (runtime > driver) to an operator
-    while (climb := (owner >= 0) & ~is_op[np.maximum(owner, 0)]).any():
-        owner[climb] = parent[owner[climb]]
-    del parent
-    op_index = np.cumsum(is_op) - 1  # per row: its index among the operators
-    owner = np.where(owner >= 0, op_index[np.maximum(owner, 0)], -1)
-    return CpuTree(rows[is_op], owner[is_op], rows[~is_op], owner[~is_op])
+    climbing = np.flatnonzero(owner >= 0).astype(index, copy=False)
+    while (climbing := climbing[~is_op[owner[climbing]]]).size:
+        owner[climbing] = parent[owner[climbing]]
+        climbing = climbing[owner[climbing] >= 0]
+    del parent, climbing
+    op_index = np.cumsum(is_op, dtype=index) - 1  # per row: its index among the operators
+    found = owner >= 0
+    owner[found] = op_index[owner[found]]
+    del op_index, found
+    return CpuTree(
+        rows[is_op],
+        owner[is_op].astype(np.int64),
+        rows[~is_op],
+        owner[~is_op].astype(np.int64),
+    )
 
 
 def _ops_first_on_ties(events: EventTable, rows: Rows, is_op: NDArray[np.bool_]) -> Rows:

@@ -15,6 +15,7 @@ import re
 from collections.abc import Iterable, Iterator
 from itertools import compress, repeat
 from operator import attrgetter, is_, is_not
+from types import NoneType
 from typing import Any, NamedTuple, TypeVar, cast
 
 import numpy as np
@@ -214,20 +215,25 @@ class ColumnBuilder:
     ) -> Any:
         """The ``field``'s value in each of ``args``, as its column holds it."""
         values: list[Any] = list(map(attrgetter(field.column), args))
-        value = field.value
+        value, types = field.value, set(map(type, values))
+        if value is Value.FLAG:
+            return np.fromiter(map(is_not, values, repeat(None)), bool, n)
+        if types == _NONE and fallback is None:  # a field no row here carries: no pass
+            return np.full(n, field.missing, dtype=_DTYPES[value])
         if value is Value.INT:
             return np.asarray(_ints(values, fallback, int(field.missing)), dtype=np.int64)
         if value is Value.FLOAT:
+            if types <= _NUMBERS:  # converted in C: None is NaN there too
+                return np.array(values, np.float64)
             return np.array(
                 [v if isinstance(v, int | float) else math.nan for v in values], np.float64
             )
-        if value is Value.FLAG:
-            return np.fromiter(map(is_not, values, repeat(None)), bool, n)
         texts = self.texts
         ids = np.full(n, MISSING, dtype=np.int32)
-        if value is Value.JSON:
-            for k in np.flatnonzero(np.fromiter(map(len, values), np.int64, n)).tolist():
-                ids[k] = texts[bytes(values[k])]
+        if value is Value.JSON:  # msgspec.Raw: empty where the key is absent
+            present = np.fromiter(map(len, values), np.int64, n).astype(bool)
+            kept = map(bytes, compress(values, present.tolist()))
+            ids[present] = np.fromiter(map(texts.__getitem__, kept), np.int32)
             return ids
         for k, v in enumerate(values):
             if v is not None:
@@ -393,6 +399,9 @@ def _canonical_threads(
 
 
 _INT64 = (-(2**63), 2**63)
+_NONE = {NoneType}
+_INTS = {int, NoneType}
+_NUMBERS = {int, float, NoneType}
 
 
 def _ints(
@@ -400,9 +409,12 @@ def _ints(
 ) -> Ints | list[int]:
     """An integer field per row; where it is absent, ``fallback`` (pid or tid), else
     ``missing``."""
-    if set(map(type, values)) <= {int}:  # the usual case, converted in C
+    types = set(map(type, values))
+    if types <= _INTS and (fallback is None or NoneType not in types):  # the usual case
+        if NoneType in types:
+            values = [missing if v is None else v for v in values]
         try:
-            return np.array(values, dtype=np.int64)
+            return np.array(values, dtype=np.int64)  # converted in C
         except OverflowError:
             pass
     written: Iterable[object] = values

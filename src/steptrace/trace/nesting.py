@@ -74,19 +74,23 @@ def parents_of_rows(table: EventTable, rows: NDArray[np.intp]) -> Ints:
     ordered = rows[order]
     start, end, thread = table.start_us[ordered], table.end_us[ordered], table.thread_id[ordered]
     del ordered
-    return _not_too_deep(_back_to_given_order(order, _containers(start, end, thread)))
+    found = _containers(start, end, thread)
+    del start, end, thread  # gone before the parents and their check take their own memory
+    return _not_too_deep(_back_to_given_order(order, found))
 
 
 def _not_too_deep(parent: Ints) -> Ints:
     """``parent``, unless an event has ``MOST_DEPTH`` ancestors (``NestedTooDeepError``): found by
     pointer jumping, each round doubling the levels climbed (``DEPTH_ROUNDS`` rounds)."""
-    ancestor = parent.copy()
+    ancestor = parent.astype(_index_type(parent.size))  # half the memory, most often
+    climbing = np.flatnonzero(ancestor >= 0).astype(ancestor.dtype, copy=False)
     for _ in range(DEPTH_ROUNDS):
-        climbing = np.flatnonzero(ancestor >= 0)
         if not climbing.size:
             return parent
-        ancestor[climbing] = ancestor[ancestor[climbing]]
-    if (ancestor >= 0).any():
+        reached = ancestor[ancestor[climbing]]
+        ancestor[climbing] = reached
+        climbing = climbing[reached >= 0]  # only those still below a root climb on
+    if climbing.size:
         raise NestedTooDeepError
     return parent
 

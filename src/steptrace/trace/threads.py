@@ -2,16 +2,12 @@
 
 numpy releases the GIL inside its loops (gathers, sorts, ufuncs), so a helper thread keeps
 the second core busy while the calling thread does other work: building the table, half
-of its columns are put in order by the helper; measuring it, the operator tree and then
-the phases and the CPU's figures (``analysis.measure``). One helper, not a pool: each
-thread that allocates gets its own glibc arena, whose freed memory is kept, and the
-temporaries of parts run side by side add up, so every extra thread adds to the peak
-memory. The work is split so that the largest parts (the operator tree, the GPU figures,
-the operators') run at most two at a time, the tree beside the GPU figures first: three
-at once raised the peak on a 1.7 GB trace over half the text's size, the bound
-``benchmarks/scale_one_trace.py`` checks. Below ``LARGE_ROWS`` the helper is the calling
-thread itself: the gain would not pay for it, and small traces are analysed side by side
-in processes already.
+of its columns are put in order by the helper. One helper, not a pool: each thread that
+allocates gets its own glibc arena, whose freed memory is kept, and the temporaries of
+parts run side by side add up, so every extra thread adds to the peak memory (measuring
+the table runs on one thread for that reason: ``analysis.compose``). Below ``LARGE_ROWS``
+the helper is the calling thread itself: the gain would not pay for it, and small traces
+are analysed side by side in processes already.
 """
 
 from __future__ import annotations
