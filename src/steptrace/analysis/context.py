@@ -77,15 +77,21 @@ class TraceContext:
     def figure(self, spec: FigureSpec[T]) -> T:
         """``spec``'s result on this trace, computed once: a figure may read another's."""
         if spec.name not in self._figures:
-            self._figures[spec.name] = spec.compute(self)
-            if len(self.events) >= heap.TRIM_ROWS:  # its temporaries back to the system
-                heap.release_freed_memory()
+            self._figures[spec.name] = self._given_back(spec.compute(self))
         result: T = self._figures[spec.name]
         return result
 
+    def _given_back(self, part: T) -> T:
+        """``part`` as it is; on a large table (``heap.TRIM_ROWS`` rows and more) the
+        memory its making freed is given back to the system first, before the next part
+        allocates its own (``analysis.compose``)."""
+        if len(self.events) >= heap.TRIM_ROWS:
+            heap.release_freed_memory()
+        return part
+
     @cached_property
     def steps(self) -> Steps:
-        return find_steps(self.events)
+        return self._given_back(find_steps(self.events))
 
     @property
     def windows(self) -> tuple[StepWindow, ...]:
@@ -130,22 +136,22 @@ class TraceContext:
 
     @cached_property
     def tree(self) -> CpuTree:
-        return cpu_tree(self.events)
+        return self._given_back(cpu_tree(self.events))
 
     @cached_property
     def launches(self) -> GpuLaunches:
         """Each GPU activity's launch call (no tree needed)."""
-        return gpu_launches(self.events)
+        return self._given_back(gpu_launches(self.events))
 
     @cached_property
     def links(self) -> GpuLinks:
         """Each GPU activity's launch call and operator (needs the tree)."""
-        return gpu_links(self.events, self.tree, self.launches)
+        return self._given_back(gpu_links(self.events, self.tree, self.launches))
 
     @cached_property
     def gpu_busy(self) -> GpuBusy | None:
         """The GPU work merged; None: the GPU was not observed."""
-        return gpu_busy(self.events, self.launches)
+        return self._given_back(gpu_busy(self.events, self.launches))
 
     @cached_property
     def host_work(self) -> iv.Intervals:
@@ -154,7 +160,7 @@ class TraceContext:
         events = self.events
         working = events.mask(*HOST_WORK)
         working[gloo_rows(events)] = True
-        return iv.union(events.start_us[working], events.end_us[working])
+        return self._given_back(iv.union(events.start_us[working], events.end_us[working]))
 
     @property
     def recorded(self) -> tuple[iv.Intervals, ...]:
@@ -182,7 +188,7 @@ class TraceContext:
         edges = step_edges(
             np.array([w.start_us for w in windows]), np.array([w.end_us for w in windows]), host
         )
-        return silences((*self.recorded, edges), lo, hi)
+        return self._given_back(silences((*self.recorded, edges), lo, hi))
 
 
 @dataclass(frozen=True)
