@@ -102,10 +102,12 @@ def interleaved(a: Run, b: Run, comparison: Timed, *, rounds: int = 24, clock: C
     return statistics.median(ratios)
 
 
-def investigated(workload: Workload, tmp_path: Path, budget_s: float = 60) -> Report:
+def investigated(
+    workload: Workload, tmp_path: Path, budget_s: float = 60, checks: int = 3
+) -> Report:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        return investigate(workload, out=tmp_path / "t.json", budget_s=budget_s)
+        return investigate(workload, out=tmp_path / "t.json", budget_s=budget_s, checks=checks)
 
 
 def first_supported(report: Report, rule: str) -> Timed:
@@ -145,7 +147,10 @@ def training_run(workload: Workload, optimizer: Any = None) -> Run:
 @pytest.mark.slow
 def test_a_per_tensor_optimizer_ranks_first_supported_by_a_fused_one(tmp_path: Path) -> None:
     workload = loop_workloads.per_tensor_optimizer()
-    comparison = first_supported(investigated(workload, tmp_path, 120), "per-tensor-optimizer")
+    # one check: the order runs it first (the most step time per second of its cost: before
+    # profiler-distortion, a smaller share at the same cost, and dispatch-bound's compile)
+    report = investigated(workload, tmp_path, 30, checks=1)
+    comparison = first_supported(report, "per-tensor-optimizer")
     per_tensor = training_run(workload, lambda m: torch.optim.Adam(m.parameters(), lr=1e-3))
     fused = training_run(workload, lambda m: torch.optim.Adam(m.parameters(), lr=1e-3, fused=True))
     agrees(comparison, interleaved(per_tensor, fused, comparison, clock=time.thread_time))
