@@ -46,7 +46,7 @@ def test_the_docs_list_every_check() -> None:
 def test_a_slow_loader_is_supported_with_a_ratio_beyond_the_noise(tmp_path: Path) -> None:
     workload = planted.slow_loader()
     before = copy.deepcopy(workload.model.state_dict())
-    report = investigate(workload, out=tmp_path / "t.json", checks=3, budget_s=45)
+    report = investigate(workload, out=tmp_path / "t.json", checks=3, budget_s=20)
     (check,) = [c for c in report.checks if c.rule == "input-pipeline"]
     assert check.outcome == "supported" and isinstance(check.comparison, Faster)
     ratio, high = check.comparison.ratio, check.comparison.ci[1]
@@ -110,7 +110,7 @@ def test_the_command_writes_checks_with_every_raw_sample(tmp_path: Path) -> None
             "--out",
             str(tmp_path / "t.json"),
             "--budget",
-            "45",
+            "20",
             "--format",
             "json",
         ],
