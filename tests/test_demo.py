@@ -3,26 +3,39 @@
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
+from typing import Any
 
 import pytest
-from click.testing import CliRunner
+from click.testing import CliRunner, Result
 
 pytest.importorskip("torch", reason="the demo needs torch (installed by make test)")
 
 from steptrace.cli import app
+from steptrace.pipeline import read_report
+from steptrace.report.model import Report
 
 pytestmark = pytest.mark.slow  # end to end
+REPORTS = {"trace.json", "trace.scenario.json", "report.json", "report.md", "report.html"}
 
 
-def test_demo_runs_the_method_and_writes_every_report(tmp_path: Path) -> None:
-    args = ["demo", "--out", str(tmp_path), "--quick", "--device", "cpu", "--no-ranks"]
+@pytest.fixture(scope="module")
+def demo(tmp_path_factory: pytest.TempPathFactory) -> tuple[Result, Path]:
+    """One whole demo, the ranks part included (the default), shared by the tests that read
+    what it says and writes: the CLI's result and the folder it made."""
+    out = tmp_path_factory.mktemp("demo")
+    args = ["demo", "--out", str(out), "--quick", "--device", "cpu", "--ranks"]
     result = CliRunner().invoke(app, args)
     assert result.exit_code == 0, result.stderr
-    (folder,) = tmp_path.iterdir()
+    (folder,) = out.iterdir()
+    return result, folder
+
+
+def test_demo_runs_the_method_and_writes_every_report(demo: tuple[Result, Path]) -> None:
+    result, folder = demo
     names = {p.name for p in folder.iterdir()}
-    assert "ranks.json" not in names
-    assert {"trace.json", "trace.scenario.json", "report.json", "report.md", "report.html"} <= names
+    assert names >= REPORTS
     assert "Question:" in result.stderr and "Findings:" in result.stderr
     report = json.loads((folder / "report.json").read_text())
     # the folder was renamed when complete: files are named relative to it, never stale
@@ -53,7 +66,8 @@ def test_demo_runs_the_method_and_writes_every_report(tmp_path: Path) -> None:
     for page in (markdown, html):
         assert "constant rebuilt from a Python list" in page and "no finding on the CPU" in page
         assert ".partial" not in page  # titles name the final folder's files
-    assert "## Checks" in markdown and 'id="checks"' in html
+    # the page holds the job's report after the trace's: the trace's ids are the first's (d0-)
+    assert "## Checks" in markdown and 'id="d0-checks"' in html
     assert markdown.count("## A/B outside the profiler") == sum(
         c["comparison"] is not None for c in report["checks"]
     )
@@ -76,11 +90,8 @@ def test_demo_refusals_leave_nothing(tmp_path: Path) -> None:
     assert sorted(p.name for p in tmp_path.iterdir()) == ["file"]
 
 
-def test_demo_ranks_part_finds_the_planted_straggler(tmp_path: Path) -> None:
-    args = ["demo", "--out", str(tmp_path), "--quick", "--device", "cpu", "--ranks"]
-    result = CliRunner().invoke(app, args)
-    assert result.exit_code == 0, result.stderr
-    (folder,) = tmp_path.iterdir()
+def test_demo_ranks_part_finds_the_planted_straggler(demo: tuple[Result, Path]) -> None:
+    result, folder = demo
     names = {p.name for p in folder.iterdir()}
     assert {"ranks.json", "ranks.md", "ranks.html", "ranks", "report.html"} <= names
     job = json.loads((folder / "ranks.json").read_text())
@@ -96,3 +107,32 @@ def test_demo_ranks_part_finds_the_planted_straggler(tmp_path: Path) -> None:
     assert page.count('<div class="tl"') == 2 and page.count("<script>") == 1  # two figures
     assert "## Rank x step matrix" in (folder / "ranks.md").read_text()
     assert "ranks.html" in result.stdout
+
+
+def test_without_ranks_the_demo_writes_the_trace_s_reports_alone(
+    demo: tuple[Result, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """--no-ranks: no ranks recorded, none written, the page the trace's report alone. The
+    investigation is the shared demo's, read back: what it finds is the first test's."""
+    _, ran = demo
+
+    def investigated(workload: object, *, out: Path, **_: Any) -> Report:
+        shutil.copyfile(ran / "trace.json", out)
+        return read_report(ran / "report.json")
+
+    def recorded(folder: object) -> object:
+        raise AssertionError("--no-ranks recorded the ranks")
+
+    monkeypatch.setattr("steptrace.investigation.investigate", investigated)
+    monkeypatch.setattr("steptrace.capturing.distributed.record_demo_ranks", recorded)
+    args = ["demo", "--out", str(tmp_path), "--quick", "--device", "cpu", "--no-ranks"]
+    result = CliRunner().invoke(app, args)
+    assert result.exit_code == 0, result.stderr
+    (folder,) = tmp_path.iterdir()
+    names = {p.name for p in folder.iterdir()}
+    assert names == REPORTS  # no ranks.json, ranks.md, ranks.html nor ranks/
+    page = (folder / "report.html").read_text()
+    assert page.count("<h1>") == 1 and "Rank x step matrix" not in page
+    assert 'id="checks"' in page  # the one report's sections, their ids unprefixed
+    assert "Recording 4 gloo ranks" not in result.stderr and "ranks.html" not in result.stdout
+    assert str(folder) in result.stdout
