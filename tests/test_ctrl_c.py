@@ -20,6 +20,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -83,20 +84,31 @@ def assert_aborted_or_done(code: int, out: str, err: str) -> None:
 
 
 @pytest.fixture(scope="module")
-def job(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """Six rank traces of one job (a real rank trace, renumbered)."""
+def rank_doc() -> dict[str, Any]:
+    """A real rank trace, decoded once for the fixtures below (which leave it as it is)."""
+    doc: dict[str, Any] = json.loads(gzip.decompress(gpu_trace("v100_ddp2_rank1").read_bytes()))
+    return doc
+
+
+@pytest.fixture(scope="module")
+def job(tmp_path_factory: pytest.TempPathFactory, rank_doc: dict[str, Any]) -> Path:
+    """Six rank traces of one job (a real rank trace, renumbered): encoded once, each rank's
+    number written in its place (the JSON text ``json.dumps`` gives that rank's document)."""
     folder = tmp_path_factory.mktemp("job")
-    doc = json.loads(gzip.decompress(gpu_trace("v100_ddp2_rank1").read_bytes()))
+    mark = 987_654_321  # a number the trace holds nowhere else
+    info = {**rank_doc.get("distributedInfo", {}), "rank": mark, "world_size": 6}
+    text = json.dumps({**rank_doc, "distributedInfo": info})
+    assert text.count(f'"rank": {mark}') == 1
     for rank in range(6):
-        doc["distributedInfo"] = {**doc.get("distributedInfo", {}), "rank": rank, "world_size": 6}
-        (folder / f"rank{rank}.json.gz").write_bytes(gzip.compress(json.dumps(doc).encode(), 1))
+        data = text.replace(f'"rank": {mark}', f'"rank": {rank}').encode()
+        (folder / f"rank{rank}.json.gz").write_bytes(gzip.compress(data, 1))
     return folder
 
 
 @pytest.fixture(scope="module")
-def large(tmp_path_factory: pytest.TempPathFactory) -> Path:
+def large(tmp_path_factory: pytest.TempPathFactory, rank_doc: dict[str, Any]) -> Path:
     """A trace large enough to be decoded by worker processes (16 MB or more on disk)."""
-    doc = json.loads(gzip.decompress(gpu_trace("v100_ddp2_rank1").read_bytes()))
+    doc = rank_doc
     path = tmp_path_factory.mktemp("large") / "large.json"
     path.write_text(json.dumps(doc))
     assert path.stat().st_size >= 16 << 20
