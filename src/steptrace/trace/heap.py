@@ -10,7 +10,8 @@ Measuring a large table, glibc's mmap threshold rises with every large temporary
 (up to 32 MB), so that later ones come from the heap, where what is freed stays resident
 until the next trim: ``bound_heap`` fixes the threshold (numpy's temporaries of a large
 table are then mapped and unmapped, given back as they are freed), and the analysis trims
-after each figure (``analysis.compose``). On the 8x replica of the largest shared trace
+after each figure and each part the figures share
+(``analysis.context.TraceContext``). On the 8x replica of the largest shared trace
 (432 MB) the peak went from 280 to about 250 MB; on a small table mapping every large
 temporary costs a third more time, so it is done only for large ones.
 """
