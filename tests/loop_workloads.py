@@ -10,6 +10,8 @@ loop (``steptrace investigate``): the planted finding must rank first, its check
   of the step moves with the machine's load on the compute alone, so no measurement taken
   at another moment could agree with the check's CI; CPU work slows with it.
 - ``oversubscribed``: a small MLP run with four intra-op threads per usable core.
+- ``keeps_ctrl_c``: ``per_tensor_optimizer`` with a step of its own that catches Ctrl-C
+  (as a loop that saves a checkpoint on it does): steptrace must stop all the same.
 - ``healthy``: three 512-wide layers on 256-row batches, SGD: matrix products are the step.
 
 Each factory sets torch's threads (one, except ``oversubscribed``): on shared cores the
@@ -18,6 +20,7 @@ others' timings would measure the scheduler (``steptrace.machine``).
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 import torch
@@ -75,6 +78,24 @@ def per_tensor_optimizer() -> Workload:
         torch.optim.Adam(model.parameters(), lr=1e-3),  # per tensor: the CPU default
         _batches(),
     )
+
+
+def keeps_ctrl_c() -> Workload:
+    workload = per_tensor_optimizer()
+
+    def step(model: torch.nn.Module, batch: Any, state: dict[str, Any]) -> torch.Tensor:
+        x, y = batch
+        loss = torch.zeros(())
+        try:
+            loss = torch.nn.functional.cross_entropy(model(x), y)
+            loss.backward()
+            state["optimizer"].step()
+            state["optimizer"].zero_grad(set_to_none=True)
+        except KeyboardInterrupt:
+            pass  # the user's loop keeps Ctrl-C to itself
+        return loss
+
+    return dataclasses.replace(workload, loss_fn=None, step=step)
 
 
 class TinyOps(torch.nn.Module):

@@ -1,6 +1,7 @@
 """Ctrl-C during ``investigate``'s checks: the report with the checks done so far, the
 --out reports written, where the trace is kept said, exit 130 (a real process in its own
-group, SIGINT to the whole group once the first check has begun)."""
+group, SIGINT to the whole group once the first check has begun); the same when the
+workload's own step catches the Ctrl-C."""
 
 from __future__ import annotations
 
@@ -17,13 +18,22 @@ pytest.importorskip("torch", reason="investigate captures with torch")
 pytestmark = pytest.mark.slow
 
 STEPTRACE = str(Path(sys.executable).parent / "steptrace")
-WORKLOAD = str(Path(__file__).parent / "loop_workloads.py") + ":per_tensor_optimizer"
+WORKLOADS = str(Path(__file__).parent / "loop_workloads.py")
 
 
-def test_ctrl_c_during_the_checks_keeps_what_is_known(tmp_path: Path) -> None:
+@pytest.mark.parametrize("workload", ["per_tensor_optimizer", "keeps_ctrl_c"])
+def test_ctrl_c_during_the_checks_keeps_what_is_known(tmp_path: Path, workload: str) -> None:
     trace = tmp_path / "t.json"
     process = subprocess.Popen(
-        [STEPTRACE, "investigate", WORKLOAD, "--out", str(trace), "--budget", "300"],
+        [
+            STEPTRACE,
+            "investigate",
+            f"{WORKLOADS}:{workload}",
+            "--out",
+            str(trace),
+            "--budget",
+            "300",
+        ],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,

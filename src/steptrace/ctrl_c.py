@@ -7,7 +7,7 @@
 - ``take_over()``, from ``main``: a Ctrl-C raises ``KeyboardInterrupt``, which unwinds
   (partial files removed, workers ended) and is said once by the command line; it is also
   remembered, so that one Python swallows (raised inside a ``__del__``: not reported
-  either) still ends in 130.
+  either) still ends in 130, and ``check()`` raises it again between phases.
 - ``settle()``, once the command is done: a Ctrl-C is only remembered, and the exit (its
   handlers, torch's included) ends in 130 with the line (``exit_code``, ``leave``).
 
@@ -67,6 +67,14 @@ def settle() -> None:
 def interrupted() -> bool:
     """Whether a Ctrl-C came (an error on its way up then is the interruption's)."""
     return _STATE.interrupted
+
+
+def check() -> None:
+    """Raise ``KeyboardInterrupt`` when a Ctrl-C came while the command runs and did not
+    go up: code on its way swallowed it (a user's ``except KeyboardInterrupt``, a
+    ``__del__``) or turned it into another error. Called between the command's phases."""
+    if _STATE.interrupted and signal.getsignal(signal.SIGINT) is _raised:
+        raise KeyboardInterrupt
 
 
 def exit_code(code: int) -> int:

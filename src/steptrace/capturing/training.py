@@ -20,7 +20,7 @@ from typing import Any
 
 import torch
 
-from steptrace import devices
+from steptrace import ctrl_c, devices
 from steptrace.capturing import batches, flops
 from steptrace.capturing.batches import SplitBatch, call_model, split_batch
 from steptrace.capturing.inventory import InventoryRecorder
@@ -95,6 +95,7 @@ def user_training_step(
         moved = devices.to_device(batch, device)
     with phase("train"):
         loss = user_step(model, moved, state)
+    ctrl_c.check()  # a Ctrl-C the step caught for itself stops the capture all the same
     if after is not None:
         after(moved)
     return loss

@@ -20,6 +20,7 @@ from pathlib import Path
 import msgspec
 import torch
 
+from steptrace import ctrl_c
 from steptrace.capturing.workload import Workload, run_workload
 from steptrace.devices import resolve
 from steptrace.errors import CaptureError, NotTestable, raised_at
@@ -79,8 +80,10 @@ def investigate(
         f"active {plan.active}) ..."
     )
     captured = run_workload(workload, out=out, window=plan)
+    ctrl_c.check()  # a Ctrl-C the workload swallowed (its trace, complete, is kept)
     say("Analyzing the trace ...")
     report = analyze(captured.trace, thresholds=thresholds, critical_path=True)
+    ctrl_c.check()
     say("Findings: " + (", ".join(f.rule for f in report.findings) or "none above thresholds"))
     subject = subject_of(workload, resolve(scenario.device))
     left_s = max(budget_s - (clock() - began), 0.0)
@@ -157,9 +160,11 @@ def run_checks(
         say(f"Checking {finding.rule}: {spec.change} ({share:.0f} s at most) ...")
         context = _context(report, subject, finding, window, share)
         try:
-            results[k] = _run_one(finding, spec, context, share, clock)
+            result = _run_one(finding, spec, context, share, clock)
+            ctrl_c.check()  # swallowed, or turned into an error, by the step: not a result
         except KeyboardInterrupt:
             raise ChecksInterrupted(_so_far(findings, results)) from None
+        results[k] = result
         say(f"  {finding.rule}: {results[k].sentence}")
     return tuple(results[k] for k in range(len(findings)))
 

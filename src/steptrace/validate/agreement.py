@@ -17,6 +17,7 @@ from contextlib import contextmanager
 import numpy as np
 import torch
 
+from steptrace import ctrl_c
 from steptrace.errors import CaptureError, ended_by, raised_at
 from steptrace.validate.correctness import (
     compare_values,
@@ -38,7 +39,9 @@ def guarded(step: Step, side: str, when: str) -> Step:
 
     def run(state: State, batch: Batch) -> Output:
         try:
-            return step(state, batch)
+            returned = step(state, batch)
+            ctrl_c.check()  # a Ctrl-C the step caught for itself stops the check all the same
+            return returned
         except (CaptureError, KeyboardInterrupt):
             raise
         except Overrun:
