@@ -36,9 +36,10 @@ unit: $(STAMP)
 test: lint typecheck unit
 
 # The suite beside two CPU-spinning processes: CI runs on shared machines, and a test that
-# fails under load is a defect (issue #34.6). Lint and types first, then pytest beside them.
+# fails under load is a defect (issue #34.6). Lint and types first, then pytest beside them,
+# in one process: three busy processes on CI's two cores, heavier than make test's two workers.
 test-loaded: lint typecheck
-	$(BIN)/python tests/spin.py $(PYTEST)
+	$(BIN)/python tests/spin.py $(BIN)/python -m pytest --durations=15
 
 # The inner loop: the tests without the end-to-end ones marked slow (about 2 minutes on 2 cores).
 test-fast: $(STAMP)

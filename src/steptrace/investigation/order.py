@@ -6,7 +6,9 @@ needs tens of seconds whatever the budget) and the copies of the starting state 
 the timing: ``COPIES``), at ``COPY_BYTES_PER_S``. Checks marked ``first`` (what distorts the
 others' timings) run before the rest; the others by their finding's share of the step per
 second of that cost, so that a slow check (a compile on a small finding) never starves a
-cheap one that decides a large finding.
+cheap one that decides a large finding. The memory findings (a share of memory, not of the
+step) come after the time findings, or before them when the question is memory (the
+capture recorded allocations); the minor findings (under the noise floor of the step) last.
 """
 
 from __future__ import annotations
@@ -38,16 +40,45 @@ def cost_s(spec: Check, copied_bytes: int) -> float:
 
 
 def check_order(
-    findings: Sequence[Finding], costs: Sequence[float], first: Sequence[bool]
+    findings: Sequence[Finding],
+    costs: Sequence[float],
+    first: Sequence[bool],
+    *,
+    memory_first: bool = False,
 ) -> list[int]:
-    """The findings' indices in the order their checks run: those marked ``first``, then by
-    share of the step per second of cost (memory findings, a share of memory, after)."""
+    """The findings' indices in the order their checks run: those marked ``first``, then the
+    time findings by share of the step per second of cost, the memory findings (before them
+    with ``memory_first``), the minor ones last."""
 
-    def key(k: int) -> tuple[bool, bool, float]:
-        timed = findings[k].basis == "step time"
-        return (not first[k], not timed, -findings[k].severity / max(costs[k], 1e-9))
+    def key(k: int) -> tuple[bool, int, float]:
+        return (
+            not first[k],
+            _group(findings[k], memory_first),
+            -findings[k].severity / max(costs[k], 1e-9),
+        )
 
     return sorted(range(len(findings)), key=key)
+
+
+def _group(found: Finding, memory_first: bool) -> int:
+    if found.minor:
+        return 2
+    timed = found.basis == "step time"
+    return int(timed == memory_first)
+
+
+def sharing_now(
+    findings: Sequence[Finding],
+    coming: Sequence[int],
+    costs: Sequence[float],
+    runnable: Sequence[bool],
+    left_s: float,
+) -> int:
+    """How many of the checks ``coming`` (in order, the next one first) share the budget
+    left: those that can run here, whose cost it holds, and whose finding is not minor (a
+    minor one gets what they leave). A check that cannot start no longer thins the others'
+    shares."""
+    return sum(1 for k in coming if runnable[k] and costs[k] <= left_s and not findings[k].minor)
 
 
 def _tensors(value: object, depth: int = 0) -> Iterator[torch.Tensor]:

@@ -27,7 +27,7 @@ from steptrace.errors import CaptureError, NotTestable, raised_at
 from steptrace.hypotheses.finding import Finding
 from steptrace.hypotheses.thresholds import Thresholds
 from steptrace.investigation.check import Check, Context, Measured
-from steptrace.investigation.order import check_order, cost_s, state_bytes
+from steptrace.investigation.order import check_order, cost_s, sharing_now, state_bytes
 from steptrace.investigation.outcome import outcome_of
 from steptrace.investigation.predicted import with_predictions
 from steptrace.investigation.ranking import ranked
@@ -130,24 +130,27 @@ def run_checks(
     """Every finding's check result, in the findings' order; at most ``checks`` run, those
     marked ``first`` (what distorts the others' timings) before the rest and beyond the
     count, the others by the step time they serve per second of their known cost
-    (``order``). Each gets an equal share of the budget left, or its cost when the budget
-    left holds it; one whose cost the budget left does not hold is not started."""
+    (``order``). Each gets an equal share of the budget left with the checks still to run
+    that it can hold (``sharing_now``), or its cost when that is more and the budget left holds
+    it; one whose cost the budget left does not hold is not started."""
     start = clock()
     findings = report.findings
     copied = state_bytes(subject.make_state())
     costs = [cost_s(CHECKS[f.rule], copied) for f in findings]
     first = [CHECKS[f.rule].first for f in findings]
-    runnable = [f for f in findings if _reason_not_run(f, subject) is None]
+    order = check_order(findings, costs, first, memory_first=window.profile_memory)
+    runnable = [_reason_not_run(f, subject) is None for f in findings]
     results: dict[int, CheckResult] = {}
     ran = 0
-    for k in check_order(findings, costs, first):
+    for place, k in enumerate(order):
         finding, spec, cost = findings[k], CHECKS[findings[k].rule], costs[k]
         reason = _reason_not_run(finding, subject)
         counted = not spec.first  # a check run first (threads) protects the others: free
         if reason is None and (ran >= checks if counted else checks == 0):
             reason = f"not run: {checks} checks were asked for (--checks) and ran first"
         left = budget_s - (clock() - start)
-        share = max(left / max(1, min(checks - ran, len(runnable) - ran)), min(cost, left))
+        sharing = sharing_now(findings, order[place:], costs, runnable, left)
+        share = max(left / max(1, min(checks - ran, sharing)), min(cost, left))
         if reason is None and share < cost:
             reason = (
                 f"not run: {max(share, 0.0):.1f} s of the budget ({budget_s:.1f} s) was left for "
