@@ -24,8 +24,8 @@ import results
 import steptrace
 from steptrace.analysis.compose import compute
 from steptrace.analysis.context import TraceContext
-from steptrace.analysis.lanes import step_lanes
 from steptrace.analysis.registry import figures
+from steptrace.analysis.timeline.lanes import step_lanes
 from steptrace.report.renderers import renderer
 from steptrace.report.trace_sections import View, report_document
 from steptrace.trace.load import load_trace

@@ -19,12 +19,8 @@ from typing import Any
 
 import msgspec
 
-from steptrace.analysis.communication import CollectiveKind, KindStep
-from steptrace.analysis.copies import CopyPattern
-from steptrace.analysis.cpu import CpuStep
-from steptrace.analysis.gpu import CommunicationSummary as Communication
-from steptrace.analysis.gpu import CopySummary, GpuStep, KernelSummary, SetSummary, SyncSummary
-from steptrace.analysis.kernels import KernelStat
+from steptrace.analysis.communication.summary import CollectiveKind, KindStep
+from steptrace.analysis.efficiency.roofline import RooflineRow
 from steptrace.analysis.measure import (
     FirstStep,
     PhaseSummary,
@@ -33,12 +29,16 @@ from steptrace.analysis.measure import (
     TraceAnalysis,
     TraceSummary,
 )
-from steptrace.analysis.memory import MemoryAnalysis
-from steptrace.analysis.operators import OperatorStat
-from steptrace.analysis.parts import part_of
-from steptrace.analysis.phases import Phase, Reading
-from steptrace.analysis.roofline import RooflineRow
+from steptrace.analysis.memory.usage import MemoryAnalysis
 from steptrace.analysis.spread import Spread
+from steptrace.analysis.time.copies import CopyPattern
+from steptrace.analysis.time.cpu import CpuStep
+from steptrace.analysis.time.gpu import CommunicationSummary as Communication
+from steptrace.analysis.time.gpu import CopySummary, GpuStep, KernelSummary, SetSummary, SyncSummary
+from steptrace.analysis.time.kernels import KernelStat
+from steptrace.analysis.time.operators import OperatorStat
+from steptrace.analysis.time.parts import part_of
+from steptrace.analysis.time.phases import Phase, Reading
 from steptrace.trace.table import Device
 
 THREAD = "pid 1 tid 1 (python)"

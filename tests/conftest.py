@@ -20,8 +20,8 @@ import pytest
 
 import steptrace
 from steptrace import pipeline
-from steptrace.analysis.lanes import Lanes
 from steptrace.analysis.measure import TraceAnalysis
+from steptrace.analysis.timeline.lanes import Lanes
 from tests import reference
 
 REPO = Path(__file__).resolve().parents[1]

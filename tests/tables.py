@@ -18,7 +18,7 @@ from typing import Any, NamedTuple
 import numpy as np
 import pytest
 
-from steptrace.analysis.steps import StepWindow
+from steptrace.analysis.time.steps import StepWindow
 from steptrace.trace.fields import FIELDS, MISSING, Value
 from steptrace.trace.kinds import Kind
 from steptrace.trace.table import EventTable, Trace, TraceInfo

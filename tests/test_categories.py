@@ -7,8 +7,8 @@ from collections import defaultdict
 import pytest
 
 import steptrace
-from steptrace.analysis.categories import CATEGORIES, PRIORITY
-from steptrace.analysis.kernel_kinds import category_of
+from steptrace.analysis.efficiency.kernel_kinds import category_of
+from steptrace.analysis.time.categories import CATEGORIES, PRIORITY
 from steptrace.report.renderers import renderer
 from steptrace.report.trace_sections import report_document
 from tests import reference, tracegen

@@ -8,7 +8,7 @@ from collections import defaultdict
 import pytest
 
 from steptrace.analysis.context import TraceContext
-from steptrace.analysis.critical_path import CriticalPath, StepPath, critical_path
+from steptrace.analysis.critical.path import CriticalPath, StepPath, critical_path
 from steptrace.trace.load import load_trace
 from tests import reference
 from tests.conftest import Case, WriteTrace

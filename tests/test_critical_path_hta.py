@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 
 from steptrace.analysis.context import TraceContext
-from steptrace.analysis.critical_path import StepPath, critical_path
+from steptrace.analysis.critical.path import StepPath, critical_path
 from steptrace.trace.load import load_trace
 
 HERE = Path(__file__).resolve().parent / "fixtures" / "hta_critical_path"

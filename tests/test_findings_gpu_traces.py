@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from steptrace.analysis.idle import WAITING_ON_HOST
+from steptrace.analysis.time.idle import WAITING_ON_HOST
 from steptrace.pipeline import analyze_source
 from steptrace.report.renderers import renderer
 from steptrace.report.trace_sections import View, report_document

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from steptrace.analysis.kernel_kinds import (
+from steptrace.analysis.efficiency.kernel_kinds import (
     DEFAULT,
     KernelKinds,
     category_of,

@@ -56,7 +56,7 @@ APART = (
 
 
 def modules() -> dict[str, Path]:
-    """``steptrace.analysis.gpu`` -> its file, for every module of the package."""
+    """``steptrace.analysis.time.gpu`` -> its file, for every module of the package."""
     found = {}
     for path in sorted((SRC / "steptrace").rglob("*.py")):
         parts = path.relative_to(SRC).with_suffix("").parts
@@ -93,7 +93,7 @@ def graph() -> dict[str, set[str]]:
 
 
 def stage(module: str) -> str:
-    """``steptrace.analysis.gpu`` -> ``analysis``; ``steptrace.pipeline`` -> ``pipeline``."""
+    """``steptrace.analysis.time.gpu`` -> ``analysis``; ``steptrace.pipeline`` -> ``pipeline``."""
     return module.split(".")[1]
 
 

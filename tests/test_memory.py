@@ -12,7 +12,7 @@ import msgspec
 import pytest
 
 import steptrace
-from steptrace.analysis.memory import MemoryStep
+from steptrace.analysis.memory.usage import MemoryStep
 from tests import reference
 from tests.conftest import TRACES, WriteTrace, trace_params
 from tests.tracegen import PID, TID, cpu, document, label, step
@@ -196,7 +196,7 @@ def test_a_trace_without_memory_events_writes_null(write_trace: WriteTrace) -> N
 def test_the_timeline_draws_each_steps_memory_with_its_peak() -> None:
     """The lanes carry the device of the largest peak: every step's curve peaks where the
     memory figures say, within the points' bound, and the HTML draws it."""
-    from steptrace.analysis.lane_memory import POINTS
+    from steptrace.analysis.memory.lane import POINTS
     from steptrace.pipeline import analyze_source
     from steptrace.report.renderers import renderer
     from steptrace.report.trace_sections import View, report_document
@@ -281,8 +281,8 @@ def _gpu(event: dict[str, Any]) -> dict[str, Any]:
 
 
 def _split(events: list[dict[str, Any]], write_trace: WriteTrace, device: str) -> Any:
-    from steptrace.analysis import memory
     from steptrace.analysis.context import TraceContext
+    from steptrace.analysis.memory import usage as memory
     from steptrace.scenario import Inventory, InventoryBlock, StepInventory
 
     inventory = Inventory(

@@ -12,7 +12,7 @@ torch = pytest.importorskip("torch", reason="capture needs torch (installed by m
 pytestmark = pytest.mark.slow  # live captures and checks: about 40 s
 
 import steptrace  # noqa: E402
-from steptrace.analysis.memory import DeviceMemory  # noqa: E402
+from steptrace.analysis.memory.usage import DeviceMemory  # noqa: E402
 from steptrace.validate.memory_checks import checkpoint_peaks, growth  # noqa: E402
 from tests import memory_workloads as work  # noqa: E402
 

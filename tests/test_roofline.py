@@ -13,8 +13,8 @@ from typing import Any
 import pytest
 
 import steptrace
-from steptrace.analysis.hardware import DevicePeaks, peaks_for
-from steptrace.analysis.roofline import RooflineRow
+from steptrace.analysis.efficiency.hardware import DevicePeaks, peaks_for
+from steptrace.analysis.efficiency.roofline import RooflineRow
 from steptrace.trace.table import Device
 from tests import tracegen
 from tests.conftest import WriteTrace, report_of, trace_params

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from steptrace.analysis.steps import MOST_STEPS
+from steptrace.analysis.time.steps import MOST_STEPS
 from steptrace.trace.nesting import MOST_DEPTH
 from tests.tracegen import PID, TID
 

@@ -15,9 +15,9 @@ from pathlib import Path
 
 import pytest
 
-from steptrace.analysis.critical_path import Segment, StepPath
-from steptrace.analysis.critical_slices import KIND_NAMES
-from steptrace.analysis.lanes import Lanes, StepLanes
+from steptrace.analysis.critical.path import Segment, StepPath
+from steptrace.analysis.critical.slices import KIND_NAMES
+from steptrace.analysis.timeline.lanes import Lanes, StepLanes
 from steptrace.pipeline import Analyzed, Tables, analyze_checked
 from steptrace.report.document import PathStrip, TimelineFigure
 from steptrace.report.renderers import renderer

@@ -7,9 +7,9 @@ import numpy as np
 import pytest
 
 from steptrace.analysis.context import TraceContext
-from steptrace.analysis.critical_path import Walked, critical_path, walked
-from steptrace.analysis.what_if import predict, target_slices
-from steptrace.analysis.what_if_table import _defaults, _on_path
+from steptrace.analysis.critical.path import Walked, critical_path, walked
+from steptrace.analysis.critical.what_if import predict, target_slices
+from steptrace.analysis.critical.what_if_table import _defaults, _on_path
 from steptrace.trace.load import load_trace
 from tests.conftest import Case
 

@@ -27,8 +27,8 @@ import torch
 
 import steptrace
 from steptrace.analysis.context import TraceContext
-from steptrace.analysis.critical_path import CriticalPath, critical_path, walked
-from steptrace.analysis.what_if import predict, target_slices
+from steptrace.analysis.critical.path import CriticalPath, critical_path, walked
+from steptrace.analysis.critical.what_if import predict, target_slices
 from steptrace.trace.load import load_trace
 from steptrace.validate.results import NoDetectableDifference, Timed
 from steptrace.validate.timing import TimingPlan

@@ -23,12 +23,12 @@ import msgspec
 from steptrace.across.ranks.rank_thresholds import RankThresholds
 from steptrace.analysis.compose import compute
 from steptrace.analysis.context import FigureSpec, TraceContext
-from steptrace.analysis.hardware import DevicePeaks, measured_peaks
-from steptrace.analysis.kernel_kinds import DEFAULT, KernelKinds
-from steptrace.analysis.lanes import Lanes
+from steptrace.analysis.efficiency.hardware import DevicePeaks, measured_peaks
+from steptrace.analysis.efficiency.kernel_kinds import DEFAULT, KernelKinds
 from steptrace.analysis.measure import analysis_of
 from steptrace.analysis.registry import fields_for, figures
-from steptrace.analysis.steps import too_many_steps
+from steptrace.analysis.time.steps import too_many_steps
+from steptrace.analysis.timeline.lanes import Lanes
 from steptrace.errors import TraceError
 from steptrace.hypotheses import Case, complete_steps, find
 from steptrace.hypotheses.thresholds import Thresholds

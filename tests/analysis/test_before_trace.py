@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from steptrace.analysis.gpu import GpuStep, gpu_per_step
-from steptrace.analysis.gpu_busy import gpu_busy
-from steptrace.analysis.links import cpu_tree, gpu_links
 from steptrace.analysis.measure import measure
-from steptrace.analysis.steps import find_steps
+from steptrace.analysis.time.gpu import GpuStep, gpu_per_step
+from steptrace.analysis.time.gpu_busy import gpu_busy
+from steptrace.analysis.time.links import cpu_tree, gpu_links
+from steptrace.analysis.time.steps import find_steps
 from steptrace.trace.table import EventTable
 from tests.tables import kernel, memcpy, memset, ms, op, runtime, step, table, trace
 

@@ -12,10 +12,10 @@ from itertools import pairwise
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from steptrace.analysis.gpu import GpuStep, gpu_per_step
-from steptrace.analysis.gpu_busy import gpu_busy
-from steptrace.analysis.links import cpu_tree, gpu_links
-from steptrace.analysis.steps import StepWindow, find_steps
+from steptrace.analysis.time.gpu import GpuStep, gpu_per_step
+from steptrace.analysis.time.gpu_busy import gpu_busy
+from steptrace.analysis.time.links import cpu_tree, gpu_links
+from steptrace.analysis.time.steps import StepWindow, find_steps
 from steptrace.trace.kinds import Kind
 from steptrace.trace.table import EventTable
 from tests.strategies import GRID

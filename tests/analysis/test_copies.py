@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from steptrace.analysis.copies import UNKNOWN_OPERATOR, CopyPattern, copy_patterns
-from steptrace.analysis.links import cpu_tree, gpu_links
-from steptrace.analysis.steps import StepWindow
+from steptrace.analysis.time.copies import UNKNOWN_OPERATOR, CopyPattern, copy_patterns
+from steptrace.analysis.time.links import cpu_tree, gpu_links
+from steptrace.analysis.time.steps import StepWindow
 from steptrace.trace.table import EventTable
 from tests.tables import HTOD, Row, label, memcpy, memset, ms, op, runtime, table, windows
 

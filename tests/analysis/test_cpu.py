@@ -7,10 +7,10 @@ from itertools import pairwise
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from steptrace.analysis.cpu import CpuStep, cpu_per_step
-from steptrace.analysis.links import cpu_tree
 from steptrace.analysis.spread import Spread
-from steptrace.analysis.steps import StepWindow, find_steps
+from steptrace.analysis.time.cpu import CpuStep, cpu_per_step
+from steptrace.analysis.time.links import cpu_tree
+from steptrace.analysis.time.steps import StepWindow, find_steps
 from steptrace.trace.table import EventTable
 from tests.strategies import GRID
 from tests.tables import label, ms, op, runtime, step, table, windows

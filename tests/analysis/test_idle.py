@@ -6,8 +6,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from steptrace.analysis.gpu_busy import GpuBusy, gpu_busy
-from steptrace.analysis.idle import (
+from steptrace.analysis.time.gpu_busy import GpuBusy, gpu_busy
+from steptrace.analysis.time.idle import (
     AFTER_SYNC,
     NOT_KNOWN,
     NOTHING_AFTER,
@@ -15,7 +15,7 @@ from steptrace.analysis.idle import (
     SyncCalls,
     idle_gaps_us,
 )
-from steptrace.analysis.links import cpu_tree, gpu_links
+from steptrace.analysis.time.links import cpu_tree, gpu_links
 from tests.tables import Row, kernel, runtime, table
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from steptrace.analysis.kernels import KernelStat, kernel_stats
+from steptrace.analysis.time.kernels import KernelStat, kernel_stats
 from tests.tables import kernel as k
 from tests.tables import memcpy, memset, ms, op, runtime, table
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from steptrace.analysis.lane_queue import queue_depth
+from steptrace.analysis.timeline.queue import queue_depth
 from tests import reference
 from tests.conftest import gpu_trace, lanes_of
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import itertools
 
-from steptrace.analysis.steps import find_steps
+from steptrace.analysis.time.steps import find_steps
 from tests.tables import Row, label, op, step, table
 
 BATCH = "[pl][profile]run_training_batch"

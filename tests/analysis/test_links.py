@@ -5,7 +5,7 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from steptrace.analysis.links import cpu_tree, gpu_links
+from steptrace.analysis.time.links import cpu_tree, gpu_links
 from steptrace.trace.kinds import Kind
 from steptrace.trace.table import EventTable
 from tests.tables import Row, driver, kernel, label, memcpy, memset, op, runtime, table

@@ -5,8 +5,8 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from steptrace.analysis.links import cpu_tree, gpu_links
-from steptrace.analysis.operators import OperatorStat, operator_stats
+from steptrace.analysis.time.links import cpu_tree, gpu_links
+from steptrace.analysis.time.operators import OperatorStat, operator_stats
 from steptrace.trace.table import EventTable
 from tests.tables import kernel, label, memcpy, ms, op, runtime, table
 

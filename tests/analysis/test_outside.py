@@ -7,17 +7,17 @@ from itertools import pairwise
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from steptrace.analysis.gpu import gpu_per_step
-from steptrace.analysis.gpu_busy import gpu_busy
-from steptrace.analysis.links import cpu_tree, gpu_links
 from steptrace.analysis.measure import measure
-from steptrace.analysis.outside import (
+from steptrace.analysis.time.gpu import gpu_per_step
+from steptrace.analysis.time.gpu_busy import gpu_busy
+from steptrace.analysis.time.links import cpu_tree, gpu_links
+from steptrace.analysis.time.outside import (
     GpuOutsideSteps,
     GpuWork,
     gpu_outside_steps,
     outside_warnings,
 )
-from steptrace.analysis.steps import StepWindow, find_steps
+from steptrace.analysis.time.steps import StepWindow, find_steps
 from steptrace.trace.table import EventTable
 from tests.strategies import GRID
 from tests.tables import kernel, memcpy, memset, ms, op, runtime, step, table, trace, windows

@@ -7,11 +7,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from steptrace.analysis.gpu import GpuStep, gpu_per_step
-from steptrace.analysis.gpu_busy import gpu_busy
-from steptrace.analysis.links import cpu_tree, gpu_links
 from steptrace.analysis.measure import measure
-from steptrace.analysis.steps import (
+from steptrace.analysis.time.gpu import GpuStep, gpu_per_step
+from steptrace.analysis.time.gpu_busy import gpu_busy
+from steptrace.analysis.time.links import cpu_tree, gpu_links
+from steptrace.analysis.time.steps import (
     StepWindow,
     find_steps,
     overlap_warnings,

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from steptrace.analysis.parts import USUAL_NAMES, part_of
+from steptrace.analysis.time.parts import USUAL_NAMES, part_of
 from steptrace.scenario import INFERENCE_STEP, TRAINING_STEP
 
 DOCS = Path(__file__).resolve().parents[2] / "docs" / "findings.md"

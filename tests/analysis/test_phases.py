@@ -9,14 +9,14 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from steptrace.analysis.parts import part_of
-from steptrace.analysis.phases import (
+from steptrace.analysis.time.parts import part_of
+from steptrace.analysis.time.phases import (
     Phase,
     StepPhases,
     label_rows,
     phases_per_step,
 )
-from steptrace.analysis.steps import StepWindow, find_steps
+from steptrace.analysis.time.steps import StepWindow, find_steps
 from steptrace.trace import intervals as iv
 from steptrace.trace.table import EventTable
 from tests.strategies import GRID, spans

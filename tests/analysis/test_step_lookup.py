@@ -12,7 +12,7 @@ import numpy as np
 from hypothesis import given
 from hypothesis import strategies as st
 
-from steptrace.analysis.steps import StepWindow, indices_by_step, step_of
+from steptrace.analysis.time.steps import StepWindow, indices_by_step, step_of
 from tests.strategies import GRID, spans
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from steptrace.analysis.steps import WHOLE_WINDOW, find_steps
+from steptrace.analysis.time.steps import WHOLE_WINDOW, find_steps
 from steptrace.trace.kinds import Kind
 from tests.tables import CPU_PID, Row, kernel, label, op, span, step, table
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from steptrace.analysis.gpu_busy import GpuBusy, gpu_busy
-from steptrace.analysis.links import cpu_tree, gpu_links
+from steptrace.analysis.time.gpu_busy import GpuBusy, gpu_busy
+from steptrace.analysis.time.links import cpu_tree, gpu_links
 from steptrace.trace.table import EventTable
 from tests.tables import kernel, label, memcpy, memset, op, runtime, table
 

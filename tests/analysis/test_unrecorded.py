@@ -8,11 +8,11 @@ from pathlib import Path
 
 import pytest
 
-from steptrace.analysis import cpu, phases
 from steptrace.analysis.context import TraceContext
-from steptrace.analysis.cpu import cpu_per_step
-from steptrace.analysis.links import cpu_tree
-from steptrace.analysis.steps import find_steps
+from steptrace.analysis.time import cpu, phases
+from steptrace.analysis.time.cpu import cpu_per_step
+from steptrace.analysis.time.links import cpu_tree
+from steptrace.analysis.time.steps import find_steps
 from steptrace.trace.load import load_trace
 from tests import reference
 from tests.conftest import gpu_trace, trace_params

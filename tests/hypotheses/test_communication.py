@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from steptrace.analysis.communication import CollectiveKind
+from steptrace.analysis.communication.summary import CollectiveKind
 from steptrace.hypotheses import Case, Finding, Thresholds, Where
 from steptrace.hypotheses.rules.communication import comm_overlap
 from tests.analyses import THREAD, analysis, collective, gpu_step, steps

@@ -7,9 +7,9 @@ from typing import Any
 
 import pytest
 
-from steptrace.analysis.copies import CopyPattern
-from steptrace.analysis.gpu import CopySummary
 from steptrace.analysis.measure import TraceAnalysis
+from steptrace.analysis.time.copies import CopyPattern
+from steptrace.analysis.time.gpu import CopySummary
 from steptrace.hypotheses import Case, Figure, Finding, Thresholds, Where
 from steptrace.hypotheses.rules.transfers import pageable_memcpy, repeated_copy
 from tests.analyses import THREAD, analysis, copy, copy_pattern, gpu_step, steps

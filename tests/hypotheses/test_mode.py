@@ -8,8 +8,8 @@ from typing import Any
 import pytest
 
 from steptrace.analysis.measure import TraceAnalysis
-from steptrace.analysis.operators import OperatorStat
-from steptrace.analysis.phases import Phase
+from steptrace.analysis.time.operators import OperatorStat
+from steptrace.analysis.time.phases import Phase
 from steptrace.hypotheses import Case, Figure, Finding, Thresholds, Where
 from steptrace.hypotheses.rules.mode import (
     SAME_TRACE,

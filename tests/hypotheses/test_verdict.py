@@ -6,9 +6,9 @@ from typing import Any, Literal
 
 import pytest
 
+from steptrace.analysis.efficiency.roofline import RooflineRow
 from steptrace.analysis.measure import TraceAnalysis
-from steptrace.analysis.memory import DeviceMemory, MemoryAnalysis, MemoryStep, PeakHolders
-from steptrace.analysis.roofline import RooflineRow
+from steptrace.analysis.memory.usage import DeviceMemory, MemoryAnalysis, MemoryStep, PeakHolders
 from steptrace.hypotheses import Case, Finding, Thresholds, find
 from steptrace.hypotheses.finding import Evidence, Where, finding
 from steptrace.hypotheses.verdict import Verdict, verdict_of, with_outcomes

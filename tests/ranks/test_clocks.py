@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from steptrace.across.ranks.clocks import align, median_ns
 from steptrace.across.ranks.matching import Matched
-from steptrace.analysis.collectives import Instance
+from steptrace.analysis.communication.collectives import Instance
 
 
 def call(start: int, end: int) -> Instance:

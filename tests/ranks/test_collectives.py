@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from steptrace.analysis.collectives import Instance, collective_instances
-from steptrace.analysis.links import cpu_tree, gpu_links
+from steptrace.analysis.communication.collectives import Instance, collective_instances
+from steptrace.analysis.time.links import cpu_tree, gpu_links
 from steptrace.trace.load import load_trace
 from tests.conftest import WriteTrace
 from tests.tracegen import cpu, document, kernel, label, launch, step

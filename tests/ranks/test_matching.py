@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from steptrace.across.ranks.matching import match
-from steptrace.analysis.collectives import Instance, kind_of
+from steptrace.analysis.communication.collectives import Instance, kind_of
 
 
 def inst(

@@ -1,7 +1,8 @@
-"""Analyses: pure functions from an ``EventTable`` to frozen, typed results.
-
-One module per figure (steps, phases, gpu, idle, cpu, links, timeline, operators,
-kernels, copies); ``measure`` composes them into a ``TraceAnalysis``. No I/O, no findings.
+"""Analyses: pure functions from an ``EventTable`` to frozen, typed results; no I/O, no
+findings. One folder per question (``time``, ``memory``, ``efficiency``, ``critical``,
+``communication``, ``timeline``); here, the pipeline that runs them: ``context`` (one
+loaded trace and what its figures share), ``registry`` (the figures, in order),
+``compose`` (one after the other) and ``measure`` (a trace -> its ``TraceAnalysis``).
 """
 
 from steptrace.analysis.measure import TraceAnalysis, measure

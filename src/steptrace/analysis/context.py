@@ -26,11 +26,11 @@ from typing import Any, Generic, Literal, TypeVar
 
 import numpy as np
 
-from steptrace.analysis.collectives import gloo_rows
-from steptrace.analysis.gpu_busy import GpuBusy, gpu_busy
-from steptrace.analysis.hardware import DevicePeaks
-from steptrace.analysis.kernel_kinds import DEFAULT, KernelKinds
-from steptrace.analysis.links import (
+from steptrace.analysis.communication.collectives import gloo_rows
+from steptrace.analysis.efficiency.hardware import DevicePeaks
+from steptrace.analysis.efficiency.kernel_kinds import DEFAULT, KernelKinds
+from steptrace.analysis.time.gpu_busy import GpuBusy, gpu_busy
+from steptrace.analysis.time.links import (
     CpuTree,
     GpuLaunches,
     GpuLinks,
@@ -38,8 +38,8 @@ from steptrace.analysis.links import (
     gpu_launches,
     gpu_links,
 )
-from steptrace.analysis.silences import silences, step_edges
-from steptrace.analysis.steps import Steps, StepWindow, find_steps, label_rows
+from steptrace.analysis.time.silences import silences, step_edges
+from steptrace.analysis.time.steps import Steps, StepWindow, find_steps, label_rows
 from steptrace.scenario import Inventory
 from steptrace.trace import heap
 from steptrace.trace import intervals as iv

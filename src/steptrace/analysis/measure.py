@@ -14,24 +14,24 @@ from typing import Any
 
 import msgspec
 
-from steptrace.analysis.categories import CategorySummary, summarize
-from steptrace.analysis.communication import CollectiveKind
+from steptrace.analysis.communication.summary import CollectiveKind
 from steptrace.analysis.compose import compute
 from steptrace.analysis.context import TraceContext
-from steptrace.analysis.copies import CopyPattern
-from steptrace.analysis.cpu import CpuStep
-from steptrace.analysis.critical_path import CriticalPath
-from steptrace.analysis.gpu import GpuStep
-from steptrace.analysis.hardware import DevicePeaks
-from steptrace.analysis.kernels import KernelStat
-from steptrace.analysis.memory import MemoryAnalysis, memory_warnings
-from steptrace.analysis.operators import OperatorStat
-from steptrace.analysis.outside import GpuOutsideSteps, outside_warnings
-from steptrace.analysis.phases import Phase, Reading, StepPhases
+from steptrace.analysis.critical.path import CriticalPath
+from steptrace.analysis.efficiency.hardware import DevicePeaks
+from steptrace.analysis.efficiency.roofline import Roofline, RooflineRow
+from steptrace.analysis.memory.usage import MemoryAnalysis, memory_warnings
 from steptrace.analysis.registry import figures
-from steptrace.analysis.roofline import Roofline, RooflineRow
 from steptrace.analysis.spread import Spread
-from steptrace.analysis.steps import marker_warnings, overlap_warnings
+from steptrace.analysis.time.categories import CategorySummary, summarize
+from steptrace.analysis.time.copies import CopyPattern
+from steptrace.analysis.time.cpu import CpuStep
+from steptrace.analysis.time.gpu import GpuStep
+from steptrace.analysis.time.kernels import KernelStat
+from steptrace.analysis.time.operators import OperatorStat
+from steptrace.analysis.time.outside import GpuOutsideSteps, outside_warnings
+from steptrace.analysis.time.phases import Phase, Reading, StepPhases
+from steptrace.analysis.time.steps import marker_warnings, overlap_warnings
 from steptrace.trace.table import Device, Trace
 
 # The first step is shown apart when its wall time is this far (relative) from the others'.

@@ -12,21 +12,13 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from steptrace.analysis import (
-    communication,
-    copies,
-    cpu,
-    critical_path,
-    gpu,
-    kernels,
-    lanes,
-    memory,
-    operators,
-    outside,
-    phases,
-    roofline,
-)
+from steptrace.analysis.communication import summary as communication
 from steptrace.analysis.context import FigureSpec
+from steptrace.analysis.critical import path as critical_path
+from steptrace.analysis.efficiency import roofline
+from steptrace.analysis.memory import usage as memory
+from steptrace.analysis.time import copies, cpu, gpu, kernels, operators, outside, phases
+from steptrace.analysis.timeline import lanes
 from steptrace.trace.fields import Selection, select
 
 FIGURES: tuple[FigureSpec[Any], ...] = (

@@ -12,7 +12,7 @@ from collections.abc import Callable
 import torch
 from torch.utils.flop_counter import FlopCounterMode
 
-from steptrace.analysis.hardware import peaks_for
+from steptrace.analysis.efficiency.hardware import peaks_for
 from steptrace.trace.table import Device
 
 

@@ -16,8 +16,8 @@ import click
 from steptrace.errors import TraceError
 
 if TYPE_CHECKING:
-    from steptrace.analysis.hardware import DevicePeaks
-    from steptrace.analysis.kernel_kinds import KernelKinds
+    from steptrace.analysis.efficiency.hardware import DevicePeaks
+    from steptrace.analysis.efficiency.kernel_kinds import KernelKinds
 
 _Command = TypeVar("_Command", bound=Callable[..., Any])
 _FILE = click.Path(path_type=Path)
@@ -44,7 +44,7 @@ def table_options(command: _Command) -> _Command:
 def read_peaks(path: Path | None) -> DevicePeaks | None:
     if path is None:
         return None
-    from steptrace.analysis.hardware import peaks_from_json
+    from steptrace.analysis.efficiency.hardware import peaks_from_json
 
     return peaks_from_json(_read(path), str(path))
 
@@ -52,7 +52,7 @@ def read_peaks(path: Path | None) -> DevicePeaks | None:
 def read_kinds(path: Path | None) -> KernelKinds | None:
     if path is None:
         return None
-    from steptrace.analysis.kernel_kinds import kinds_from_json
+    from steptrace.analysis.efficiency.kernel_kinds import kinds_from_json
 
     return kinds_from_json(_read(path), str(path))
 

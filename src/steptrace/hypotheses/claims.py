@@ -23,7 +23,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 
-from steptrace.analysis.cpu import SHORT_OPERATOR_US
+from steptrace.analysis.time.cpu import SHORT_OPERATOR_US
 from steptrace.hypotheses.finding import Finding, finding
 from steptrace.units import pct
 

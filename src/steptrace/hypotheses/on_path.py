@@ -20,7 +20,7 @@ from collections.abc import Iterable
 
 import msgspec
 
-from steptrace.analysis.critical_path import CriticalPath, StepPath
+from steptrace.analysis.critical.path import CriticalPath, StepPath
 from steptrace.analysis.measure import TraceAnalysis
 from steptrace.hypotheses.finding import Finding, OnCriticalPath
 

@@ -14,7 +14,7 @@ forward (``training_step``), ``backward`` and ``optimizer_step``. The first
 writes ``<dirpath>/rank<R>.<time_ns>.pt.trace.json.gz`` with the scenario embedded and its
 sidecar. While the window is open every Lightning action is labelled
 ``[pl][profile]<action>``, as Lightning's own ``PyTorchProfiler`` labels them, and each
-label is read as the step part its name says (``steptrace.analysis.parts``). A fit that
+label is read as the step part its name says (``steptrace.analysis.time.parts``). A fit that
 ends before the window's end keeps what completed (with a ``CaptureWarning``); a window
 with no complete active step writes nothing and warns. Training only: the window opens at
 the first training batch of ``fit``.
@@ -25,7 +25,7 @@ checks run that step outside any Trainer.
 
 For traces made by Lightning's ``PyTorchProfiler`` nothing is needed: its labels are read
 as step parts, and its steps (cut after the forward) are replaced by Lightning's batches
-(``steptrace.analysis.lightning_steps``).
+(``steptrace.analysis.time.lightning_steps``).
 """
 
 from __future__ import annotations

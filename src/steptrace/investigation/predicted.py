@@ -23,8 +23,8 @@ import msgspec
 import numpy as np
 
 from steptrace.analysis.context import TraceContext
-from steptrace.analysis.critical_path import walked
-from steptrace.analysis.what_if import predict, target_slices
+from steptrace.analysis.critical.path import walked
+from steptrace.analysis.critical.what_if import predict, target_slices
 from steptrace.hypotheses.finding import Finding
 from steptrace.hypotheses.on_path import TARGETS, named
 from steptrace.report.model import Report

@@ -3,7 +3,7 @@
 The table lists every category with its busy ms per step (median [min–max]) and its share
 of the steps' GPU busy time; the chart splits each step's busy time the same way. The
 numbers are ``summary.gpu_categories`` and ``steps[].gpu.categories``
-(``steptrace.analysis.categories``); nothing is computed here.
+(``steptrace.analysis.time.categories``); nothing is computed here.
 """
 
 from __future__ import annotations

@@ -4,7 +4,7 @@ and cannot tell, warnings, and how to open the trace on a timeline."""
 from __future__ import annotations
 
 from steptrace import units
-from steptrace.analysis.hardware import is_amd
+from steptrace.analysis.efficiency.hardware import is_amd
 from steptrace.hypotheses import complete_steps
 from steptrace.hypotheses.case import Case
 from steptrace.hypotheses.rules.dominance import distortion_note

@@ -1,13 +1,13 @@
 """The critical path as a section: time on the path by kind per step, and the what-if.
 
-The figures are ``analysis.critical_path`` (``steptrace.analysis.critical_path``, computed
+The figures are ``analysis.critical_path`` (``steptrace.analysis.critical.path``, computed
 with ``--critical-path``); no section without it. Nothing is computed here but words.
 """
 
 from __future__ import annotations
 
 from steptrace import units
-from steptrace.analysis.critical_path import CriticalPath, StepPath
+from steptrace.analysis.critical.path import CriticalPath, StepPath
 from steptrace.report.document import (
     Block,
     Cell,

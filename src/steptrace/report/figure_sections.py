@@ -9,9 +9,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from steptrace import units
-from steptrace.analysis.copies import CopyPattern
 from steptrace.analysis.measure import StepResult
-from steptrace.analysis.parts import part_of
+from steptrace.analysis.time.copies import CopyPattern
+from steptrace.analysis.time.parts import part_of
 from steptrace.report.cells import NOT_OBSERVED, spread
 from steptrace.report.document import Bars, Cell, Column, Paragraph, Section, Series, Stacked, Table
 from steptrace.report.kernel_launch import (

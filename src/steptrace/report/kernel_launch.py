@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from steptrace import units
-from steptrace.analysis.kernels import KernelStat
+from steptrace.analysis.time.kernels import KernelStat
 from steptrace.report.document import Cell, Column
 
 LAUNCH_COLUMNS = (

@@ -11,7 +11,7 @@ and how to record it.
 
 from __future__ import annotations
 
-from steptrace.analysis.memory import DeviceMemory, MemoryStep
+from steptrace.analysis.memory.usage import DeviceMemory, MemoryStep
 from steptrace.analysis.spread import Spread
 from steptrace.report.document import Cell, Column, Paragraph, Section, Table
 from steptrace.report.model import Report

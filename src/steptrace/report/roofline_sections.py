@@ -1,6 +1,6 @@
 """The roofline as a section: the peaks used, the chart (HTML) and the table (every format).
 
-The rows are ``analysis.roofline`` (``steptrace.analysis.roofline``), already ordered by
+The rows are ``analysis.roofline`` (``steptrace.analysis.efficiency.roofline``), already ordered by
 time and cut to the report's top N; nothing is computed here but words and the chart's
 points, which are the table's rows.
 """
@@ -8,8 +8,8 @@ points, which are the table's rows.
 from __future__ import annotations
 
 from steptrace import units
-from steptrace.analysis.hardware import DevicePeaks
-from steptrace.analysis.roofline import RooflineRow
+from steptrace.analysis.efficiency.hardware import DevicePeaks
+from steptrace.analysis.efficiency.roofline import RooflineRow
 from steptrace.report.document import (
     Cell,
     Column,

@@ -15,9 +15,9 @@ from __future__ import annotations
 import msgspec
 
 from steptrace.across.ranks.figures import RankLanes
-from steptrace.analysis.critical_path import CriticalPath
-from steptrace.analysis.critical_slices import KIND_NAMES
-from steptrace.analysis.lanes import Lanes, StepLanes
+from steptrace.analysis.critical.path import CriticalPath
+from steptrace.analysis.critical.slices import KIND_NAMES
+from steptrace.analysis.timeline.lanes import Lanes, StepLanes
 from steptrace.hypotheses.finding import Finding
 from steptrace.report.document import (
     Jump,

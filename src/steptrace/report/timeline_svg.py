@@ -15,10 +15,10 @@ from collections.abc import Iterator
 
 import msgspec
 
-from steptrace.analysis.lane_gaps import AFTER_SYNC, NOT_KNOWN, NOTHING_AFTER, WAITING_ON_HOST
-from steptrace.analysis.lane_memory import MemoryCurve
-from steptrace.analysis.lane_queue import QueueCurve
-from steptrace.analysis.lanes import Lane
+from steptrace.analysis.memory.lane import MemoryCurve
+from steptrace.analysis.timeline.gaps import AFTER_SYNC, NOT_KNOWN, NOTHING_AFTER, WAITING_ON_HOST
+from steptrace.analysis.timeline.lanes import Lane
+from steptrace.analysis.timeline.queue import QueueCurve
 from steptrace.report import timeline_path_svg
 from steptrace.report.document import LaneGroup, TimelineFigure, TimelineView
 from steptrace.safe_text import html_text, visible

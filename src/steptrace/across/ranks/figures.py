@@ -18,8 +18,8 @@ from typing import Literal
 
 import msgspec
 
-from steptrace.analysis.collectives import CollectiveSource
-from steptrace.analysis.lanes import Lanes
+from steptrace.analysis.communication.collectives import CollectiveSource
+from steptrace.analysis.timeline.lanes import Lanes
 
 RANKS_SCHEMA = "steptrace.ranks/2"
 

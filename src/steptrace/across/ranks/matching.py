@@ -20,7 +20,7 @@ from collections.abc import Iterable, Mapping, Sequence
 import msgspec
 
 from steptrace.across.ranks.figures import MatchKey, Unmatched
-from steptrace.analysis.collectives import Instance
+from steptrace.analysis.communication.collectives import Instance
 
 Queue = tuple[str, str]  # (process group, lane class)
 

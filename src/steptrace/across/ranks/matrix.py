@@ -26,22 +26,22 @@ import numpy as np
 
 from steptrace.across.ranks.discover import RankOrigin
 from steptrace.across.ranks.figures import RankStep
-from steptrace.analysis import memory as memory_figure
-from steptrace.analysis.collectives import Instance, collective_instances
+from steptrace.analysis.communication.collectives import Instance, collective_instances
 from steptrace.analysis.compose import compute
 from steptrace.analysis.context import FigureSpec, TraceContext
-from steptrace.analysis.critical_path import CriticalPath
-from steptrace.analysis.gpu import GpuStep
-from steptrace.analysis.lanes import Lanes, step_lanes
-from steptrace.analysis.outside import outside_warnings
-from steptrace.analysis.phases import StepPhases
+from steptrace.analysis.critical.path import CriticalPath
+from steptrace.analysis.memory import usage as memory_figure
 from steptrace.analysis.registry import fields_for, figures
-from steptrace.analysis.steps import (
+from steptrace.analysis.time.gpu import GpuStep
+from steptrace.analysis.time.outside import outside_warnings
+from steptrace.analysis.time.phases import StepPhases
+from steptrace.analysis.time.steps import (
     StepWindow,
     marker_warnings,
     overlap_warnings,
     too_many_steps,
 )
+from steptrace.analysis.timeline.lanes import Lanes, step_lanes
 from steptrace.errors import TraceError
 from steptrace.trace import intervals as iv
 from steptrace.trace.fields import Selection

@@ -21,7 +21,7 @@ import msgspec
 
 from steptrace.across.ranks.figures import CollectiveSummary, Unmatched
 from steptrace.across.ranks.matching import Matched, Queue, QueueInfo
-from steptrace.analysis.collectives import BUS_FACTOR, CollectiveSource, Instance
+from steptrace.analysis.communication.collectives import BUS_FACTOR, CollectiveSource, Instance
 
 
 class Timing(msgspec.Struct, frozen=True):

@@ -13,7 +13,7 @@ from collections.abc import Iterable, Sequence
 from typing import NamedTuple
 
 from steptrace.analysis.measure import StepResult, TraceAnalysis
-from steptrace.analysis.parts import part_of
+from steptrace.analysis.time.parts import part_of
 from steptrace.hypotheses.finding import Evidence, Figure, FigureUnit, Value, Where
 
 __all__ = [

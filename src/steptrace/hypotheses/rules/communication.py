@@ -19,7 +19,7 @@ from steptrace.hypotheses.rules.common import evidence, median, where
 from steptrace.units import pct, size
 
 if TYPE_CHECKING:
-    from steptrace.analysis.communication import CollectiveKind
+    from steptrace.analysis.communication.summary import CollectiveKind
     from steptrace.analysis.measure import TraceAnalysis
     from steptrace.hypotheses.case import Case
     from steptrace.hypotheses.thresholds import Thresholds

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from steptrace.analysis.cpu import SHORT_OPERATOR_US
+from steptrace.analysis.time.cpu import SHORT_OPERATOR_US
 from steptrace.hypotheses.finding import Finding, finding
 from steptrace.hypotheses.rules.common import evidence, median, step_share, where
 from steptrace.hypotheses.rules.launches import optimizer_phases

@@ -21,8 +21,8 @@ from steptrace.hypotheses.rules.common import evidence, median, step_share, trac
 from steptrace.units import pct
 
 if TYPE_CHECKING:
+    from steptrace.analysis.efficiency.roofline import RooflineRow
     from steptrace.analysis.measure import StepResult, TraceAnalysis
-    from steptrace.analysis.roofline import RooflineRow
     from steptrace.hypotheses.case import Case
     from steptrace.hypotheses.thresholds import Thresholds
 

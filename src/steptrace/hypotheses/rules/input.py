@@ -1,7 +1,7 @@
 """Rule ``input-pipeline``: the step spends a large share reading the batch, GPU idle.
 
 Reading the batch is what the labels read as the ``data_read`` part say
-(``steptrace.analysis.parts``: the scenario's own name, ``read_batch``, the DataLoader's
+(``steptrace.analysis.time.parts``: the scenario's own name, ``read_batch``, the DataLoader's
 ``__next__``, Lightning's ``train_dataloader_next``, ...). It explains the GPU's idle time
 while reading when the GPU is observed, the reading time itself when it is not.
 """

@@ -11,14 +11,14 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from steptrace.analysis.parts import part_of
+from steptrace.analysis.time.parts import part_of
 from steptrace.hypotheses.finding import Finding, finding
 from steptrace.hypotheses.rules.common import evidence, idle_causes, median, step_share, where
 from steptrace.units import pct
 
 if TYPE_CHECKING:
     from steptrace.analysis.measure import StepResult
-    from steptrace.analysis.phases import Phase
+    from steptrace.analysis.time.phases import Phase
     from steptrace.hypotheses.case import Case
     from steptrace.hypotheses.thresholds import Thresholds
 

@@ -12,14 +12,14 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from steptrace.analysis.memory_categories import TEMPORARY
-from steptrace.analysis.parts import part_of
+from steptrace.analysis.memory.categories import TEMPORARY
+from steptrace.analysis.time.parts import part_of
 from steptrace.hypotheses.finding import Finding, Where, finding
 from steptrace.hypotheses.rules.common import evidence, median, where
 from steptrace.units import pct, size
 
 if TYPE_CHECKING:
-    from steptrace.analysis.memory import DeviceMemory, MemoryStep
+    from steptrace.analysis.memory.usage import DeviceMemory, MemoryStep
     from steptrace.hypotheses.case import Case
     from steptrace.hypotheses.thresholds import Thresholds
 

@@ -17,8 +17,8 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING
 
-from steptrace.analysis.hardware import matrix_precisions
-from steptrace.analysis.parts import part_of
+from steptrace.analysis.efficiency.hardware import matrix_precisions
+from steptrace.analysis.time.parts import part_of
 from steptrace.hypotheses.finding import Finding, finding
 from steptrace.hypotheses.rules.common import (
     carries_the_batch,
@@ -31,7 +31,7 @@ from steptrace.units import pct
 
 if TYPE_CHECKING:
     from steptrace.analysis.measure import StepResult, TraceAnalysis
-    from steptrace.analysis.operators import OperatorStat
+    from steptrace.analysis.time.operators import OperatorStat
     from steptrace.hypotheses.case import Case
     from steptrace.hypotheses.thresholds import Thresholds
 

@@ -1,0 +1,1 @@
+"""Collectives on one rank: each instance, and by type how long, large, fast and exposed."""

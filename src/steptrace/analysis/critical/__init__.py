@@ -1,0 +1,1 @@
+"""What bounds the step: the dependency graph, the critical path, and what-if on it."""
