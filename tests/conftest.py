@@ -21,7 +21,7 @@ import pytest
 import steptrace
 from steptrace import pipeline
 from steptrace.analysis.measure import TraceAnalysis
-from steptrace.analysis.timeline.lanes import Lanes
+from steptrace.analysis.timeline.model import Lanes
 from tests import reference
 
 REPO = Path(__file__).resolve().parents[1]

@@ -12,7 +12,8 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from steptrace.cli import app, without_huge_pages
+from steptrace.cli import app
+from steptrace.cli.app import without_huge_pages
 from tests import reference
 from tests.conftest import gpu_trace, read_json
 

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 import steptrace
-from steptrace.analysis.timeline.lanes import Lanes
+from steptrace.analysis.timeline.model import Lanes
 from steptrace.pipeline import analyze_source
 from steptrace.report.renderers import renderer
 from steptrace.report.trace_sections import View, report_document

@@ -22,8 +22,9 @@ import pytest
 
 from steptrace.analysis.context import TraceContext
 from steptrace.analysis.timeline.gaps import AFTER_SYNC, NOT_KNOWN, NOTHING_AFTER, WAITING_ON_HOST
-from steptrace.analysis.timeline.lanes import BUDGET, Lanes, step_lanes
+from steptrace.analysis.timeline.lanes import step_lanes
 from steptrace.analysis.timeline.merge import merge
+from steptrace.analysis.timeline.model import BUDGET, Lanes
 from steptrace.pipeline import Analyzed, analyze_source
 from steptrace.report.model import SCHEMA, Report
 from steptrace.report.renderers import renderer

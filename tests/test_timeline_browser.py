@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 import steptrace
-from steptrace.analysis.timeline.lanes import Lanes
+from steptrace.analysis.timeline.model import Lanes
 from steptrace.pipeline import analyze_source
 from steptrace.report.renderers import renderer
 from steptrace.report.trace_sections import View, report_document

@@ -17,7 +17,7 @@ import pytest
 
 from steptrace.analysis.critical.path import Segment, StepPath
 from steptrace.analysis.critical.slices import KIND_NAMES
-from steptrace.analysis.timeline.lanes import Lanes, StepLanes
+from steptrace.analysis.timeline.model import Lanes, StepLanes
 from steptrace.pipeline import Analyzed, Tables, analyze_checked
 from steptrace.report.document import PathStrip, TimelineFigure
 from steptrace.report.renderers import renderer

@@ -28,7 +28,7 @@ from steptrace.analysis.efficiency.kernel_kinds import DEFAULT, KernelKinds
 from steptrace.analysis.measure import analysis_of
 from steptrace.analysis.registry import fields_for, figures
 from steptrace.analysis.time.steps import too_many_steps
-from steptrace.analysis.timeline.lanes import Lanes
+from steptrace.analysis.timeline.model import Lanes
 from steptrace.errors import TraceError
 from steptrace.hypotheses import Case, complete_steps, find
 from steptrace.hypotheses.thresholds import Thresholds

@@ -8,7 +8,8 @@ import pytest
 
 from steptrace.analysis.efficiency.roofline import RooflineRow
 from steptrace.analysis.measure import TraceAnalysis
-from steptrace.analysis.memory.usage import DeviceMemory, MemoryAnalysis, MemoryStep, PeakHolders
+from steptrace.analysis.memory.holders import PeakHolders
+from steptrace.analysis.memory.usage import DeviceMemory, MemoryAnalysis, MemoryStep
 from steptrace.hypotheses import Case, Finding, Thresholds, find
 from steptrace.hypotheses.finding import Evidence, Where, finding
 from steptrace.hypotheses.verdict import Verdict, verdict_of, with_outcomes

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from steptrace.analysis.timeline.lanes import Lanes
+    from steptrace.analysis.timeline.model import Lanes
     from steptrace.report.document import Document
     from steptrace.report.model import Report
 

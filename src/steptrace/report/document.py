@@ -22,7 +22,7 @@ from typing import Literal, Protocol
 import msgspec
 
 from steptrace.analysis.spread import Spread
-from steptrace.analysis.timeline.lanes import StepLanes
+from steptrace.analysis.timeline.model import StepLanes
 
 # text: plain words; name: something read from the trace (an operator, a kernel, a label);
 # the others are numbers in that unit (share: 0 to 1, shown as a percentage; delta_ms: a

@@ -21,7 +21,7 @@ from collections.abc import Sequence
 
 from steptrace.analysis.critical.path import CriticalPath, Segment, StepPath
 from steptrace.analysis.critical.slices import KIND_NAMES
-from steptrace.analysis.timeline.lanes import NAME_CHARS, Lane, StepLanes
+from steptrace.analysis.timeline.model import NAME_CHARS, Lane, StepLanes
 from steptrace.report.document import PathPiece, PathStrip
 
 DETAIL = 1000  # a view's span / DETAIL (about a pixel at full view): narrower ones merge

@@ -17,7 +17,7 @@ import msgspec
 from steptrace.across.ranks.figures import RankLanes
 from steptrace.analysis.critical.path import CriticalPath
 from steptrace.analysis.critical.slices import KIND_NAMES
-from steptrace.analysis.timeline.lanes import Lanes, StepLanes
+from steptrace.analysis.timeline.model import Lanes, StepLanes
 from steptrace.hypotheses.finding import Finding
 from steptrace.report.document import (
     Jump,

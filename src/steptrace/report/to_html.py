@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from steptrace.report import roofline_svg, svg, timeline_svg
+from steptrace.report import roofline_svg, svg, timeline_style, timeline_svg
 from steptrace.report.cells import cell_text
 from steptrace.report.document import (
     Bars,
@@ -49,7 +49,7 @@ td.text,th.text{text-align:left}caption{caption-side:bottom;text-align:left;font
 color:#555;padding-top:.2rem}code{font-size:.85em;word-break:break-all}svg{max-width:100%;height:auto}
 summary{font-size:.85rem;color:#555;cursor:pointer}
 """
-    + timeline_svg.STYLE
+    + timeline_style.STYLE
 )
 
 

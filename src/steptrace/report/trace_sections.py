@@ -21,7 +21,7 @@ from steptrace.report.document import Document, Paragraph, Section
 from steptrace.report.model import FindingsReport, Report
 
 if TYPE_CHECKING:
-    from steptrace.analysis.timeline.lanes import Lanes
+    from steptrace.analysis.timeline.model import Lanes
     from steptrace.validate.results import Comparison
 
 

@@ -11,7 +11,6 @@ they are counted. The builder also keeps what the metadata events say.
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Iterable, Iterator
 from itertools import compress, repeat
 from operator import attrgetter, is_, is_not
@@ -25,16 +24,17 @@ from steptrace.trace.decode import METADATA_FIELDS, AnyEvent, Codec, Metadata, R
 from steptrace.trace.fields import MISSING, Field, Value
 from steptrace.trace.kinds import Kind, kind_of, legacy_operator_kind
 from steptrace.trace.timestamps import durations, nanoseconds
+from steptrace.trace.values import ThreadKey, canonical_threads, ints, thread_id_of
 
-ThreadKey = tuple[int | str, int | str]
 Ints = NDArray[np.int64]
 Rows = NDArray[np.intp]
 Batch = dict[str, NDArray[np.generic]]
 _S = TypeVar("_S")
 
-_DIGITS = re.compile(r"-?\d+")
 _FLOW_PHASES = {"s": 0, "t": 1, "f": 2}
 _TEXT_VALUES = (Value.TEXT, Value.JSON)
+_NONE = {NoneType}
+_NUMBERS = {int, float, NoneType}
 _DTYPES: dict[Value, type[np.generic]] = {
     Value.INT: np.int64,
     Value.FLOAT: np.float64,
@@ -104,7 +104,7 @@ class ColumnBuilder:
         self.counts += Counts(len(events), memory, starts.count("fwdbwd"))
         for e in of(Metadata):
             if e.name == "thread_name" and e.args and e.args.name:
-                self.thread_names[(_id(e.pid), _id(e.tid))] = str(e.args.name)
+                self.thread_names[(thread_id_of(e.pid), thread_id_of(e.tid))] = str(e.args.name)
         if complete:
             self.batches.append(self._columns(complete))
         if instants and self._instant_fields:
@@ -221,7 +221,7 @@ class ColumnBuilder:
         if types == _NONE and fallback is None:  # a field no row here carries: no pass
             return np.full(n, field.missing, dtype=_DTYPES[value])
         if value is Value.INT:
-            return np.asarray(_ints(values, fallback, int(field.missing)), dtype=np.int64)
+            return np.asarray(ints(values, fallback, int(field.missing)), dtype=np.int64)
         if value is Value.FLOAT:
             if types <= _NUMBERS:  # converted in C: None is NaN there too
                 return np.array(values, np.float64)
@@ -263,7 +263,7 @@ class ColumnBuilder:
             "at_ns": at_ns,
             "at_status": at_status,
             "phase": np.array(phases, dtype=np.int8),
-            "flow_id": np.asarray(_ints(list(map(attrgetter("id"), flows))), dtype=np.int64),
+            "flow_id": np.asarray(ints(list(map(attrgetter("id"), flows))), dtype=np.int64),
             "category": _ids(self.texts, map(attrgetter("cat"), flows), n),
             "raw_thread": _ids(self.raw_threads, map(attrgetter("pid", "tid"), flows), n),
             "encloses": np.array([b == "e" for b in map(attrgetter("bp"), flows)], dtype=bool),
@@ -294,7 +294,7 @@ class ColumnBuilder:
             texts=tuple(
                 t.decode("utf-8", "replace") if isinstance(t, bytes) else t for t in self.texts
             ),
-            threads=_canonical_threads(self.raw_threads),
+            threads=canonical_threads(self.raw_threads),
             fields=self._fields,
             instant_fields=self._instant_fields,
             flows_kept=len(self.codec.flows) > 1,
@@ -387,69 +387,3 @@ def _remap(interner: _Interner, keys: list[Any]) -> NDArray[np.int32]:
 def _legacy_kind(event: Any) -> Kind:
     has_inputs = event.args is not None and len(event.args.input_dims) > 0
     return legacy_operator_kind(event.name, has_inputs)
-
-
-def _canonical_threads(
-    raw_threads: Iterable[ThreadKey],
-) -> tuple[NDArray[np.int32], tuple[ThreadKey, ...]]:
-    """``"25738"`` and ``25738`` are the same thread: per raw thread, its canonical id."""
-    canonical: dict[ThreadKey, int] = {}
-    remap = [canonical.setdefault((_id(p), _id(t)), len(canonical)) for p, t in raw_threads]
-    return np.array(remap, dtype=np.int32), tuple(canonical)
-
-
-_INT64 = (-(2**63), 2**63)
-_NONE = {NoneType}
-_INTS = {int, NoneType}
-_NUMBERS = {int, float, NoneType}
-
-
-def _ints(
-    values: list[Any], fallback: Iterator[int | str] | None = None, missing: int = MISSING
-) -> Ints | list[int]:
-    """An integer field per row; where it is absent, ``fallback`` (pid or tid), else
-    ``missing``."""
-    types = set(map(type, values))
-    if types <= _INTS and (fallback is None or NoneType not in types):  # the usual case
-        if NoneType in types:
-            values = [missing if v is None else v for v in values]
-        try:
-            return np.array(values, dtype=np.int64)  # converted in C
-        except OverflowError:
-            pass
-    written: Iterable[object] = values
-    if fallback is not None:
-        written = (f if v is None else v for v, f in zip(values, fallback, strict=True))
-    return [
-        v if type(v) is int and _INT64[0] <= v < _INT64[1] else as_int(v, missing) for v in written
-    ]
-
-
-def as_int(value: object, missing: int = MISSING) -> int:
-    """An integer field as written (``7``, ``"7"``, ``"stream 7"``, ``"0x0"``); else
-    ``missing``."""
-    number = _parse_int(value)
-    return number if number is not None and _INT64[0] <= number < _INT64[1] else missing
-
-
-def _parse_int(value: object) -> int | None:
-    if type(value) is int:
-        return value
-    if isinstance(value, float) and value.is_integer():
-        return int(value)
-    if isinstance(value, str):
-        if value.lower().startswith("0x"):
-            try:
-                return int(value, 16)
-            except ValueError:
-                return None
-        match = _DIGITS.search(value)
-        if match:
-            return int(match.group())
-    return None
-
-
-def _id(value: int | str) -> int | str:
-    if isinstance(value, str) and value.strip().lstrip("-").isdigit():
-        return int(value)
-    return value

@@ -15,7 +15,7 @@ from typing import Any, NamedTuple
 from steptrace.errors import TraceError
 from steptrace.trace.assemble import Skipped, assemble
 from steptrace.trace.budget import TextOverflow, text_limit, whole_limit
-from steptrace.trace.columns import ColumnBuilder, as_int
+from steptrace.trace.columns import ColumnBuilder
 from steptrace.trace.decode import (
     AnyEvent,
     Codec,
@@ -33,6 +33,7 @@ from steptrace.trace.source import FileText, file_size, inflate, read_text, too_
 from steptrace.trace.split import split_documents, stream_documents
 from steptrace.trace.stream import Opener, TextStream
 from steptrace.trace.table import Device, Distributed, Trace, TraceInfo
+from steptrace.trace.values import as_int
 
 _EXACT_SPAN_NS = 2**53  # float64 microseconds keep every nanosecond up to here
 _OPTION_KEYS = ("record_shapes", "profile_memory", "with_stack", "with_flops", "with_modules")

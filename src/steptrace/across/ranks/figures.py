@@ -19,7 +19,7 @@ from typing import Literal
 import msgspec
 
 from steptrace.analysis.communication.collectives import CollectiveSource
-from steptrace.analysis.timeline.lanes import Lanes
+from steptrace.analysis.timeline.model import Lanes
 
 RANKS_SCHEMA = "steptrace.ranks/2"
 

@@ -41,7 +41,8 @@ from steptrace.analysis.time.steps import (
     overlap_warnings,
     too_many_steps,
 )
-from steptrace.analysis.timeline.lanes import Lanes, step_lanes
+from steptrace.analysis.timeline.lanes import step_lanes
+from steptrace.analysis.timeline.model import Lanes
 from steptrace.errors import TraceError
 from steptrace.trace import intervals as iv
 from steptrace.trace.fields import Selection

@@ -2,7 +2,7 @@
 
 Contract: ``critical_graph(events, launches, sync) -> Graph``, integer nanoseconds from
 the trace's origin. Each CPU thread and each GPU stream is a *lane* of slices
-(``critical_slices``). A slice depends on the one before it on its lane (program order,
+(``slices``). A slice depends on the one before it on its lane (program order,
 stream order) and on at most one *cross* dependency, the latest of:
 
 - a kernel, copy or set on its launch call (``correlation``), at the call's end or the
@@ -10,7 +10,7 @@ stream order) and on at most one *cross* dependency, the latest of:
 - a stream that waited on an event recorded on another stream (``cuda_sync``'s "Stream
   Wait Event"): its next work, on the other stream's last work launched before the
   event's record;
-- a blocking call on the GPU work that ended last inside it (``critical_waits``): the
+- a blocking call on the GPU work that ended last inside it (``waits``): the
   call's slice is split there, its first part waits (``elastic``: it lasts as long as the
   GPU makes it) and the rest depends on the GPU.
 

@@ -4,7 +4,7 @@ Contract: ``critical_path(context) -> CriticalPath``. Per step (the whole window
 trace has no step markers), the dependency chain from the step's start to the end of the
 last work the step launched (``critical_graph``: program order on each thread, launch ->
 GPU work by ``correlation``, stream order, synchronizations from ``cuda_sync`` events or
-blocking calls; ``critical_walk`` follows what each piece waited for last), as segments
+blocking calls; ``walk`` follows what each piece waited for last), as segments
 that tile it: ``cpu`` (inside a CPU event: operator, label, Python function), ``launch``
 (a runtime call, or the latency between a launch and its work), ``gpu`` (a kernel, copy
 or set), ``wait`` (a blocking call), ``idle`` (nothing on the path ran). So ``length_ms``

@@ -18,7 +18,8 @@ alone: its peak is not observed, never 0). Per device, events in time order: eac
   The latter are grouped by the innermost operator that allocated them (an allocation-only
   operator such as ``aten::empty`` counts under its parent) and by the innermost label;
   with a steptrace capture's inventory, both parts by what they are (parameters,
-  gradients, optimizer state, batch, activations and temporaries: ``memory_categories``);
+  gradients, optimizer state, batch, activations and temporaries: ``categories``); the
+  matching by address is ``holders``;
 - per label of the step: the most allocated while it ran and its net growth.
 
 A device with a step but no event in it keeps the step, its figures from the level the
@@ -29,15 +30,20 @@ complete steps of end minus start: a leak is growth in every step.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 
 import msgspec
 import numpy as np
 from numpy.typing import NDArray
 
 from steptrace.analysis.context import FigureSpec, TraceContext
-from steptrace.analysis.memory import categories
 from steptrace.analysis.memory.categories import Listed
+from steptrace.analysis.memory.holders import (
+    DeviceEvents,
+    PeakHolders,
+    categorized,
+    holders,
+    name_of,
+)
 from steptrace.analysis.time.links import CpuTree
 from steptrace.analysis.time.steps import StepWindow, label_rows
 from steptrace.scenario import Inventory
@@ -50,27 +56,6 @@ _ALLOCATION_ONLY = re.compile(
     r"^aten::(empty|empty_like|empty_strided|new_empty|new_empty_strided|resize_)$"
 )
 _DEVICE_TYPES = {0: "cpu", 1: "cuda"}
-HELD_SHOWN = 10  # operators and labels listed as holding the peak, the largest first
-
-
-class Holder(msgspec.Struct, frozen=True):
-    """An operator or label holding bytes at the peak."""
-
-    name: str
-    bytes: int
-
-
-class PeakHolders(msgspec.Struct, frozen=True):
-    """What the bytes alive at the peak are: they add up to the peak exactly."""
-
-    alive_from_start_bytes: int  # alive since before the step, not freed by the peak
-    allocated_in_step_bytes: int  # allocated in the step before the peak, still alive at it
-    by_operator: tuple[Holder, ...]  # the latter by allocating operator, largest first
-    by_label: tuple[Holder, ...]  # the latter by innermost label ("<no label>" outside)
-    operators_total: int  # how many operators hold some (``by_operator`` lists the largest)
-    # with a steptrace capture's inventory (``memory_categories``), () without one:
-    by_category: tuple[Holder, ...] = ()  # allocated_in_step_bytes by what they are
-    from_start_by_category: tuple[Holder, ...] = ()  # alive_from_start_bytes, not on a CPU
 
 
 class LabelMemory(msgspec.Struct, frozen=True):
@@ -108,19 +93,6 @@ class DeviceMemory(msgspec.Struct, frozen=True):
 
 class MemoryAnalysis(msgspec.Struct, frozen=True):
     devices: tuple[DeviceMemory, ...]
-
-
-@dataclass(frozen=True)
-class _Events:
-    """One device's ``[memory]`` events, in time order, with who allocated each."""
-
-    at_us: NDArray[np.float64]
-    addr: Ints
-    moved: Ints  # Bytes: < 0 for a free
-    allocated: Ints  # Total Allocated after the event
-    reserved: Ints
-    operator: NDArray[np.int64]  # name id of the allocating operator, -1 outside any
-    label: NDArray[np.int64]  # name id of the innermost label, -1 outside any
 
 
 def memory_per_step(
@@ -187,9 +159,9 @@ def _device_name(device_type: int, device_id: int) -> str:
     return kind if kind == "cpu" else f"{kind}:{device_id}"
 
 
-def _device_events(instants: InstantTable, rows: Ints, operator: Ints, label: Ints) -> _Events:
+def _device_events(instants: InstantTable, rows: Ints, operator: Ints, label: Ints) -> DeviceEvents:
     column = instants.column
-    return _Events(
+    return DeviceEvents(
         at_us=instants.at_us[rows],
         addr=column("addr")[rows],
         moved=np.where(column("bytes")[rows] == ABSENT, 0, column("bytes")[rows]),
@@ -279,7 +251,7 @@ def _innermost(
 
 def _step(
     events: EventTable,
-    found: _Events,
+    found: DeviceEvents,
     labels: Ints,
     window: StepWindow,
     listed: Listed | None,
@@ -294,9 +266,9 @@ def _step(
     peak = int(allocated[peak_at])
     if start >= peak:  # the step began as high as it ever got: the start is its peak
         peak_at, peak = -1, start
-    held = _holders(events, found, (lo, lo + peak_at + 1, hi), start)
+    held = holders(events, found, (lo, lo + peak_at + 1, hi), start)
     if listed is not None:
-        held = _categorized(held, found, (lo, lo + peak_at + 1, hi), listed, cpu)
+        held = categorized(held, found, (lo, lo + peak_at + 1, hi), listed, cpu)
     grew = moved > 0
     return MemoryStep(
         step=window.name,
@@ -307,19 +279,19 @@ def _step(
         allocations=int(grew.sum()),
         allocated_bytes=int(moved[grew].sum()),
         peak_at_us=float(found.at_us[lo + peak_at]) if peak_at >= 0 else window.start_us,
-        peak_label=_name(events, int(found.label[lo + peak_at])) if peak_at >= 0 else None,
-        peak_operator=_name(events, int(found.operator[lo + peak_at])) if peak_at >= 0 else None,
+        peak_label=name_of(events, int(found.label[lo + peak_at])) if peak_at >= 0 else None,
+        peak_operator=name_of(events, int(found.operator[lo + peak_at])) if peak_at >= 0 else None,
         held=held,
         labels=_labels(events, found, labels, window, start),
     )
 
 
-def _level_before(found: _Events, at: int) -> int:
+def _level_before(found: DeviceEvents, at: int) -> int:
     """The device's allocated bytes before event ``at`` (0 with no event before it)."""
     return int(found.allocated[at - 1]) if at > 0 else 0
 
 
-def _quiet_step(window: StepWindow, level: int, found: _Events, at: int) -> MemoryStep:
+def _quiet_step(window: StepWindow, level: int, found: DeviceEvents, at: int) -> MemoryStep:
     reserved = int(found.reserved[at - 1]) if at > 0 else 0
     return MemoryStep(
         step=window.name,
@@ -337,80 +309,8 @@ def _quiet_step(window: StepWindow, level: int, found: _Events, at: int) -> Memo
     )
 
 
-def _holders(
-    events: EventTable, found: _Events, span: tuple[int, int, int], start: int
-) -> PeakHolders:
-    """What is alive at the peak, from the events ``lo:upto`` matched by address: an
-    allocation is alive unless the next event at its address (a free) came before the
-    peak; a free whose address the step had not allocated releases a block it began with."""
-    lo, upto, _ = span
-    addr, moved = found.addr[lo:upto], found.moved[lo:upto]
-    freed = _first_at_address(addr) & (moved < 0)
-    kept = np.flatnonzero(_last_at_address(addr) & (moved > 0)) + lo
-    sizes = found.moved[kept]
-    by_operator, operators = _grouped(events, found.operator[kept], sizes)
-    by_label, _ = _grouped(events, found.label[kept], sizes, outside="<no label>")
-    return PeakHolders(
-        alive_from_start_bytes=start + int(moved[freed].sum()),
-        allocated_in_step_bytes=int(sizes.sum()),
-        by_operator=by_operator,
-        by_label=by_label,
-        operators_total=operators,
-    )
-
-
-def _categorized(
-    held: PeakHolders, found: _Events, span: tuple[int, int, int], listed: Listed, cpu: bool
-) -> PeakHolders:
-    """``held`` with its two parts split by what they are (``memory_categories``)."""
-    lo, upto, hi = span
-    step = found.addr[lo:hi]
-    kept = np.flatnonzero(_last_at_address(found.addr[lo:upto]) & (found.moved[lo:upto] > 0))
-    alive_at_end = _last_at_address(step)[kept]  # no later event at its address in the step
-    made = categories.in_step(listed, step[kept], found.moved[lo:hi][kept], alive_at_end)
-    began = {} if cpu else categories.from_start(listed, step, held.alive_from_start_bytes)
-    return msgspec.structs.replace(
-        held, by_category=_largest_first(made), from_start_by_category=_largest_first(began)
-    )
-
-
-def _largest_first(totals: dict[str, int]) -> tuple[Holder, ...]:
-    return tuple(Holder(n, b) for n, b in sorted(totals.items(), key=lambda t: (-t[1], t[0])))
-
-
-def _last_at_address(addr: Ints) -> NDArray[np.bool_]:
-    """Per event: no later event at its address among ``addr`` (in time order)."""
-    order = np.lexsort((np.arange(addr.size), addr))  # by address, then in time
-    last = np.empty(addr.size, dtype=np.bool_)
-    last[order] = np.append(addr[order][1:] != addr[order][:-1], True)
-    return last
-
-
-def _first_at_address(addr: Ints) -> NDArray[np.bool_]:
-    """Per event: no earlier event at its address among ``addr``."""
-    order = np.lexsort((np.arange(addr.size), addr))
-    first = np.empty(addr.size, dtype=np.bool_)
-    first[order] = np.insert(addr[order][1:] != addr[order][:-1], 0, True)
-    return first
-
-
-def _grouped(
-    events: EventTable, names: Ints, sizes: Ints, outside: str = "<no operator>"
-) -> tuple[tuple[Holder, ...], int]:
-    """Bytes by name id, the largest first (``HELD_SHOWN`` of them), and how many names."""
-    if names.size == 0:
-        return (), 0
-    ids, where = np.unique(names, return_inverse=True)
-    totals = np.bincount(where.reshape(-1), weights=sizes, minlength=ids.size)
-    order = sorted(range(ids.size), key=lambda k: (-totals[k], int(ids[k])))
-    held = tuple(
-        Holder(_name(events, int(ids[k])) or outside, int(totals[k])) for k in order[:HELD_SHOWN]
-    )
-    return held, int(ids.size)
-
-
 def _labels(
-    events: EventTable, found: _Events, labels: Ints, window: StepWindow, start: int
+    events: EventTable, found: DeviceEvents, labels: Ints, window: StepWindow, start: int
 ) -> tuple[LabelMemory, ...]:
     """Each label that began in the step (on its thread): the most allocated while it ran,
     its net growth; a name's instances together (the largest peak, the summed growth)."""
@@ -440,10 +340,6 @@ def _labels(
         peaks[name] = max(peaks.get(name, most), most)
         growth[name] = growth.get(name, 0) + grew
     return tuple(LabelMemory(events.names[n], peaks[n], growth[n]) for n in peaks)
-
-
-def _name(events: EventTable, name_id: int) -> str | None:
-    return None if name_id < 0 else events.names[name_id]
 
 
 def _figure(context: TraceContext) -> MemoryAnalysis | None:

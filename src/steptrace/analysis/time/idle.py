@@ -16,7 +16,7 @@ gap with one cause:
   an event wait, or a launch the trace does not link).
 
 The first cause that holds decides. ``idle_by_cause_ms`` sums the gaps by cause: the GPU
-table's idle columns and the timeline's shaded gaps (``lane_gaps``) are the same gaps, so
+table's idle columns and the timeline's shaded gaps (``timeline.gaps``) are the same gaps, so
 their figures agree, and the causes never add up to more than the idle time.
 """
 

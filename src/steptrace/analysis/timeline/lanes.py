@@ -11,10 +11,10 @@ times in integer nanoseconds from the step's start:
   each GPU bar names the CPU bar of the top operator that launched it and when its launch
   call started (``correlation``), when known;
 - the GPU's idle gaps inside the window (the union of all GPU work, every device), each
-  with its cause (``lane_gaps``), and the spans in which the batch is read (the labels
+  with its cause (``gaps``), and the spans in which the batch is read (the labels
   read as ``data_read``: ``analysis.parts``), so that a gap can say it fell in one;
 - per GPU lane, its launch queue: how many activities were launched on the stream and not
-  yet started, over the step (``lane_queue``; those launched in an earlier step count).
+  yet started, over the step (``gpu``, ``queue``; those launched in an earlier step count).
 
 ``Lanes.together`` lays out the median step with the steps on either side of it as one
 window (``TOGETHER`` steps at most), its ``boundaries`` where each later step starts: work
@@ -30,97 +30,39 @@ of ``budget`` items. Names and kinds are interned once per timeline.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Literal
-
 import msgspec
 import numpy as np
 from numpy.typing import NDArray
 
 from steptrace.analysis.context import FigureSpec, TraceContext
-from steptrace.analysis.efficiency.kernel_kinds import category_of
 from steptrace.analysis.memory import usage as memory
-from steptrace.analysis.memory.lane import MemoryCurve, memory_curves
-from steptrace.analysis.time.gpu import copy_kind
-from steptrace.analysis.time.links import CpuTree, GpuLinks
+from steptrace.analysis.memory.lane import memory_curves
+from steptrace.analysis.time.links import CpuTree
 from steptrace.analysis.time.parts import part_of
 from steptrace.analysis.time.steps import StepWindow
-from steptrace.analysis.timeline.gaps import Gap, IdleGaps, idle_gaps, sync_calls
-from steptrace.analysis.timeline.merge import Band, Bar, merge
-from steptrace.analysis.timeline.queue import QueueCurve, queue_depth
+from steptrace.analysis.timeline.gaps import IdleGaps, idle_gaps, sync_calls
+from steptrace.analysis.timeline.gpu import gpu_kinds, gpu_lanes, queued
+from steptrace.analysis.timeline.merge import merge
+from steptrace.analysis.timeline.model import (
+    BUDGET,
+    DETAIL,
+    KINDS,
+    STEP_MAX,
+    STEP_MIN,
+    TOGETHER,
+    Drawing,
+    Lane,
+    Lanes,
+    Names,
+    Rows,
+    StepLanes,
+    ns,
+)
 from steptrace.trace import intervals as iv
 from steptrace.trace.arrays import distinct
 from steptrace.trace.kinds import Kind
 from steptrace.trace.nesting import parents
 from steptrace.trace.table import EventTable, Trace
-
-Rows = NDArray[np.int64]
-DETAIL = 4000  # resolution: the step's wall time / DETAIL (4x zoom on a 1000-pixel figure)
-BUDGET = 24_000  # bars, bands and gaps of all steps together
-STEP_MAX = 6_000  # at most this many for one step
-STEP_MIN = 300  # at least this many for one step, however many steps there are
-QUEUE_DETAIL = 1000  # the launch queue's buckets: the step's wall time / QUEUE_DETAIL at most
-TOGETHER = 3  # consecutive steps drawn at once: the median step and its neighbours
-NAME_CHARS = 300  # names are cut to this many characters (the tables hold them whole)
-KINDS = ("label", "operator", "kernel", "communication", "memset", "HtoD", "DtoH", "DtoD", "copy")
-
-
-class Lane(msgspec.Struct, frozen=True, kw_only=True):
-    """One CPU thread or one GPU stream in one step."""
-
-    name: str  # "pid 1 tid 7 (name)" (the step's ``thread`` form) or "GPU 0 stream 7"
-    label: str  # short, for the figure: the thread's name when known, "stream 7"
-    kind: Literal["cpu", "gpu"]
-    stream: int | None  # GPU lanes: the stream (``Where.streams`` names them)
-    device: int | None
-    depth: int  # rows of nesting on the lane (1 on a GPU stream, usually)
-    events: int  # events of the lane starting in the step: drawn or counted in a band
-    bars: tuple[Bar, ...]
-    bands: tuple[Band, ...]
-    queue: QueueCurve | None = None  # GPU lanes: launched, not yet started; None: no launch
-
-
-class StepLanes(msgspec.Struct, frozen=True, kw_only=True):
-    """One step's lanes, its GPU idle gaps, and the resolution below which events merge."""
-
-    name: str
-    number: int | None
-    start_us: float  # the step's start, as in ``StepResult.start_us`` (from origin_ns)
-    wall_ns: int
-    resolution_ns: int
-    lanes: tuple[Lane, ...]
-    gaps: tuple[Gap, ...]  # GPU idle gaps of at least resolution_ns; empty: GPU not observed
-    small_gaps: int  # idle gaps shorter than resolution_ns, not drawn
-    small_gaps_ns: int
-    memory: MemoryCurve | None = None  # allocated and reserved bytes; None: not recorded
-    boundaries: tuple[tuple[int, str], ...] = ()  # steps drawn together: (ns, name) of each
-    # step's start after the first
-    reading: tuple[tuple[int, int], ...] = ()  # (start, end) ns: the batch read (data_read)
-
-
-class Lanes(msgspec.Struct, frozen=True, kw_only=True):
-    """Every step's lanes; ``shown`` is the step drawn first (the median by wall time)."""
-
-    kinds: tuple[str, ...]  # Bar.kind and Band.kind index this
-    names: tuple[str, ...]  # Bar.name indexes this
-    steps: tuple[StepLanes, ...]
-    shown: int
-    gpu_observed: bool
-    together: StepLanes | None = None  # consecutive steps as one window; None: one step
-
-
-class _Names:
-    """The names the figure uses, interned once: ``of`` maps the table's name ids to them."""
-
-    def __init__(self, events: EventTable, rows: Rows) -> None:
-        used = distinct(events.name_id[rows])
-        self.lookup = np.full(len(events.names), -1, dtype=np.int64)
-        self.lookup[used] = np.arange(used.size)
-        self.names = tuple(events.names[i][:NAME_CHARS] for i in used.tolist())
-
-    def of(self, name_ids: NDArray[np.int32]) -> NDArray[np.int64]:
-        out: NDArray[np.int64] = self.lookup[name_ids]
-        return out
 
 
 def step_lanes(
@@ -143,14 +85,14 @@ def step_lanes(
     if max_depth is not None:
         keep = depth < max_depth
         cpu_rows, depth = cpu_rows[keep], depth[keep]
-    names = _Names(events, np.concatenate((cpu_rows, links.rows)))
+    names = Names(events, np.concatenate((cpu_rows, links.rows)))
     share = min(STEP_MAX, max(step_min, budget // max(len(windows), 1)))
     syncs = sync_calls(events)
-    kinds = _gpu_kinds(events, links.rows)
+    kinds = gpu_kinds(events, links.rows)
     streams = np.stack((events.device[links.rows], events.stream[links.rows]), axis=1)
     lane = np.unique(streams, axis=0, return_inverse=True)[1].reshape(-1).astype(np.int32)
     gpu_depth = _depths(events, links.rows, lane)
-    drawing = _Drawing(events, tree, links, cpu_rows, depth, names, trace, kinds, gpu_depth)
+    drawing = Drawing(events, tree, links, cpu_rows, depth, names, trace, kinds, gpu_depth)
     curves = memory_curves(context.trace.instants, windows, _peak_labels(context))
     read = _read_spans(events)
     steps = tuple(
@@ -199,7 +141,7 @@ def _inside(spans: iv.Intervals, w: StepWindow) -> tuple[tuple[int, int], ...]:
     """The spans inside the window, in ns from its start."""
     starts, ends = iv.clip(spans, w.start_us, w.end_us)
     lo_ns = round(w.start_us * 1000)
-    return tuple(zip(_ns(starts, lo_ns).tolist(), _ns(ends, lo_ns).tolist(), strict=True))
+    return tuple(zip(ns(starts, lo_ns).tolist(), ns(ends, lo_ns).tolist(), strict=True))
 
 
 def _around(
@@ -226,19 +168,6 @@ def _peak_labels(context: TraceContext) -> dict[str, dict[str, str | None]]:
     return {d.device: {s.step: s.peak_label for s in d.steps} for d in found.devices}
 
 
-@dataclass(frozen=True)
-class _Drawing:
-    events: EventTable
-    tree: CpuTree
-    links: GpuLinks
-    cpu_rows: Rows
-    depth: Rows
-    names: _Names
-    trace: Trace
-    gpu_kinds: NDArray[np.int64]  # per ``links.rows``: its index in KINDS
-    gpu_depth: Rows  # per ``links.rows``: its nesting depth on its (device, stream)
-
-
 def _cpu_rows(events: EventTable, tree: CpuTree) -> Rows:
     """Labels (step markers included) and top operators, in table order."""
     labels = np.flatnonzero(events.kind == Kind.USER_ANNOTATION)
@@ -258,7 +187,7 @@ def _depths(events: EventTable, rows: Rows, lane: NDArray[np.int32] | None = Non
     return depth
 
 
-def _step(c: _Drawing, w: StepWindow, share: int, gaps: IdleGaps | None) -> StepLanes:
+def _step(c: Drawing, w: StepWindow, share: int, gaps: IdleGaps | None) -> StepLanes:
     events = c.events
     lo_ns = round(w.start_us * 1000)
     wall_ns = round(w.end_us * 1000) - lo_ns
@@ -277,7 +206,7 @@ def _step(c: _Drawing, w: StepWindow, share: int, gaps: IdleGaps | None) -> Step
         if items <= share or resolution >= wall_ns:
             break
         resolution *= 2
-    lanes = _queued(c, w, lanes)
+    lanes = queued(c, w, lanes)
     return StepLanes(
         name=w.name,
         number=w.number,
@@ -291,12 +220,8 @@ def _step(c: _Drawing, w: StepWindow, share: int, gaps: IdleGaps | None) -> Step
     )
 
 
-def _ns(values: NDArray[np.float64], lo_ns: int) -> NDArray[np.int64]:
-    return np.rint(values * 1000).astype(np.int64) - lo_ns
-
-
 def _lanes(
-    c: _Drawing,
+    c: Drawing,
     w: StepWindow,
     lo_ns: int,
     cpu: Rows,
@@ -313,7 +238,7 @@ def _lanes(
         rows, depth = cpu[on], cpu_depth[on]
         kind = np.where(events.kind[rows] == Kind.USER_ANNOTATION, 0, 1)
         bars, bands, kept = merge(
-            _ns(events.start_us[rows], lo_ns),
+            ns(events.start_us[rows], lo_ns),
             np.rint(events.dur_us[rows] * 1000).astype(np.int64),
             depth,
             kind,
@@ -337,111 +262,8 @@ def _lanes(
                 bands=bands,
             )
         )
-    lanes.extend(_gpu_lanes(c, lo_ns, gpu_at, resolution, drawn, next_id))
+    lanes.extend(gpu_lanes(c, lo_ns, gpu_at, resolution, drawn, next_id))
     return tuple(lanes)
-
-
-def _gpu_lanes(
-    c: _Drawing, lo_ns: int, gpu_at: Rows, resolution: int, drawn: dict[int, int], first_id: int
-) -> list[Lane]:
-    events, links = c.events, c.links
-    rows = links.rows[gpu_at]
-    top = _top_owner(c.tree, links.owner[gpu_at])
-    owner_bar = np.array([drawn.get(r, -1) for r in top.tolist()], dtype=np.int64)
-    launch = links.launch[gpu_at]
-    launch_ns = np.where(launch >= 0, _ns(events.start_us[np.maximum(launch, 0)], lo_ns), -1)
-    kinds = c.gpu_kinds[gpu_at]
-    lanes = []
-    keys = sorted(set(zip(events.device[rows].tolist(), events.stream[rows].tolist(), strict=True)))
-    for device, stream in keys:
-        on = np.flatnonzero((events.device[rows] == device) & (events.stream[rows] == stream))
-        r = rows[on]
-        depth = c.gpu_depth[gpu_at][on]
-        bars, bands, _ = merge(
-            _ns(events.start_us[r], lo_ns),
-            np.rint(events.dur_us[r] * 1000).astype(np.int64),
-            depth,
-            kinds[on],
-            c.names.of(events.name_id[r]),
-            resolution,
-            first_id=first_id,
-            owner=owner_bar[on],
-            launch_ns=launch_ns[on],
-        )
-        first_id += len(bars)
-        lanes.append(
-            Lane(
-                name=f"GPU {device} stream {stream}",
-                label=f"GPU {device} stream {stream}",
-                kind="gpu",
-                stream=int(stream),
-                device=int(device),
-                depth=int(depth.max()) + 1,
-                events=int(r.size),
-                bars=bars,
-                bands=bands,
-            )
-        )
-    return lanes
-
-
-def _queued(c: _Drawing, w: StepWindow, lanes: tuple[Lane, ...]) -> tuple[Lane, ...]:
-    """The lanes, each GPU one with its launch queue: every linked activity of its stream
-    queued during the step (launched before its end, started after its start)."""
-    events, links = c.events, c.links
-    rows, launch = links.rows, links.launch
-    launch_us = events.start_us[np.maximum(launch, 0)]
-    during = (launch >= 0) & (launch_us < w.end_us) & (events.start_us[rows] > w.start_us)
-    rows, launch_us = rows[during], launch_us[during]
-    lo_ns = round(w.start_us * 1000)
-    wall_ns = round(w.end_us * 1000) - lo_ns
-    resolution = max(wall_ns // QUEUE_DETAIL, 1)
-    out = []
-    for lane in lanes:
-        on = (events.device[rows] == lane.device) & (events.stream[rows] == lane.stream)
-        if lane.kind == "gpu" and on.any():
-            curve = queue_depth(
-                _ns(launch_us[on], lo_ns),
-                _ns(events.start_us[rows[on]], lo_ns),
-                wall_ns,
-                resolution,
-            )
-            lane = msgspec.structs.replace(lane, queue=curve)
-        out.append(lane)
-    return tuple(out)
-
-
-def _top_owner(tree: CpuTree, owner: Rows) -> Rows:
-    """Per launching operator (event row, or -1), its top operator's event row."""
-    if tree.ops.size == 0:
-        return np.full(owner.size, -1, dtype=np.int64)
-    at = np.searchsorted(tree.ops, np.maximum(owner, 0))
-    at = np.where(owner >= 0, at, -1)
-    while (climb := (at >= 0) & (tree.op_parent[np.maximum(at, 0)] >= 0)).any():
-        at[climb] = tree.op_parent[at[climb]]
-    return np.where(at >= 0, tree.ops[np.maximum(at, 0)], -1)
-
-
-def _gpu_kinds(events: EventTable, rows: Rows) -> NDArray[np.int64]:
-    """Per GPU row, its kind's index in ``KINDS`` (decided once per kind and name)."""
-    width = len(events.names) + 1
-    pairs = events.kind[rows].astype(np.int64) * width + events.name_id[rows]
-    unique, inverse = np.unique(pairs, return_inverse=True)
-    per_pair = np.array(
-        [KINDS.index(_gpu_kind(k // width, events.names[k % width])) for k in unique.tolist()],
-        dtype=np.int64,
-    )
-    out: NDArray[np.int64] = per_pair[inverse.reshape(-1)]
-    return out
-
-
-def _gpu_kind(kind: int, name: str) -> str:
-    if kind == Kind.MEMSET:
-        return "memset"
-    if kind == Kind.MEMCPY:
-        direction, _ = copy_kind(name)
-        return direction if direction in KINDS else "copy"
-    return "communication" if category_of(name) == "communication" else "kernel"
 
 
 def _thread_short(trace: Trace, thread: int) -> str:

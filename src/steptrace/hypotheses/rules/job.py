@@ -1,5 +1,6 @@
 """Rules over several ranks of one job: ``straggler``, ``exposed-communication``,
-``collective-imbalance``, ``clock-skew``, ``memory-imbalance`` (docs/findings.md).
+``collective-imbalance``, ``clock-skew``, ``memory-imbalance`` (docs/findings.md); the last
+two, whose severity is no share of the step, in ``job_limits``.
 
 Contract: ``rank_findings(analysis, thresholds) -> tuple[Finding, ...]`` over a
 ``RanksAnalysis``: the stragglers first (the cause before its effects), then the others
@@ -20,20 +21,16 @@ exposed time no straggler explains. Should the time findings still add up past t
 from __future__ import annotations
 
 import statistics
-from collections.abc import Sequence
 
-from steptrace.across.ranks.figures import RankResult, RanksAnalysis, Straggler
+from steptrace.across.ranks.figures import RanksAnalysis, Straggler
 from steptrace.across.ranks.rank_thresholds import RankThresholds
 from steptrace.hypotheses.finding import (
-    Evidence,
-    Figure,
-    FigureUnit,
     Finding,
-    Value,
-    Where,
     finding,
 )
-from steptrace.units import pct, size
+from steptrace.hypotheses.rules.common import evidence
+from steptrace.hypotheses.rules.job_limits import clock_skew, memory_imbalance, rank_of, rank_where
+from steptrace.units import pct
 
 RANK_RULES = (
     "straggler",
@@ -53,10 +50,10 @@ def rank_findings(analysis: RanksAnalysis, limits: RankThresholds) -> tuple[Find
     others = [
         *_exposed(analysis, limits, caused),
         *_imbalance(analysis, limits),
-        *_clock_skew(analysis, limits),
+        *clock_skew(analysis, limits),
     ]
     timed = _within_the_step([*late, *sorted(others, key=lambda f: -f.severity)])
-    return (*timed, *_memory_imbalance(analysis, limits))
+    return (*timed, *memory_imbalance(analysis, limits))
 
 
 def _caused_ms(analysis: RanksAnalysis) -> dict[tuple[int, int], dict[int, float]]:
@@ -113,69 +110,9 @@ def _within_the_step(found: list[Finding]) -> list[Finding]:
     return kept
 
 
-def _memory_imbalance(analysis: RanksAnalysis, limits: RankThresholds) -> list[Finding]:
-    """A rank whose memory peak stands out from the other ranks' (median over its steps)."""
-    peaks = {
-        r.rank: statistics.median(p)
-        for r in analysis.ranks
-        if (p := [s.peak_allocated_bytes for s in r.steps if s.peak_allocated_bytes is not None])
-    }
-    if len(peaks) < 2:
-        return []
-    found = []
-    for rank, peak in sorted(peaks.items()):
-        others = statistics.median(v for r, v in peaks.items() if r != rank)
-        excess = peak - others
-        if peak < limits.memory_imbalance_ratio * others or excess < limits.memory_imbalance_bytes:
-            continue
-        found.append(
-            finding(
-                "memory-imbalance",
-                excess / peak,
-                observation=(
-                    f"Rank {rank} peaks at {size(peak)} allocated (median over its steps), "
-                    f"{peak / others:.2f} times the other ranks' median of {size(others)}."
-                ),
-                evidence=_evidence(
-                    _where(_rank(analysis, rank)),
-                    ("rank", rank, "count"),
-                    ("peak_allocated_bytes", int(peak), "bytes"),
-                    ("others_median_peak_bytes", int(others), "bytes"),
-                ),
-                hypothesis=(
-                    "That rank holds more than the others (a larger shard, an uneven split "
-                    "of an embedding or a pipeline stage, rank 0's logging or checkpoint "
-                    "buffers): it runs out of memory first."
-                ),
-                next_check=(
-                    "Analyze that rank's trace alone (its memory section says what holds its "
-                    "peak) beside another rank's, and even out what differs."
-                ),
-                basis="memory peak",
-            )
-        )
-    return sorted(found, key=lambda f: -f.severity)
-
-
 def _median_wall(analysis: RanksAnalysis) -> float:
     walls = [s.wall_ms for r in analysis.ranks for s in r.steps]
     return statistics.median(walls) if walls else 0.0
-
-
-def _where(rank: RankResult | None) -> Where:
-    if rank is None or not rank.steps:
-        return Where(steps=(), time_us=(0.0, 0.0), thread=None, streams=None)
-    first, last = rank.steps[0], rank.steps[-1]
-    end = last.start_us + last.wall_ms * 1000
-    return Where(tuple(s.name for s in rank.steps), (first.start_us, end), None, None)
-
-
-def _evidence(where: Where, *figures: tuple[str, Value, FigureUnit]) -> Evidence:
-    return Evidence(tuple(Figure(n, v, u) for n, v, u in figures), where)
-
-
-def _rank(analysis: RanksAnalysis, number: int) -> RankResult | None:
-    return next((r for r in analysis.ranks if r.rank == number), None)
 
 
 def _bounds(analysis: RanksAnalysis, rank: int) -> int | None:
@@ -213,8 +150,8 @@ def _straggler(analysis: RanksAnalysis, s: Straggler, share: float) -> Finding:
             f"{s.own_wait_ms:.3f} ms: the wait it causes is {pct(share)} of their step "
             f"(counted here, not in exposed-communication).{_on_job_path(analysis, s)}"
         ),
-        evidence=_evidence(
-            _where(_rank(analysis, s.rank)),
+        evidence=evidence(
+            rank_where(rank_of(analysis, s.rank)),
             ("rank", s.rank, "count"),
             ("phase", s.phase, "text"),
             ("excess_ms", s.excess_ms, "ms"),
@@ -290,8 +227,8 @@ def _exposed(
                 f"ranks; {exposed_ms:.3f} ms per step; rank {worst} the most at "
                 f"{pct(shares[worst])}){waiting}."
             ),
-            evidence=_evidence(
-                _where(_rank(analysis, worst)),
+            evidence=evidence(
+                rank_where(rank_of(analysis, worst)),
                 ("share_of_step", share, "share"),
                 ("exposed_comm_ms", exposed_ms, "ms"),
                 ("worst_rank", worst, "count"),
@@ -355,8 +292,8 @@ def _imbalance_finding(
             "median rank's bytes; these collectives take "
             f"{pct(share)} of the step in transfer."
         ),
-        evidence=_evidence(
-            _where(_rank(analysis, heaviest)),
+        evidence=evidence(
+            rank_where(rank_of(analysis, heaviest)),
             ("kind", kind, "text"),
             ("process_group", group, "text"),
             ("rank", heaviest, "count"),
@@ -373,61 +310,4 @@ def _imbalance_finding(
             "Re-run with the split evened out (sharding plan, input_split_sizes) and "
             "`steptrace compare` the step against the current one."
         ),
-    )
-
-
-def _clock_skew(analysis: RanksAnalysis, limits: RankThresholds) -> list[Finding]:
-    clocks = analysis.clocks
-    if len(analysis.ranks) < 2 or clocks.reference_rank is None:
-        return []
-    offsets = [(c.rank, c.offset_us) for c in clocks.ranks if c.offset_us is not None]
-    far = [(r, o) for r, o in offsets if abs(o) >= limits.clock_offset_ms * 1000]
-    if clocks.trusted and not far:
-        return []
-    largest = max(offsets, key=lambda ro: abs(ro[1]), default=(clocks.reference_rank, 0.0))
-    if far:
-        observation = (
-            f"Rank clocks differ by up to {largest[1] / 1000:.3f} ms (rank {largest[0]} "
-            f"against rank {clocks.reference_rank}, from collective ends); {clocks.reason}."
-        )
-        hypothesis = (
-            "The hosts' clocks are not synchronized (or the traces were written with "
-            "different time bases): a timeline that puts the ranks side by side without "
-            "correction shows false arrival orders."
-        )
-    else:
-        observation = f"Arrival order across ranks cannot be told: {clocks.reason}."
-        hypothesis = (
-            "The ranks do not finish a collective together (CPU collectives on a loaded "
-            "machine finish when each process is scheduled), or their clocks drift during "
-            "the window: either way, who arrived first cannot be read from the timestamps."
-        )
-    return [
-        finding(
-            "clock-skew",
-            0.0,
-            observation=observation,
-            evidence=_evidence(
-                _where(_rank(analysis, largest[0])),
-                ("largest_offset_us", largest[1], "us"),
-                ("rank", largest[0], "count"),
-                ("residual_spread_us", clocks.residual_spread_us, "us"),
-                ("trusted", "yes" if clocks.trusted else "no", "text"),
-                ("ranks_far", tuple(r for r, _ in far), "names"),
-            ),
-            hypothesis=hypothesis,
-            next_check=(
-                "Check the hosts' clock synchronization (chronyc tracking, or ntpq -p) and "
-                "re-record; meanwhile trust only duration-based figures (wait, transfer, "
-                "stragglers), which need no clock."
-            ),
-            caveats=_skew_caveats(offsets),
-        )
-    ]
-
-
-def _skew_caveats(offsets: Sequence[tuple[int, float]]) -> tuple[str, ...]:
-    return (
-        "Offsets are estimated from collective ends, assumed simultaneous; they were applied "
-        f"to every cross-rank time ({len(offsets)} ranks).",
     )
