@@ -24,8 +24,8 @@ sys.path.insert(0, str(ROOT))  # the constructed reports live with the tests
 from tests.ranks.reports import widened  # noqa: E402
 
 import results  # noqa: E402
-from steptrace.report.ranks_sections import ranks_document  # noqa: E402
-from steptrace.report.renderers import renderer  # noqa: E402
+from steptrace.report.formats.renderers import renderer  # noqa: E402
+from steptrace.report.ranks.sections import ranks_document  # noqa: E402
 
 FORMATS = ("text", "md", "html", "json")
 

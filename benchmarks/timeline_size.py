@@ -26,8 +26,8 @@ from steptrace.analysis.compose import compute
 from steptrace.analysis.context import TraceContext
 from steptrace.analysis.registry import figures
 from steptrace.analysis.timeline.lanes import step_lanes
-from steptrace.report.renderers import renderer
-from steptrace.report.trace_sections import View, report_document
+from steptrace.report.formats.renderers import renderer
+from steptrace.report.sections.trace import View, report_document
 from steptrace.trace.load import load_trace
 
 TRACES = Path(

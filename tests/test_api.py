@@ -60,7 +60,8 @@ def test_a_window_value_replaces_the_capture_keyword_lists() -> None:
 @pytest.mark.slow
 def test_analysis_does_not_import_torch() -> None:
     code = (
-        "import sys, steptrace, steptrace.cli, steptrace.pipeline, steptrace.report.to_text;"
+        "import sys, steptrace, steptrace.cli, steptrace.pipeline, "
+        "steptrace.report.formats.to_text;"
         "assert 'torch' not in sys.modules, 'torch imported'"
     )
     subprocess.run([sys.executable, "-c", code], check=True)

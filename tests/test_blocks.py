@@ -18,7 +18,7 @@ from steptrace.report.document import (
     Table,
     shown,
 )
-from steptrace.report.renderers import formats, renderer
+from steptrace.report.formats.renderers import formats, renderer
 
 
 class Gauge(msgspec.Struct, frozen=True):

@@ -9,8 +9,8 @@ import pytest
 import steptrace
 from steptrace.analysis.efficiency.kernel_kinds import category_of
 from steptrace.analysis.time.categories import CATEGORIES, PRIORITY
-from steptrace.report.renderers import renderer
-from steptrace.report.trace_sections import report_document
+from steptrace.report.formats.renderers import renderer
+from steptrace.report.sections.trace import report_document
 from tests import reference, tracegen
 from tests.conftest import Case, WriteTrace, report_of
 

@@ -29,9 +29,9 @@ from steptrace.validate import (  # noqa: E402
     operator_timing,
     profiler_check,
 )
-from steptrace.validate.compiled import compiled_compare  # noqa: E402
-from steptrace.validate.operator_alone import _run  # noqa: E402
-from steptrace.validate.profiler import Recorder  # noqa: E402
+from steptrace.validate.checks.compiled import compiled_compare  # noqa: E402
+from steptrace.validate.checks.operator_alone import _run  # noqa: E402
+from steptrace.validate.checks.profiler import Recorder  # noqa: E402
 from tests import check_steps as steps  # noqa: E402
 from tests import workloads  # noqa: E402
 from tests.spinners import crowded  # noqa: E402

@@ -21,8 +21,8 @@ from steptrace.validate import (  # noqa: E402
     inference_mode_check,
     optimizer_check,
 )
-from steptrace.validate.autocast import autocast_compare  # noqa: E402
-from steptrace.validate.optimizer import faster_state  # noqa: E402
+from steptrace.validate.checks.autocast import autocast_compare  # noqa: E402
+from steptrace.validate.checks.optimizer import faster_state  # noqa: E402
 from tests import check_steps as steps  # noqa: E402
 
 QUICK = TimingPlan(warmup=2, block_steps=3, budget_s=1.5)

@@ -9,8 +9,8 @@ import pytest
 
 import steptrace
 from steptrace import units
-from steptrace.report.renderers import renderer
-from steptrace.report.trace_sections import report_document
+from steptrace.report.formats.renderers import renderer
+from steptrace.report.sections.trace import report_document
 from tests.conftest import gpu_trace
 
 FORMATS = ("text", "md", "html")

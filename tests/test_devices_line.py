@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from steptrace.report.context_sections import devices
+from steptrace.report.sections.context import devices
 from tests.conftest import gpu_trace, read_json, report_of
 
 

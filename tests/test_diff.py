@@ -173,8 +173,8 @@ def test_an_analysis_json_diffs_like_its_trace(tmp_path: Path, gz: bool) -> None
 
 
 def test_a_formatted_analysis_json_is_read(tmp_path: Path) -> None:
-    from steptrace.report.renderers import renderer
-    from steptrace.report.trace_sections import report_document
+    from steptrace.report.formats.renderers import renderer
+    from steptrace.report.sections.trace import report_document
 
     saved = tmp_path / "analysis.json"
     report = report_of("cpu_train_trace.json")

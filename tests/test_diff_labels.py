@@ -18,8 +18,8 @@ from steptrace.across.diff import TraceDiff, diff_analyses
 from steptrace.across.labels import LabelChange
 from steptrace.analysis.measure import StepResult, TraceAnalysis
 from steptrace.pipeline import diff as diff_paths
-from steptrace.report.diff_sections import diff_document
-from steptrace.report.renderers import renderer
+from steptrace.report.formats.renderers import renderer
+from steptrace.report.sections.diff import diff_document
 from tests.analyses import analysis, phase, step, steps
 from tests.conftest import read_json
 

@@ -17,8 +17,8 @@ import pytest
 
 from steptrace.analysis.time.idle import WAITING_ON_HOST
 from steptrace.pipeline import analyze_source
-from steptrace.report.renderers import renderer
-from steptrace.report.trace_sections import View, report_document
+from steptrace.report.formats.renderers import renderer
+from steptrace.report.sections.trace import View, report_document
 from tests import reference
 from tests.conftest import gpu_trace, report_of, trace_params
 

@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 
 from steptrace.pipeline import analyze_source
-from steptrace.report.renderers import formats, renderer
-from steptrace.report.trace_sections import View, report_document
+from steptrace.report.formats.renderers import formats, renderer
+from steptrace.report.sections.trace import View, report_document
 from tests.conftest import TRACES, gpu_trace
 
 GOLDEN = Path(__file__).with_name("golden")

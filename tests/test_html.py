@@ -12,8 +12,8 @@ import pytest
 import steptrace
 from steptrace.analysis.timeline.model import Lanes
 from steptrace.pipeline import analyze_source
-from steptrace.report.renderers import renderer
-from steptrace.report.trace_sections import View, report_document
+from steptrace.report.formats.renderers import renderer
+from steptrace.report.sections.trace import View, report_document
 from tests.browser import loaded
 from tests.conftest import lanes_of, report_of
 

@@ -11,9 +11,9 @@ from typing import Any
 import pytest
 
 import steptrace
-from steptrace.report import svg
-from steptrace.report.renderers import renderer
-from steptrace.report.trace_sections import report_document
+from steptrace.report.formats.renderers import renderer
+from steptrace.report.sections.trace import report_document
+from steptrace.report.svg import charts as svg
 from tests import tracegen
 from tests.browser import loaded
 

@@ -59,8 +59,8 @@ def test_without_asking_there_is_no_job_path() -> None:
 
 @pytest.mark.parametrize("fmt", ["text", "md", "html"])
 def test_the_job_path_is_a_section_of_the_ranks_report(fmt: str) -> None:
-    from steptrace.report.ranks_sections import ranks_document
-    from steptrace.report.renderers import renderer
+    from steptrace.report.formats.renderers import renderer
+    from steptrace.report.ranks.sections import ranks_document
 
     ranks = [str(gpu_trace("ddp_rank0_trace")), str(gpu_trace("ddp_rank1_trace"))]
     job = analyze_job(ranks, critical_path=True)

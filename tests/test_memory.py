@@ -198,8 +198,8 @@ def test_the_timeline_draws_each_steps_memory_with_its_peak() -> None:
     memory figures say, within the points' bound, and the HTML draws it."""
     from steptrace.analysis.memory.lane import POINTS
     from steptrace.pipeline import analyze_source
-    from steptrace.report.renderers import renderer
-    from steptrace.report.trace_sections import View, report_document
+    from steptrace.report.formats.renderers import renderer
+    from steptrace.report.sections.trace import View, report_document
 
     report, lanes = analyze_source(PROFMEM, lanes=True)
     assert lanes is not None and report.analysis.memory is not None

@@ -13,7 +13,7 @@ pytestmark = pytest.mark.slow  # live captures and checks: about 40 s
 
 import steptrace  # noqa: E402
 from steptrace.analysis.memory.usage import DeviceMemory  # noqa: E402
-from steptrace.validate.memory_checks import checkpoint_peaks, growth  # noqa: E402
+from steptrace.validate.checks.memory import checkpoint_peaks, growth  # noqa: E402
 from tests import memory_workloads as work  # noqa: E402
 
 WINDOW = steptrace.Window(wait=1, warmup=2, active=4, profile_memory=True)

@@ -21,8 +21,8 @@ import steptrace  # noqa: E402
 from steptrace.analysis.measure import measure  # noqa: E402
 from steptrace.capturing.session import Capture  # noqa: E402
 from steptrace.errors import CaptureError, CaptureWarning  # noqa: E402
-from steptrace.report.renderers import renderer  # noqa: E402
-from steptrace.report.trace_sections import report_document  # noqa: E402
+from steptrace.report.formats.renderers import renderer  # noqa: E402
+from steptrace.report.sections.trace import report_document  # noqa: E402
 from steptrace.scenario import sidecar_path  # noqa: E402
 from steptrace.trace.load import load_trace  # noqa: E402
 from tests import workloads  # noqa: E402

@@ -129,8 +129,8 @@ def test_one_trace_imports_no_ranks_code() -> None:
         "import sys; from click.testing import CliRunner; from steptrace.cli import app;"
         f"r = CliRunner().invoke(app, ['analyze', {str(rank_paths(SET)[0])!r}, '-f', 'json']);"
         "assert r.exit_code == 0, r.stderr;"
-        "names = ('steptrace.report.ranks_sections', 'steptrace.report.rank_matrix_sections',"
-        " 'steptrace.report.collective_sections', 'steptrace.across.ranks.analyze');"
+        "names = ('steptrace.report.ranks.sections', 'steptrace.report.ranks.matrix',"
+        " 'steptrace.report.ranks.collectives', 'steptrace.across.ranks.analyze');"
         "loaded = [m for m in names if m in sys.modules]; assert not loaded, loaded"
     )
     subprocess.run([sys.executable, "-c", code], check=True)

@@ -16,8 +16,8 @@ from typing import Any
 import pytest
 
 from steptrace.pipeline import Job, analyze_job
-from steptrace.report.ranks_sections import ranks_document
-from steptrace.report.renderers import renderer
+from steptrace.report.formats.renderers import renderer
+from steptrace.report.ranks.sections import ranks_document
 from tests.browser import loaded, need_chromium
 from tests.ranks.synthetic import Plan, write_job
 

@@ -16,11 +16,11 @@ import msgspec
 import pytest
 
 from steptrace.across.ranks.figures import RankLanes
-from steptrace.report import rank_fold
 from steptrace.report.document import Heatmap, Table
+from steptrace.report.formats.renderers import formats, renderer
 from steptrace.report.model import RanksReport
-from steptrace.report.ranks_sections import ranks_document
-from steptrace.report.renderers import formats, renderer
+from steptrace.report.ranks import fold as rank_fold
+from steptrace.report.ranks.sections import ranks_document
 from tests.ranks.reports import fixture_job, fixture_report, widened
 from tests.test_golden import GOLDEN, SUFFIX, headings
 

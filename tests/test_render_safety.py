@@ -11,8 +11,8 @@ from click.testing import CliRunner
 
 import steptrace
 from steptrace.cli import app
-from steptrace.report.renderers import renderer
-from steptrace.report.trace_sections import View, report_document
+from steptrace.report.formats.renderers import renderer
+from steptrace.report.sections.trace import View, report_document
 from tests.conftest import WriteTrace
 from tests.tracegen import cpu, document, kernel, label, launch, step
 
@@ -69,7 +69,7 @@ def test_markdown_escapes_and_makes_no_link(write_trace: WriteTrace) -> None:
     out = renderer("md").render([report_document(report)])
     words = re.sub(r"(`+).*?\1", "", out)  # outside code spans, where GitHub makes links
     assert "http://" not in words and "www.e" not in words
-    from steptrace.report.to_md import text
+    from steptrace.report.formats.to_md import text
 
     assert text("see http://e.vil or www.e.vil") == "see http\\://e.vil or www\\.e.vil"
     assert "<b>" not in words  # inside a code span it is shown as written
@@ -107,7 +107,7 @@ def test_the_text_report_shows_exactly_the_document_sections(write_trace: WriteT
 
 def test_cells_in_every_unit() -> None:
     from steptrace.analysis.spread import Spread
-    from steptrace.report.cells import cell_text
+    from steptrace.report.formats.cells import cell_text
 
     assert cell_text(None, "ms") == "not observed" and cell_text("—", "ms") == "—"
     assert (cell_text(1.23456, "ms"), cell_text(12345.678, "ms")) == ("1.235", "12,345.68")

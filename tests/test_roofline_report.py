@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 
 from steptrace.report.document import RooflineChart, Table, shown
-from steptrace.report.renderers import renderer
-from steptrace.report.roofline_sections import HEADING
-from steptrace.report.trace_sections import report_document
+from steptrace.report.formats.renderers import renderer
+from steptrace.report.sections.roofline import HEADING
+from steptrace.report.sections.trace import report_document
 from tests.browser import loaded
 from tests.conftest import report_of
 from tests.public_traces import B200, public_report

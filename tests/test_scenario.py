@@ -120,7 +120,7 @@ def test_decoding_a_record_is_pure_and_prefers_the_sidecar() -> None:
 
 
 def test_a_cpu_scenario_explains_the_missing_gpu_calmly(write_trace: WriteTrace) -> None:
-    from steptrace.report.context_sections import GPU_ABSENT, gpu_absent_note
+    from steptrace.report.sections.context import GPU_ABSENT, gpu_absent_note
 
     path = write_trace(document([step(1, 0, 100)]), name="trace.json")
     assert gpu_absent_note(steptrace.analyze(path).scenario) == GPU_ABSENT  # no scenario: warn

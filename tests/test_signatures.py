@@ -69,7 +69,7 @@ def test_the_walk_finds_the_entry_points() -> None:
         "steptrace.capturing.training.profile_training",
         "steptrace.capturing.inference.profile_inference",
         "steptrace.capturing.session.Capture.__init__",
-        "steptrace.validate.profiler.profiler_check",
+        "steptrace.validate.checks.profiler.profiler_check",
         "steptrace.investigation.run.investigate",
     ):
         assert expected in names

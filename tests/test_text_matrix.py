@@ -21,8 +21,8 @@ import pytest
 from click.testing import CliRunner
 
 from steptrace.cli import app
-from steptrace.report.renderers import renderer
-from steptrace.report.trace_sections import View, report_document
+from steptrace.report.formats.renderers import renderer
+from steptrace.report.sections.trace import View, report_document
 from steptrace.scenario import Scenario, record_payload, sidecar_path
 from tests.browser import loaded
 from tests.test_scrub_secrets import all_strings

@@ -8,8 +8,8 @@ import json
 import pytest
 
 import steptrace
-from steptrace.report.renderers import renderer
-from steptrace.report.trace_sections import report_document
+from steptrace.report.formats.renderers import renderer
+from steptrace.report.sections.trace import report_document
 from steptrace.scenario import Scenario, record_payload, throughput
 from tests import tracegen
 from tests.conftest import WriteTrace

@@ -26,10 +26,10 @@ from steptrace.analysis.timeline.lanes import step_lanes
 from steptrace.analysis.timeline.merge import merge
 from steptrace.analysis.timeline.model import BUDGET, Lanes
 from steptrace.pipeline import Analyzed, analyze_source
+from steptrace.report.formats.renderers import renderer
 from steptrace.report.model import SCHEMA, Report
-from steptrace.report.renderers import renderer
-from steptrace.report.timeline_sections import ranks_timeline_section
-from steptrace.report.trace_sections import View, report_document
+from steptrace.report.sections.timeline import ranks_timeline_section
+from steptrace.report.sections.trace import View, report_document
 from steptrace.trace.load import load_trace
 from tests.conftest import WriteTrace, gpu_trace
 from tests.ranks.reports import fixture_job, fixture_report

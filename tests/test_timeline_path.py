@@ -20,11 +20,11 @@ from steptrace.analysis.critical.slices import KIND_NAMES
 from steptrace.analysis.timeline.model import Lanes, StepLanes
 from steptrace.pipeline import Analyzed, Tables, analyze_checked
 from steptrace.report.document import PathStrip, TimelineFigure
-from steptrace.report.renderers import renderer
-from steptrace.report.timeline_path import BUDGET, DETAIL, PathNames, in_view, path_strips
-from steptrace.report.timeline_sections import timeline_section
-from steptrace.report.timeline_svg import PLOT
-from steptrace.report.trace_sections import View, report_document
+from steptrace.report.formats.renderers import renderer
+from steptrace.report.sections.timeline import timeline_section
+from steptrace.report.sections.timeline_path import BUDGET, DETAIL, PathNames, in_view, path_strips
+from steptrace.report.sections.trace import View, report_document
+from steptrace.report.svg.timeline import PLOT
 from tests.conftest import WriteTrace, gpu_trace
 from tests.test_timeline import HOSTILE
 from tests.tracegen import cpu, document, kernel, label, launch, step

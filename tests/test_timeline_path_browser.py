@@ -14,8 +14,8 @@ from typing import Any
 import pytest
 
 from steptrace.pipeline import Tables, analyze_checked
-from steptrace.report.renderers import renderer
-from steptrace.report.trace_sections import View, report_document
+from steptrace.report.formats.renderers import renderer
+from steptrace.report.sections.trace import View, report_document
 from tests.browser import loaded
 from tests.conftest import gpu_trace
 

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from steptrace.report.timeline_svg import CAUSES, GAP_COLORS
+from steptrace.report.svg.timeline import CAUSES, GAP_COLORS
 from tests import reference
 from tests.browser import loaded
 from tests.conftest import gpu_trace

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from steptrace.report.trace_sections import title
+from steptrace.report.sections.trace import title
 from tests import reference
 from tests.conftest import report_of, trace_params
 

@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 
 from steptrace.pipeline import analyze_source
-from steptrace.report.renderers import renderer
-from steptrace.report.trace_sections import View, report_document
+from steptrace.report.formats.renderers import renderer
+from steptrace.report.sections.trace import View, report_document
 from tests.browser import loaded
 from tests.conftest import gpu_trace
 from tests.public_traces import B200

@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 
 import steptrace
-from steptrace.report.renderers import renderer
-from steptrace.report.trace_sections import View, report_document
+from steptrace.report.formats.renderers import renderer
+from steptrace.report.sections.trace import View, report_document
 from steptrace.scenario import record_payload, sidecar_path
 from tests import reference
 from tests.conftest import gpu_trace, report_of, trace_params

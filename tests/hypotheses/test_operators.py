@@ -13,7 +13,7 @@ from steptrace.hypotheses.rules.dominance import (
     dominant_op,
     profiler_distortion,
 )
-from steptrace.report.context_sections import capture_lines
+from steptrace.report.sections.context import capture_lines
 from steptrace.scenario import CaptureFacts, ProfilerCost
 from tests.analyses import THREAD, analysis, cpu, gpu_step, operator, steps
 

@@ -78,7 +78,7 @@ def compare(
         printing.fail(str(error))
     except Exception as error:  # the user's state, batches or steps failed: one line
         printing.fail(f"the comparison stopped: {raised_at(error)}")
-    from steptrace.report.check_sections import comparison_document
+    from steptrace.report.sections.checks import comparison_document
 
     printing.write([comparison_document(result, (baseline, candidate))], "text")
     if json_out is not None:

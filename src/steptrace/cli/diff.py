@@ -32,7 +32,7 @@ def diff(before: Path, after: Path, output_format: str, top: int) -> None:
     BEFORE and AFTER are traces or reports saved by `steptrace analyze --format json`.
     """
     from steptrace.pipeline import diff_checked
-    from steptrace.report.diff_sections import diff_document
+    from steptrace.report.sections.diff import diff_document
 
     try:
         result, damaged = diff_checked(before, after)

@@ -121,7 +121,7 @@ def investigate(
 def _reports_beside(trace: Path, found: Analyzed, *, totals: bool, top: int) -> None:
     """investigate --out: the report as JSON, Markdown and HTML beside the trace."""
     from steptrace.cli.rendering import FORMATS, written_beside
-    from steptrace.report.trace_sections import View, report_document
+    from steptrace.report.sections.trace import View, report_document
 
     view = View(totals=totals, lanes=found.lanes)  # whole, whatever is shown: render reads it
     document = report_document(found.report.top(top), view)

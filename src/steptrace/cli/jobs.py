@@ -67,7 +67,7 @@ def job_document(
     ``lanes``: with some ranks' lanes (the HTML report draws them); ``critical_path``: with
     the job's critical path."""
     from steptrace.pipeline import analyze_job
-    from steptrace.report.ranks_sections import ranks_document
+    from steptrace.report.ranks.sections import ranks_document
 
     if jobs is None:  # a LocalCluster: one worker per core
         jobs = usable_cores() if scheduler else default_jobs(locations)

@@ -10,7 +10,7 @@ from typing import Any, TypeVar
 
 import click
 
-from steptrace.report.renderers import formats
+from steptrace.report.formats.renderers import formats
 
 _Command = TypeVar("_Command", bound=Callable[..., Any])
 FILE = click.Path(path_type=Path)

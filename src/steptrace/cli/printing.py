@@ -26,7 +26,7 @@ def reports(
 ) -> None:
     """Each report, its first ``top`` operators and kernels listed, and its lanes drawn
     (HTML); their warnings on stderr."""
-    from steptrace.report.trace_sections import View, report_document
+    from steptrace.report.sections.trace import View, report_document
 
     documents = []
     for report, lanes in found:
@@ -45,7 +45,7 @@ def order_of(report: Report) -> tuple[bool, int, str]:
 
 
 def write(documents: list[Document], output_format: str) -> None:
-    from steptrace.report.renderers import renderer
+    from steptrace.report.formats.renderers import renderer
 
     sys.stdout.write(renderer(output_format, terminal=sys.stdout.isatty()).render(documents))
 

@@ -53,7 +53,7 @@ def written_beside(trace: Path, documents: dict[str, Document]) -> list[Path]:
     """Each format's rendering of the documents in a new file ``<trace stem>.report.<ext>``
     beside the trace: JSON, Markdown and HTML from one run."""
     from steptrace.outputs import write_new
-    from steptrace.report.renderers import renderer
+    from steptrace.report.formats.renderers import renderer
 
     stem = trace.name.removesuffix(".gz").removesuffix(".json")
     made = []

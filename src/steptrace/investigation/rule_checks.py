@@ -11,12 +11,12 @@ from __future__ import annotations
 
 from steptrace.investigation import runners as run
 from steptrace.investigation.check import Check
-from steptrace.validate.autocast import autocast_check
-from steptrace.validate.compiled import compile_check
-from steptrace.validate.constants import constant_once_check
-from steptrace.validate.fewer_threads import fewer_threads_check
-from steptrace.validate.inference_mode import inference_mode_check
-from steptrace.validate.optimizer import optimizer_check
+from steptrace.validate.checks.autocast import autocast_check
+from steptrace.validate.checks.compiled import compile_check
+from steptrace.validate.checks.constants import constant_once_check
+from steptrace.validate.checks.fewer_threads import fewer_threads_check
+from steptrace.validate.checks.inference_mode import inference_mode_check
+from steptrace.validate.checks.optimizer import optimizer_check
 
 COMPILE_S = 30.0  # torch.compile of a small model took 7-13 s on 2 CPU cores: leave room
 

@@ -24,15 +24,15 @@ from steptrace.hypotheses.finding import Figure
 from steptrace.investigation.check import Context, Measured, Runner
 from steptrace.quiet import without_usdt_lines
 from steptrace.units import pct, size
-from steptrace.validate.checks import pinned_memory_check, prepared_batch_check
+from steptrace.validate.checks.batches import pinned_memory_check, prepared_batch_check
+from steptrace.validate.checks.factory import OnBatches
+from steptrace.validate.checks.memory import checkpoint_peaks, growth
+from steptrace.validate.checks.operator_alone import operator_timing
+from steptrace.validate.checks.operator_share import operator_share
+from steptrace.validate.checks.profiler import profiler_check
+from steptrace.validate.checks.script import calls_script, operator_calls
 from steptrace.validate.correctness import explain
-from steptrace.validate.factory import OnBatches
-from steptrace.validate.memory_checks import checkpoint_peaks, growth
-from steptrace.validate.operator_alone import operator_timing
-from steptrace.validate.operator_share import operator_share
-from steptrace.validate.profiler import profiler_check
 from steptrace.validate.results import Comparison, OperatorShare, OperatorTiming
-from steptrace.validate.script import calls_script, operator_calls
 
 DECIDES_SHARE = 0.5  # the operator alone takes this share of the step: it decides the step
 

@@ -219,7 +219,7 @@ def _ranks_part(folder: Path, say: Say) -> Document:
     """Four gloo ranks, rank 2 reading slowly: recorded, analyzed together, written."""
     from steptrace.capturing.distributed import DEMO_PLANT, record_demo_ranks
     from steptrace.pipeline import analyze_job
-    from steptrace.report.ranks_sections import ranks_document
+    from steptrace.report.ranks.sections import ranks_document
 
     plant = DEMO_PLANT
     say(
@@ -232,7 +232,7 @@ def _ranks_part(folder: Path, say: Say) -> Document:
     report = _ranks_in_folder(job.report, folder)
     say(straggler_line(report))
     document = ranks_document(report, lanes=job.lanes)
-    from steptrace.report.renderers import renderer
+    from steptrace.report.formats.renderers import renderer
 
     for name in ("json", "md", "html"):
         (folder / f"ranks.{name}").write_text(renderer(name).render([document]), encoding="utf-8")
@@ -287,8 +287,8 @@ def _write(folder: Path, report: Report, notes: tuple[str, ...], job: Document |
     """The trace's reports in every file format, each showing the same sections; the HTML
     page shows the job's report after it when the ranks part ran."""
     from steptrace.pipeline import lanes_of
-    from steptrace.report.renderers import renderer
-    from steptrace.report.trace_sections import View, report_document
+    from steptrace.report.formats.renderers import renderer
+    from steptrace.report.sections.trace import View, report_document
 
     view = View(trace_name=TRACE, notes=notes, lanes=lanes_of(folder / TRACE))
     document = report_document(report.top(15), view)

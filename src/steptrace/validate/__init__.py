@@ -19,16 +19,17 @@ from steptrace.lazy import lazy_names
 
 if TYPE_CHECKING:
     from steptrace.validate.ab import compare
-    from steptrace.validate.autocast import autocast_check
-    from steptrace.validate.checks import pinned_memory_check, prepared_batch_check
-    from steptrace.validate.compiled import compile_check
-    from steptrace.validate.constants import ConstantCache, constant_once_check
-    from steptrace.validate.fewer_threads import fewer_threads_check
-    from steptrace.validate.inference_mode import inference_mode_check
+    from steptrace.validate.checks.autocast import autocast_check
+    from steptrace.validate.checks.batches import pinned_memory_check, prepared_batch_check
+    from steptrace.validate.checks.compiled import compile_check
+    from steptrace.validate.checks.constants import ConstantCache, constant_once_check
+    from steptrace.validate.checks.fewer_threads import fewer_threads_check
+    from steptrace.validate.checks.inference_mode import inference_mode_check
+    from steptrace.validate.checks.operator_alone import operator_timing
+    from steptrace.validate.checks.optimizer import optimizer_check
+    from steptrace.validate.checks.profiler import profiler_check
+    from steptrace.validate.checks.script import calls_script, operator_calls, operator_script
     from steptrace.validate.inputs import CandidateInputs, State, Step
-    from steptrace.validate.operator_alone import operator_timing
-    from steptrace.validate.optimizer import optimizer_check
-    from steptrace.validate.profiler import profiler_check
     from steptrace.validate.results import (
         CheckResult,
         Comparison,
@@ -43,7 +44,6 @@ if TYPE_CHECKING:
         Timed,
         TooFewSamples,
     )
-    from steptrace.validate.script import calls_script, operator_calls, operator_script
     from steptrace.validate.timing import CheckPlan, Instruments, TimingPlan
 
 _RESULTS = (
@@ -61,20 +61,24 @@ _RESULTS = (
     "TooFewSamples",
 )
 _MODULE_OF = {
-    "autocast_check": "steptrace.validate.autocast",
-    **dict.fromkeys(("pinned_memory_check", "prepared_batch_check"), "steptrace.validate.checks"),
+    "autocast_check": "steptrace.validate.checks.autocast",
+    **dict.fromkeys(
+        ("pinned_memory_check", "prepared_batch_check"), "steptrace.validate.checks.batches"
+    ),
     "compare": "steptrace.validate.ab",
-    "compile_check": "steptrace.validate.compiled",
-    **dict.fromkeys(("ConstantCache", "constant_once_check"), "steptrace.validate.constants"),
-    "inference_mode_check": "steptrace.validate.inference_mode",
+    "compile_check": "steptrace.validate.checks.compiled",
+    **dict.fromkeys(
+        ("ConstantCache", "constant_once_check"), "steptrace.validate.checks.constants"
+    ),
+    "inference_mode_check": "steptrace.validate.checks.inference_mode",
     **dict.fromkeys(("CandidateInputs", "State", "Step"), "steptrace.validate.inputs"),
-    "fewer_threads_check": "steptrace.validate.fewer_threads",
-    "operator_timing": "steptrace.validate.operator_alone",
-    "optimizer_check": "steptrace.validate.optimizer",
-    "profiler_check": "steptrace.validate.profiler",
+    "fewer_threads_check": "steptrace.validate.checks.fewer_threads",
+    "operator_timing": "steptrace.validate.checks.operator_alone",
+    "optimizer_check": "steptrace.validate.checks.optimizer",
+    "profiler_check": "steptrace.validate.checks.profiler",
     **dict.fromkeys(_RESULTS, "steptrace.validate.results"),
     **dict.fromkeys(
-        ("calls_script", "operator_calls", "operator_script"), "steptrace.validate.script"
+        ("calls_script", "operator_calls", "operator_script"), "steptrace.validate.checks.script"
     ),
     **dict.fromkeys(("CheckPlan", "Instruments", "TimingPlan"), "steptrace.validate.timing"),
 }

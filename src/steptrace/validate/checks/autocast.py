@@ -20,7 +20,7 @@ import torch
 from steptrace.devices import each_tensor
 from steptrace.errors import CaptureError, NotTestable
 from steptrace.validate.ab import compare
-from steptrace.validate.factory import B_FAILED, origin, refused_b, said
+from steptrace.validate.checks.factory import B_FAILED, origin, refused_b, said
 from steptrace.validate.inputs import Batch, MakeState, Output, State, Step
 from steptrace.validate.results import Comparison, Correctness
 from steptrace.validate.timing import CheckPlan, Instruments, TimingPlan

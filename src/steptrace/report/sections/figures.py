@@ -12,15 +12,15 @@ from steptrace import units
 from steptrace.analysis.measure import StepResult
 from steptrace.analysis.time.copies import CopyPattern
 from steptrace.analysis.time.parts import part_of
-from steptrace.report.cells import NOT_OBSERVED, spread
 from steptrace.report.document import Bars, Cell, Column, Paragraph, Section, Series, Stacked, Table
-from steptrace.report.kernel_launch import (
+from steptrace.report.formats.cells import NOT_OBSERVED, spread
+from steptrace.report.model import Report
+from steptrace.report.sections.kernel_launch import (
     LAUNCH_COLUMNS,
     LAUNCH_NOT_RECORDED,
     launch_caption,
     launch_shape,
 )
-from steptrace.report.model import Report
 
 # Names longer than this are cut in tables (the JSON keeps them whole): kernels are longer.
 NAME_WIDTH, KERNEL_WIDTH = 60, 90

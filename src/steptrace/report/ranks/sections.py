@@ -18,9 +18,9 @@ from collections import defaultdict
 import msgspec
 
 from steptrace.across.ranks.figures import RankLanes, RankResult
-from steptrace.report import rank_fold
 from steptrace.report.document import Block, Cell, Column, Document, Paragraph, Section, Table
 from steptrace.report.model import RanksReport
+from steptrace.report.ranks import fold as rank_fold
 
 _NUMBER = re.compile(r"\d+(?:[.,]\d+)*")
 SOURCE_WORDS = {
@@ -54,11 +54,11 @@ def job_title(report: RanksReport) -> str:
 
 def sections(report: RanksReport, lanes: tuple[RankLanes, ...]) -> tuple[Section, ...]:
     """The sections in reading order (imported here: JSON needs none)."""
-    from steptrace.report.collective_sections import collectives, unmatched
-    from steptrace.report.critical_sections import job_critical_path
-    from steptrace.report.finding_sections import findings_section
-    from steptrace.report.rank_matrix_sections import matrix, phases
-    from steptrace.report.timeline_sections import ranks_jumps, ranks_timeline_section
+    from steptrace.report.ranks.collectives import collectives, unmatched
+    from steptrace.report.ranks.matrix import matrix, phases
+    from steptrace.report.sections.critical import job_critical_path
+    from steptrace.report.sections.findings import findings_section
+    from steptrace.report.sections.timeline import ranks_jumps, ranks_timeline_section
 
     drawn = ranks_timeline_section(report, lanes)
     found = findings_section(report.findings, report.thresholds.to_dict(), ranks=True)
@@ -81,7 +81,7 @@ def sections(report: RanksReport, lanes: tuple[RankLanes, ...]) -> tuple[Section
 
 def findings_sections(report: RanksReport) -> tuple[Section, ...]:
     """The job and the findings only."""
-    from steptrace.report.finding_sections import findings_section
+    from steptrace.report.sections.findings import findings_section
 
     return (
         job(report),

@@ -17,8 +17,8 @@ from rich.rule import Rule
 from rich.table import Table as RichTable
 from rich.text import Text
 
-from steptrace.report.cells import cell_text, visible
 from steptrace.report.document import Cell, ColumnUnit, Document, Paragraph, Section, Table, shown
+from steptrace.report.formats.cells import cell_text, visible
 from steptrace.safe_text import one_line
 
 WIDTH = 160  # when the output is not a terminal (a pipe, a file, a golden render)

@@ -12,8 +12,8 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from steptrace.report.cells import cell_text, visible
 from steptrace.report.document import Column, Document, Paragraph, Section, Table, shown
+from steptrace.report.formats.cells import cell_text, visible
 
 _SPECIAL = re.compile(r"([\\`*_\[\]<>|~#&!])")
 _BACKTICKS = re.compile(r"`+")

@@ -8,8 +8,8 @@ from typing import Any
 
 from steptrace import units
 from steptrace.hypotheses.finding import NOISE_FLOOR, Figure, Finding
-from steptrace.report.cells import number
 from steptrace.report.document import Block, Column, Paragraph, Section, Table
+from steptrace.report.formats.cells import number
 from steptrace.report.model import Report
 from steptrace.safe_text import one_line
 

@@ -18,7 +18,7 @@ import torch
 from steptrace.errors import NotTestable
 from steptrace.machine import cpu_load
 from steptrace.validate.ab import compare
-from steptrace.validate.factory import said, strict
+from steptrace.validate.checks.factory import said, strict
 from steptrace.validate.inputs import Batch, MakeState, Step
 from steptrace.validate.results import Comparison
 from steptrace.validate.timing import CheckPlan, Instruments, TimingPlan

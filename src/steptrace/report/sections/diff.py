@@ -8,8 +8,8 @@ from steptrace import units
 from steptrace.across.changes import ChangeCounts
 from steptrace.across.diff import MemoryChange, NameChange, SpreadChange, TraceDiff
 from steptrace.across.labels import LabelChange
-from steptrace.report.cells import spread
 from steptrace.report.document import Block, Column, Document, Paragraph, Section, Table
+from steptrace.report.formats.cells import spread
 
 
 def diff_document(diff: TraceDiff, top: int) -> Document:

@@ -21,8 +21,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from steptrace.errors import NotTestable, TraceError
+from steptrace.validate.checks.script import MARKER, operator_script
 from steptrace.validate.results import OperatorTiming
-from steptrace.validate.script import MARKER, operator_script
 
 if TYPE_CHECKING:
     from steptrace.analysis.measure import TraceAnalysis

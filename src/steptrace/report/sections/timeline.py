@@ -30,7 +30,7 @@ from steptrace.report.document import (
     TimelineView,
 )
 from steptrace.report.model import RanksReport, Report
-from steptrace.report.timeline_path import PathNames, path_strips, share
+from steptrace.report.sections.timeline_path import PathNames, path_strips, share
 
 KEY = "steps-timeline"
 HEADING = "Timeline of the steps"

@@ -8,8 +8,8 @@ numbers are ``summary.gpu_categories`` and ``steps[].gpu.categories``
 
 from __future__ import annotations
 
-from steptrace.report.cells import NOT_OBSERVED
 from steptrace.report.document import Column, Paragraph, Section, Series, Stacked, Table
+from steptrace.report.formats.cells import NOT_OBSERVED
 from steptrace.report.model import Report
 
 HEADING = "GPU time by kind of work (per step; concurrent work counted once)"

@@ -27,7 +27,7 @@ import torch
 
 from steptrace.errors import NotTestable
 from steptrace.validate.ab import compare
-from steptrace.validate.factory import one_line, origin, strict
+from steptrace.validate.checks.factory import one_line, origin, strict
 from steptrace.validate.inputs import Batch, CandidateInputs, MakeState, State, Step
 from steptrace.validate.results import Comparison
 from steptrace.validate.timing import CheckPlan, Instruments, TimingPlan

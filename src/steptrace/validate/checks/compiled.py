@@ -27,7 +27,7 @@ import torch
 from steptrace.devices import synchronize
 from steptrace.errors import CaptureError, NotTestable
 from steptrace.validate.ab import compare
-from steptrace.validate.factory import B_FAILED, one_line, origin, refused_b, said, strict
+from steptrace.validate.checks.factory import B_FAILED, one_line, origin, refused_b, said, strict
 from steptrace.validate.inputs import Batch, CandidateInputs, MakeState, State, Step
 from steptrace.validate.results import Comparison
 from steptrace.validate.timing import CheckPlan, Clock, Instruments, TimingPlan

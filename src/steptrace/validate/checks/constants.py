@@ -34,7 +34,7 @@ from torch.overrides import TorchFunctionMode
 
 from steptrace.errors import CaptureError
 from steptrace.validate.ab import compare
-from steptrace.validate.factory import B_FAILED, refused_b, said, strict
+from steptrace.validate.checks.factory import B_FAILED, refused_b, said, strict
 from steptrace.validate.inputs import Batch, MakeState, Output, State, Step
 from steptrace.validate.results import Comparison
 from steptrace.validate.timing import CheckPlan, Instruments, TimingPlan

@@ -6,10 +6,10 @@ Nothing here imports torch: the results are read, not made.
 
 from __future__ import annotations
 
-from steptrace.report.check_sections import comparison_section
 from steptrace.report.document import Block, Column, Paragraph, Section, Table
-from steptrace.report.finding_sections import figure_text
 from steptrace.report.model import Report
+from steptrace.report.sections.checks import comparison_section
+from steptrace.report.sections.findings import figure_text
 from steptrace.validate.results import CheckResult
 
 OUTCOMES = {

@@ -12,8 +12,6 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from steptrace.report import roofline_svg, svg, timeline_style, timeline_svg
-from steptrace.report.cells import cell_text
 from steptrace.report.document import (
     Bars,
     Block,
@@ -30,7 +28,12 @@ from steptrace.report.document import (
     TimelineFigure,
     shown,
 )
-from steptrace.report.timeline_script import SCRIPT
+from steptrace.report.formats.cells import cell_text
+from steptrace.report.svg import charts as svg
+from steptrace.report.svg import roofline as roofline_svg
+from steptrace.report.svg import timeline as timeline_svg
+from steptrace.report.svg import timeline_style
+from steptrace.report.svg.timeline_script import SCRIPT
 from steptrace.safe_text import html_text
 
 STYLE = (

@@ -61,17 +61,17 @@ def about(notes: tuple[str, ...]) -> tuple[Section, ...]:
 
 def sections(report: Report, view: View) -> tuple[Section, ...]:
     """The sections of one report, in reading order (imported here: JSON needs none)."""
-    from steptrace.report.category_sections import categories
-    from steptrace.report.check_sections import comparison_section
-    from steptrace.report.context_sections import notes, question, timeline, warnings
-    from steptrace.report.critical_sections import critical_path
-    from steptrace.report.figure_sections import copies, gpu, kernels, labels, operators, steps
-    from steptrace.report.finding_sections import findings
-    from steptrace.report.memory_sections import memory
-    from steptrace.report.outcome_sections import checks as outcomes
-    from steptrace.report.roofline_sections import roofline
-    from steptrace.report.timeline_sections import finding_jumps, timeline_section
-    from steptrace.report.verdict_sections import verdict_section
+    from steptrace.report.sections.categories import categories
+    from steptrace.report.sections.checks import comparison_section
+    from steptrace.report.sections.context import notes, question, timeline, warnings
+    from steptrace.report.sections.critical import critical_path
+    from steptrace.report.sections.figures import copies, gpu, kernels, labels, operators, steps
+    from steptrace.report.sections.findings import findings
+    from steptrace.report.sections.memory import memory
+    from steptrace.report.sections.outcomes import checks as outcomes
+    from steptrace.report.sections.roofline import roofline
+    from steptrace.report.sections.timeline import finding_jumps, timeline_section
+    from steptrace.report.sections.verdict import verdict_section
 
     checks = (
         *outcomes(report),

@@ -16,7 +16,7 @@ import torch
 
 from steptrace.errors import CaptureError, NotTestable
 from steptrace.validate.ab import compare
-from steptrace.validate.factory import B_FAILED, origin, refused_b, strict
+from steptrace.validate.checks.factory import B_FAILED, origin, refused_b, strict
 from steptrace.validate.inputs import Batch, MakeState, Output, State, Step
 from steptrace.validate.results import Comparison
 from steptrace.validate.timing import CheckPlan, Instruments, TimingPlan

@@ -40,7 +40,7 @@ from torch.profiler import profile, record_function
 from steptrace.devices import activities
 from steptrace.quiet import without_usdt_lines
 from steptrace.validate.ab import compare
-from steptrace.validate.factory import said, strict
+from steptrace.validate.checks.factory import said, strict
 from steptrace.validate.inputs import Batch, MakeState, Output, State, Step
 from steptrace.validate.results import Comparison
 from steptrace.validate.timing import CheckPlan, Instruments, TimingPlan

@@ -9,9 +9,9 @@ max rows. Bandwidths and sizes the traces do not give are *not observed*, never 
 from __future__ import annotations
 
 from steptrace.across.ranks.figures import CollectiveSummary
-from steptrace.report import rank_fold
 from steptrace.report.document import Block, Cell, Column, Paragraph, Section, Table
 from steptrace.report.model import RanksReport
+from steptrace.report.ranks import fold as rank_fold
 
 
 def _group(c: CollectiveSummary) -> str:

@@ -13,7 +13,7 @@ import math
 from collections.abc import Sequence
 
 from steptrace.report.document import Roof, RooflineChart, RooflinePoint
-from steptrace.report.svg import MUTED, PALETTE
+from steptrace.report.svg.charts import MUTED, PALETTE
 from steptrace.safe_text import html_text
 
 WIDTH, HEIGHT = 760, 420

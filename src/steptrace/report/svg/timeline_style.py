@@ -4,7 +4,7 @@ path's, ``timeline_path_svg.STYLE``), put in the HTML page once."""
 
 from __future__ import annotations
 
-from steptrace.report import timeline_path_svg
+from steptrace.report.svg import timeline_path as timeline_path_svg
 
 ALLOCATED, RESERVED, QUEUED = "#e15759", "#9c755f", "#76b7b2"
 COLORS = (

@@ -19,9 +19,9 @@ from steptrace.analysis.memory.lane import MemoryCurve
 from steptrace.analysis.timeline.gaps import AFTER_SYNC, NOT_KNOWN, NOTHING_AFTER, WAITING_ON_HOST
 from steptrace.analysis.timeline.model import Lane
 from steptrace.analysis.timeline.queue import QueueCurve
-from steptrace.report import timeline_path_svg
 from steptrace.report.document import LaneGroup, TimelineFigure, TimelineView
-from steptrace.report.timeline_style import ALLOCATED, COLORS, GAP_COLORS, QUEUED, RESERVED
+from steptrace.report.svg import timeline_path as timeline_path_svg
+from steptrace.report.svg.timeline_style import ALLOCATED, COLORS, GAP_COLORS, QUEUED, RESERVED
 from steptrace.safe_text import html_text, visible
 from steptrace.units import short, size
 

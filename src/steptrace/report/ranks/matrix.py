@@ -13,9 +13,9 @@ import statistics
 from collections.abc import Callable, Mapping, Sequence
 
 from steptrace.across.ranks.figures import RankStep
-from steptrace.report import rank_fold
 from steptrace.report.document import Cell, Column, ColumnUnit, Heatmap, Paragraph, Section, Table
 from steptrace.report.model import RanksReport
+from steptrace.report.ranks import fold as rank_fold
 
 Grid = dict[int, dict[str, float | None]]  # rank -> column -> value
 FIGURES: tuple[tuple[str, Callable[[RankStep], float | None]], ...] = (

@@ -28,10 +28,10 @@ import torch
 
 from steptrace.clocks import RunningClock
 from steptrace.errors import NotTestable
+from steptrace.validate.checks.script import DTYPES
 from steptrace.validate.estimators import decide
 from steptrace.validate.inputs import Batch, MakeState, Step
 from steptrace.validate.results import CallTiming, OperatorCall, OperatorShare
-from steptrace.validate.script import DTYPES
 from steptrace.validate.sides import checked_batches, checked_state, copies
 from steptrace.validate.threads import threads_for
 from steptrace.validate.timing import Sides, TimingPlan, run_blocks

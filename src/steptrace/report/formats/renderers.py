@@ -44,6 +44,6 @@ def renderer(name: str, *, terminal: bool = False) -> Renderer:
     """The renderer of format ``name``; ``terminal``: the output is an interactive terminal."""
     if name not in formats():
         raise ValueError(f"unknown format {name!r}: one of {', '.join(formats())}")
-    module = importlib.import_module(f"steptrace.report.{_PREFIX}{name}")
+    module = importlib.import_module(f"steptrace.report.formats.{_PREFIX}{name}")
     made: RendererClass = module.RENDERER
     return made(terminal=terminal)
