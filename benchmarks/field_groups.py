@@ -36,7 +36,7 @@ import results
 from steptrace.analysis.registry import fields_for, figures
 from steptrace.trace.fields import GROUPS, Selection, select
 from steptrace.trace.load import read_trace
-from steptrace.trace.source import read_text
+from steptrace.trace.read.source import read_text
 from steptrace.trace.table import Trace
 
 REPO = Path(__file__).resolve().parents[1]

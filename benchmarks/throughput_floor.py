@@ -46,7 +46,7 @@ import results
 from analyze_speed import DEFAULT_TRACE, bytecode_compiled, run_child
 from scale_one_trace import build_replica, in_fresh_process
 from steptrace.cli.jobs import usable_cores
-from steptrace.trace.parallel import MAX_WORKERS
+from steptrace.trace.read.parallel import MAX_WORKERS
 
 MB = 1_000_000
 TARGET_MB_S = 250
@@ -61,7 +61,7 @@ def cut_pieces(path: Path) -> list[bytes]:
 
     from steptrace.analysis.registry import fields_for, figures
     from steptrace.trace.decode import codec
-    from steptrace.trace.split import start_pieces
+    from steptrace.trace.read.split import start_pieces
 
     with igzip.open(path, "rb") as handle:
         text = handle.read()

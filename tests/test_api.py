@@ -81,7 +81,7 @@ def test_capture_names_resolve_on_first_use() -> None:
 def test_the_command_line_starts_without_numpy() -> None:
     """Reading a trace starts before numpy and msgspec load: they must not come first."""
     code = (
-        "import sys, steptrace.cli, steptrace.trace.source;"
+        "import sys, steptrace.cli, steptrace.trace.read.source;"
         "heavy = {'numpy', 'msgspec'} & set(sys.modules);"
         "assert not heavy, heavy"
     )

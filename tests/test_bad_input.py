@@ -436,7 +436,7 @@ def test_a_file_name_in_the_progress_display_is_neither_markup_nor_control() -> 
 
     from rich.console import Console
 
-    from steptrace.trace.progress import loading_progress
+    from steptrace.trace.read.progress import loading_progress
 
     shown = io.StringIO()
     fake = mock.patch("rich.console.Console", lambda **_: Console(file=shown, force_terminal=True))

@@ -20,7 +20,6 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from steptrace.trace import load as loading
-from steptrace.trace import split as splitting
 from steptrace.trace.columns import ColumnBuilder
 from steptrace.trace.decode import (
     METADATA_FIELDS,
@@ -33,8 +32,9 @@ from steptrace.trace.decode import (
 )
 from steptrace.trace.fields import ALL_GROUPS, select
 from steptrace.trace.load import load_trace, read_trace
-from steptrace.trace.source import FileText, decompress
-from steptrace.trace.split import split_documents, stream_documents
+from steptrace.trace.read import split as splitting
+from steptrace.trace.read.source import FileText, decompress
+from steptrace.trace.read.split import split_documents, stream_documents
 from tests.conftest import WriteTrace, trace_params
 from tests.tracegen import cpu, document, kernel, step
 

@@ -130,7 +130,7 @@ _CTRL_C_AT_START = """
 import os, signal, sys
 from concurrent import futures
 from steptrace.across.ranks.executors import ProcessPool
-from steptrace.trace import parallel
+from steptrace.trace.read import parallel
 
 made = futures.ProcessPoolExecutor
 

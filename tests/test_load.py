@@ -10,7 +10,7 @@ from rich.console import Console
 
 import steptrace
 from steptrace.trace.kinds import Kind
-from steptrace.trace.progress import loading_progress
+from steptrace.trace.read.progress import loading_progress
 from tests.conftest import WriteTrace, gpu_trace
 from tests.tracegen import cpu, document, gpu, kernel, label, step
 
@@ -59,7 +59,7 @@ def test_progress_display_goes_to_stderr_and_leaves_the_result_unchanged(
 def test_progress_is_off_for_small_files_and_pipes(monkeypatch: pytest.MonkeyPatch) -> None:
     import sys
 
-    from steptrace.trace.progress import LARGE_TRACE_BYTES, shows_progress
+    from steptrace.trace.read.progress import LARGE_TRACE_BYTES, shows_progress
 
     monkeypatch.setattr(sys.stderr, "isatty", lambda: True)
     assert shows_progress(LARGE_TRACE_BYTES) and not shows_progress(LARGE_TRACE_BYTES - 1)

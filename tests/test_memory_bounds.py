@@ -23,7 +23,7 @@ import pytest
 from click.testing import CliRunner
 
 from steptrace.cli import app
-from steptrace.trace.budget import quoteless_run
+from steptrace.trace.read.budget import quoteless_run
 from tests.conftest import WriteTrace, shared_file
 from tests.tracegen import document, kernel, step
 

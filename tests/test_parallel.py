@@ -24,14 +24,14 @@ from click.testing import CliRunner
 from steptrace.cli import app
 from steptrace.errors import TraceError
 from steptrace.trace import load as loading
-from steptrace.trace import parallel, source
-from steptrace.trace import split as splitting
-from steptrace.trace import stream as streaming
 from steptrace.trace.assemble import assemble
 from steptrace.trace.columns import Piece
 from steptrace.trace.decode import codec
 from steptrace.trace.fields import select
 from steptrace.trace.load import load_trace
+from steptrace.trace.read import parallel, source
+from steptrace.trace.read import split as splitting
+from steptrace.trace.read import stream as streaming
 from tests.conftest import NOT_A_TRACE, TRACES, WriteTrace
 from tests.tables import assert_same_table
 from tests.test_stream import _exact_report, _nasty_text, _real_traces

@@ -23,8 +23,8 @@ from steptrace.cli import app
 from steptrace.errors import TraceError
 from steptrace.scenario import Scenario, record_payload
 from steptrace.trace.load import load_trace
-from steptrace.trace.remote import is_url
-from steptrace.trace.stream import Opener
+from steptrace.trace.read.remote import is_url
+from steptrace.trace.read.stream import Opener
 from tests.conftest import NO_TRACES, TRACES
 from tests.ranks.reports import FIXTURES, rank_paths
 from tests.tables import assert_same_table

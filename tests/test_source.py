@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 from steptrace.errors import TraceError
-from steptrace.trace import source
-from steptrace.trace.source import FileText, ReadAhead, decompress, read_text
+from steptrace.trace.read import source
+from steptrace.trace.read.source import FileText, ReadAhead, decompress, read_text
 
 
 def test_plain_and_gzip_files_read_the_same(tmp_path: Path) -> None:
@@ -96,7 +96,7 @@ def test_a_file_shown_loading_on_a_terminal_is_left_to_its_loader(
 ) -> None:
     path = tmp_path / "big.json"
     path.write_bytes(b"{}")
-    monkeypatch.setattr("steptrace.trace.progress.LARGE_TRACE_BYTES", 2)
+    monkeypatch.setattr("steptrace.trace.read.progress.LARGE_TRACE_BYTES", 2)
     monkeypatch.setattr(sys, "stderr", _Terminal())
     ((_, reading),) = ReadAhead([path])
     assert reading.take() is None  # the loader reads it with its progress display

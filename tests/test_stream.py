@@ -24,13 +24,13 @@ from click.testing import CliRunner
 from steptrace.cli import app
 from steptrace.errors import TraceError
 from steptrace.trace import load as loading
-from steptrace.trace import source
-from steptrace.trace import split as splitting
-from steptrace.trace import stream as streaming
 from steptrace.trace.decode import AnyEvent, RawDocument, UnsplittableError, exact_documents
-from steptrace.trace.source import decompress
-from steptrace.trace.split import stream_documents
-from steptrace.trace.stream import TextStream
+from steptrace.trace.read import source
+from steptrace.trace.read import split as splitting
+from steptrace.trace.read import stream as streaming
+from steptrace.trace.read.source import decompress
+from steptrace.trace.read.split import stream_documents
+from steptrace.trace.read.stream import TextStream
 from tests.conftest import NOT_A_TRACE, WriteTrace, real_traces, trace_params
 from tests.test_decode_split import CODEC, flatten
 from tests.tracegen import cpu, kernel, launch, step

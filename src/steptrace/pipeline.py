@@ -38,8 +38,8 @@ from steptrace.report.model import FINDINGS_SCHEMA, SCHEMA, RanksReport, Report
 from steptrace.scenario import decode_record, read_sidecar, sidecar_path, throughput
 from steptrace.trace.load import read_trace
 from steptrace.trace.nesting import NestedTooDeepError
-from steptrace.trace.remote import is_url, read_sidecar_url
-from steptrace.trace.source import GZIP_MAGIC, FileText, decompress, file_size, read_file
+from steptrace.trace.read.remote import is_url, read_sidecar_url
+from steptrace.trace.read.source import GZIP_MAGIC, FileText, decompress, file_size, read_file
 from steptrace.trace.table import Trace
 
 if TYPE_CHECKING:

@@ -80,7 +80,7 @@ def analyze(
     traces are skipped.
     """
     from steptrace.pipeline import Tables
-    from steptrace.trace.budget import max_bytes_set
+    from steptrace.trace.read.budget import max_bytes_set
 
     if per_rank and as_job:
         raise click.UsageError("--per-rank and --as-job exclude each other: give one")
@@ -122,7 +122,7 @@ def _analyze(
     they say so, as one job (--as-job) or each on its own (--per-rank); ``tables``: the
     user's kinds and peaks."""
     from steptrace.cli.trace_args import split_urls, trace_inputs, url_inputs
-    from steptrace.trace.source import BackgroundRead, ReadAhead
+    from steptrace.trace.read.source import BackgroundRead, ReadAhead
 
     try:
         local, urls = split_urls(traces)

@@ -42,7 +42,7 @@ def default_jobs(locations: list[str]) -> int:
     """The cores this process may use; 1 for a small local job (fewer than ``_SMALL_RANKS``
     files, under ``_SMALL_BYTES`` on disk), where starting processes costs more than the
     second core saves (about 0.7 s for a pool of two on this project's machine)."""
-    from steptrace.trace.remote import is_url
+    from steptrace.trace.read.remote import is_url
 
     cores = usable_cores()
     if len(locations) >= _SMALL_RANKS or any(is_url(where) for where in locations):

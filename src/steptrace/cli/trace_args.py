@@ -21,7 +21,7 @@ from pathlib import Path
 
 from steptrace.across.ranks.locations import REPORT_HEAD as _REPORT
 from steptrace.errors import TraceError
-from steptrace.trace.remote import is_url
+from steptrace.trace.read.remote import is_url
 
 TRACE_SUFFIXES = (".json", ".json.gz")
 SIDECAR_SUFFIX = ".scenario.json"  # steptrace's own scenario files, beside their traces

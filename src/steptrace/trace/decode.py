@@ -30,8 +30,8 @@ from typing import Any, Generic, TypeVar, Union, cast
 import msgspec
 
 from steptrace.errors import TraceError
-from steptrace.trace.budget import TextOverflow, too_long_without_quote
 from steptrace.trace.fields import Field, Selection, Value
+from steptrace.trace.read.budget import TextOverflow, too_long_without_quote
 
 Scalar = int | float | str | None
 

@@ -14,7 +14,6 @@ from typing import Any, NamedTuple
 
 from steptrace.errors import TraceError
 from steptrace.trace.assemble import Skipped, assemble
-from steptrace.trace.budget import TextOverflow, text_limit, whole_limit
 from steptrace.trace.columns import ColumnBuilder
 from steptrace.trace.decode import (
     AnyEvent,
@@ -26,12 +25,13 @@ from steptrace.trace.decode import (
 )
 from steptrace.trace.fields import ALL_GROUPS, MISSING, Selection, select
 from steptrace.trace.heap import TRIM_ROWS, release_freed_memory
-from steptrace.trace.parallel import WorkerPool, parallel_columns, worker_pool
-from steptrace.trace.progress import Stage, loading_progress
-from steptrace.trace.remote import is_url, open_url
-from steptrace.trace.source import FileText, file_size, inflate, read_text, too_large
-from steptrace.trace.split import split_documents, stream_documents
-from steptrace.trace.stream import Opener, TextStream
+from steptrace.trace.read.budget import TextOverflow, text_limit, whole_limit
+from steptrace.trace.read.parallel import WorkerPool, parallel_columns, worker_pool
+from steptrace.trace.read.progress import Stage, loading_progress
+from steptrace.trace.read.remote import is_url, open_url
+from steptrace.trace.read.source import FileText, file_size, inflate, read_text, too_large
+from steptrace.trace.read.split import split_documents, stream_documents
+from steptrace.trace.read.stream import Opener, TextStream
 from steptrace.trace.table import Device, Distributed, Trace, TraceInfo
 from steptrace.trace.values import as_int
 

@@ -27,7 +27,7 @@ from steptrace.across.ranks.executors import Executor
 from steptrace.across.ranks.matrix import DEFAULT_PARTS, RANK_DATA_VERSION, Part, RankData
 from steptrace.across.ranks.work import RankFailure, failure, summarize
 from steptrace.errors import TraceError
-from steptrace.trace.remote import is_url
+from steptrace.trace.read.remote import is_url
 
 MIN_RANKS = 2  # fewer analyzed ranks than this is no job report
 

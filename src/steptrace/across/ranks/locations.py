@@ -17,7 +17,7 @@ import zlib
 from typing import Any
 
 from steptrace.errors import TraceError
-from steptrace.trace.remote import fsspec_module
+from steptrace.trace.read.remote import fsspec_module
 
 _TRACE_SUFFIXES = (".json", ".json.gz")
 _SIDECAR = ".scenario.json"

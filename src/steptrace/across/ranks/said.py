@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import IO, Final, Literal, NamedTuple, TypeVar
 
 from steptrace.errors import TraceError
-from steptrace.trace.remote import fsspec_module, is_url
+from steptrace.trace.read.remote import fsspec_module, is_url
 
 T = TypeVar("T", int, str)
 Heard = Literal["unread"] | None  # a trace that said nothing: ``UNREAD``, or no distributedInfo

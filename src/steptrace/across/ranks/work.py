@@ -19,7 +19,7 @@ import msgspec
 from steptrace.across.ranks.matrix import DEFAULT_PARTS, Part, RankData, rank_data, rank_fields
 from steptrace.errors import TraceError
 from steptrace.trace.load import read_trace
-from steptrace.trace.remote import is_url
+from steptrace.trace.read.remote import is_url
 
 
 class RankFailure(msgspec.Struct, frozen=True, kw_only=True):

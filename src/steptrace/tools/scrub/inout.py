@@ -15,8 +15,8 @@ import msgspec
 
 from steptrace import outputs
 from steptrace.errors import TraceError
-from steptrace.trace.budget import TextOverflow, quoteless_run, whole_limit
-from steptrace.trace.stream import TextStream
+from steptrace.trace.read.budget import TextOverflow, quoteless_run, whole_limit
+from steptrace.trace.read.stream import TextStream
 
 _FIRST_CHARACTER = re.compile(rb"\S")
 

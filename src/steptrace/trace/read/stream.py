@@ -31,7 +31,7 @@ from typing import BinaryIO, NamedTuple, cast
 from isal import isal_zlib
 
 from steptrace.errors import TraceError
-from steptrace.trace.source import GZIP_MAGIC, check_open, file_size, too_large, trailing
+from steptrace.trace.read.source import GZIP_MAGIC, check_open, file_size, too_large, trailing
 
 CHUNK_BYTES = 4 << 20  # text per chunk handed to the caller
 _READ_BYTES = 1 << 20  # bytes read from the file at a time

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 from steptrace.errors import TraceError
 
 if TYPE_CHECKING:
-    from steptrace.trace.stream import Opener
+    from steptrace.trace.read.stream import Opener
 
 _URL = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]+://")
 _NEEDS_FSSPEC = "reading URLs needs fsspec: pip install 'steptrace[dask]'"
@@ -42,7 +42,7 @@ def fsspec_module(url: str) -> Any:
 def open_url(url: str) -> Opener:
     """The trace file at ``url``, to be streamed as a local file is (``load.read_trace``:
     bounded memory, decoding processes for a large one); see the module's contract."""
-    from steptrace.trace.stream import Opener
+    from steptrace.trace.read.stream import Opener
 
     fsspec = fsspec_module(url)
     try:

@@ -34,7 +34,6 @@ from itertools import chain
 
 import msgspec
 
-from steptrace.trace.budget import PENDING_BYTES, TextOverflow
 from steptrace.trace.decode import (
     METADATA_FIELDS,
     AnyEvent,
@@ -42,6 +41,7 @@ from steptrace.trace.decode import (
     RawDocument,
     UnsplittableError,
 )
+from steptrace.trace.read.budget import PENDING_BYTES, TextOverflow
 
 _PIECE_BYTES = 2 << 20  # text per piece of events decoded in this process
 # A worker's pieces (``raw_pieces``) are this many times larger: half as many to hand over

@@ -37,11 +37,11 @@ import numpy as np
 
 from steptrace.errors import TraceError
 from steptrace.lifetime import end_workers, starting_children, worker_start
-from steptrace.trace import split
 from steptrace.trace.columns import ColumnBuilder, Piece
 from steptrace.trace.decode import AnyEvent, Codec, RawDocument, UnsplittableError, codec
 from steptrace.trace.fields import Selection
-from steptrace.trace.split import end_document, start_pieces
+from steptrace.trace.read import split
+from steptrace.trace.read.split import end_document, start_pieces
 
 _AHEAD_PER_WORKER = 3  # pieces in flight per worker process
 MAX_WORKERS = 8  # for one file: beyond, the reading process cannot feed them any faster

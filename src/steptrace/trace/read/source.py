@@ -19,8 +19,8 @@ from typing import BinaryIO, NamedTuple, cast
 from isal import igzip_lib, isal_zlib
 
 from steptrace.errors import TraceError
-from steptrace.trace.budget import whole_limit, why_limited
-from steptrace.trace.progress import Stage, shows_progress
+from steptrace.trace.read.budget import whole_limit, why_limited
+from steptrace.trace.read.progress import Stage, shows_progress
 
 GZIP_MAGIC = b"\x1f\x8b"
 _CHUNK = 8 * 1024 * 1024
