@@ -15,7 +15,7 @@ loop (``steptrace investigate``): the planted finding must rank first, its check
 - ``healthy``: three 512-wide layers on 256-row batches, SGD: matrix products are the step.
 
 Each factory sets torch's threads (one, except ``oversubscribed``): on shared cores the
-others' timings would measure the scheduler (``steptrace.machine``).
+others' timings would measure the scheduler (``steptrace.process.machine``).
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ from torch.utils.data import DataLoader
 
 import steptrace
 from steptrace.capturing import Workload
-from steptrace.machine import usable_cores
+from steptrace.process.machine import usable_cores
 
 FEATURES, BATCH, BATCHES = 64, 32, 16
 DECODE_ROUNDS = 2000  # per sample: about 3 ms of Python a 32-sample batch

@@ -65,7 +65,7 @@ def before_steptrace(code: int, err: str) -> bool:
         return True
     if code != -signal.SIGINT:
         return False
-    guard = ("steptrace/__init__.py", "steptrace/ctrl_c.py")
+    guard = ("steptrace/__init__.py", "steptrace/process/ctrl_c.py")
     return err == "" or (
         err.rstrip().endswith("KeyboardInterrupt") and all(f.endswith(guard) for f in ours)
     )

@@ -19,6 +19,7 @@ LAYERS: tuple[frozenset[str], ...] = (
     frozenset(
         {
             "errors",
+            "process",  # Ctrl-C, workers, the machine, deadlines, the user's code, files
             "lazy",
             "units",
             "safe_text",
@@ -26,15 +27,7 @@ LAYERS: tuple[frozenset[str], ...] = (
             "scenario",
             "devices",
             "assignments",
-            "quiet",
-            "lifetime",
-            "machine",
             "paired",
-            "clocks",
-            "ctrl_c",
-            "outputs",
-            "user_code",
-            "watchdog",
         }
     ),
     frozenset({"trace"}),

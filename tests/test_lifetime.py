@@ -15,13 +15,13 @@ from pathlib import Path
 
 import pytest
 
-from steptrace import lifetime
-from steptrace.lifetime import end_workers, worker_start
+from steptrace.process import lifetime
+from steptrace.process.lifetime import end_workers, worker_start
 
 _ORPHANING = """
 import multiprocessing, os, signal, sys, time
 from concurrent.futures import ProcessPoolExecutor
-from steptrace.lifetime import worker_start
+from steptrace.process.lifetime import worker_start
 pool = ProcessPoolExecutor(2, mp_context=multiprocessing.get_context(sys.argv[1]),
                            initializer=worker_start, initargs=(os.getpid(),))
 futures = [pool.submit(time.sleep, 60) for _ in range(2)]
@@ -102,7 +102,7 @@ def test_ctrl_c_while_children_start_is_held_then_raised() -> None:
     """Inside the block a Ctrl-C raises nothing, even with another thread to receive it,
     and a process started there has SIGINT blocked (what a pool's fork server, a Dask
     cluster's workers inherit); it is raised when the block ends, not lost."""
-    from steptrace.lifetime import starting_children
+    from steptrace.process.lifetime import starting_children
 
     idle = threading.Event()
     other = threading.Thread(target=idle.wait, daemon=True)  # another thread SIGINT may reach

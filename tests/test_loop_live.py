@@ -23,8 +23,8 @@ import steptrace  # noqa: E402
 from steptrace.capturing import Workload  # noqa: E402
 from steptrace.capturing.training import training_step  # noqa: E402
 from steptrace.capturing.workload import run_workload  # noqa: E402
-from steptrace.clocks import RunningClock  # noqa: E402
 from steptrace.investigation import investigate  # noqa: E402
+from steptrace.process.clocks import RunningClock  # noqa: E402
 from steptrace.report.model import Report  # noqa: E402
 from steptrace.validate import Timed  # noqa: E402
 from tests import investigate_workloads, loop_workloads  # noqa: E402

@@ -9,8 +9,8 @@ import time
 
 import pytest
 
-from steptrace.clocks import RunningClock, running_clock_works
-from steptrace.machine import CpuLoad, cpu_load, usable_cores
+from steptrace.process.clocks import RunningClock, running_clock_works
+from steptrace.process.machine import CpuLoad, cpu_load, usable_cores
 from tests.spinners import spinning
 
 LINUX = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc (Linux)")

@@ -20,8 +20,8 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
-from steptrace import outputs
 from steptrace.cli import app
+from steptrace.process import outputs
 from tests.conftest import WriteTrace, gpu_trace
 from tests.tracegen import document, step
 

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from steptrace.quiet import kept_lines
+from steptrace.process.quiet import kept_lines
 
 pytest.importorskip("torch")
 
@@ -69,7 +69,7 @@ def test_kept_lines_drops_only_the_start_and_stop_lines() -> None:
 def test_filtered_fd_keeps_other_output_in_order(tmp_path: Path) -> None:
     code = textwrap.dedent("""
         import os, sys
-        from steptrace.quiet import without_usdt_lines
+        from steptrace.process.quiet import without_usdt_lines
         print("before", file=sys.stderr)
         with without_usdt_lines():
             print("python line", file=sys.stderr)

@@ -16,7 +16,7 @@ ANY_PER_1000_LINES = 8
 FOLDER_MODULES = 15
 # Folders still over FOLDER_MODULES, at most as many as they hold now: the next steps of
 # issue #43 bring them down, and nothing may add to them meanwhile.
-NOT_YET = {"cli": 19, ".": 18, "capturing": 17, "across/ranks": 16}
+NOT_YET = {"cli": 19, "capturing": 17, "across/ranks": 16}
 
 
 def _modules() -> list[Path]:

@@ -13,7 +13,7 @@ are in ``steptrace.errors`` (``TraceError``, ``CaptureError``); a workload for
 
 from __future__ import annotations
 
-from steptrace.ctrl_c import guard_start as _guard_start
+from steptrace.process.ctrl_c import guard_start as _guard_start
 
 _guard_start()  # first: a Ctrl-C during the command line's imports is one line (ctrl_c)
 

@@ -65,7 +65,7 @@ def analyze(
 ) -> Report:
     """Load a trace file and its scenario, measure it, find what its figures suggest.
 
-    ``path`` may be an fsspec URL (``s3://...``, ``file://...``: ``trace.remote``);
+    ``path`` may be an fsspec URL (``s3://...``, ``file://...``: ``trace.read.remote``);
     ``workers`` > 1 decodes a large file in that many processes. ``kinds``: the table of
     kernel kinds (``analysis.kernel_kinds``, with a user's patterns); ``peaks``: the
     device's measured peaks for the roofline (``analysis.hardware``; else those measured

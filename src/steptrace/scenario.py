@@ -151,7 +151,7 @@ class ProfilerCost(msgspec.Struct, frozen=True, kw_only=True):
     """The profiler's cost measured as a comparison is: blocks of the same steps with the
     profiler recording and without it, interleaved, each pair of blocks one log-ratio of
     their median steps (``steptrace.paired``). Times are ms per step on the running clock
-    (the wait for a CPU left out, ``steptrace.clocks``)."""
+    (the wait for a CPU left out, ``steptrace.process.clocks``)."""
 
     ratio: float  # profiled / bare, the Hodges-Lehmann estimate
     ci: tuple[float, float]  # its confidence interval

@@ -24,7 +24,7 @@ from typing import Any
 import msgspec
 
 from steptrace.errors import CaptureError
-from steptrace.outputs import write_new
+from steptrace.process.outputs import write_new
 
 _DECODE = msgspec.json.Decoder(float_hook=Decimal)
 _ENCODE = msgspec.json.Encoder(decimal_format="number")

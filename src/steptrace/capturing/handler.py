@@ -35,10 +35,10 @@ from typing import Any
 
 from isal import igzip
 
-from steptrace import outputs
 from steptrace.capturing import files
 from steptrace.capturing.schedule_probe import ScheduleShape, probe
 from steptrace.errors import CaptureError, CaptureWarning
+from steptrace.process import outputs
 from steptrace.scenario import (
     OPTION_COSTS,
     TRACE_METADATA_KEY,

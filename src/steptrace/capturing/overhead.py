@@ -5,7 +5,7 @@ recording (a fresh session with the window's options, started before the block a
 stopped after it, both outside the timed steps) and one bare, in a seeded random order.
 Each pair gives the log-ratio of its blocks' median steps; the ratio profiled/bare is
 their Hodges–Lehmann estimate with the signed-rank CI (``steptrace.paired``). Steps are
-timed on the running clock on the CPU (``steptrace.clocks``: another process's turns
+timed on the running clock on the CPU (``steptrace.process.clocks``: another process's turns
 left out), synchronized at step boundaries on a GPU.
 
 Measured before this way, three profiled steps against three bare ones taken afterwards
@@ -24,9 +24,9 @@ import torch
 from torch.profiler import profile
 
 from steptrace import devices
-from steptrace.clocks import RunningClock
 from steptrace.paired import MIN_PAIRS, paired_ratio
-from steptrace.quiet import without_usdt_lines
+from steptrace.process.clocks import RunningClock
+from steptrace.process.quiet import without_usdt_lines
 from steptrace.scenario import ProfilerCost
 from steptrace.window import Window
 
@@ -79,7 +79,7 @@ def _started(window: Window, device: torch.device) -> profile:
         with_stack=window.with_stack,
         with_flops=window.with_flops,
     )
-    with without_usdt_lines():  # kineto's start and stop lines (steptrace.quiet)
+    with without_usdt_lines():  # kineto's start and stop lines (steptrace.process.quiet)
         session.start()
     return session
 

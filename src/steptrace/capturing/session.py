@@ -25,13 +25,14 @@ import msgspec
 import torch
 from torch.profiler import profile, record_function, schedule
 
-from steptrace import devices, outputs
+from steptrace import devices
 from steptrace.capturing import files
 from steptrace.capturing.peaks import measure_cpu_peaks
 from steptrace.capturing.result import CaptureResult
 from steptrace.errors import CaptureError, CaptureWarning
-from steptrace.machine import cpu_load
-from steptrace.quiet import without_usdt_lines
+from steptrace.process import outputs
+from steptrace.process.machine import cpu_load
+from steptrace.process.quiet import without_usdt_lines
 from steptrace.scenario import (
     OPTION_COSTS,
     TRACE_METADATA_KEY,
@@ -115,7 +116,9 @@ class Capture(AbstractContextManager["Capture"]):
             with_stack=window.with_stack,
             with_flops=window.with_flops,
         )
-        with without_usdt_lines():  # kineto's "USDT: ... profiler_start" (see steptrace.quiet)
+        with (
+            without_usdt_lines()
+        ):  # kineto's "USDT: ... profiler_start" (see steptrace.process.quiet)
             self._profiler.__enter__()
         self._label_window()
         self._mark()

@@ -20,7 +20,7 @@ from typing import Any
 
 import torch
 
-from steptrace import ctrl_c, devices
+from steptrace import devices
 from steptrace.capturing import batches, flops
 from steptrace.capturing.batches import SplitBatch, call_model, split_batch
 from steptrace.capturing.inventory import InventoryRecorder
@@ -29,6 +29,7 @@ from steptrace.capturing.result import CaptureResult
 from steptrace.capturing.session import Capture
 from steptrace.capturing.state import SavedState
 from steptrace.errors import CaptureError
+from steptrace.process import ctrl_c
 from steptrace.scenario import ObservedRun, Scenario
 from steptrace.window import Window
 

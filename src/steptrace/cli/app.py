@@ -13,8 +13,8 @@ from typing import Any, NoReturn
 
 import click
 
-from steptrace import ctrl_c
 from steptrace.cli import printing
+from steptrace.process import ctrl_c
 from steptrace.safe_text import visible
 
 

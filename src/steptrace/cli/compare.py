@@ -55,7 +55,7 @@ def compare(
     BASELINE and CANDIDATE are MODULE:FUNCTION, the steps A and B: step(state, batch).
     """
     from steptrace.cli.comparing import check_outputs, run_compare
-    from steptrace.user_code import running_user_code
+    from steptrace.process.user_code import running_user_code
 
     targets: dict[str, str | None] = {"baseline": baseline, "candidate": candidate}
     targets |= {k: options.pop(k) for k in ("state", "batches", "state_b", "batches_b")}

@@ -9,7 +9,6 @@ from typing import TYPE_CHECKING
 
 import click
 
-from steptrace import ctrl_c
 from steptrace.cli import printing
 from steptrace.cli.app import app
 from steptrace.cli.options import (
@@ -20,6 +19,7 @@ from steptrace.cli.options import (
     switch,
 )
 from steptrace.errors import CaptureError, TraceError
+from steptrace.process import ctrl_c
 
 if TYPE_CHECKING:
     from steptrace.pipeline import Analyzed

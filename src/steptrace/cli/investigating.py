@@ -30,7 +30,7 @@ def run(
     from steptrace.cli.targets import load_workload
     from steptrace.investigation import investigate
     from steptrace.investigation.run import default_window
-    from steptrace.user_code import running_user_code
+    from steptrace.process.user_code import running_user_code
 
     with running_user_code("the investigation"), warnings.catch_warnings(record=True) as caught:
         workload = load_workload(target)

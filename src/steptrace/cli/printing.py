@@ -7,7 +7,7 @@ import sys
 import time
 from typing import TYPE_CHECKING, NoReturn
 
-from steptrace import ctrl_c
+from steptrace.process import ctrl_c
 from steptrace.safe_text import one_line, visible
 
 if TYPE_CHECKING:

@@ -44,7 +44,7 @@ def profile(
     try:
         from steptrace.capturing.workload import run_workload
         from steptrace.cli.targets import load_workload
-        from steptrace.user_code import running_user_code
+        from steptrace.process.user_code import running_user_code
     except ImportError as error:
         printing.fail(f"capture needs torch ({error})")
     path = out or Path(f"steptrace-{time.strftime('%Y%m%d-%H%M%S')}.json")

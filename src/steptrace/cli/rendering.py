@@ -52,7 +52,7 @@ def timeline_of(report: Report, beside: Path | None, say: Say) -> Lanes | None:
 def written_beside(trace: Path, documents: dict[str, Document]) -> list[Path]:
     """Each format's rendering of the documents in a new file ``<trace stem>.report.<ext>``
     beside the trace: JSON, Markdown and HTML from one run."""
-    from steptrace.outputs import write_new
+    from steptrace.process.outputs import write_new
     from steptrace.report.formats.renderers import renderer
 
     stem = trace.name.removesuffix(".gz").removesuffix(".json")

@@ -71,7 +71,7 @@ class Thresholds(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_field
     optimizer_cpu_share: float = 0.05
     # dispatch-bound (CPU): at least short_operator_count operators called from Python per
     # step, and at least this share of it outside the leaf operators longer than 20 µs
-    # (analysis.cpu.SHORT_OPERATOR_US): the work is then the smaller part of the step.
+    # (analysis.time.cpu.SHORT_OPERATOR_US): the work is then the smaller part of the step.
     dispatch_share: float = 0.5
     # unrecorded-time: the trace records no work (no operator, Python function, runtime
     # call, GPU work) for at least this share of the step. Eager Python between operators

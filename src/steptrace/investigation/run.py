@@ -20,7 +20,6 @@ from pathlib import Path
 import msgspec
 import torch
 
-from steptrace import ctrl_c
 from steptrace.capturing.workload import Workload, run_workload
 from steptrace.devices import resolve
 from steptrace.errors import CaptureError, NotTestable, raised_at
@@ -34,6 +33,7 @@ from steptrace.investigation.ranking import ranked
 from steptrace.investigation.rule_checks import CHECKS
 from steptrace.investigation.subject import Subject, subject_of
 from steptrace.pipeline import analyze
+from steptrace.process import ctrl_c
 from steptrace.report.model import Report
 from steptrace.scenario import Scenario
 from steptrace.validate.ab import GRACE

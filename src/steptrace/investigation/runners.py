@@ -22,7 +22,7 @@ from steptrace.devices import activities, to_device
 from steptrace.errors import NotTestable, TraceError
 from steptrace.hypotheses.finding import Figure
 from steptrace.investigation.check import Context, Measured, Runner
-from steptrace.quiet import without_usdt_lines
+from steptrace.process.quiet import without_usdt_lines
 from steptrace.units import pct, size
 from steptrace.validate.checks.batches import pinned_memory_check, prepared_batch_check
 from steptrace.validate.checks.factory import OnBatches
@@ -258,7 +258,7 @@ def _shapes(context: Context) -> TraceAnalysis:
             schedule=torch.profiler.schedule(wait=0, warmup=1, active=SHAPE_STEPS, repeat=1),
             on_trace_ready=lambda done: done.export_chrome_trace(str(path)),
         )
-        with without_usdt_lines():  # kineto's start and stop lines (steptrace.quiet)
+        with without_usdt_lines():  # kineto's start and stop lines (steptrace.process.quiet)
             recording.start()
         try:
             for _ in range(1 + SHAPE_STEPS):
@@ -303,7 +303,7 @@ def memory_growth(context: Context) -> Measured:
 
 def checkpointed(context: Context) -> Measured:
     """The largest block under activation checkpointing: outputs compared first, then one
-    step's peak with and without it (``validate.memory_checks``)."""
+    step's peak with and without it (``validate.checks.memory``)."""
     subject = context.subject
     found = checkpoint_peaks(subject.step, subject.make_state, subject.batches, subject.device)
     block = f"the largest block ({found.block})"

@@ -26,9 +26,10 @@ import msgspec
 import numpy as np
 import torch
 
-from steptrace.clocks import RunningClock, wall_of
 from steptrace.errors import CaptureError
 from steptrace.paired import MIN_PAIRS
+from steptrace.process.clocks import RunningClock, wall_of
+from steptrace.process.watchdog import Overrun, watchdog
 from steptrace.validate.agreement import check_both, guarded
 from steptrace.validate.correctness import explain, flatten
 from steptrace.validate.estimators import Interference, decide
@@ -55,7 +56,6 @@ from steptrace.validate.timing import (
     TimingPlan,
     run_blocks,
 )
-from steptrace.watchdog import Overrun, watchdog
 
 GRACE = 0.25  # the watchdog's share of the budget beyond it
 
@@ -228,7 +228,7 @@ def _waited(clock: Clock, samples: Samples) -> list[str]:
     return [
         f"clock: {waited_s:.2f} s of waiting for a CPU (other processes running) left out of "
         f"the {timed_s + waited_s:.1f} s of timing: each step's time is the wall clock less "
-        "the time its thread waited in the scheduler's queue (steptrace.clocks)"
+        "the time its thread waited in the scheduler's queue (steptrace.process.clocks)"
     ]
 
 

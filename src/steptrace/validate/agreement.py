@@ -17,8 +17,9 @@ from contextlib import contextmanager
 import numpy as np
 import torch
 
-from steptrace import ctrl_c
 from steptrace.errors import CaptureError, ended_by, raised_at
+from steptrace.process import ctrl_c
+from steptrace.process.watchdog import Overrun
 from steptrace.validate.correctness import (
     compare_values,
     flatten,
@@ -29,7 +30,6 @@ from steptrace.validate.inputs import Batch, Output, State, Step
 from steptrace.validate.results import Correctness, Difference
 from steptrace.validate.sides import copies
 from steptrace.validate.timing import CheckPlan, Clock, Sync
-from steptrace.watchdog import Overrun
 
 
 def guarded(step: Step, side: str, when: str) -> Step:

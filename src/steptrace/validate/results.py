@@ -21,7 +21,7 @@ from typing import ClassVar, Literal, TypeAlias
 import msgspec
 
 from steptrace.hypotheses.finding import Figure
-from steptrace.outputs import write_new
+from steptrace.process.outputs import write_new
 from steptrace.validate.estimators import Estimate, Interference
 from steptrace.validate.stats import SideStats, Verdict
 from steptrace.validate.timing import Samples

@@ -4,11 +4,12 @@ With more intra-op threads than the cores other processes leave free, each paral
 operator ends by waiting for a thread the scheduler put aside: on this project's 2-core
 machine with two other processes spinning, both sides of an A/B took one scheduler
 quantum per step (16 ms), whatever their work, and ``compare`` read "no detectable
-difference" within 99.1-101.0% between a 3.1 ms step and a 1.2 ms one (``steptrace.machine``).
+difference" within 99.1-101.0% between a 3.1 ms step and a 1.2 ms one
+(``steptrace.process.machine``).
 So on the CPU, ``TimingPlan(threads="fit")`` (the default) runs both sides with at most the
 free cores' worth of threads (at least one) and says so in ``by_design``; ``"as-is"`` keeps
 torch's setting; a number sets it. The user's setting is put back afterwards.
-``validate.fewer_threads`` is the A/B of the threads themselves (thread-oversubscription).
+``validate.checks.fewer_threads`` is the A/B of the threads themselves (thread-oversubscription).
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from typing import Literal
 
 import torch
 
-from steptrace.machine import CpuLoad, cpu_load
+from steptrace.process.machine import CpuLoad, cpu_load
 
 Threads = int | Literal["fit", "as-is"]
 

@@ -25,8 +25,8 @@ from typing import Literal
 import msgspec
 import numpy as np
 
-from steptrace.clocks import wall_of
 from steptrace.paired import MIN_PAIRS
+from steptrace.process.clocks import wall_of
 from steptrace.validate.estimators import decide
 from steptrace.validate.inputs import Batch, Output
 
@@ -82,7 +82,7 @@ class Instruments(msgspec.Struct, frozen=True):
     """The clock and the device synchronizer (None: the device's own), injectable for tests.
 
     The device's own clock: on the CPU, the wall clock less the time the timing thread
-    waited for a CPU (``steptrace.clocks.RunningClock``: other processes' share removed);
+    waited for a CPU (``steptrace.process.clocks.RunningClock``: other processes' share removed);
     on a GPU, the wall clock.
 
     ``before_block`` is called with the side's name before each run of that side's steps

@@ -35,8 +35,8 @@ from contextlib import ExitStack
 from typing import Any, Protocol, TypeVar
 
 from steptrace.errors import TraceError
-from steptrace.lifetime import end_workers, starting_children, worker_start
-from steptrace.watchdog import Overrun, watchdog
+from steptrace.process.lifetime import end_workers, starting_children, worker_start
+from steptrace.process.watchdog import Overrun, watchdog
 
 T = TypeVar("T")
 Outcome = tuple[int, Any]  # (index of the item, its result or the exception in its place)

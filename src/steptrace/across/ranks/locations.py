@@ -1,7 +1,7 @@
 """Where rank traces are: local paths or fsspec URLs, and the traces a URL names.
 
 Contract: ``trace_urls(url)`` (``s3://``, ``gs://``, ``file://``, ``memory://``...; see
-``trace.remote``): the URL itself when it names a file (its loading checks it), else
+``trace.read.remote``): the URL itself when it names a file (its loading checks it), else
 the ``*.json``/``*.json.gz`` directly under it, sorted, scenario sidecars left out, and,
 as in a local folder, skipped with the reason: entries that are not regular files or
 cannot be read, saved steptrace reports and small JSON files without ``traceEvents``

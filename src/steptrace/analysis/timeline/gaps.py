@@ -1,7 +1,7 @@
 """The GPU's idle gaps inside a step, as the timeline draws them, each with its cause.
 
 Contract: ``idle_gaps(timeline, syncs, window) -> IdleGaps``, pure: the gaps of
-``analysis.idle`` (the same ones the GPU table sums by cause), in integer ns from the
+``analysis.time.idle`` (the same ones the GPU table sums by cause), in integer ns from the
 step's start, in time order, as columns; ``IdleGaps.drawn(keep)`` makes ``Gap``s of those
 kept.
 """

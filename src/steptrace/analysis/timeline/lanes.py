@@ -12,7 +12,7 @@ times in integer nanoseconds from the step's start:
   call started (``correlation``), when known;
 - the GPU's idle gaps inside the window (the union of all GPU work, every device), each
   with its cause (``gaps``), and the spans in which the batch is read (the labels
-  read as ``data_read``: ``analysis.parts``), so that a gap can say it fell in one;
+  read as ``data_read``: ``analysis.time.parts``), so that a gap can say it fell in one;
 - per GPU lane, its launch queue: how many activities were launched on the stream and not
   yet started, over the step (``gpu``, ``queue``; those launched in an earlier step count).
 

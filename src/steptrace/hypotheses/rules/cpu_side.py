@@ -6,7 +6,7 @@ the CPU's time goes when there is no GPU to watch.
 (``_foreach_*``, ``_fused_*``) anywhere means one small operator per parameter and
 moment; torch picks the per-tensor loop by itself on the CPU (``foreach=None``).
 ``dispatch-bound`` reads how each step's work is cut: many operators called from Python,
-and most of the step outside the leaf operators longer than ``analysis.cpu.SHORT_OPERATOR_US``
+and most of the step outside the leaf operators longer than ``analysis.time.cpu.SHORT_OPERATOR_US``
 (where the work is done): torch's per-operator overhead, not the work, sets the pace.
 ``thread-oversubscription`` reads the capture's facts: torch's intra-op threads against
 the cores that other processes left free when the window began. No trace shows what it

@@ -13,8 +13,8 @@ from typing import Any
 
 import msgspec
 
-from steptrace import outputs
 from steptrace.errors import TraceError
+from steptrace.process import outputs
 from steptrace.trace.read.budget import TextOverflow, quoteless_run, whole_limit
 from steptrace.trace.read.stream import TextStream
 

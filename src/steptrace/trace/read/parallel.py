@@ -36,7 +36,7 @@ import msgspec
 import numpy as np
 
 from steptrace.errors import TraceError
-from steptrace.lifetime import end_workers, starting_children, worker_start
+from steptrace.process.lifetime import end_workers, starting_children, worker_start
 from steptrace.trace.columns import ColumnBuilder, Piece
 from steptrace.trace.decode import AnyEvent, Codec, RawDocument, UnsplittableError, codec
 from steptrace.trace.fields import Selection

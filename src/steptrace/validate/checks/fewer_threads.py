@@ -16,7 +16,7 @@ import msgspec
 import torch
 
 from steptrace.errors import NotTestable
-from steptrace.machine import cpu_load
+from steptrace.process.machine import cpu_load
 from steptrace.validate.ab import compare
 from steptrace.validate.checks.factory import said, strict
 from steptrace.validate.inputs import Batch, MakeState, Step

@@ -35,7 +35,7 @@ from torch.utils.checkpoint import checkpoint
 
 from steptrace.devices import activities
 from steptrace.errors import NotTestable
-from steptrace.quiet import without_usdt_lines
+from steptrace.process.quiet import without_usdt_lines
 from steptrace.validate.agreement import check_both
 from steptrace.validate.inputs import Batch, MakeState, State, Step
 from steptrace.validate.results import Correctness

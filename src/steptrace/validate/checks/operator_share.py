@@ -26,8 +26,8 @@ from collections.abc import Callable, Sequence
 import numpy as np
 import torch
 
-from steptrace.clocks import RunningClock
 from steptrace.errors import NotTestable
+from steptrace.process.clocks import RunningClock
 from steptrace.validate.checks.script import DTYPES
 from steptrace.validate.estimators import decide
 from steptrace.validate.inputs import Batch, MakeState, Step

@@ -38,7 +38,7 @@ import torch
 from torch.profiler import profile, record_function
 
 from steptrace.devices import activities
-from steptrace.quiet import without_usdt_lines
+from steptrace.process.quiet import without_usdt_lines
 from steptrace.validate.ab import compare
 from steptrace.validate.checks.factory import said, strict
 from steptrace.validate.inputs import Batch, MakeState, Output, State, Step
@@ -72,7 +72,7 @@ class Recorder:
                 with_stack=self.window.with_stack,
                 with_flops=self.window.with_flops,
             )
-            with without_usdt_lines():  # kineto's start and stop lines (steptrace.quiet)
+            with without_usdt_lines():  # kineto's start and stop lines (steptrace.process.quiet)
                 self.session.start()
             self.sessions += 1
             self._in_session = 0
