@@ -41,7 +41,7 @@ test: lint typecheck unit
 test-loaded: lint typecheck
 	$(BIN)/python tests/spin.py $(BIN)/python -m pytest --durations=15
 
-# The inner loop: the tests without the end-to-end ones marked slow (about 2 minutes on 2 cores).
+# The inner loop: the tests without the end-to-end ones marked slow.
 test-fast: $(STAMP)
 	$(PYTEST) -m "not slow"
 
