@@ -30,7 +30,7 @@ from steptrace.capturing import files
 from steptrace.capturing.peaks import measure_cpu_peaks
 from steptrace.capturing.result import CaptureResult
 from steptrace.errors import CaptureError, CaptureWarning
-from steptrace.process import outputs
+from steptrace.process import ctrl_c, outputs
 from steptrace.process.machine import cpu_load
 from steptrace.process.quiet import without_usdt_lines
 from steptrace.scenario import (
@@ -164,6 +164,7 @@ class Capture(AbstractContextManager["Capture"]):
         now = self._clock()
         if was_active:
             self.step_ms.append((now - self._last) * 1000)
+        ctrl_c.check()  # a Ctrl-C the step caught for itself stops the capture all the same
         self.steps_done += 1
         profiler = self._profiler
         if profiler.current_action != profiler.schedule(profiler.step_num + 1):

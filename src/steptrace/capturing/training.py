@@ -29,7 +29,6 @@ from steptrace.capturing.result import CaptureResult
 from steptrace.capturing.session import Capture
 from steptrace.capturing.state import SavedState
 from steptrace.errors import CaptureError
-from steptrace.process import ctrl_c
 from steptrace.scenario import ObservedRun, Scenario
 from steptrace.window import Window
 
@@ -96,7 +95,6 @@ def user_training_step(
         moved = devices.to_device(batch, device)
     with phase("train"):
         loss = user_step(model, moved, state)
-    ctrl_c.check()  # a Ctrl-C the step caught for itself stops the capture all the same
     if after is not None:
         after(moved)
     return loss
