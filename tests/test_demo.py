@@ -124,7 +124,7 @@ def test_without_ranks_the_demo_writes_the_trace_s_reports_alone(
         raise AssertionError("--no-ranks recorded the ranks")
 
     monkeypatch.setattr("steptrace.investigation.investigate", investigated)
-    monkeypatch.setattr("steptrace.capturing.distributed.record_demo_ranks", recorded)
+    monkeypatch.setattr("steptrace.capturing.ranks.distributed.record_demo_ranks", recorded)
     args = ["demo", "--out", str(tmp_path), "--quick", "--device", "cpu", "--no-ranks"]
     result = CliRunner().invoke(app, args)
     assert result.exit_code == 0, result.stderr

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from steptrace import units
-from steptrace.capturing.distributed import Plant, record_gloo_run
+from steptrace.capturing.ranks.distributed import Plant, record_gloo_run
 from steptrace.pipeline import analyze_job
 from tests.conftest import gpu_trace
 

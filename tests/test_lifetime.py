@@ -129,7 +129,7 @@ def test_ctrl_c_while_children_start_is_held_then_raised() -> None:
 _CTRL_C_AT_START = """
 import os, signal, sys
 from concurrent import futures
-from steptrace.across.ranks.executors import ProcessPool
+from steptrace.across.ranks.reading.executors import ProcessPool
 from steptrace.trace.read import parallel
 
 made = futures.ProcessPoolExecutor
@@ -142,7 +142,7 @@ class Interrupted(made):  # Ctrl-C the moment the pool exists, inside starting_c
 where = sys.argv[1]
 try:
     if where == "ranks":
-        import steptrace.across.ranks.executors as executors
+        import steptrace.across.ranks.reading.executors as executors
         executors.ProcessPoolExecutor = Interrupted
         list(ProcessPool(2).run(abs, [1, 2, 3]))
     else:

@@ -268,7 +268,7 @@ def test_a_rank_whose_peak_stands_out_is_named() -> None:
 @pytest.mark.skipif(not PROFMEM.exists(), reason="real traces not found")
 def test_a_rank_summary_keeps_each_steps_peak() -> None:
     from steptrace.across.ranks.matrix import RankData
-    from steptrace.across.ranks.work import summarize
+    from steptrace.across.ranks.reading.work import summarize
 
     data = summarize(str(PROFMEM))
     assert isinstance(data, RankData)

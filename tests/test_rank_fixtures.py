@@ -18,8 +18,8 @@ from typing import Any
 
 import pytest
 
-from steptrace.capturing.clock_shift import shift_clock
-from steptrace.capturing.distributed import Plant, check_run, last_line, record_gloo_run
+from steptrace.capturing.ranks.clock_shift import shift_clock
+from steptrace.capturing.ranks.distributed import Plant, check_run, last_line, record_gloo_run
 from steptrace.errors import CaptureError
 from tests import rank_traces as rt
 

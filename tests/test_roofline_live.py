@@ -13,7 +13,7 @@ import pytest
 torch = pytest.importorskip("torch", reason="capture needs torch (installed by make test)")
 
 import steptrace  # noqa: E402
-from steptrace.capturing.peaks import measure_cpu_peaks  # noqa: E402
+from steptrace.capturing.measured.peaks import measure_cpu_peaks  # noqa: E402
 
 N = 1024  # 2.1 GFLOP a product: tens of ms, so the profiler's µs per call do not count
 CALLS = 3  # products per step

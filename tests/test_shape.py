@@ -14,9 +14,6 @@ SRC = Path(__file__).resolve().parents[1] / "src" / "steptrace"
 MODULE_LINES = 400
 ANY_PER_1000_LINES = 8
 FOLDER_MODULES = 15
-# Folders still over FOLDER_MODULES, at most as many as they hold now: the next steps of
-# issue #43 bring them down, and nothing may add to them meanwhile.
-NOT_YET = {"cli": 19, "capturing": 17, "across/ranks": 16}
 
 
 def _modules() -> list[Path]:
@@ -48,5 +45,5 @@ def test_each_folder_holds_about_15_modules() -> None:
         if path.name != "__init__.py":
             folder = str(path.parent.relative_to(SRC))
             counts[folder] = counts.get(folder, 0) + 1
-    over = {f: n for f, n in counts.items() if n > NOT_YET.get(f, FOLDER_MODULES)}
+    over = {f: n for f, n in counts.items() if n > FOLDER_MODULES}
     assert not over, over

@@ -45,7 +45,7 @@ from steptrace.trace.table import Trace
 if TYPE_CHECKING:
     from steptrace.across.diff import TraceDiff
     from steptrace.across.ranks.figures import RankLanes
-    from steptrace.across.ranks.work import RankFailure
+    from steptrace.across.ranks.reading.work import RankFailure
 
 _PEEK_BYTES = 64 * 1024
 # A saved report opens with its schema (msgspec writes struct fields in order); a list of
@@ -357,11 +357,11 @@ def analyze_job(
     ``lanes`` the lanes of some ranks' first steps (the stragglers' first);
     ``critical_path``: the job's path per step (``across.ranks.job_path``)."""
     from steptrace.across.ranks.analyze import analyze_ranks_data
-    from steptrace.across.ranks.discover import identify
-    from steptrace.across.ranks.executors import executor
-    from steptrace.across.ranks.gather import failure_warnings, gather, kept
     from steptrace.across.ranks.matrix import DEFAULT_PARTS, Part
-    from steptrace.across.ranks.progress_bar import ranks_progress
+    from steptrace.across.ranks.reading.discover import identify
+    from steptrace.across.ranks.reading.executors import executor
+    from steptrace.across.ranks.reading.gather import failure_warnings, gather, kept
+    from steptrace.across.ranks.reading.progress_bar import ranks_progress
     from steptrace.hypotheses.rules.job import rank_findings
 
     limits = thresholds or RankThresholds()

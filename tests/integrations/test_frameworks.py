@@ -137,7 +137,7 @@ def test_accelerate_recipe_gives_two_steps(tmp_path: Path) -> None:
 def test_trace_handler_files_of_a_gloo_run_are_one_job(tmp_path: Path) -> None:
     from torch.multiprocessing.spawn import start_processes
 
-    from steptrace.capturing.distributed import free_port
+    from steptrace.capturing.ranks.distributed import free_port
 
     folder = tmp_path / "ranks"
     context = start_processes(

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from steptrace.across.ranks.discover import RankOrigin, identify, rank_in_name
+from steptrace.across.ranks.reading.discover import RankOrigin, identify, rank_in_name
 from steptrace.errors import TraceError
 from steptrace.trace.table import Distributed, TraceInfo
 

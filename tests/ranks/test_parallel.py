@@ -26,11 +26,11 @@ import psutil
 import pytest
 from click.testing import CliRunner, Result
 
-from steptrace.across.ranks.executors import InProcess, Outcome, ProcessPool
-from steptrace.across.ranks.gather import gather, kept
 from steptrace.across.ranks.matrix import RankData
-from steptrace.across.ranks.progress_bar import ranks_progress
-from steptrace.across.ranks.work import RankFailure, summarize
+from steptrace.across.ranks.reading.executors import InProcess, Outcome, ProcessPool
+from steptrace.across.ranks.reading.gather import gather, kept
+from steptrace.across.ranks.reading.progress_bar import ranks_progress
+from steptrace.across.ranks.reading.work import RankFailure, summarize
 from steptrace.cli import app
 from steptrace.errors import TraceError
 from tests.conftest import gpu_trace
@@ -60,7 +60,7 @@ def test_a_scheduler_without_workers_is_one_line_not_a_silent_wait(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     distributed = pytest.importorskip("distributed")
-    from steptrace.across.ranks import executors
+    from steptrace.across.ranks.reading import executors
 
     monkeypatch.setattr(executors, "_WORKERS_S", 2)
     with distributed.LocalCluster(n_workers=0, processes=False, dashboard_address=None) as empty:

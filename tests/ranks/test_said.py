@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from steptrace.across.ranks.said import UNREAD, Heard, Said, not_one_job, said_by, said_of
+from steptrace.across.ranks.reading.said import UNREAD, Heard, Said, not_one_job, said_by, said_of
 from tests.conftest import real_traces, trace_params
 from tests.ranks.reports import FIXTURES
 

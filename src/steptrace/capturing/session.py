@@ -27,7 +27,7 @@ from torch.profiler import profile, record_function, schedule
 
 from steptrace import devices
 from steptrace.capturing import files
-from steptrace.capturing.peaks import measure_cpu_peaks
+from steptrace.capturing.measured.peaks import measure_cpu_peaks
 from steptrace.capturing.result import CaptureResult
 from steptrace.errors import CaptureError, CaptureWarning
 from steptrace.process import ctrl_c, outputs

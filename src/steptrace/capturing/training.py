@@ -21,10 +21,11 @@ from typing import Any
 import torch
 
 from steptrace import devices
-from steptrace.capturing import batches, flops
+from steptrace.capturing import batches
 from steptrace.capturing.batches import SplitBatch, call_model, split_batch
-from steptrace.capturing.inventory import InventoryRecorder
-from steptrace.capturing.overhead import profiler_cost
+from steptrace.capturing.measured import flops
+from steptrace.capturing.measured.inventory import InventoryRecorder
+from steptrace.capturing.measured.overhead import profiler_cost
 from steptrace.capturing.result import CaptureResult
 from steptrace.capturing.session import Capture
 from steptrace.capturing.state import SavedState

@@ -19,7 +19,7 @@ import zlib
 from collections.abc import Iterable
 from pathlib import Path
 
-from steptrace.across.ranks.locations import REPORT_HEAD as _REPORT
+from steptrace.across.ranks.reading.locations import REPORT_HEAD as _REPORT
 from steptrace.errors import TraceError
 from steptrace.trace.read.remote import is_url
 
@@ -38,7 +38,7 @@ def split_urls(arguments: Iterable[str]) -> tuple[list[Path], list[str]]:
 def url_inputs(urls: Iterable[str]) -> tuple[list[str], list[tuple[str, str]]]:
     """The trace files the URLs name (a folder's traces, sorted: ``trace_urls``), and the
     folder files skipped with the reason."""
-    from steptrace.across.ranks.locations import trace_urls  # fsspec only for URLs
+    from steptrace.across.ranks.reading.locations import trace_urls  # fsspec only for URLs
 
     found: list[str] = []
     skipped: list[tuple[str, str]] = []

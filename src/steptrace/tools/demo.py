@@ -217,7 +217,7 @@ def planted_notes(report: Report, device: torch.device) -> tuple[str, ...]:
 
 def _ranks_part(folder: Path, say: Say) -> Document:
     """Four gloo ranks, rank 2 reading slowly: recorded, analyzed together, written."""
-    from steptrace.capturing.distributed import DEMO_PLANT, record_demo_ranks
+    from steptrace.capturing.ranks.distributed import DEMO_PLANT, record_demo_ranks
     from steptrace.pipeline import analyze_job
     from steptrace.report.ranks.sections import ranks_document
 

@@ -14,7 +14,6 @@ from collections import Counter, defaultdict
 from collections.abc import Sequence
 
 from steptrace.across.ranks.clocks import align
-from steptrace.across.ranks.discover import Identified
 from steptrace.across.ranks.figures import (
     JobStepBound,
     RankLanes,
@@ -28,6 +27,7 @@ from steptrace.across.ranks.job_path import job_path
 from steptrace.across.ranks.matching import match
 from steptrace.across.ranks.matrix import RankData, rank_steps
 from steptrace.across.ranks.rank_thresholds import RankThresholds
+from steptrace.across.ranks.reading.discover import Identified
 from steptrace.across.ranks.stragglers import find_stragglers
 from steptrace.across.ranks.waits import Timing, summaries, timings, unmatched_total
 

@@ -24,8 +24,8 @@ from typing import Any, Literal
 import msgspec
 import numpy as np
 
-from steptrace.across.ranks.discover import RankOrigin
 from steptrace.across.ranks.figures import RankStep
+from steptrace.across.ranks.reading.discover import RankOrigin
 from steptrace.analysis.communication.collectives import Instance, collective_instances
 from steptrace.analysis.compose import compute
 from steptrace.analysis.context import FigureSpec, TraceContext

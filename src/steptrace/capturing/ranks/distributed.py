@@ -4,9 +4,9 @@
 ``world_size`` processes (``torch.multiprocessing``, start method ``spawn``) that join a
 ``gloo`` process group on loopback (a free port found by binding port 0), train a small
 MLP with DDP or an explicit all-reduce and record ProfilerStep#2..#4 each into
-``folder/rank-<r>.json.gz`` (see ``steptrace.capturing.rank_step`` for the step). A
+``folder/rank-<r>.json.gz`` (see ``steptrace.capturing.ranks.rank_step`` for the step). A
 ``Plant`` makes one rank slower in one phase by a known amount, so the truth is known by
-construction; ``shift_clock`` (``steptrace.capturing.clock_shift``) then moves a rank's
+construction; ``shift_clock`` (``steptrace.capturing.ranks.clock_shift``) then moves a rank's
 clock.
 
 The folder must be new (nothing is ever overwritten). A rank that raises, or a run that
@@ -23,8 +23,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from steptrace.capturing.clock_shift import shift_clock
-from steptrace.capturing.rank_step import (
+from steptrace.capturing.ranks.clock_shift import shift_clock
+from steptrace.capturing.ranks.rank_step import (
     PLANT_PHASES,
     Mode,
     Plant,

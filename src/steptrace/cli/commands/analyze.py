@@ -198,7 +198,7 @@ def _analyze(
 def _one_job_said(locations: list[str]) -> bool:
     """Whether the traces say they are the ranks of one job (each its own rank, one world
     size and backend); if not, a note says why and what ``--as-job`` does."""
-    from steptrace.across.ranks.said import not_one_job, said_by
+    from steptrace.across.ranks.reading.said import not_one_job, said_by
 
     why = not_one_job(said_by(locations))
     if why is not None:

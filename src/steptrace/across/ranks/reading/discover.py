@@ -19,7 +19,7 @@ from itertools import count, islice
 import msgspec
 
 from steptrace.across.ranks.figures import RankSource
-from steptrace.across.ranks.said import differing
+from steptrace.across.ranks.reading.said import differing
 from steptrace.errors import TraceError
 from steptrace.trace.table import Distributed, TraceInfo
 

@@ -22,10 +22,10 @@ from pathlib import Path
 
 import msgspec
 
-from steptrace.across.ranks.discover import rank_in_name
-from steptrace.across.ranks.executors import Executor
 from steptrace.across.ranks.matrix import DEFAULT_PARTS, RANK_DATA_VERSION, Part, RankData
-from steptrace.across.ranks.work import RankFailure, failure, summarize
+from steptrace.across.ranks.reading.discover import rank_in_name
+from steptrace.across.ranks.reading.executors import Executor
+from steptrace.across.ranks.reading.work import RankFailure, failure, summarize
 from steptrace.errors import TraceError
 from steptrace.trace.read.remote import is_url
 

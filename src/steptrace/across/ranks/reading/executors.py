@@ -40,7 +40,9 @@ from steptrace.process.watchdog import Overrun, watchdog
 
 T = TypeVar("T")
 Outcome = tuple[int, Any]  # (index of the item, its result or the exception in its place)
-_PRELOAD = ["steptrace.across.ranks.work"]  # imported once by the fork server, not per worker
+_PRELOAD = [
+    "steptrace.across.ranks.reading.work"
+]  # imported once by the fork server, not per worker
 _CONNECT_S = 10
 _WORKERS_S = 60
 
