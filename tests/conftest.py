@@ -22,9 +22,9 @@ import steptrace
 from steptrace import pipeline
 from steptrace.analysis.measure import TraceAnalysis
 from steptrace.analysis.timeline.model import Lanes
-from tests import reference
+from tests import paths, reference
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = paths.REPO
 TRACES = Path(os.environ.get("STEPTRACE_TRACES", REPO.parent / "shared" / "traces"))
 NOT_A_TRACE = "memory_timeline_export_raw__memory_analysis.raw.gz"
 NO_TRACES = f"real traces not found in {TRACES} (set STEPTRACE_TRACES to their folder)"

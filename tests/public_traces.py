@@ -6,8 +6,9 @@ import functools
 from pathlib import Path
 
 import steptrace
+from tests.paths import FIXTURES
 
-PUBLIC = Path(__file__).resolve().parent / "fixtures" / "public"
+PUBLIC = FIXTURES / "public"
 B200 = PUBLIC / "b200_vllm_eager_trace.json.gz"
 MI300X = PUBLIC / "mi300x_qwen1.5-0.5b_inference.json.gz"
 TRACELENS_H100 = PUBLIC / "tracelens_h100_qwen_reference.json"

@@ -15,6 +15,7 @@ import steptrace  # noqa: E402
 from steptrace.capturing import CaptureResult  # noqa: E402
 from steptrace.capturing.batches import split_batch  # noqa: E402
 from steptrace.errors import CaptureError  # noqa: E402
+from tests.paths import REPO  # noqa: E402
 
 VOCAB, LENGTH, CLASSES = 50, 12, 3
 
@@ -125,7 +126,7 @@ def test_the_default_split_of_pairs_dicts_and_others() -> None:
 def test_make_says_what_it_installs_before_the_long_install() -> None:
     """A fresh clone's first ``make demo`` says what it installs and that it takes a while,
     and pip's own lines show progress (not ``-q``) during the long install."""
-    root = Path(__file__).resolve().parents[1]
+    root = REPO
     plan = subprocess.run(
         ["make", "-n", "demo", "VENV=/nonexistent/venv"],
         cwd=root,

@@ -11,8 +11,7 @@ from pathlib import Path
 from types import ModuleType
 
 from tests.conftest import gpu_trace
-
-BENCHMARKS = Path(__file__).resolve().parents[1] / "benchmarks"
+from tests.paths import BENCHMARKS
 
 
 def benchmark(name: str) -> ModuleType:

@@ -9,12 +9,13 @@ import pytest
 from click.testing import CliRunner
 
 from steptrace.cli import app
+from tests.paths import TESTS
 
 pytest.importorskip("torch", reason="capture needs torch (installed by make test)")
 
 pytestmark = pytest.mark.slow  # end to end
 runner = CliRunner()
-WORKLOADS = str(Path(__file__).with_name("workloads.py"))
+WORKLOADS = str(TESTS / "workloads.py")
 
 
 def test_profile_training_workload_from_a_file(tmp_path: Path) -> None:

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import gzip
 import json
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -20,8 +19,9 @@ import pytest
 from steptrace.analysis.context import TraceContext
 from steptrace.analysis.critical.path import StepPath, critical_path
 from steptrace.trace.load import load_trace
+from tests.paths import FIXTURES
 
-HERE = Path(__file__).resolve().parent / "fixtures" / "hta_critical_path"
+HERE = FIXTURES / "hta_critical_path"
 GPU = {"kernel", "gpu_memcpy", "gpu_memset"}
 
 

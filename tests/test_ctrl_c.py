@@ -25,11 +25,11 @@ from typing import Any
 import pytest
 
 from tests.conftest import gpu_trace
+from tests.paths import REPO
 
 pytestmark = pytest.mark.slow  # dozens of real processes
 
 STEPTRACE = str(Path(sys.executable).parent / "steptrace")
-REPO = Path(__file__).resolve().parents[1]
 ABORTED = ["", "steptrace: error: aborted"]
 # what investigate says when Ctrl-C stops its checks, before "aborted"
 REPORT_LINES = ("steptrace: reports ", "steptrace: interrupted by Ctrl-C during the checks")

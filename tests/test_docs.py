@@ -17,8 +17,9 @@ import click
 import pytest
 
 from steptrace.cli import app
+from tests.paths import REPO
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = REPO
 BENCHMARKS = ROOT / "benchmarks"
 PAGES = [ROOT / "README.md", ROOT / "CHANGELOG.md", *sorted((ROOT / "docs").glob("*.md"))]
 _LINK = re.compile(r"\]\(([^)\s]+)\)")

@@ -8,10 +8,12 @@ from pathlib import Path
 
 import pytest
 
+from tests.paths import EXAMPLES as EXAMPLE_FOLDER
+
 pytest.importorskip("torch", reason="the examples need torch (installed by make test)")
 
 pytestmark = pytest.mark.slow  # end to end
-EXAMPLES = sorted((Path(__file__).parents[1] / "examples").glob("0*.py"))
+EXAMPLES = sorted(EXAMPLE_FOLDER.glob("0*.py"))
 
 
 FRAMEWORK = {"05_lightning": "lightning", "06_hf_trainer": "transformers"}  # dev extras

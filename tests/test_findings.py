@@ -20,6 +20,7 @@ from steptrace.hypotheses.rules.dominance import distortion_note
 from steptrace.scenario import Scenario, record_payload, sidecar_path
 from tests import reference
 from tests.conftest import WriteTrace, gpu_trace, read_json, report_of
+from tests.paths import DOCS
 from tests.tracegen import cpu, document, gpu, kernel, label, launch, step
 
 STEPS = 3
@@ -470,7 +471,7 @@ def test_rule_ids_are_the_documented_ones() -> None:
         "memory-reserved",
         "memory-churn",
     ]
-    documented = (Path(__file__).parents[1] / "docs" / "findings.md").read_text()
+    documented = (DOCS / "findings.md").read_text()
     assert all(f"`{rule}`" in documented for rule, _ in RULES)
 
 

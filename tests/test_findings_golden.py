@@ -19,9 +19,10 @@ import pytest
 
 import steptrace
 from tests.conftest import NO_TRACES, REPO, TRACES, real_traces, report_of, trace_params
+from tests.paths import GOLDEN as GOLDEN_FOLDER
 from tests.public_traces import B200, MI300X, public_report
 
-GOLDEN = Path(__file__).with_name("golden") / "findings"
+GOLDEN = GOLDEN_FOLDER / "findings"
 PUBLIC_TRACES = (B200, MI300X)  # tests/fixtures/public's traces (its .json is figures)
 UPDATE = ".venv/bin/python -m pytest tests/test_findings_golden.py --update-goldens"
 BASIS = {  # what a share is of, as the report's Findings section names it

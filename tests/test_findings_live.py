@@ -24,11 +24,11 @@ from steptrace.cli import app
 from steptrace.errors import CaptureWarning
 from steptrace.hypotheses import Finding
 from tests import reference
+from tests.paths import EXAMPLES
 
 torch = pytest.importorskip("torch", reason="capture tests need torch (installed by make test)")
 nn = torch.nn
 
-EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 INFERENCE = steptrace.Scenario(question="How long does one request take?", kind="inference")
 MODES: dict[str, Callable[[], contextlib.AbstractContextManager[Any]]] = {
     "grad": torch.enable_grad,

@@ -9,7 +9,6 @@ in tests/golden/. Regenerate them on purpose, then review the diff before commit
 from __future__ import annotations
 
 import re
-from pathlib import Path
 
 import pytest
 
@@ -17,8 +16,8 @@ from steptrace.pipeline import analyze_source
 from steptrace.report.formats.renderers import formats, renderer
 from steptrace.report.sections.trace import View, report_document
 from tests.conftest import TRACES, gpu_trace
+from tests.paths import GOLDEN
 
-GOLDEN = Path(__file__).with_name("golden")
 TRACES_RENDERED = {
     "gpu": "amd_mi250_rocm62_minitoy_train",  # a ROCm trace: kernels, copies, two steps
     "cpu": "cpu_train_trace.json",  # labels, a DataLoader, findings, no GPU

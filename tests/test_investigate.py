@@ -17,6 +17,7 @@ from steptrace.hypotheses.rules.job import RANK_RULES  # noqa: E402
 from steptrace.investigation import CHECKS, investigate  # noqa: E402
 from steptrace.validate import Faster, Timed  # noqa: E402
 from tests import investigate_workloads as planted  # noqa: E402 (after the torch check)
+from tests.paths import DOCS, TESTS  # noqa: E402
 
 pytestmark = pytest.mark.slow  # each captures and times a real workload
 
@@ -37,7 +38,7 @@ def test_the_registry_has_a_check_for_every_rule() -> None:
 
 
 def test_the_docs_list_every_check() -> None:
-    docs = (Path(__file__).resolve().parents[1] / "docs" / "findings.md").read_text()
+    docs = (DOCS / "findings.md").read_text()
     listed = docs.split("## Each finding's check, run by `steptrace investigate`")[1]
     for rule, check in CHECKS.items():
         assert f"| `{rule}` | `{check.name}` |" in listed, rule
@@ -101,7 +102,7 @@ def test_a_gpu_only_check_on_the_cpu_is_not_testable_with_its_reason() -> None:
 def test_the_command_writes_checks_with_every_raw_sample(tmp_path: Path) -> None:
     import subprocess
 
-    here = Path(__file__).parent
+    here = TESTS
     result = subprocess.run(
         [
             str(Path(sys.executable).parent / "steptrace"),

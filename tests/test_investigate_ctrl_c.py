@@ -14,11 +14,13 @@ from pathlib import Path
 
 import pytest
 
+from tests.paths import TESTS
+
 pytest.importorskip("torch", reason="investigate captures with torch")
 pytestmark = pytest.mark.slow
 
 STEPTRACE = str(Path(sys.executable).parent / "steptrace")
-WORKLOADS = str(Path(__file__).parent / "loop_workloads.py")
+WORKLOADS = str(TESTS / "loop_workloads.py")
 
 
 @pytest.mark.parametrize("workload", ["per_tensor_optimizer", "keeps_ctrl_c"])

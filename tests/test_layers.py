@@ -12,7 +12,8 @@ from pathlib import Path
 
 import pytest
 
-SRC = Path(__file__).resolve().parents[1] / "src"
+from tests.paths import SRC
+
 # Lower layers first: a module may import its own layer or any layer below it, never above.
 # The base modules are plain data and helpers every stage may use.
 LAYERS: tuple[frozenset[str], ...] = (

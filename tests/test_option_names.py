@@ -12,8 +12,9 @@ from pathlib import Path
 import click
 
 from steptrace.cli import app
+from tests.paths import SRC
 
-SOURCE = Path(__file__).parents[1] / "src" / "steptrace"
+SOURCE = SRC / "steptrace"
 OPTION = re.compile(r"(?<![\w-])--[a-z][a-z0-9]*(?:-[a-z0-9]+)*(?![-{\w])")  # not a template
 NOT_OURS = {"--help", "--name", "--no-name"}  # click's own; options.switch's placeholder
 

@@ -17,8 +17,9 @@ import steptrace  # noqa: E402
 from steptrace.capturing import Workload, run_workload  # noqa: E402
 from steptrace.errors import CaptureError  # noqa: E402
 from steptrace.investigation.subject import subject_of  # noqa: E402
+from tests.paths import EXAMPLES  # noqa: E402
 
-EXAMPLE = Path(__file__).parents[1] / "examples" / "07_own_step.py"
+EXAMPLE = EXAMPLES / "07_own_step.py"
 CPU = torch.device("cpu")
 STEPTRACE = str(Path(sys.executable).parent / "steptrace")
 

@@ -11,8 +11,7 @@ from click.testing import CliRunner
 from steptrace.cli import app
 from tests.browser import loaded
 from tests.conftest import gpu_trace, shared_file
-
-GOLDEN = Path(__file__).with_name("golden")
+from tests.paths import GOLDEN
 
 
 def overflow_px(page_path: Path) -> int:

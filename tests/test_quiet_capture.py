@@ -12,10 +12,10 @@ from pathlib import Path
 import pytest
 
 from steptrace.process.quiet import kept_lines
+from tests.paths import SRC
 
 pytest.importorskip("torch")
 
-SRC = Path(__file__).resolve().parents[1] / "src"
 LOOP = """
 import sys, torch
 {setup}

@@ -22,8 +22,9 @@ from steptrace.capturing.ranks.clock_shift import shift_clock
 from steptrace.capturing.ranks.distributed import Plant, check_run, last_line, record_gloo_run
 from steptrace.errors import CaptureError
 from tests import rank_traces as rt
+from tests.paths import FIXTURES as FIXTURE_FOLDER
 
-FIXTURES = Path(__file__).resolve().parent / "fixtures" / "ranks"
+FIXTURES = FIXTURE_FOLDER / "ranks"
 SETS = sorted(p.name for p in FIXTURES.iterdir() if (p / "truth.json").is_file())
 PLANTED_SHARE = 0.7  # of extra_ms, at least, in every step
 # Noise measured on the 2-core machine the sets were recorded on (8 ranks share 2 cores,

@@ -10,9 +10,10 @@ from pathlib import Path
 from click.testing import CliRunner
 
 from steptrace.cli import app
+from tests.paths import FIXTURES
 
 runner = CliRunner()
-TRACE = Path(__file__).parent / "fixtures" / "public" / "mi300x_qwen1.5-0.5b_inference.json.gz"
+TRACE = FIXTURES / "public" / "mi300x_qwen1.5-0.5b_inference.json.gz"
 TIMELINE = "<h2>Timeline of the steps"
 
 

@@ -10,7 +10,9 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
-SRC = Path(__file__).resolve().parents[1] / "src" / "steptrace"
+from tests import paths
+
+SRC = paths.SRC / "steptrace"
 MODULE_LINES = 400
 ANY_PER_1000_LINES = 8
 FOLDER_MODULES = 15

@@ -22,10 +22,11 @@ from click.testing import CliRunner
 pytest.importorskip("torch", reason="the user's code runs torch")
 
 from steptrace.cli import app
+from tests.paths import TESTS
 from tests.user_code_workloads import SAID
 
 STEPTRACE = str(Path(sys.executable).parent / "steptrace")
-HERE = Path(__file__).resolve().parent
+HERE = TESTS
 WORKLOADS = f"{HERE / 'user_code_workloads.py'}"
 STEPS = "tests.compare_steps"
 

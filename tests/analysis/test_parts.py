@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 import re
-from pathlib import Path
 
 import pytest
 
 from steptrace.analysis.time.parts import USUAL_NAMES, part_of
 from steptrace.scenario import INFERENCE_STEP, TRAINING_STEP
+from tests.paths import DOCS as DOC_FOLDER
 
-DOCS = Path(__file__).resolve().parents[2] / "docs" / "findings.md"
+DOCS = DOC_FOLDER / "findings.md"
 
 
 @pytest.mark.parametrize("part", TRAINING_STEP)

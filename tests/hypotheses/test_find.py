@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import math
 import re
-from pathlib import Path
 
 import msgspec
 import pytest
@@ -14,8 +13,9 @@ from steptrace.hypotheses.finding import Evidence, Where, finding
 from steptrace.hypotheses.rules.job import RANK_RULES
 from steptrace.scenario import Scenario
 from tests.analyses import analysis, cpu, gpu_step, operator, reading, steps
+from tests.paths import DOCS as DOC_FOLDER
 
-DOCS = Path(__file__).resolve().parents[2] / "docs" / "findings.md"
+DOCS = DOC_FOLDER / "findings.md"
 
 
 def busy_cpu_trace() -> Case:

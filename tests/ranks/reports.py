@@ -18,8 +18,9 @@ import msgspec
 from steptrace.across.ranks.figures import RankResult, Straggler
 from steptrace.pipeline import Job, analyze_job
 from steptrace.report.model import RanksReport
+from tests.paths import FIXTURES as FIXTURE_FOLDER
 
-FIXTURES = Path(__file__).parents[1] / "fixtures" / "ranks"
+FIXTURES = FIXTURE_FOLDER / "ranks"
 GOLDEN_SET = "slow-read-4"
 
 

@@ -19,8 +19,9 @@ import pytest
 
 from steptrace.pipeline import analyze_ranks
 from steptrace.report.model import RanksReport
+from tests.paths import FIXTURES
 
-COMMITTED = Path(__file__).resolve().parents[1] / "fixtures" / "ranks"
+COMMITTED = FIXTURES / "ranks"
 FIXTURES = Path(os.environ.get("STEPTRACE_RANK_FIXTURES", str(COMMITTED)))
 
 
