@@ -2,7 +2,7 @@
 
 What is measured
 ----------------
-For each rank count, a ``RanksReport`` built by construction (``tests/ranks/reports.py``:
+For each rank count, a ``RanksReport`` built by construction (``tests/across/ranks/reports.py``:
 the recorded ``slow-read-4`` set's rank 0 copied to every rank, one rank slower in
 ``read_batch``), then, for ``--repeats`` rounds, the median time to build the sections
 and render each format (text, md, html, json) from a fresh document, and the size of each
@@ -21,7 +21,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))  # the constructed reports live with the tests
 
-from tests.ranks.reports import widened  # noqa: E402
+from tests.across.ranks.reports import widened  # noqa: E402
 
 import results  # noqa: E402
 from steptrace.report.formats.renderers import renderer  # noqa: E402

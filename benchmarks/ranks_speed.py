@@ -2,7 +2,7 @@
 
 What is measured
 ----------------
-A synthetic 64-rank NCCL job (``tests/ranks/synthetic.py``: 10 steps, 8 all-reduces per
+A synthetic 64-rank NCCL job (``tests/across/ranks/synthetic.py``: 10 steps, 8 all-reduces per
 step, a planted straggler and clock offsets up to 50 ms) is written to a temporary folder.
 In the same process, interleaved for ``--repeats`` rounds:
 
@@ -26,7 +26,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))  # the synthetic job lives with the tests
 
-from tests.ranks.synthetic import Plan, write_job  # noqa: E402
+from tests.across.ranks.synthetic import Plan, write_job  # noqa: E402
 
 import results  # noqa: E402
 import steptrace  # noqa: E402

@@ -1,5 +1,5 @@
 """CUDA variants of the tiny workloads (tests/workloads.py) and compare steps
-(tests/compare_steps.py), for tests/test_gpu.py. Nothing touches CUDA at import time.
+(tests/compare_steps.py), for tests/project/test_gpu.py. Nothing touches CUDA at import time.
 
 ``cuda_training`` and ``cuda_inference`` take no argument, so ``steptrace profile
 tests.gpu_workloads:cuda_training`` runs them too.
