@@ -43,7 +43,9 @@ so scrubbing a scrubbed trace changes nothing. The kinds, and how each is found:
   ``--token`` in a list), the passwords of URLs and the signatures of signed URLs
   (``sig=``); once known (2+ characters, 6+ for a number), replaced everywhere.
 - ``pem``: a whole ``-----BEGIN …-----`` (or SSH2 ``---- BEGIN … ----``) block, to its
-  ``END`` line or the string's end (every line of a block split over the strings of a list).
+  ``END`` line or the string's end, whatever stands before its header (``KEY=``); in a
+  list, over the following strings (its lines, or its header's words) up to its ``END``
+  line or to a string starting with ``-`` that is none (an option).
 - ``hex-secret``: 32+ hex digits mixing digits and letters, except Kineto's ``trace_id``
   and a hashed ``pg_name``; ``base64-secret``: 40+ base64 characters mixing upper case,
   lower case and digits, not touching ``_`` (every run of a mangled C++ name is one).
@@ -67,10 +69,11 @@ from steptrace.errors import TraceError
 from steptrace.tools.scrub.field_kinds import FORMAT_KEYS, field_kind
 from steptrace.tools.scrub.inout import check_paths, check_trace, read_trace, write_new
 from steptrace.tools.scrub.learn import learn
-from steptrace.tools.scrub.patterns import PEM_BEGIN, PEM_END, SECRET_OPTION
+from steptrace.tools.scrub.patterns import PEM_END, PEM_HEADER, SECRET_OPTION
 from steptrace.tools.scrub.scrubber import Scrubber
 from steptrace.tools.scrub.tally import Place, ScrubReport
 from steptrace.tools.scrub.text import (
+    DASHES,
     FIELD_CODES,
     ID,
     PEM,
@@ -84,6 +87,7 @@ from steptrace.tools.scrub.text import (
     field_of,
     positions,
     strings,
+    unescaped,
 )
 
 __all__ = ["Place", "ScrubReport", "check_file", "scrub_document", "scrub_file", "scrub_text"]
@@ -94,6 +98,7 @@ Replaced = tuple[bytes, tuple[str, ...]]  # a string's new JSON contents, the ki
 _OPTION_LENGTH = 64  # a secret option alone in a string is shorter
 _OPTION = re.compile(r"-{1,2}[A-Za-z][\w.-]*")
 _KEEPING = (ID, VERSION)  # the codes of the fields whose value is kept where another is not
+_HEADER_WORD = re.compile(rb"-{4,5}(BEGIN)?")  # a header split into words: -----BEGIN RSA ...
 
 
 def scrub_text(data: bytes) -> tuple[bytes, ScrubReport]:
@@ -227,9 +232,9 @@ def _field_code(key: bytes) -> int:
 def _carry(content: bytes) -> int:
     """What a list's string says of the next: a secret, a user or a host follows an option
     (``--token``, ``--user``, ``--master_addr``), a block goes on."""
-    begins = [m.end() for m in PEM_BEGIN.finditer(content)]
-    if begins and not PEM_END.search(content, begins[-1]):
-        return PEM
+    pem = _pem_carry(unescaped(content))
+    if pem != VALUE:
+        return pem
     if len(content) >= _OPTION_LENGTH:
         return VALUE
     option = decode(content).strip()
@@ -237,6 +242,18 @@ def _carry(content: bytes) -> int:
         return SECRET
     kind = field_kind(option.lstrip("-")) if _OPTION.fullmatch(option) else None
     return FIELD_CODES[kind] if kind in ("user", "host") else VALUE
+
+
+def _pem_carry(text: bytes) -> int:
+    """``PEM`` after a PEM header without its END line (or the first word of a header split
+    into words, ``-----BEGIN``), ``DASHES`` after ``----`` (an SSH2 header's first word)."""
+    heads = [match.end() for match in PEM_HEADER.finditer(text)]
+    if heads and not PEM_END.search(text, heads[-1]):
+        return PEM
+    word = _HEADER_WORD.fullmatch(text.strip()) if text[:1] == b"-" else None
+    if word is None:
+        return VALUE
+    return PEM if word.group(1) else DASHES
 
 
 def _report(counts: Counter[str], places: Counter[tuple[str, str | None]]) -> ScrubReport:

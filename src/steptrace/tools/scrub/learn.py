@@ -15,7 +15,7 @@ import re
 from typing import NamedTuple
 
 from steptrace.tools.scrub.field_kinds import field_kind, learnable
-from steptrace.tools.scrub.patterns import DECLARED, PLACEHOLDER, RULES
+from steptrace.tools.scrub.patterns import DECLARED, PEM_BLOCK, PLACEHOLDER, RULES
 from steptrace.tools.scrub.shapes import cluster_user, common_folder, is_path_host
 from steptrace.tools.scrub.text import HOST, SECRET, USER, Strings, decode
 
@@ -58,7 +58,13 @@ def learn(found: Strings) -> Known:
 
 
 def _declared(text: str, numbers: dict[str, int]) -> list[tuple[str, str]]:
-    """(kind, value) of every name ``text`` declares; placeholders update ``numbers``."""
+    """(kind, value) of every name ``text`` declares; placeholders update ``numbers``.
+
+    A PEM block declares nothing: cut out first, ``private_key: -----BEGIN`` (``----`` for
+    SSH2) teaches no secret that would be replaced everywhere.
+    """
+    if "BEGIN" in text:
+        text = PEM_BLOCK.sub("<>", text)
     found: list[tuple[str, str]] = []
     for match in _LEARN.finditer(text):
         group = match.lastgroup

@@ -34,11 +34,12 @@ _SECRET_WORD = (
 )
 _NAME_CHARS = r"[\w$-](?:[\w.$-]*[\w$-])?"  # a user name in a path
 
+_PEM_HEADER = r"-{4,5} ?BEGIN (?P<pem_type>[A-Z0-9 ]{0,39}[A-Z0-9]) ?-{4,5}"
+
 RULES: dict[str, str] = {
     "keep": _PLACEHOLDER,
     # PEM (-----BEGIN X-----) and SSH2 (---- BEGIN X ----) blocks, to their END or the end
-    "pem": r"-{4,5} ?BEGIN (?P<pem_type>[A-Z0-9 ]{0,39}[A-Z0-9]) ?-{4,5}"
-    r"(?s:.*?-{4,5} ?END (?P=pem_type) ?-{4,5}|.*)",
+    "pem": _PEM_HEADER + r"(?s:.*?-{4,5} ?END (?P=pem_type) ?-{4,5}|.*)",
     "url": r"(?<![\w+.-])[A-Za-z][A-Za-z0-9+.-]{1,15}://"
     rf"(?:(?P<url_user>{_PLACEHOLDER}|[^\s/?#@:<>\"'\[\]]*)"
     rf"(?::(?P<url_password>{_PLACEHOLDER}|[^\s/?#@<>\"']*))?@)?"
@@ -112,7 +113,12 @@ DECLARED = re.compile(
 SECRET_OPTION = re.compile(
     rf"-{{1,2}}[\w.-]*?{_SECRET_WORD}[\w-]*|(?i:bearer|authorization(?::[ \t]*bearer)?)"
 )
-PEM_BEGIN, PEM_END = re.compile(rb"-{4,5} ?BEGIN "), re.compile(rb"-{4,5} ?END ")
+# A PEM block is cut out of a string before any other rule is tried: a rule matching from
+# before its header (``SSH_PRIVATE_KEY=``, ``--private-key=``, ``Bearer``) would take the
+# header's dashes for its value, and the block's lines would be left to the other rules.
+PEM_BLOCK = re.compile(RULES["pem"])
+PEM_HEADER = re.compile(_PEM_HEADER.replace("?P<pem_type>", "").encode())
+PEM_END = re.compile(rb"-{4,5} ?END ")
 HASHED_ID = re.compile(r"[0-9a-fA-F]{32,}(?:_\d+)?")
 
 

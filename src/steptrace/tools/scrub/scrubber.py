@@ -16,7 +16,7 @@ from collections.abc import Callable
 from steptrace.tools.scrub import shapes
 from steptrace.tools.scrub.field_kinds import GENERIC, field_kind
 from steptrace.tools.scrub.learn import Known
-from steptrace.tools.scrub.patterns import HASHED_ID, PLACEHOLDER, RULE_KINDS, combined
+from steptrace.tools.scrub.patterns import HASHED_ID, PEM_BLOCK, PLACEHOLDER, RULE_KINDS, combined
 from steptrace.tools.scrub.text import HOST, ID, PEM, SECRET, USER, VALUE, VERSION
 
 _FOLDERS = re.compile(r"([\\/]+)")
@@ -107,7 +107,25 @@ class Scrubber:
         return scrubbed
 
     def sub(self, text: str) -> str:
-        return self.pattern.sub(self.replace, text)
+        """``text`` scrubbed once: each PEM block first, whatever stands before its header
+        (``SSH_PRIVATE_KEY=``, ``--private-key=``), then every rule between the blocks."""
+        if "BEGIN" not in text:
+            return self.pattern.sub(self.replace, text)
+        pieces, position = [], 0
+        for block in PEM_BLOCK.finditer(text):
+            pieces += [self._sub_span(text, position, block.start()), self.whole(block, "pem")]
+            position = block.end()
+        pieces.append(self._sub_span(text, position, len(text)))
+        return "".join(pieces)
+
+    def _sub_span(self, text: str, start: int, end: int) -> str:
+        """``text[start:end]`` scrubbed once, the rules seeing the text before ``start``."""
+        pieces, position = [], start
+        for match in self.pattern.finditer(text, start, end):
+            pieces += [text[position : match.start()], self.replace(match)]
+            position = match.end()
+        pieces.append(text[position:end])
+        return "".join(pieces)
 
     def placeholder(self, kind: str, value: str) -> str:
         """The placeholder of ``value``, a secret of ``kind``; counts one replacement."""

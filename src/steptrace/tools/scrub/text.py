@@ -6,8 +6,8 @@ does not change stay byte for byte what they were (``ts`` is read from the text 
 few strings that a field governs: the value of a user, host or secret-named key, every
 string of an object or list under one (``"API_KEY": {"part1": ..., "part2": ...}``), or the
 string after an option in a list (``["--password", "hunter2"]``, ``["--user", "alice"]``,
-the lines of a PEM block); and the numbers of 6 digits or more under a secret field
-(``"password": 98765432``).
+the lines of a PEM block, the words of its header); and the numbers of 6 digits or more
+under a secret field (``"password": 98765432``).
 """
 
 from __future__ import annotations
@@ -18,10 +18,11 @@ import re
 from collections.abc import Callable, Collection
 from typing import NamedTuple
 
+from steptrace.tools.scrub.patterns import PEM_END
+
 _STRING = re.compile(rb'"([^"\\]*(?:\\.[^"\\]*)*)"')
 _ESCAPED_QUOTE = b'\\"'
 _SPACE = b" \t\r\n"
-_PEM_END = re.compile(rb"-{4,5} ?END ")
 _FEW = 16  # up to this many wanted strings, each is searched for on its own
 _FIELD_REACH = 4096  # strings looked back for a value's key
 SECRET_DIGITS = 6  # a number under a secret field this long is a secret (a PIN, a password)
@@ -30,6 +31,8 @@ _TOKEN = re.compile(rb"[\[\]{},]|-?\d+(?:\.\d+)?(?:[eE][+-]?\d+)?")
 
 # What governs a string (one byte per string in ``Contexts.codes``).
 VALUE, USER, HOST, SECRET, ID, VERSION, PEM = range(7)
+DASHES = 7  # carried only: a PEM block goes on if the next string is BEGIN (``----``, ``BEGIN``)
+_DASHES = re.compile(rb"-{4,5}")  # the closing word of an SSH2 header split into words
 FIELD_CODES = {"user": USER, "host": HOST, "secret": SECRET, "id": ID, "version": VERSION}
 
 
@@ -69,6 +72,14 @@ def decode(content: bytes) -> str:
         return content.decode("utf-8", "surrogateescape")
     text: str = json.loads(b'"' + content + b'"')
     return text
+
+
+def unescaped(content: bytes) -> bytes:
+    """A string's JSON contents, decoded when it holds a ``\\u`` escape (``\\u002d`` is
+    ``-`` to the byte patterns)."""
+    if b"\\u" not in content:
+        return content
+    return decode(content).encode("utf-8", "replace")
 
 
 def encode(text: str) -> bytes:
@@ -182,16 +193,26 @@ def _govern(parts: list[bytes], number: int, code: int, special: dict[int, int])
 
 def _carry_on(parts: list[bytes], number: int, code: int, special: dict[int, int]) -> None:
     """Give ``code`` to the strings after string ``number`` in its list (one; for a PEM
-    block, up to its last line)."""
+    block, up to its END line, or up to a string that starts with ``-`` and is neither an END
+    line nor a header's closing ``----``: an option, never a line of a block)."""
     count = len(parts) // 2
     for following in range(number + 1, count):
         if parts[2 * following].strip() != b"," or is_key(parts, following):
             return
-        if code != PEM and parts[2 * following + 1][:1] == b"-":
-            return  # an option after an option: no value
+        content = unescaped(parts[2 * following + 1])
+        if code == DASHES:
+            if content.strip() != b"BEGIN":
+                return
+            code = PEM
+        elif content[:1] == b"-" and not (code == PEM and _in_block(content)):
+            return  # an option after an option (no value), or after a block
         special.setdefault(following, code)
-        if code != PEM or _PEM_END.search(parts[2 * following + 1]):
+        if code != PEM or PEM_END.search(content):
             return
+
+
+def _in_block(content: bytes) -> bool:
+    return bool(PEM_END.match(content) or _DASHES.fullmatch(content.rstrip()))
 
 
 def _opened(text: bytes) -> int:
