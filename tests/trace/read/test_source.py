@@ -46,13 +46,13 @@ def test_the_next_file_is_read_while_one_is_used(
     first_path.write_bytes(b"{}")
     second_path.write_bytes(b'{"b": 1}')
     started: dict[str, threading.Event] = {"a.json": threading.Event(), "b.json": threading.Event()}
-    real = source.read_text
+    real = source.read_ahead_text
 
-    def spied(path: Path, *args: object) -> FileText:
+    def spied(path: Path) -> FileText | None:
         started[path.name].set()
         return real(path)
 
-    monkeypatch.setattr(source, "read_text", spied)
+    monkeypatch.setattr(source, "read_ahead_text", spied)
     readings = iter(ReadAhead([first_path, second_path]))
     _, first = next(readings)
     assert _data(first.take()) == b"{}"

@@ -110,6 +110,25 @@ def read_text(path: Path, stage: Stage = _SILENT) -> FileText:
     return FileText(data, len(raw), ignored)
 
 
+class PastLimitError(TraceError):
+    """A text that grew past the limit it was read under (``inflate``)."""
+
+
+def read_ahead_text(path: Path) -> FileText | None:
+    """``read_text`` of a file that says it is small, or None when its text grows past
+    ``READ_AHEAD_TEXT_BYTES`` after all (a gzip trailer holds the size modulo 2**32, or
+    lies): such a file is streamed by its loader, which refuses a compressed bomb within
+    64 MB of it, instead of being inflated whole here."""
+    limit = whole_limit()
+    ahead = READ_AHEAD_TEXT_BYTES if limit is None else min(limit, READ_AHEAD_TEXT_BYTES)
+    raw = read_file(path)
+    try:
+        data, ignored = inflate(raw, str(path), ahead)
+    except PastLimitError:
+        return None
+    return FileText(data, len(raw), ignored)
+
+
 def too_large(where: str, size: int, limit: int) -> str:
     """The refusal of a text past a limit (``budget``), in one line."""
     return (
@@ -169,7 +188,7 @@ def _members(raw: bytes, where: str, most: int) -> tuple[bytes, int]:
         texts.append(member.decompress(rest, most + 1 - held))
         held += len(texts[-1])
         if held > most:
-            raise TraceError(too_large(where, held, most))
+            raise PastLimitError(too_large(where, held, most))
         if not member.eof:
             raise EOFError("compressed file ended before the end-of-stream marker was reached")
         rest = member.unused_data
@@ -237,12 +256,13 @@ class BackgroundRead(threading.Thread):
 
     def run(self) -> None:
         try:
-            self._text = read_text(self._path)
+            self._text = read_ahead_text(self._path)
         except Exception as error:  # handed to the caller, in its thread, by take()
             self._error = error
 
     def take(self) -> FileText | None:
-        """The text, once (None: not read ahead); then this object lets go of it.
+        """The text, once (None: not read ahead, or its text grew past what it said: the
+        loader streams it); then this object lets go of it.
 
         A file's ``TraceError`` is raised here, as if the file had been read now.
         """
