@@ -9,10 +9,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from click.testing import CliRunner
 
+from steptrace.across.ranks.reading import said
 from steptrace.across.ranks.reading.said import UNREAD, Heard, Said, not_one_job, said_by, said_of
+from steptrace.cli import app
 from tests.across.ranks.reports import FIXTURES
-from tests.conftest import real_traces, trace_params
+from tests.conftest import real_traces, shared_file, trace_params
 
 
 def _whole_file_says(path: Path) -> Said | None:
@@ -77,6 +80,88 @@ def test_a_url_is_read_too(tmp_path: Path) -> None:
     pytest.importorskip("fsspec")
     where = _write(tmp_path / "r.json", {"distributedInfo": {"rank": 3}}, zipped=False)
     assert said_of(f"file://{where}") == Said(3, None, None)
+
+
+def _rank_text(rank: int) -> bytes:
+    """A real DDP rank trace's text: Kineto's header (``distributedInfo`` near the top)."""
+    return gzip.decompress(shared_file(f"cpu/ddp_rank{rank}_trace_shapes.json.gz").read_bytes())
+
+
+def _late(rank: int, at: int) -> bytes:
+    """The rank's text with a long header field before ``distributedInfo``, whose key then
+    starts at byte ``at`` (as a long ``deviceProperties`` or ``traceName`` puts it)."""
+    text = _rank_text(rank)
+    where = text.index(b'"distributedInfo"')
+    padding = at - where - len(b'"notes": "", ')
+    assert padding >= 0
+    return text[:where] + b'"notes": "' + b"n" * padding + b'", ' + text[where:]
+
+
+def _after_events(rank: int) -> bytes:
+    """The rank's text with its ``distributedInfo`` last, after ``traceEvents``."""
+    document = json.loads(_rank_text(rank))
+    document["distributedInfo"] = document.pop("distributedInfo")
+    return json.dumps(document).encode()
+
+
+def _save(path: Path, text: bytes) -> str:
+    path.write_bytes(gzip.compress(text, 1) if path.name.endswith(".gz") else text)
+    return str(path)
+
+
+@pytest.mark.parametrize("name", ["r.json.gz", "r.json"])
+@pytest.mark.parametrize("at", [100_000, 65_536 - 8, 65_536 - 17, 3 * 65_536 + 1])
+def test_a_block_past_the_first_64_kb_is_found(tmp_path: Path, at: int, name: str) -> None:
+    where = _save(tmp_path / name, _late(1, at))  # 65_536 - 8: the key cut between chunks
+    assert said_of(where) == _whole_file_says(Path(where)) == Said(1, 2, "gloo")
+
+
+def test_a_block_past_4_mb_is_found(tmp_path: Path) -> None:
+    where = _save(tmp_path / "r.json.gz", _late(0, 5_000_000))
+    assert said_of(where) == _whole_file_says(Path(where)) == Said(0, 2, "gloo")
+
+
+def _analyze(folder: Path) -> str:
+    done = CliRunner().invoke(app, ["analyze", str(folder)])
+    assert done.exit_code == 0, done.output
+    return done.output
+
+
+def test_ranks_whose_blocks_come_late_are_analyzed_as_one_job(tmp_path: Path) -> None:
+    paths = [_save(tmp_path / f"rank{r}.json.gz", _late(r, 200_000)) for r in (0, 1)]
+    assert said_by(paths) == [Said(0, 2, "gloo"), Said(1, 2, "gloo")]
+    output = _analyze(tmp_path)
+    assert "2 rank traces of world size 2" in output
+    assert "without rank information" not in output
+
+
+def test_a_block_after_the_events_is_unread_and_the_full_load_reads_it(tmp_path: Path) -> None:
+    paths = [_save(tmp_path / f"rank{r}.json.gz", _after_events(r)) for r in (0, 1)]
+    assert _whole_file_says(Path(paths[1])) == Said(1, 2, "gloo")
+    assert said_by(paths) == [UNREAD, UNREAD]  # not None: "no distributedInfo" would be wrong
+    assert not_one_job(said_by(paths)) is None
+    output = _analyze(tmp_path)
+    assert "2 rank traces of world size 2" in output
+    assert "rank numbers from the trace's distributedInfo" in output
+    document = json.loads(_rank_text(0))
+    del document["distributedInfo"]
+    none = _save(tmp_path / "none.json.gz", json.dumps(document).encode())
+    assert said_of(none) is None  # a trace with no block at all says none
+
+
+def test_the_read_is_bounded(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(said, "_READ_LIMIT", 1024 * 1024)
+    far = _save(tmp_path / "far.json.gz", _late(0, 2_000_000))
+    assert said_of(far) is None  # read up to the limit only: not found
+    spaces = b'"traceEvents": [' + b" " * 2**21
+    events = _after_events(0).replace(b'"traceEvents": [', spaces, 1)
+    after = _save(tmp_path / "after.json", events)
+    assert said_of(after) is None  # the events are longer than the limit: not seen after them
+    monkeypatch.setattr(said, "_BLOCK_LIMIT", 64 * 1024)
+    groups = [{"pg_name": str(g), "ranks": list(range(4096))} for g in range(8)]  # ~170 KB
+    info = {"pg_config": groups, "backend": "nccl", "rank": 7, "world_size": 4096}
+    long_block = _write(tmp_path / "big.json", {"distributedInfo": info, "traceEvents": []})
+    assert said_of(long_block) is None  # a block longer than its limit is not decoded
 
 
 def _job(*said: Said | Heard) -> str | None:
