@@ -18,8 +18,10 @@ short of the issue's target, the target is named beside it and not claimed.
 
 1. Speed, 1x: ``steptrace analyze TRACE --format json`` on the largest real trace (the V100
    DDP trace, 54 MB of JSON) against ``json.loads(gzip.decompress(...))`` of the same file,
-   wall time of the whole process. FAIL above 0.85: measured 0.71 on 2 cores once its pieces
-   were decoded by both cores (0.84-0.93 before; the target, 0.5, is not met: the interpreter
+   wall time of the whole process. FAIL above 0.90: measured 0.71 on 2 quiet cores once its
+   pieces were decoded by both cores (0.84-0.93 before), 0.97 with other work taking a core
+   (steptrace then loses its second core, json.loads keeps its one; the target, 0.5, is not
+   met: the interpreter
    with numpy and the modules take about a sixth of json.loads' time before the first byte
    is decoded, and the analysis after the loading another seventh).
 2. Memory, 16x: the peak memory of ``steptrace analyze`` on the trace replicated 16 times
@@ -73,7 +75,7 @@ from scale_one_trace import Sized, available_bytes, build_replica, in_fresh_proc
 
 MB = 1_000_000
 COPIES = 16
-SPEED_LIMIT = 0.85  # steptrace / json.loads, 1x, whole processes (0.71; target 0.5)
+SPEED_LIMIT = 0.90  # steptrace / json.loads, 1x, whole processes (0.71 quiet; target 0.5)
 MEMORY_LIMIT = 0.65  # steptrace's peak PSS (process tree) / JSON bytes, 16x (0.52; target 0.5)
 LOADS_RSS_PER_BYTE = 5.5  # json.loads' peak RSS / JSON bytes (2245 MB for 432 MB measured)
 RULE = "input-pipeline"  # the demo's planted slow pipeline
