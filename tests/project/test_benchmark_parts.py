@@ -4,20 +4,11 @@ internals they use (pieces, replicas) cannot leave them broken until the next lo
 from __future__ import annotations
 
 import gzip
-import importlib
 import json
-import sys
 from pathlib import Path
-from types import ModuleType
 
 from tests.conftest import gpu_trace
-from tests.paths import BENCHMARKS
-
-
-def benchmark(name: str) -> ModuleType:
-    if str(BENCHMARKS) not in sys.path:
-        sys.path.insert(0, str(BENCHMARKS))
-    return importlib.import_module(name)
+from tests.paths import benchmark
 
 
 def test_the_floors_pieces_are_the_events_of_the_trace() -> None:

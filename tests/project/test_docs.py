@@ -5,10 +5,8 @@ no benchmark runs)."""
 
 from __future__ import annotations
 
-import importlib
 import re
 import subprocess
-import sys
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -17,7 +15,7 @@ import click
 import pytest
 
 from steptrace.cli import app
-from tests.paths import REPO
+from tests.paths import REPO, benchmark
 
 ROOT = REPO
 BENCHMARKS = ROOT / "benchmarks"
@@ -83,9 +81,7 @@ def test_every_documented_command_and_option_exists(page: Path) -> None:
 
 @pytest.fixture
 def results() -> ModuleType:
-    if str(BENCHMARKS) not in sys.path:
-        sys.path.insert(0, str(BENCHMARKS))
-    return importlib.import_module("results")
+    return benchmark("results")
 
 
 def a_run(results: ModuleType, date: str = "2030-01-02 03:04 UTC") -> Any:
