@@ -225,8 +225,40 @@ class UnsplittableError(Exception):
     """The one-pass path (``split``) could not cut the text between events: take the exact one."""
 
 
+MAX_MALFORMED = 1_000_000  # events of the wrong shape; more is no trace (``Malformed``)
+
+
+class TooMalformed(ValueError):  # noqa: N818 (what the text is)
+    """More than ``MAX_MALFORMED`` events of the wrong shape: millions of ``{}`` are what a
+    compressed bomb of small objects holds, not a trace. Refused, never held."""
+
+    def __init__(self, first: str) -> None:
+        super().__init__(
+            f"more than {MAX_MALFORMED:,} events of the wrong shape (the first: {first}): "
+            "not a torch.profiler trace"
+        )
+
+
+class Malformed:
+    """The events skipped for their shape: how many, and the first one's description (the
+    others' are not kept: a damaged trace can hold millions)."""
+
+    def __init__(self) -> None:
+        self.count = 0
+        self.first = ""
+
+    def append(self, description: str) -> None:
+        self.first = self.first or description
+        self.count += 1
+        if self.count > MAX_MALFORMED:
+            raise TooMalformed(self.first)
+
+    def __len__(self) -> int:
+        return self.count
+
+
 def exact_documents(
-    data: bytes, where: str, codec: Codec, skipped: list[str] | None = None
+    data: bytes, where: str, codec: Codec, skipped: Malformed | None = None
 ) -> Iterator[RawDocument[AnyEvent]]:
     """The trace in two passes: first its metadata, then its events in batches.
 
@@ -243,12 +275,12 @@ def exact_documents(
         raise TraceError(f"{where}: the trace holds no events")
     document.traceEvents = None
     yield cast(RawDocument[AnyEvent], document)
-    problems = [] if skipped is None else skipped
+    problems = Malformed() if skipped is None else skipped
     for offset in range(0, len(raw), _BATCH):
         batch = raw[offset : offset + _BATCH]
         yield RawDocument(traceEvents=decode_events(batch, offset, where, codec, problems))
     if len(problems) == len(raw):
-        raise TraceError(f"{where}: not a torch.profiler trace ({problems[0]})")
+        raise TraceError(f"{where}: not a torch.profiler trace ({problems.first})")
 
 
 def decode(data: bytes, where: str) -> RawDocument[msgspec.Raw]:
@@ -273,7 +305,7 @@ def _decode_typed(data: bytes, first: bytes) -> RawDocument[msgspec.Raw]:
 
 
 def decode_events(
-    raw: list[msgspec.Raw], offset: int, where: str, codec: Codec, skipped: list[str]
+    raw: list[msgspec.Raw], offset: int, where: str, codec: Codec, skipped: Malformed
 ) -> list[AnyEvent]:
     """Decode a batch of raw events (``offset``: the first one's index, for messages).
 
@@ -295,6 +327,33 @@ def decode_events(
                 at = f"{at} - at `$.traceEvents[{index}]`"
             skipped.append(_short(ValueError(at)))
     return kept
+
+
+def tolerated_events(
+    text: bytes, offset: int, codec: Codec, skipped: Malformed
+) -> tuple[list[AnyEvent], int] | None:
+    """The events of ``text`` (a JSON list of events, some of the wrong shape) decoded one
+    by one as ``exact_documents`` does, those of the wrong shape left out and counted in
+    ``skipped`` (``offset``: the index of the first); with how many the list held. None if
+    the text is not a JSON list (a piece cut inside a value: ``split``)."""
+    try:
+        raw = _RAW_LIST.decode(text)
+    except (msgspec.DecodeError, RecursionError):
+        return None
+    return decode_events(raw, offset, "", codec, skipped), len(raw)
+
+
+def tolerated_document(
+    text: bytes, offset: int, codec: Codec, skipped: Malformed
+) -> RawDocument[AnyEvent] | None:
+    """``tolerated_events`` of a document's text: its events one by one, its other keys as
+    they are; None if the text is not a JSON document."""
+    try:
+        document = _DOCUMENT.decode(text)
+    except (msgspec.DecodeError, RecursionError):
+        return None
+    events = decode_events(document.traceEvents or [], offset, "", codec, skipped)
+    return RawDocument(traceEvents=events, **{f: getattr(document, f) for f in METADATA_FIELDS})
 
 
 def _decode_nonstandard(

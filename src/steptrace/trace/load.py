@@ -18,7 +18,9 @@ from steptrace.trace.columns import ColumnBuilder
 from steptrace.trace.decode import (
     AnyEvent,
     Codec,
+    Malformed,
     RawDocument,
+    TooMalformed,
     UnsplittableError,
     codec,
     exact_documents,
@@ -87,7 +89,7 @@ def read_trace(
             stage.step("indexing")
             url = source.name if isinstance(source, Opener) else None
             trace = _build(*columns, Path(where), size, found, url)
-    except TextOverflow as overflow:  # a string, a list or blank space longer than any trace's
+    except (TextOverflow, TooMalformed) as overflow:  # text longer than any trace's
         raise TraceError(f"{where}: {overflow}") from None
     del columns  # what the builder kept besides the table: interned keys, collective args
     if len(trace.events) >= TRIM_ROWS:
@@ -98,7 +100,7 @@ def read_trace(
 class _Found(NamedTuple):
     """What loading skipped: events it could not decode, bytes after the gzip data."""
 
-    malformed: list[str]
+    malformed: Malformed
     ignored_bytes: int
 
 
@@ -113,19 +115,20 @@ def _decoded(
     """The columns of the file's events, in one pass when its text can be cut between
     events, else read whole and decoded exactly; what was skipped."""
     data, ignored = None, [text.ignored] if text is not None else []
+    malformed = Malformed()
     if text is not None:
         stage.read(text.size)
         stage.step("decoding")
         data = text.data
         del text
-        columns = _in_one_pass(coded, split_documents(data, coded))
+        columns = _in_one_pass(coded, split_documents(data, coded, malformed))
     else:
-        columns = _streamed(source, stage, pool, coded, ignored)
-    malformed: list[str] = []
+        columns = _streamed(source, stage, pool, coded, (ignored, malformed))
     if columns is None:  # here, not in an except block whose traceback holds the first try
         if data is None:
             whole = _read_whole(source)
             data, ignored = whole.data, [whole.ignored]
+        malformed = Malformed()  # what the first try counted went with its columns
         columns = _columns(coded, exact_documents(data, where, coded, malformed))
     return columns, _Found(malformed, max(ignored, default=0))
 
@@ -174,10 +177,12 @@ def _streamed(
     stage: Stage,
     pool: WorkerPool | None,
     coded: Codec,
-    ignored: list[int],
+    skipped: tuple[list[int], Malformed],
 ) -> tuple[ColumnBuilder, RawDocument[AnyEvent]] | None:
     """The columns of a file read and decoded chunk by chunk (progress in bytes read), by
-    the ``pool``'s processes if there is one; the bytes after its gzip data in ``ignored``."""
+    the ``pool``'s processes if there is one; what was skipped: the bytes after its gzip
+    data, the events of the wrong shape."""
+    ignored, malformed = skipped
     with TextStream(source, text_limit()) as stream:
 
         def chunks() -> Iterator[bytes]:
@@ -189,9 +194,9 @@ def _streamed(
             ignored.extend(stream.ignored)  # said by the reading thread before the end
 
         if pool is None:
-            return _in_one_pass(coded, stream_documents(chunks(), coded))
+            return _in_one_pass(coded, stream_documents(chunks(), coded, malformed))
         try:
-            return parallel_columns(chunks(), pool, coded)
+            return parallel_columns(chunks(), pool, coded, malformed)
         except UnsplittableError:
             return None
         finally:
@@ -227,6 +232,8 @@ def _build(
     url: str | None,
 ) -> Trace:
     where = url or str(path)
+    if found.malformed and not builder.counts.events:  # as the exact path says it
+        raise TraceError(f"{where}: not a torch.profiler trace ({found.malformed.first})")
     if not builder.counts.events:
         raise TraceError(f"{where}: the trace holds no events")
     if not builder.names:
@@ -242,7 +249,7 @@ def _build(
     malformed = found.malformed
     if malformed:
         more = f"; {len(malformed) - 1} more" if len(malformed) > 1 else ""
-        warnings.insert(0, f"skipped {len(malformed)} malformed events ({malformed[0]}{more})")
+        warnings.insert(0, f"skipped {len(malformed)} malformed events ({malformed.first}{more})")
     if found.ignored_bytes:
         warnings.insert(
             0,

@@ -23,6 +23,8 @@ import pytest
 from click.testing import CliRunner
 
 from steptrace.cli import app
+from steptrace.trace import decode
+from steptrace.trace.decode import MAX_MALFORMED
 from steptrace.trace.read.budget import quoteless_run
 from tests.conftest import WriteTrace, shared_file
 from tests.paths import benchmark
@@ -31,6 +33,7 @@ from tests.tracegen import document, kernel, step
 STEPTRACE = str(Path(sys.executable).parent / "steptrace")
 LIMIT_BYTES = 1536 << 20  # the address space each command gets here
 OVERFLOW = "more than 64 MB of text without the end of an event"
+MALFORMED = f"more than {MAX_MALFORMED:,} events of the wrong shape"
 
 
 def bomb(path: Path, head: bytes, fill: bytes, megabytes: int, tail: bytes) -> Path:
@@ -166,7 +169,10 @@ def test_the_bound_of_the_issue_a_3_gb_bomb_under_2_gb(tmp_path: Path) -> None:
 # 2**32 says it is, so that it is read ahead: inflated whole there before (4.4 GB for the
 # issue's 4 GiB of blank space in one member), streamed and refused within 64 MB now.
 TREE_BOUND_BYTES = 1 << 30
-TREE_BOMBS = {k: BOMBS[k] for k in ("blank space in the events", "one string", "a list of numbers")}
+TREE_BOMBS = {
+    **{k: BOMBS[k] for k in ("blank space in the events", "one string", "a list of numbers")},
+    "millions of tiny events of the wrong shape": (b'{"traceEvents": [', b"{},", b"{}]}"),
+}
 
 
 def member_bomb(path: Path, head: bytes, fill: bytes, megabytes: int, tail: bytes) -> Path:
@@ -204,5 +210,23 @@ def test_a_bomb_never_takes_1_gb_of_the_process_tree(tmp_path: Path, name: str, 
         target = tmp_path / "rank1.json.gz"
     member_bomb(tmp_path / "rank1.json.gz", head, fill, 1536, tail)
     peak, done = tree_peak("analyze", str(target), "--format", "json")
-    assert_refused(done, OVERFLOW)  # a job of one rank left is refused too, in one line
+    # a job of one rank left is refused too, in one line
+    assert_refused(done, MALFORMED if "wrong shape" in name else OVERFLOW)
     assert peak < TREE_BOUND_BYTES, (peak, done.stderr)
+
+
+@pytest.mark.parametrize("jobs", ["1", "2"])
+def test_events_of_the_wrong_shape_past_the_bound_are_refused_in_one_line(
+    write_trace: WriteTrace, monkeypatch: pytest.MonkeyPatch, jobs: str
+) -> None:
+    """A trace may hold some (each skipped and counted); past ``MAX_MALFORMED`` (1,000 here)
+    it is refused, on the streamed path as on the exact one, however many more follow."""
+    monkeypatch.setattr(decode, "MAX_MALFORMED", 1_000)
+    path = write_trace(document([step(1, 0, 100), kernel("k", 10, 20)] + [{}] * 1_001))
+    done = CliRunner().invoke(app, ["analyze", str(path), "--jobs", jobs])
+    assert done.exit_code == 2 and done.stderr.count("\n") == 1, done.stderr
+    assert "more than 1,000 events of the wrong shape (the first: " in done.stderr
+    assert "traceEvents[2]" in done.stderr
+    fine = write_trace(document([step(1, 0, 100), kernel("k", 10, 20)] + [{}] * 1_000))
+    kept = CliRunner().invoke(app, ["analyze", str(fine), "--jobs", jobs])
+    assert kept.exit_code == 1 and "skipped 1000 malformed events" in kept.stderr

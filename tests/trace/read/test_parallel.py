@@ -4,8 +4,8 @@ The reference is the exact path (``decode.exact_documents``, the whole text in m
 the parallel one (``parallel.parallel_columns``) cuts the streamed text without decoding
 it, has each piece decoded and put into columns by a worker process, and merges the
 pieces in order. Pieces are forced small, so that many cuts fall inside strings, escapes,
-numbers and nested ``args`` and must be joined again; a piece with an event of the wrong
-shape sends the whole file to the exact path, as in one process.
+numbers and nested ``args`` and must be joined again; a piece with events of the wrong
+shape is decoded event by event, those left out and counted, as in one process.
 """
 
 from __future__ import annotations
@@ -34,7 +34,7 @@ from steptrace.trace.read import split as splitting
 from steptrace.trace.read import stream as streaming
 from tests.conftest import NOT_A_TRACE, TRACES, WriteTrace
 from tests.tables import assert_same_table
-from tests.trace.read.test_stream import _exact_report, _nasty_text, _real_traces
+from tests.trace.read.test_stream import _exact_report, _nasty_text, _never_split, _real_traces
 from tests.tracegen import cpu, document, step
 
 runner = CliRunner()
@@ -101,18 +101,29 @@ def test_pieces_cut_inside_values_are_joined_again(
     assert len(counted) == 2
 
 
-def test_an_event_of_the_wrong_shape_takes_the_exact_path(
+def test_events_of_the_wrong_shape_are_left_out_in_the_pieces_as_on_the_exact_path(
     write_trace: WriteTrace, monkeypatch: pytest.MonkeyPatch, counted: list[int]
 ) -> None:
-    events = [step(1, 0, 1_000), step(2, 1_000, 1_000)]
+    """Each is skipped and counted where it lies, the first one described; the rest of the
+    file, cut in pieces, gives the report of the exact path (which held the whole text)."""
+    events: list[Any] = [step(1, 0, 1_000), step(2, 1_000, 1_000)]
     events += [cpu(f"op{i}", 10 + i * 20, 5) for i in range(90)]
-    events[50]["args"] = "not an object"  # the exact path skips it and says so
-    path = write_trace({"traceEvents": events})
+    events[50]["args"] = "not an object"
+    events[61]["name"] = None
+    del events[72]["ph"]
+    events[90] = {}  # in the last piece, with the array's end and the keys after it
+    path = write_trace({"traceEvents": events, "displayTimeUnit": "ms"})
+    with monkeypatch.context() as patch:  # the reference: the exact path, the whole text
+        for name in ("stream_documents", "split_documents", "parallel_columns"):
+            patch.setattr(loading, name, _never_split)
+        exact = json.loads(_report(path, jobs=1, code=1))
+    warnings = exact["analysis"]["trace"]["warnings"]
+    assert any("skipped 4 malformed events" in w and "traceEvents[50]" in w for w in warnings)
     _small_pieces(monkeypatch, 300)
-    report = json.loads(_report(path, jobs=2, code=1))  # a report from damaged input
-    assert report == json.loads(_report(path, jobs=1, code=1))
-    assert any("skipped 1 malformed events" in w for w in report["analysis"]["trace"]["warnings"])
-    assert counted == [1]  # tried in parallel, then read exactly
+    exact_passes = _calls_of(monkeypatch, loading, "exact_documents")
+    assert json.loads(_report(path, jobs=2, code=1)) == exact  # a report from damaged input
+    assert json.loads(_report(path, jobs=1, code=1)) == exact
+    assert counted == [1] and exact_passes == []  # in pieces, never the whole text
 
 
 CORE = select()

@@ -156,8 +156,8 @@ def test_the_events_name_as_a_value_first_is_refused() -> None:
 def _refusing_after(pieces: int, splitter: Any = split_documents) -> Any:
     """A one-pass splitter that gives up after ``pieces`` documents, as a bad cut would."""
 
-    def split(text: Any, coded: Any) -> Iterator[RawDocument[AnyEvent]]:
-        for index, piece in enumerate(splitter(text, coded)):
+    def split(text: Any, coded: Any, *malformed: Any) -> Iterator[RawDocument[AnyEvent]]:
+        for index, piece in enumerate(splitter(text, coded, *malformed)):
             if index == pieces:
                 raise UnsplittableError
             yield piece

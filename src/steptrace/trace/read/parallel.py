@@ -11,8 +11,9 @@ A cut is a guess (see ``split``): a piece is taken only once every piece before 
 so that it starts at an event. One that does not decode from there was cut inside a value:
 it is joined with the next piece (and the text between them) and decoded here, at most
 ``split._RETRIES`` times and ``split._MAX_PENDING`` bytes; the next piece's own result,
-decoded from a wrong start, is never used. A piece of events of the wrong shape, or a text
-that cannot be cut at all, raises ``UnsplittableError`` as the one-process path does. At
+decoded from a wrong start, is never used. A piece of events of the wrong shape is decoded
+here event by event, those events left out and counted, as the one-process path does; a
+text that cannot be cut at all raises ``UnsplittableError``. At
 most ``_AHEAD_PER_WORKER`` pieces per worker are in flight, so the memory held stays a
 few pieces whatever the file's size.
 """
@@ -38,7 +39,14 @@ import numpy as np
 from steptrace.errors import TraceError
 from steptrace.process.lifetime import end_workers, starting_children, worker_start
 from steptrace.trace.columns import ColumnBuilder, Piece
-from steptrace.trace.decode import AnyEvent, Codec, RawDocument, UnsplittableError, codec
+from steptrace.trace.decode import (
+    AnyEvent,
+    Codec,
+    Malformed,
+    RawDocument,
+    UnsplittableError,
+    codec,
+)
 from steptrace.trace.fields import Selection
 from steptrace.trace.read import split
 from steptrace.trace.read.split import end_document, start_pieces
@@ -214,12 +222,16 @@ def _worker_start(parent: int) -> None:
 
 
 def parallel_columns(
-    chunks: Iterable[bytes | memoryview], workers: WorkerPool, coded: Codec
+    chunks: Iterable[bytes | memoryview],
+    workers: WorkerPool,
+    coded: Codec,
+    malformed: Malformed | None = None,
 ) -> tuple[ColumnBuilder, RawDocument[AnyEvent]]:
-    """The columns of a trace's text and the metadata around its events (see module)."""
-    text, head, start = start_pieces(chunks, coded)
+    """The columns of a trace's text and the metadata around its events (see module);
+    events of the wrong shape left out, counted in ``malformed``."""
+    text, head, start = start_pieces(chunks, coded, malformed)
     builder = ColumnBuilder(coded)
-    in_order = _InOrder(workers, builder)
+    in_order = _InOrder(workers, builder, text)
     try:
         for piece, between in text.raw_pieces(start):
             in_order.submit(piece, between)
@@ -229,7 +241,7 @@ def parallel_columns(
             "a process decoding the trace ended abruptly (out of memory?); "
             "--jobs 1 decodes it in this process alone"
         ) from None
-    tail = end_document(head, rest, coded)
+    tail = end_document(head, rest, text)
     del rest
     return builder, builder.take(part for part in (head, tail) if part is not None)
 
@@ -237,9 +249,10 @@ def parallel_columns(
 class _InOrder:
     """Pieces sent to the pool, their results taken in the text's order (see module)."""
 
-    def __init__(self, workers: WorkerPool, builder: ColumnBuilder) -> None:
+    def __init__(self, workers: WorkerPool, builder: ColumnBuilder, text: split._Text) -> None:
         self._workers = workers
         self._builder = builder
+        self._cut = text  # what decodes a piece of events of the wrong shape, here
         self._selection = builder.codec.selection
         # per piece in flight: its text (or where it lies in the ring), its result to come,
         # what follows it
@@ -285,6 +298,16 @@ class _InOrder:
         assert self._workers.ring is not None
         return self._workers.ring[kept]
 
+    def _tolerated(self, text: bytes) -> Piece | Failure:
+        """The columns of a piece whose events are not all of the right shape, those left
+        out and counted (``split._Text.decoded``); ``"cut"`` if it is not a list of events."""
+        found = self._cut.decoded(text, 0, len(text))
+        if found is None:
+            return "cut"
+        builder = ColumnBuilder(self._builder.codec)
+        builder.add(found[0])
+        return builder.piece()
+
     def finish(self) -> bytes:
         """Take every piece still in flight; the text not taken (empty if all were)."""
         while self._pending:
@@ -299,15 +322,18 @@ class _InOrder:
             room = self._workers.room(kept.start // self._workers.slot_bytes)
             with memoryview(self._workers.ring) as ring:
                 result = _unpack(result, ring[room])
-        piece = self._carry + self._text(kept) if self._carry else None
-        if piece is not None:  # the pieces before were cut inside a value: join them to this one
-            result = piece_columns(piece, self._selection)
+        joined = self._carry + self._text(kept) if self._carry else None
+        if joined is not None:  # the pieces before were cut inside a value: join them to this one
+            result = piece_columns(joined, self._selection)
+        if result == "shape":  # events of the wrong shape: decoded here, one by one
+            result = self._tolerated(joined if joined is not None else self._text(kept))
         if isinstance(result, Piece):
             self._builder.merge(result)
+            self._cut.seen = self._builder.counts.events + len(self._cut.malformed)
             self._carry, self._retries = b"", 0
             return
-        piece = piece if piece is not None else self._text(kept)
+        piece = joined if joined is not None else self._text(kept)
         self._retries += 1
-        if result == "shape" or self._retries > split._RETRIES or len(piece) > split._MAX_PENDING:
+        if self._retries > split._RETRIES or len(piece) > split._MAX_PENDING:
             raise UnsplittableError
         self._carry = piece + between

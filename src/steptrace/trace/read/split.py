@@ -14,7 +14,10 @@ extended to the next cut (a name holding ``}, {``; ``deviceProperties`` written 
 events), at most ``_RETRIES`` times and ``_MAX_PENDING`` bytes; more than ``_MAX_PENDING``
 bytes without any cut (or before the events' key) is no trace: ``TextOverflow``; the text
 before the array must close as a document, the rest as the array's end and the
-document's. Anything else raises ``UnsplittableError``, possibly after pieces were
+document's. A piece that decodes as a list but holds events of the wrong shape is decoded
+event by event as the exact path does (``decode.tolerated_events``): those are left out
+and counted, more than ``decode.MAX_MALFORMED`` is no trace. Anything else raises
+``UnsplittableError``, possibly after pieces were
 yielded: the caller discards what it took and decodes the whole text with
 ``decode.exact_documents``. So does a key of the
 text before the events written again after them (the last would win), or a unicode
@@ -38,8 +41,11 @@ from steptrace.trace.decode import (
     METADATA_FIELDS,
     AnyEvent,
     Codec,
+    Malformed,
     RawDocument,
     UnsplittableError,
+    tolerated_document,
+    tolerated_events,
 )
 from steptrace.trace.read.budget import PENDING_BYTES, TextOverflow
 
@@ -60,34 +66,37 @@ _BETWEEN_EVENTS = re.compile(rb"\}[ \t\n\r]*,[ \t\n\r]*\{")
 _FIRST_CHARACTER = re.compile(rb"[^ \t\n\r]")
 
 
-def split_documents(data: bytes, codec: Codec) -> Iterator[RawDocument[AnyEvent]]:
+def split_documents(
+    data: bytes, codec: Codec, malformed: Malformed | None = None
+) -> Iterator[RawDocument[AnyEvent]]:
     """``stream_documents`` over a text held in memory."""
     view = memoryview(data)
     slices = (view[i : i + _SLICE_BYTES] for i in range(0, len(data), _SLICE_BYTES))
-    return stream_documents(slices, codec)
+    return stream_documents(slices, codec, malformed)
 
 
 def stream_documents(
-    chunks: Iterable[bytes | memoryview], codec: Codec
+    chunks: Iterable[bytes | memoryview], codec: Codec, malformed: Malformed | None = None
 ) -> Iterator[RawDocument[AnyEvent]]:
-    """The trace in one pass over its text's chunks; see the module's docstring."""
-    text = _Text(iter(chunks), codec)
+    """The trace in one pass over its text's chunks; see the module's docstring. Events of
+    the wrong shape are left out, counted in ``malformed``."""
+    text = _Text(iter(chunks), codec, malformed)
     try:
         head, start = text.start()
         if head is not None:
             yield head
         yield from text.pieces(start)
-        yield end_document(head, text.buffer, codec)
+        yield end_document(head, text.buffer, text)
     except (msgspec.MsgspecError, RecursionError):
         raise UnsplittableError from None
 
 
 def start_pieces(
-    chunks: Iterable[bytes | memoryview], codec: Codec
+    chunks: Iterable[bytes | memoryview], codec: Codec, malformed: Malformed | None = None
 ) -> tuple[_Text, RawDocument[AnyEvent] | None, int]:
     """The text, its document before the events (None in the array format) and where the
     first event starts: for ``_Text.raw_pieces``, then ``end_document``."""
-    text = _Text(iter(chunks), codec)
+    text = _Text(iter(chunks), codec, malformed)
     try:
         head, start = text.start()
     except (msgspec.MsgspecError, RecursionError):
@@ -96,17 +105,32 @@ def start_pieces(
 
 
 def end_document(
-    head: RawDocument[AnyEvent] | None, rest: bytes | bytearray, codec: Codec
+    head: RawDocument[AnyEvent] | None, rest: bytes | bytearray, text: _Text
 ) -> RawDocument[AnyEvent]:
     """The text after the last cut: the last events, the array's end and the keys after it."""
+    codec = text.codec
     try:
         if head is None:  # the array format
-            return RawDocument(traceEvents=codec.event_list.decode(b"".join((b"[", rest))))
+            whole = b"".join((b"[", rest))
+            try:
+                return RawDocument(traceEvents=codec.event_list.decode(whole))
+            except msgspec.ValidationError:  # events of the wrong shape: one by one
+                found = tolerated_events(whole, text.seen, codec, text.malformed)
+                if found is None:
+                    raise UnsplittableError from None
+                return RawDocument(traceEvents=found[0])
         # a key written again after the events (escapes can spell any key) would win there
         again = (_EVENTS_NAME, _UNICODE_ESCAPE, *(_key(f) for f in _fields_set(head)))
         if any(rest.find(name) >= 0 for name in again):
             raise UnsplittableError
-        document = codec.events_document.decode(b"".join((b'{"traceEvents":[', rest)))
+        whole = b"".join((b'{"traceEvents":[', rest))
+        try:
+            document: RawDocument[AnyEvent] = codec.events_document.decode(whole)
+        except msgspec.ValidationError:  # events of the wrong shape: one by one
+            tolerated = tolerated_document(whole, text.seen, codec, text.malformed)
+            if tolerated is None:
+                raise UnsplittableError from None
+            return tolerated
         return document
     except (msgspec.MsgspecError, RecursionError):
         raise UnsplittableError from None
@@ -115,11 +139,15 @@ def end_document(
 class _Text:
     """The text not decoded yet: chunks appended at the end, decoded text cut off the front."""
 
-    def __init__(self, chunks: Iterator[bytes | memoryview], codec: Codec) -> None:
+    def __init__(
+        self, chunks: Iterator[bytes | memoryview], codec: Codec, malformed: Malformed | None
+    ) -> None:
         self.buffer = bytearray()
         self.first = 0  # where the first character is, once found
+        self.malformed = Malformed() if malformed is None else malformed  # left out
+        self.seen = 0  # the events of the pieces taken, of every shape
+        self.codec = codec
         self._chunks = chunks
-        self._codec = codec
 
     def more(self) -> bool:
         """Append the next chunk; False at the end of the text."""
@@ -161,7 +189,7 @@ class _Text:
         if key is None or buffer[mention - 1 : mention] == _ESCAPE:
             raise UnsplittableError  # absent, not an array's key, or inside a string
         # the text before the key must close as a document: the key is a top-level one
-        head = self._codec.events_document.decode(
+        head = self.codec.events_document.decode(
             b"".join((buffer[: key.start()], b'"traceEvents":null}'))
         )
         return head, key.end()
@@ -182,17 +210,34 @@ class _Text:
                     continue
                 del buffer[:start]
                 return
-            events = _decoded(buffer, start, cut.start() + 1, self._codec)
-            if events is None:  # the cut was inside a value, or the events ended before it
+            found = self.decoded(buffer, start, cut.start() + 1)
+            if found is None:  # the cut was inside a value, or the events ended before it
                 retries += 1
                 if retries > _RETRIES or cut.end() - start > _MAX_PENDING:
                     raise UnsplittableError
                 search = cut.end() - 1
                 continue
+            events, self.seen = found[0], self.seen + found[1]
             yield RawDocument(traceEvents=events)
             del buffer[: cut.end() - 1]  # the next piece starts at the "{"
             start, retries = 0, 0
             search = _PIECE_BYTES
+
+    def decoded(
+        self, buffer: bytearray | bytes, start: int, end: int
+    ) -> tuple[list[AnyEvent], int] | None:
+        """The events of ``buffer[start:end]`` and how many the text held; None if that text
+        is not a list of events. Events of the wrong shape are left out, counted in
+        ``malformed`` (``tolerated_events``)."""
+        with memoryview(buffer) as view:
+            piece = b"".join((b"[", view[start:end], b"]"))
+        try:
+            events: list[AnyEvent] = self.codec.event_list.decode(piece)
+        except msgspec.ValidationError:
+            return tolerated_events(piece, self.seen, self.codec, self.malformed)
+        except (msgspec.DecodeError, RecursionError):
+            return None
+        return events, len(events)
 
     def raw_pieces(self, start: int) -> Iterator[tuple[list[bytes | memoryview], bytes]]:
         """Pieces of text from ``start``, not decoded, each with the text between it and
@@ -238,19 +283,6 @@ def _last_cut(chunk: bytes | memoryview) -> tuple[int, int] | None:
 def worker_piece_bytes() -> int:
     """The text per piece that ``raw_pieces`` cuts for a worker process."""
     return _WORKER_PIECES * _PIECE_BYTES
-
-
-def _decoded(buffer: bytearray, start: int, end: int, codec: Codec) -> list[AnyEvent] | None:
-    """The events of ``buffer[start:end]``; None if that text is not a list of events."""
-    with memoryview(buffer) as view:
-        piece = b"".join((b"[", view[start:end], b"]"))
-    try:
-        events: list[AnyEvent] = codec.event_list.decode(piece)
-    except msgspec.ValidationError:  # an event of the wrong shape: the exact path says which
-        raise UnsplittableError from None
-    except (msgspec.DecodeError, RecursionError):
-        return None
-    return events
 
 
 def _fields_set(document: RawDocument[AnyEvent]) -> list[str]:
