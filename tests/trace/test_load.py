@@ -103,3 +103,12 @@ def test_collective_args_follow_their_rows_into_table_order(write_trace: WriteTr
     written = [f"c{round(table.start_us[r] + table.origin_ns / 1000)}" for r in names.rows]
     assert [table.text(int(i)) for i in names.values] == written == ["c10", "c20", "c30", "c50"]
     assert table.sparse_column("seq").values.tolist() == [10, 20, 30, 50]
+
+
+def test_the_host_a_trace_names_but_not_a_scrubbed_placeholder(write_trace: WriteTrace) -> None:
+    events = document([step(1, 0, 100), kernel("k", 10, 20)])
+    named = steptrace.load_trace(write_trace({**events, "host_name": "node-a"}, name="a.json"))
+    assert named.info.host == "node-a"
+    scrubbed = steptrace.load_trace(write_trace({**events, "host_name": "<host-1>"}, name="b.json"))
+    assert scrubbed.info.host is None  # each scrubbed file numbers its hosts from 1
+    assert steptrace.load_trace(write_trace(events, name="c.json")).info.host is None

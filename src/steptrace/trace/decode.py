@@ -131,6 +131,7 @@ class RawDocument(msgspec.Struct, Generic[E]):
     distributedInfo: dict[str, Any] | None = None  # noqa: N815
     baseTimeNanoseconds: int | str | None = None  # noqa: N815
     displayTimeUnit: str | None = None  # noqa: N815
+    host_name: Scalar = None  # the host the trace was recorded on (torch 2.x writes it)
     record_shapes: Scalar = None
     profile_memory: Scalar = None
     with_stack: Scalar = None

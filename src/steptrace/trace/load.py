@@ -7,6 +7,7 @@ them by default); ``read_trace`` is the same for a ``Selection`` and a text read
 from __future__ import annotations
 
 import gc
+import re
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -272,6 +273,7 @@ def _build(
         devices=_devices(document.deviceProperties),
         distributed=_distributed(document.distributedInfo),
         base_time_ns=as_int(document.baseTimeNanoseconds),
+        host=_host(document.host_name),
         time_unit=document.displayTimeUnit,
         options={k: str(v) for k in _OPTION_KEYS if (v := getattr(document, k)) is not None},
         memory_events=counts.memory,
@@ -284,6 +286,17 @@ def _build(
         bytes_ignored=found.ignored_bytes,
     )
     return Trace(info=info, events=table, instants=tables.instants, flows=tables.flows)
+
+
+def _host(name: object) -> str | None:
+    """The host a trace names, if any: not ``scrub``'s placeholder (``<host-1>``), which
+    each scrubbed file numbers from 1, so that two hosts would read as one."""
+    if not isinstance(name, str) or not name or _PLACEHOLDER.fullmatch(name):
+        return None
+    return name
+
+
+_PLACEHOLDER = re.compile(r"<[a-z]+-\d+>")
 
 
 def _groups(selection: Selection) -> tuple[str, ...]:

@@ -216,6 +216,7 @@ class TraceInfo(msgspec.Struct, frozen=True):
     url: str | None = None  # where it was read, when an fsspec URL (``path`` is then mangled)
     events_skipped: int = 0  # events loading could not use (malformed, no usable time)
     bytes_ignored: int = 0  # bytes after the gzip data that were not zero padding
+    host: str | None = None  # the host it was recorded on (``host_name``), when written
 
 
 class Trace(msgspec.Struct, frozen=True):

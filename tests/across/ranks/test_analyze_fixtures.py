@@ -9,6 +9,7 @@ straggler.
 
 from __future__ import annotations
 
+import gzip
 import json
 import os
 import statistics
@@ -82,3 +83,22 @@ def test_one_claim_per_millisecond_with_the_straggler_first(folder: Path) -> Non
     )
     for f in exposed:
         assert float(f.evidence.values()["exposed_comm_ms"]) <= whole - plant["extra_ms"] / 2
+
+
+def test_without_host_names_a_straggler_s_arrivals_are_given_with_the_clocks_uncertainty(
+    tmp_path: Path,
+) -> None:
+    """The planted set's traces without ``host_name``: its collective ends disagree by more
+    than the threshold, so the clocks are not trusted; rank 2, planted 25 ms late (far past
+    that uncertainty), is still said to arrive last, by more than it, at every collective."""
+    for path in sorted((COMMITTED / "slow-read-4").glob("rank-*.json.gz")):
+        document = json.loads(gzip.decompress(path.read_bytes()))
+        assert document.pop("host_name")
+        (tmp_path / path.name).write_bytes(gzip.compress(json.dumps(document).encode()))
+    report = analyze_ranks(sorted(tmp_path.glob("rank-*.json.gz")), progress=False)
+    assert not report.clocks.trusted
+    first = report.stragglers[0]
+    assert (first.rank, first.times_last) == (2, None)
+    assert first.times_last_beyond_uncertainty == first.of == 3
+    (finding,) = [f for f in report.findings if f.rule == "straggler"]
+    assert "by more than the clocks' uncertainty" in finding.observation

@@ -248,9 +248,11 @@ def test_a_hostile_name_stays_data_in_the_figure(write_trace: WriteTrace) -> Non
 
 
 def test_the_ranks_figure_is_aligned_only_on_trusted_clocks() -> None:
-    report = fixture_report()
+    report = fixture_report()  # its ranks name one host: one clock, trusted
     carried = fixture_job().lanes
-    untrusted = ranks_timeline_section(report, carried)
+    assert report.clocks.trusted
+    doubted = msgspec.structs.replace(report.clocks, trusted=False)
+    untrusted = ranks_timeline_section(msgspec.structs.replace(report, clocks=doubted), carried)
     assert untrusted is not None
     figure = untrusted.blocks[1]
     views = figure.views  # type: ignore[union-attr]

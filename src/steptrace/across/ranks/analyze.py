@@ -42,22 +42,32 @@ def analyze_ranks_data(
     instances = {r: d.instances for r, d in data.items()}
     matching = match(instances, identified.world_size)
     origins = {r: (d.base_time_ns, d.clock_ns) for r, d in data.items()}
-    clocks, offsets = align(matching.matched, origins, limits.clock_residual_us)
-    timed = timings(matching.matched, offsets, clocks.trusted)
+    hosts = {r: d.host for r, d in data.items()}
+    clocks, offsets = align(matching.matched, origins, limits.clock_residual_us, hosts)
+    spread = clocks.residual_spread_us
+    uncertainty = None if spread is None else round(spread * 1000)
+    timed = timings(matching.matched, offsets, clocks.trusted, uncertainty)
     waits: dict[int, dict[int, int]] = defaultdict(lambda: defaultdict(int))
     of: Counter[int] = Counter()
     last: Counter[int] = Counter()
+    clearly: Counter[int] = Counter()
     for t in timed:
         for r, w in t.wait_ns.items():
             waits[r][t.issued_ns[r]] += w  # two calls issued at one instant both count
             of[r] += 1
         if t.last_rank is not None:
             last[t.last_rank] += 1
+        if t.clearly_last is not None:
+            clearly[t.clearly_last] += 1
     steps: dict[int, tuple[RankStep, ...]] = {
         r: rank_steps(d, offsets.get(r, 0), clocks.origin_ns, waits.get(r, {}))
         for r, d in data.items()
     }
-    arrivals = {r: (last[r] if clocks.trusted else None, of[r]) for r in data}
+    beyond = uncertainty is not None and not clocks.trusted and bool(offsets)
+    arrivals = {
+        r: (last[r] if clocks.trusted else None, of[r], clearly[r] if beyond else None)
+        for r in data
+    }
     sources = {i.rank: i.source for i in identified.ranks}
     results = tuple(
         RankResult(

@@ -38,11 +38,12 @@ def align(
     matched: Sequence[Matched],
     origins: Mapping[int, tuple[int | None, int]],
     residual_limit_us: float,
+    hosts: Mapping[int, str | None] | None = None,
 ) -> tuple[ClockAlignment, dict[int, int]]:
     """Offsets (ns, by rank; absent: not estimable) and what they are worth.
 
     ``origins``: per rank, its ``baseTimeNanoseconds`` (or None) and the absolute ns of its
-    first event.
+    first event; ``hosts``: per rank, the host its trace names (``host_name``), if any.
     """
     blocking = [m for m in matched if all(i.blocking for _, i in m.members)]
     ranks = sorted(origins)
@@ -55,9 +56,16 @@ def align(
         reference = min(first, key=lambda r: (abs(first[r] - middle), r))
         differences, bounds = _differences(blocking, ranks, reference)
     offsets = {r: _estimate(d, bounds[r]) for r, d in differences.items() if d}
+    named = hosts or {}
+    shared = _shared_clocks(offsets, named, reference) and _causal(blocking, named)
+    if shared and reference is not None:
+        offsets = _by_host(offsets, named, reference)
     residuals = {r: _mad(d, offsets[r]) for r, d in differences.items() if d and r != reference}
     spread_ns = max(residuals.values()) if residuals else None
+    one_host = shared and len({named.get(r) for r in ranks}) == 1
     trusted, reason = _verdict(ranks, reference, offsets, spread_ns, residual_limit_us)
+    if one_host and not any(r not in offsets for r in ranks):
+        trusted, reason = True, _ONE_HOST + _disagree(spread_ns)
     aligned_origins = [o - offsets.get(r, 0) for r, (_, o) in origins.items()]
     clocks = ClockAlignment(
         reference_rank=reference,
@@ -111,6 +119,53 @@ def _estimate(differences: list[int], bounds: list[int]) -> int:
 
 
 _NOT_SIGNIFICANT = 3  # deviations: an offset this close to zero is not told from it
+_CAUSAL_SLACK_NS = 10_000  # timestamps' jitter allowed when one clock is checked
+_ONE_HOST = (
+    "every rank's trace names one host (host_name): one clock, read as it is, no offset applied"
+)
+
+
+def _shared_clocks(
+    offsets: Mapping[int, int], hosts: Mapping[int, str | None], reference: int | None
+) -> bool:
+    """Whether every rank's host is known, so that the ranks of one host share its clock."""
+    return reference is not None and bool(offsets) and all(hosts.get(r) for r in offsets)
+
+
+def _by_host(
+    offsets: Mapping[int, int], hosts: Mapping[int, str | None], reference: int
+) -> dict[int, int]:
+    """One offset per host, the median of its ranks' (zero on the reference's host): the
+    processes of one host read one clock, so that their own offsets are only noise."""
+    of_host: dict[str | None, list[int]] = {}
+    for r, offset in offsets.items():
+        of_host.setdefault(hosts[r], []).append(offset)
+    host_offset = {h: median_ns(found) for h, found in of_host.items()}
+    host_offset[hosts[reference]] = 0
+    return {r: host_offset[hosts[r]] for r in offsets}
+
+
+def _causal(blocking: Sequence[Matched], hosts: Mapping[int, str | None]) -> bool:
+    """Whether each host's clock, read as it is, keeps every collective causal among its
+    ranks: none ends one before every other has started it (else the names lie: several
+    machines under one name, or a trace whose times were moved)."""
+    for m in blocking:
+        groups: dict[str | None, list[tuple[int, int]]] = {}
+        for r, i in m.members:
+            groups.setdefault(hosts.get(r), []).append((i.start_ns, i.end_ns))
+        for spans in groups.values():
+            if min(e for _, e in spans) + _CAUSAL_SLACK_NS < max(s for s, _ in spans):
+                return False
+    return True
+
+
+def _disagree(spread_ns: int | None) -> str:
+    if spread_ns is None:
+        return ""
+    return (
+        f"; collective ends disagree by {spread_ns / 1000:.0f} µs (median absolute "
+        "deviation, worst rank): the machine's load, not its clock"
+    )
 
 
 def _mad(differences: list[int], offset: int) -> int:

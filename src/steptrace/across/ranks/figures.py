@@ -91,7 +91,8 @@ class ClockAlignment(msgspec.Struct, frozen=True, kw_only=True):
     offset is the median over matched collectives of (its end - the reference rank's end).
     ``residual_spread_us`` is the largest per-rank residual (median absolute deviation of
     the remaining differences); when it is too large for arrival-order claims
-    (``trusted`` false, ``reason`` says why) stragglers carry ``times_last = None``.
+    (``trusted`` false, ``reason`` says why) stragglers carry ``times_last = None``, and
+    ``times_last_beyond_uncertainty``: the arrivals last by more than that spread.
     """
 
     reference_rank: int | None  # None: a single rank or nothing matched
@@ -144,6 +145,9 @@ class Straggler(msgspec.Struct, frozen=True, kw_only=True):
     own_wait_ms: float  # per step, median: its own collective wait
     times_last: int | None  # matched collectives it arrived at last; None: clocks untrusted
     of: int  # matched collectives it took part in
+    # Clocks untrusted: the collectives it arrived at last by more than their uncertainty
+    # (``ClockAlignment.residual_spread_us``), on the estimated offsets; None otherwise.
+    times_last_beyond_uncertainty: int | None = None
 
 
 class RankLanes(msgspec.Struct, frozen=True, kw_only=True):

@@ -111,6 +111,7 @@ class RankData(msgspec.Struct, frozen=True, kw_only=True):
     clock_ns: int  # absolute ns (own clock) of the trace's origin: base + first ts
     parts: RankParts
     damaged: bool = False  # loading skipped events, or bytes after the gzip data
+    host: str | None = None  # the host it was recorded on: ranks of one host, one clock
 
     @property
     def path(self) -> str:
@@ -198,6 +199,7 @@ def rank_data(
         warnings=noticed,
         base_time_ns=base if base is not None and base >= 0 else None,
         clock_ns=_clock_ns(context),
+        host=info.host or None,
         parts=RankParts(
             steps=steps,
             collectives=instances if "collectives" in asked else None,

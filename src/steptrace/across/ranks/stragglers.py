@@ -51,10 +51,11 @@ def _phase_ms(step: RankStep, phase: str) -> float:
 
 def find_stragglers(
     steps: Mapping[int, Sequence[RankStep]],
-    arrivals: Mapping[int, tuple[int | None, int]],
+    arrivals: Mapping[int, tuple[int | None, int, int | None]],
     limits: RankThresholds,
 ) -> tuple[Straggler, ...]:
-    """Straggling ranks (see the module's contract); ``arrivals``: (times last, of)."""
+    """Straggling ranks (see the module's contract); ``arrivals``: (times last, of, times
+    last beyond the clocks' uncertainty)."""
     table = common_steps(steps)
     ranks = sorted(table)
     n_steps = min((len(s) for s in table.values()), default=0)
@@ -77,7 +78,7 @@ def find_stragglers(
                 best = (phase, *candidate)
         if best is not None:
             phase, excess, late, own, others = best
-            times_last, of = arrivals.get(rank, (None, 0))
+            times_last, of, beyond = arrivals.get(rank, (None, 0, None))
             found.append(
                 Straggler(
                     rank=rank,
@@ -88,6 +89,7 @@ def find_stragglers(
                     others_wait_ms=others,
                     own_wait_ms=own,
                     times_last=times_last,
+                    times_last_beyond_uncertainty=beyond,
                     of=of,
                 )
             )

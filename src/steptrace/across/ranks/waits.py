@@ -34,20 +34,32 @@ class Timing(msgspec.Struct, frozen=True):
     issued_ns: dict[int, int]  # by rank, on its own clock: the step it belongs to
     last_rank: int | None  # latest aligned start; None when clocks are not trusted
     nbytes: int | None
+    # latest aligned start by more than the clocks' uncertainty (untrusted clocks); else None
+    clearly_last: int | None = None
 
 
 def timings(
-    matched: Sequence[Matched], offsets: Mapping[int, int], trusted: bool
+    matched: Sequence[Matched],
+    offsets: Mapping[int, int],
+    trusted: bool,
+    uncertainty_ns: int | None = None,
 ) -> tuple[Timing, ...]:
+    """Each blocking collective's transfer and waits; who came last when the clocks are
+    trusted, and, when they are not, who came last by more than ``uncertainty_ns``."""
     found = []
     for m in matched:
         if not all(i.blocking for _, i in m.members):
             continue
         durations = {r: i.end_ns - i.start_ns for r, i in m.members}
         transfer = min(durations.values())
-        last = None
-        if trusted and all(r in offsets for r, _ in m.members):
-            last = max(m.members, key=lambda ri: (ri[1].start_ns - offsets[ri[0]], -ri[0]))[0]
+        last = clearly = None
+        if all(r in offsets for r, _ in m.members):
+            arrived = sorted((i.start_ns - offsets[r], -r) for r, i in m.members)
+            if trusted:
+                last = -arrived[-1][1]
+            elif uncertainty_ns is not None and len(arrived) > 1:
+                margin = arrived[-1][0] - arrived[-2][0]
+                clearly = -arrived[-1][1] if margin > uncertainty_ns else None
         sizes = [i.nbytes for _, i in m.members if i.nbytes is not None]
         found.append(
             Timing(
@@ -57,6 +69,7 @@ def timings(
                 wait_ns={r: d - transfer for r, d in durations.items()},
                 issued_ns={r: i.issued_ns for r, i in m.members},
                 last_rank=last,
+                clearly_last=clearly,
                 nbytes=int(statistics.median_low(sizes)) if len(sizes) == len(m.members) else None,
             )
         )

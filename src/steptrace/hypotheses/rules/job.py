@@ -134,11 +134,24 @@ def _on_job_path(analysis: RanksAnalysis, s: Straggler) -> str:
     )
 
 
+def _arrival_untrusted(analysis: RanksAnalysis, s: Straggler) -> str:
+    """What arrival order can say when the clocks are not trusted: the arrivals last by
+    more than the clocks' uncertainty, if it is known."""
+    spread = analysis.clocks.residual_spread_us
+    if s.times_last_beyond_uncertainty is None or spread is None:
+        return "arrival order is not claimed (the clocks are not trusted)"
+    return (
+        f"it arrived last by more than the clocks' uncertainty (±{spread:.0f} µs) at "
+        f"{s.times_last_beyond_uncertainty} of the {s.of} matched collectives it took part "
+        "in; the clocks are not trusted for the rest of the order"
+    )
+
+
 def _straggler(analysis: RanksAnalysis, s: Straggler, share: float) -> Finding:
     arrived = (
         f"it arrived last at {s.times_last} of the {s.of} matched collectives it took part in"
         if s.times_last is not None
-        else "arrival order is not claimed (the clocks are not trusted)"
+        else _arrival_untrusted(analysis, s)
     )
     return finding(
         "straggler",

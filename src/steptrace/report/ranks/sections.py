@@ -17,7 +17,7 @@ from collections import defaultdict
 
 import msgspec
 
-from steptrace.across.ranks.figures import RankLanes, RankResult
+from steptrace.across.ranks.figures import RankLanes, RankResult, Straggler
 from steptrace.report.document import Block, Cell, Column, Document, Paragraph, Section, Table
 from steptrace.report.model import RanksReport
 from steptrace.report.ranks import fold as rank_fold
@@ -235,6 +235,19 @@ def clocks(report: RanksReport) -> Section:
     return Section("clocks", "Clocks: offsets to the reference rank", tuple(blocks))
 
 
+def _arrived_last(s: Straggler, spread_us: float | None) -> str:
+    """The straggler's arrivals last: counted on trusted clocks; on untrusted ones, those
+    last by more than the clocks' uncertainty, when known."""
+    if s.times_last is not None:
+        return f"{s.times_last} of {s.of}"
+    if s.times_last_beyond_uncertainty is None or spread_us is None:
+        return f"not claimed (clocks not trusted; {s.of} collectives)"
+    return (
+        f"{s.times_last_beyond_uncertainty} of {s.of} by more than the clocks' "
+        f"uncertainty (±{spread_us:.0f} µs)"
+    )
+
+
 def stragglers(report: RanksReport) -> Section:
     """The ranks that spend more than the others in one phase, most excess first."""
     heading = "Stragglers, most excess first"
@@ -266,9 +279,7 @@ def stragglers(report: RanksReport) -> Section:
             s.phase,
             s.excess_ms,
             f"{s.steps_late} of {s.steps}",
-            f"{s.times_last} of {s.of}"
-            if s.times_last is not None
-            else f"not claimed (clocks not trusted; {s.of} collectives)",
+            _arrived_last(s, report.clocks.residual_spread_us),
             s.others_wait_ms,
             s.own_wait_ms,
         )
