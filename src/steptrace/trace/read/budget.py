@@ -26,6 +26,11 @@ from pathlib import Path
 
 MAX_BYTES_ENV = "STEPTRACE_MAX_BYTES"
 PENDING_BYTES = 64 << 20
+# Gunzipped text per compressed byte past which a gzip is a bomb, not a trace: real traces
+# gunzip to 5 to 30 times their size (the shared ones: 13 to 30); a run of tiny events
+# repeated (millions of the same event, each a row) to hundreds of times. Judged once the
+# text passes PENDING_BYTES, so that a small file is never refused for its ratio.
+BOMB_RATIO = 100
 _WHOLE_SHARE = 4
 _CGROUP = Path("/sys/fs/cgroup")
 # a run of PENDING_BYTES without a quote, from the start or a quote: one regular
@@ -58,6 +63,18 @@ def max_bytes_set(max_bytes: int | None) -> Iterator[None]:
             os.environ.pop(MAX_BYTES_ENV, None)
         else:
             os.environ[MAX_BYTES_ENV] = saved
+
+
+def bomb_ratio(path: object, text_bytes: int, compressed_bytes: int) -> str | None:
+    """The refusal of a gzip whose text passed ``BOMB_RATIO`` times what was read of it,
+    in one line; None while it has not."""
+    if text_bytes <= PENDING_BYTES or text_bytes <= BOMB_RATIO * compressed_bytes:
+        return None
+    return (
+        f"{path}: {text_bytes:,} bytes of text from {compressed_bytes:,} compressed: more "
+        f"than {BOMB_RATIO} times, what only a compressed bomb holds (traces gunzip to 5 to "
+        "30 times their size)"
+    )
 
 
 def text_limit() -> int | None:

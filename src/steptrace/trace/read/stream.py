@@ -31,6 +31,7 @@ from typing import BinaryIO, NamedTuple, cast
 from isal import isal_zlib
 
 from steptrace.errors import TraceError
+from steptrace.trace.read.budget import bomb_ratio
 from steptrace.trace.read.source import GZIP_MAGIC, check_open, file_size, too_large, trailing
 
 CHUNK_BYTES = 4 << 20  # text per chunk handed to the caller
@@ -102,11 +103,13 @@ class TextStream:
                 gzipped = head.startswith(GZIP_MAGIC)
                 inflated = _inflate(handle, head, self.path, self.ignored)
                 chunks = inflated if gzipped else _plain(handle, head)
-                text_bytes = 0
+                text_bytes, compressed = 0, 0
                 for chunk in chunks:
-                    text_bytes += len(chunk[0])
+                    text_bytes, compressed = text_bytes + len(chunk[0]), compressed + chunk[1]
                     if self._limit is not None and text_bytes > self._limit:
                         raise TraceError(too_large(str(self.path), text_bytes, self._limit))
+                    if gzipped and (bomb := bomb_ratio(self.path, text_bytes, compressed)):
+                        raise TraceError(bomb)
                     if not self._put(chunk):
                         return
             self._put(None)
