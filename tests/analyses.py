@@ -20,7 +20,7 @@ from typing import Any
 import msgspec
 
 from steptrace.analysis.communication.summary import CollectiveKind, KindStep
-from steptrace.analysis.efficiency.roofline import RooflineRow
+from steptrace.analysis.efficiency.roofline import RooflineRow, coverage_of
 from steptrace.analysis.measure import (
     FirstStep,
     PhaseSummary,
@@ -318,6 +318,7 @@ def analysis(
         tuple(copies),
         communication=tuple(communication),
         roofline=tuple(roofline),
+        roofline_coverage=coverage_of(list(roofline)) if observed else None,
         memory=memory,
     )
 

@@ -54,15 +54,16 @@ def test_the_gpu_computing_80_percent_of_the_step_bounds_it() -> None:
     assert judged(on_gpu(7.9)).bound == "host"
 
 
-def row(bound: Literal["compute", "memory"], gpu_ms: float) -> RooflineRow:
-    """A GEMM on the roofline: only its bound and GPU time matter here."""
+def row(bound: Literal["compute", "memory"] | None, gpu_ms: float) -> RooflineRow:
+    """A GEMM on the roofline (None: an operator without a model): only its bound and GPU
+    time matter here."""
     return RooflineRow(
-        operator="aten::mm",
+        operator="aten::mm" if bound else "aten::cudnn_convolution",
         input_shapes="[[8, 8], [8, 8]]",
         input_types=None,
         concrete_inputs=None,
         calls=1,
-        model="GEMM",
+        model="GEMM" if bound else None,
         precision="float32",
         flops_per_call=1,
         bytes_per_call=1,
@@ -84,6 +85,8 @@ def row(bound: Literal["compute", "memory"], gpu_ms: float) -> RooflineRow:
         ([row("memory", 3.0), row("compute", 1.0)], "memory"),
         ([row("memory", 1.0), row("compute", 3.0)], "compute"),
         ([], None),
+        # three quarters of the placed time, but not half of the operators' GPU time
+        ([row("memory", 3.0), row("compute", 1.0), row(None, 4.0)], None),
     ],
 )
 def test_gpu_bound_says_compute_or_memory_from_the_roofline_rows(
@@ -94,6 +97,12 @@ def test_gpu_bound_says_compute_or_memory_from_the_roofline_rows(
     assert (verdict.bound, verdict.gpu_bound) == ("gpu", expected)
     if expected is not None:
         assert f"mostly in {expected}-bound operators (75.0%" in verdict.sentence
+    elif rows:
+        assert "compute- or memory-bound is not claimed" in verdict.sentence
+        assert "places 50.0% of the operators' GPU time" in verdict.sentence
+        assert "memory-bound operators 37.5%" in verdict.sentence
+        assert "aten::cudnn_convolution" in verdict.sentence
+        assert ("roofline_coverage", 0.5) in [(f.name, f.value) for f in verdict.figures]
 
 
 def test_the_gpu_idle_while_reading_bounds_it_as_input() -> None:

@@ -19,7 +19,7 @@ from steptrace.analysis.compose import compute
 from steptrace.analysis.context import TraceContext
 from steptrace.analysis.critical.path import CriticalPath
 from steptrace.analysis.efficiency.hardware import DevicePeaks
-from steptrace.analysis.efficiency.roofline import Roofline, RooflineRow
+from steptrace.analysis.efficiency.roofline import Roofline, RooflineCoverage, RooflineRow
 from steptrace.analysis.memory.usage import MemoryAnalysis, memory_warnings
 from steptrace.analysis.registry import figures
 from steptrace.analysis.spread import Spread
@@ -128,6 +128,9 @@ class TraceAnalysis(msgspec.Struct, frozen=True):
     # per operator and recorded inputs, by time: FLOPs, bytes, achieved and peak figures
     roofline: tuple[RooflineRow, ...] = ()  # (): no shapes recorded; may be cut to the top N
     roofline_peaks: DevicePeaks | None = None  # the roofs used; None: not known
+    # the share of the operators' GPU time on the roofline (all rows, before any cut);
+    # None: no rows, or the GPU not observed
+    roofline_coverage: RooflineCoverage | None = None
     critical_path: CriticalPath | None = None  # None: not computed (``critical_path``)
     # collectives by type (all_reduce, all_to_all, ...): sizes, bandwidth, exposed time per
     # step; (): no collective in the trace
@@ -217,6 +220,7 @@ def analysis_of(context: TraceContext, computed: dict[str, Any]) -> TraceAnalysi
         memory=computed["memory"],
         roofline=rooflined.rows,
         roofline_peaks=rooflined.peaks,
+        roofline_coverage=rooflined.coverage,
         critical_path=computed.get("critical_path"),
         communication=computed["communication"],
     )

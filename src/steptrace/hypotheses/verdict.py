@@ -20,8 +20,10 @@ scenario. The decision rule, on the complete steps, each share the median over t
    splits into its recorded work and the time no work is recorded (``cpu.unrecorded_ms``
    outside the reading), and the sentence names the largest of these causes.
    - ``gpu`` when the GPU computes at least ``bound_gpu_busy`` (80%) of the step; then
-     ``gpu_bound`` says ``compute`` or ``memory`` from the roofline rows (the bound that
-     holds most of their GPU time), None without recorded shapes;
+     ``gpu_bound`` says ``compute`` or ``memory`` when operators of that roofline bound
+     hold at least ``CLAIM`` (half) of the operators' GPU time
+     (``analysis.roofline_coverage``), else None (shapes not recorded, or cost models for
+     too little of it: the sentence says how much the roofline covers);
    - else the step is bound by what keeps the GPU from computing: ``input``, ``host`` or
      ``communication``, the one that holds at least ``bound_share`` (60%) of that time;
    - else ``mixed``, every part named with its share.
@@ -57,6 +59,7 @@ Bound = Literal["input", "host", "gpu", "communication", "memory", "mixed", "not
 GpuBound = Literal["compute", "memory"]
 TOP = 3  # findings in the verdict
 MEMORY_FULL = 0.9  # of a device's memory at its peak: memory limits the step
+CLAIM = 0.5  # of the operators' GPU time: a roofline bound said of the step
 SILENT = 0.1  # of a CPU step with no work recorded in the host's part: said in the verdict
 
 
@@ -105,6 +108,8 @@ def verdict_of(case: Case, findings: Sequence[Finding], limits: Thresholds) -> V
         *(median(p[k] / s.wall_ms for p, s in zip(parts, steps, strict=True)) for k in range(4))
     )
     figures = _figures(shares, on_gpu, len(steps))
+    if analysis.roofline_coverage is not None:
+        figures += (Figure("roofline_coverage", analysis.roofline_coverage.share, "share"),)
     on: Literal["gpu", "cpu"] = "gpu" if on_gpu else "cpu"
     full = _memory_full(analysis, findings)
     if full is not None:
@@ -290,28 +295,49 @@ def _on_gpu(shares: Parts, limits: Thresholds, host_cause: str) -> tuple[Bound, 
 
 
 def _gpu_bound(analysis: TraceAnalysis) -> GpuBound | None:
-    """Compute- or memory-bound: the roofline bound that holds most of the rows' GPU time."""
-    by_bound = {"compute": 0.0, "memory": 0.0}
-    for row in analysis.roofline:
-        if row.bound is not None and row.gpu_ms:
-            by_bound[row.bound] += row.gpu_ms
-    if not any(by_bound.values()):
+    """Compute- or memory-bound: the roofline bound of a majority (``CLAIM``) of the
+    operators' GPU time; None: no bound holds that much (or nothing is on the roofline)."""
+    covered = analysis.roofline_coverage
+    if covered is None:
         return None
-    return "compute" if by_bound["compute"] >= by_bound["memory"] else "memory"
+    for bound, ms in (("compute", covered.compute_ms), ("memory", covered.memory_ms)):
+        if ms >= CLAIM * covered.operators_ms and ms > 0:
+            return bound  # type: ignore[return-value]
+    return None
 
 
 def _roofline_words(analysis: TraceAnalysis, bound: GpuBound | None) -> str:
-    if bound is None:
+    covered = analysis.roofline_coverage
+    if covered is None:
+        if analysis.roofline:  # rows without GPU time
+            return "; compute- or memory-bound is not known here."
         return (
             "; compute- or memory-bound is not known here (record_shapes=True gives the "
             "roofline per operator)."
         )
-    timed = [r for r in analysis.roofline if r.bound is not None and r.gpu_ms]
-    total = sum(r.gpu_ms or 0.0 for r in timed)
-    mine = sum(r.gpu_ms or 0.0 for r in timed if r.bound == bound)
+    on = f"the roofline places {pct(covered.share)} of the operators' GPU time"
+    if bound is None and covered.share == 0 and covered.modelled_ms > 0:
+        return (
+            "; compute- or memory-bound is not known here: the device's peaks are not known "
+            "(give them with --peaks FILE)."
+        )
+    if bound is None:
+        largest = max(covered.compute_ms, covered.memory_ms)
+        kind = "compute" if covered.compute_ms >= covered.memory_ms else "memory"
+        missing = (
+            f"; the largest without a cost model: {', '.join(covered.unmodelled)}"
+            if covered.unmodelled
+            else ""
+        )
+        return (
+            f"; compute- or memory-bound is not claimed: {on}, and no bound holds "
+            f"{pct(CLAIM)} of it ({kind}-bound operators {pct(largest / covered.operators_ms)}"
+            f"{missing})."
+        )
+    mine = covered.compute_ms if bound == "compute" else covered.memory_ms
     return (
-        f", mostly in {bound}-bound operators ({pct(mine / total)} of the GPU time of the "
-        "operators on the roofline)."
+        f", mostly in {bound}-bound operators ({pct(mine / covered.operators_ms)} of the "
+        f"operators' GPU time; the roofline places {pct(covered.share)} of it)."
     )
 
 

@@ -90,3 +90,18 @@ def test_the_chart_loads_in_headless_chromium(tmp_path: Path) -> None:
         assert chart.count() == 1 and chart.bounding_box()["width"] > 600  # type: ignore[index]
         assert page.locator("svg.roofline circle title").count() >= 3
     assert problems == []
+
+
+def test_the_section_says_what_share_of_the_gpu_time_it_places_whatever_the_cut() -> None:
+    """Recomputed from every row: the share of the operators' GPU time with a bound, and
+    the largest operator without a model named; the same once the table is cut."""
+    report = report_of("kineto_v100_resnet50")
+    rows = report.analysis.roofline
+    total = sum(r.gpu_ms or 0.0 for r in rows)
+    placed = sum(r.gpu_ms or 0.0 for r in rows if r.bound is not None)
+    unmodelled = max((r for r in rows if r.model is None), key=lambda r: r.gpu_ms or 0.0)
+    for shown_rows in (report, report.top(6)):
+        text = renderer("text").render([report_document(shown_rows)])
+        said = " ".join(text.split(HEADING, 1)[1][:1500].split())
+        assert f"the roofline places {100 * placed / total:.1f}%" in said
+        assert unmodelled.operator in said

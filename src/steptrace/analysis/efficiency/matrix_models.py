@@ -1,4 +1,4 @@
-"""FLOPs and bytes of matrix work: GEMMs, convolutions, attention (TraceLens's formulas).
+"""FLOPs and bytes of matrix work: GEMMs and attention (TraceLens's formulas).
 
 Contract: ``MATRIX_MODELS`` maps an operator's name to its model, ``(name, call) -> Cost |
 None``; None where the recorded inputs do not fit the model (never a guess).
@@ -6,8 +6,7 @@ None``; None where the recorded inputs do not fit the model (never a guess).
 - GEMM: ``mm`` 2·M·N·K; ``addmm`` + M·N (the bias); ``bmm`` and ``baddbmm`` × the batch;
   ``linear`` and ``matmul`` by their shapes (with broadcast batches); ``_scaled_mm`` (FP8)
   likewise. Bytes: the inputs read (bias included) and the output written.
-- Convolution: 2·prod(weight[1:])·prod(output), the output's shape from the stride,
-  padding, dilation (and output padding of a transposed one) in the concrete inputs.
+- Convolution: ``conv_models``.
 - Attention (SDPA, flash, efficient, cuDNN, CPU, math): 2·B·H·Nq·Nkv·(d + dv), that is
   4·B·H·Nq·Nkv·d, halved when causal (``is_causal`` in the concrete inputs: without them
   it is not known, and nothing is modelled). Bytes: Q, K, V, the mask, and the output.
@@ -103,78 +102,6 @@ def _broadcast(a: tuple[int, ...], b: tuple[int, ...]) -> tuple[int, ...] | None
     return tuple(out)
 
 
-# convolution: where its arguments are, per operator
-_CONV = {  # name: (stride, padding, dilation, transposed or None, output_padding, groups)
-    "aten::convolution": (3, 4, 5, 6, 7, 8),
-    "aten::_convolution": (3, 4, 5, 6, 7, 8),
-    "aten::conv1d": (3, 4, 5, None, None, 6),
-    "aten::conv2d": (3, 4, 5, None, None, 6),
-    "aten::conv3d": (3, 4, 5, None, None, 6),
-}
-
-
-def _conv(name: str, call: Call) -> Cost | None:
-    x, weight, bias = call.tensor(0), call.tensor(1), call.tensor(2)
-    if x is None or weight is None or len(x.shape) != len(weight.shape) or len(x.shape) < 3:
-        return None
-    args = _conv_args(name, call, len(x.shape) - 2)
-    if args is None:
-        return None
-    transposed, groups, stride, padding, dilation, extra = args
-    sizes = [
-        _out_size(
-            x.shape[2 + d],
-            weight.shape[2 + d],
-            (_at(stride, d), _at(padding, d), _at(dilation, d), _at(extra, d)),
-            transposed,
-        )
-        for d in range(len(x.shape) - 2)
-    ]
-    if any(s <= 0 for s in sizes):
-        return None
-    channels = weight.shape[1] * groups if transposed else weight.shape[0]
-    out = x.shape[0] * channels * math.prod(sizes)
-    flops = 2 * (x.elements if transposed else out) * math.prod(weight.shape[1:])
-    read = sum(t.bytes for t in (x, weight, bias) if t is not None)
-    return Cost("convolution", flops, read + out * x.dtype.size, x.dtype.precision, True)
-
-
-ConvArgs = tuple[bool, int, list[int], list[int], list[int], list[int]]
-
-
-def _conv_args(name: str, call: Call, spatial: int) -> ConvArgs | None:
-    """(transposed, groups, stride, padding, dilation, output padding), or None."""
-    stride_at, padding_at, dilation_at, transposed_at, extra_at, groups_at = _CONV[name]
-    transposed = transposed_at is not None and call.value(transposed_at) == "True"
-    groups = call.ints(groups_at)
-    stride, dilation = call.ints(stride_at), call.ints(dilation_at)
-    padding = _padding(call, padding_at, spatial)
-    extra = call.ints(extra_at) if transposed and extra_at is not None else [0]
-    if not (stride and padding and dilation and extra and groups):
-        return None
-    return (transposed, groups[0], stride, padding, dilation, extra)
-
-
-def _padding(call: Call, at: int, spatial: int) -> list[int] | None:
-    value = call.value(at)
-    if value in ("valid", "'valid'"):
-        return [0] * spatial
-    return call.ints(at)
-
-
-def _at(values: list[int], d: int) -> int:
-    return values[d] if d < len(values) else values[-1]
-
-
-def _out_size(size: int, kernel: int, args: tuple[int, int, int, int], transposed: bool) -> int:
-    """One spatial size of the output, from (stride, padding, dilation, output padding)."""
-    stride, padding, dilation, extra = args
-    reach = dilation * (kernel - 1)
-    if transposed:
-        return (size - 1) * stride - 2 * padding + reach + extra + 1
-    return (size + 2 * padding - reach - 1) // stride + 1
-
-
 # attention: where is_causal and the mask are, per operator
 _ATTENTION = {
     "aten::scaled_dot_product_attention": (5, 3),
@@ -213,6 +140,5 @@ MATRIX_MODELS: dict[str, Model] = {
     "aten::linear": _linear,
     "aten::matmul": _matmul,
     "aten::_scaled_mm": _scaled_mm,
-    **dict.fromkeys(_CONV, _conv),
     **dict.fromkeys(_ATTENTION, _attention),
 }

@@ -6,7 +6,9 @@ shapes, input types, concrete inputs) among the rows ``roofline_calls`` chooses,
 (largest first), and the peaks used. Nothing without recorded shapes: no row, and the
 cost models are not even imported.
 
-- ``flops_per_call``, ``bytes_per_call``: ``op_models``; None: no model (never a guess). A
+- ``flops_per_call``, ``bytes_per_call``: ``op_models``; None: no model (never a guess);
+  a convolution whose call does not say its output reads it from the trace's backward
+  calls on the same input and weight (``conv_models.ConvShapes``). A
   copy to or from the host is a ``host transfer``: the bytes its copies carried, no
   FLOPs, and no roof (the host's link bounds it, not the device's memory).
 - ``gpu_ms``: the union of the GPU work the calls launched (their children's included;
@@ -21,6 +23,8 @@ cost models are not even imported.
   intensity; ``roofline_pct`` = 100·achieved / min(peak, intensity·bandwidth), that is
   the time the roofs allow over the time taken (TraceLens's roofline time), which also
   holds for work of no FLOPs (copies: the memory roof alone).
+- ``coverage`` (a GPU trace): the share of the rows' GPU time that is on the roofline
+  (modelled, with a bound), by bound, and the largest operators without a model.
 """
 
 from __future__ import annotations
@@ -41,6 +45,7 @@ from steptrace.trace.kinds import Kind
 from steptrace.trace.table import EventTable
 
 if TYPE_CHECKING:
+    from steptrace.analysis.efficiency.conv_models import ConvShapes
     from steptrace.analysis.efficiency.op_inputs import Cost
     from steptrace.analysis.efficiency.roofline_calls import RowCalls
 
@@ -71,9 +76,23 @@ class RooflineRow(msgspec.Struct, frozen=True):
     roofline_pct: float | None
 
 
+class RooflineCoverage(msgspec.Struct, frozen=True):
+    """How much of the GPU time of the operators (every row's) the roofline places: a
+    compute- or memory-bound claim needs a majority of it."""
+
+    operators_ms: float  # the GPU time of every row: the operators that launched work
+    modelled_ms: float  # of the rows with a cost model (bound or not: peaks may be unknown)
+    compute_ms: float  # of the rows bound by compute
+    memory_ms: float  # of the rows bound by memory
+    share: float  # (compute_ms + memory_ms) / operators_ms: on the roofline
+    unmodelled: tuple[str, ...]  # the operators without a model, most GPU time first (3)
+    unmodelled_count: int  # how many operators have no model
+
+
 class Roofline(msgspec.Struct, frozen=True):
     rows: tuple[RooflineRow, ...]
     peaks: DevicePeaks | None  # the roofs used; None: not known
+    coverage: RooflineCoverage | None = None  # None: no rows, or the GPU not observed
 
 
 def roofline(context: TraceContext) -> Roofline:
@@ -94,13 +113,38 @@ def roofline(context: TraceContext) -> Roofline:
     group = _group_ids(events, ops[chosen.calls])
     count = int(group.max()) + 1
     held = zip(_split(group, count), _split(group[chosen.work_call], count), strict=True)
+    seen = _conv_shapes(events, ops)
     rows = [
         row
         for members, work in held
-        if (row := _row(events, chosen, ops, members, chosen.work[work], peaks, on_gpu))
+        if (row := _row(events, chosen, ops, members, chosen.work[work], peaks, on_gpu, seen))
     ]
     rows.sort(key=lambda r: -(r.gpu_ms if r.gpu_ms is not None else r.cpu_ms))
-    return Roofline(tuple(rows), peaks)
+    return Roofline(tuple(rows), peaks, coverage_of(rows) if on_gpu else None)
+
+
+def coverage_of(rows: list[RooflineRow]) -> RooflineCoverage | None:
+    """The rows' GPU time on the roofline, by bound (rows of a GPU trace)."""
+    total = sum(r.gpu_ms or 0.0 for r in rows)
+    if total <= 0:
+        return None
+    by_bound = {"compute": 0.0, "memory": 0.0}
+    missing: dict[str, float] = {}
+    for row in rows:
+        if row.bound is not None:
+            by_bound[row.bound] += row.gpu_ms or 0.0
+        elif row.model is None:
+            missing[row.operator] = missing.get(row.operator, 0.0) + (row.gpu_ms or 0.0)
+    placed = by_bound["compute"] + by_bound["memory"]
+    return RooflineCoverage(
+        operators_ms=total,
+        modelled_ms=sum(r.gpu_ms or 0.0 for r in rows if r.model is not None),
+        compute_ms=by_bound["compute"],
+        memory_ms=by_bound["memory"],
+        share=placed / total,
+        unmodelled=tuple(sorted(missing, key=lambda n: -missing[n])[:3]),
+        unmodelled_count=len(missing),
+    )
 
 
 def _group_ids(events: EventTable, calls: Rows) -> Rows:
@@ -111,6 +155,29 @@ def _group_ids(events: EventTable, calls: Rows) -> Rows:
     _, group = np.unique(keys, axis=0, return_inverse=True)
     ids: Rows = group.reshape(-1)
     return ids
+
+
+def _conv_shapes(events: EventTable, ops: Rows) -> ConvShapes:
+    """What the trace's convolution backward calls recorded of each convolution (each
+    distinct call read once)."""
+    from steptrace.analysis.efficiency.conv_models import LEARNED_FROM, ConvShapes
+    from steptrace.analysis.efficiency.op_inputs import Call
+
+    ids = [i for i, name in enumerate(events.names) if name in LEARNED_FROM]
+    calls = ops[np.isin(events.name_id[ops], ids)] if ids else ops[:0]
+    if calls.size == 0:
+        return ConvShapes()
+    columns = [events.name_id, events.input_dims, events.input_types]
+    columns.append(_column(events, "concrete_inputs"))
+    distinct = np.unique(np.stack([c[calls].astype(np.int64) for c in columns]), axis=1)
+    read = []
+    for name_id, dims, types, concrete in distinct.T.tolist():
+        call = Call.parse(
+            events.text(dims) or "", events.text(types) or "", None, events.text(concrete)
+        )
+        if call is not None:
+            read.append((events.names[name_id], call))
+    return ConvShapes.learn(read)
 
 
 def _split(ids: Rows, count: int) -> list[Rows]:
@@ -133,6 +200,7 @@ def _row(
     work: Rows,
     peaks: DevicePeaks | None,
     on_gpu: bool,
+    seen: ConvShapes,
 ) -> RooflineRow | None:
     """One group's row: ``members`` index its calls in ``chosen.calls``, ``work`` is the
     GPU work they hold (event rows); None for a group that ran no GPU work on a GPU trace."""
@@ -145,7 +213,7 @@ def _row(
 
     dims, types, strides, concrete = texts
     call = Call.parse(dims, types, strides, concrete) if dims and types else None
-    found = cost(name, call) if modelled and call is not None else None
+    found = cost(name, call, seen) if modelled and call is not None else None
     if found is not None and _crosses_host(events, work):
         moved = events.bytes[work[events.kind[work] == Kind.MEMCPY]]  # what the link carried
         per_call = int(np.nansum(moved)) // members.size if np.isfinite(moved).any() else None

@@ -14,8 +14,9 @@ output written at its dtype.
 - Reductions (``sum``, ``mean``, ``amax``, ...): one FLOP per input element; the output
   keeps the dimensions not reduced (``dim`` from the concrete inputs; none given: all).
   Softmax and its log: the output has the input's shape.
-- Normalizations (layer, batch, group, RMS norm): one FLOP per element; they read the
-  input and their weights and write an output of the input's shape.
+- Normalizations (layer, batch, group, RMS norm) and their backward: one FLOP per
+  element; they read every tensor they are given (the input, weights and statistics; the
+  backward the output's gradient too) and write one tensor of the input's shape.
 """
 
 from __future__ import annotations
@@ -57,7 +58,12 @@ _INDEX_REDUCTIONS = frozenset({"argmax", "argmin"})
 _SOFTMAX = _words("softmax _softmax log_softmax _log_softmax")
 _NORMS = _words(
     "layer_norm native_layer_norm rms_norm _fused_rms_norm batch_norm native_batch_norm "
-    "_batch_norm_impl_index cudnn_batch_norm miopen_batch_norm group_norm native_group_norm"
+    "_batch_norm_impl_index cudnn_batch_norm miopen_batch_norm group_norm native_group_norm "
+    "_batch_norm_with_update _batch_norm_no_update _native_batch_norm_legit "
+    "_native_batch_norm_legit_no_training "
+    # their backward: the gradient read with the input, the input's gradient written
+    "native_batch_norm_backward cudnn_batch_norm_backward miopen_batch_norm_backward "
+    "batch_norm_backward native_layer_norm_backward native_group_norm_backward"
 )
 
 

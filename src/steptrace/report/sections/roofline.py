@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from steptrace import units
 from steptrace.analysis.efficiency.hardware import DevicePeaks
-from steptrace.analysis.efficiency.roofline import RooflineRow
+from steptrace.analysis.efficiency.roofline import RooflineCoverage, RooflineRow
 from steptrace.report.document import (
     Cell,
     Column,
@@ -69,7 +69,49 @@ def roofline(report: Report) -> Section:
             + "Rows of no FLOPs (copies, fills) are in the table only."
         ),
     )
-    return Section("roofline", HEADING, (Paragraph(_peaks(peaks, on_gpu)), chart))
+    said = (_coverage(analysis.roofline_coverage), _above(rows), _peaks(peaks, on_gpu))
+    return Section("roofline", HEADING, (*(Paragraph(p) for p in said if p), chart))
+
+
+def _coverage(covered: RooflineCoverage | None) -> str:
+    """What share of the operators' GPU time the roofline places: what a bound claims."""
+    if covered is None:
+        return ""
+    total = covered.operators_ms
+    others = covered.unmodelled_count - len(covered.unmodelled)
+    missing = (
+        f" Without a cost model (shown, not costed): {', '.join(covered.unmodelled)}"
+        + (f" and {others} other(s)" if others > 0 else "")
+        + "."
+        if covered.unmodelled
+        else ""
+    )
+    placed = (
+        f"the roofline places {units.pct(covered.share)} (compute-bound "
+        f"{units.pct(covered.compute_ms / total)}, memory-bound "
+        f"{units.pct(covered.memory_ms / total)})"
+        if covered.share > 0 or covered.modelled_ms == 0
+        else "none is placed on the roofline: the device's peaks are not known"
+    )
+    return (
+        f"Coverage: cost models cover {units.pct(covered.modelled_ms / total)} of the "
+        f"operators' GPU time ({units.ms(total)} ms over the whole trace); {placed}. A "
+        "bound is said of the step only when operators of that bound hold half of it."
+        + missing
+    )
+
+
+def _above(rows: tuple[RooflineRow, ...]) -> str:
+    """Rows above their roofline did fewer FLOPs than the formula counts."""
+    above = [r for r in rows if (r.roofline_pct or 0.0) > 100]
+    if not above:
+        return ""
+    return (
+        f"{len(above)} row(s) above 100% of their roofline: their kernels did fewer FLOPs "
+        "than the formula counts (cuDNN's Winograd and FFT convolutions multiply less "
+        "than a direct convolution; a sparse or cached kernel does less work), or the "
+        "device's peaks are not the ones in use."
+    )
 
 
 def _row(r: RooflineRow) -> tuple[Cell, ...]:
