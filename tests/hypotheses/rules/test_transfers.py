@@ -27,9 +27,15 @@ def pageable(data: TraceAnalysis, **limits: Any) -> list[Finding]:
 
 
 # -- repeated-copy ----------------------------------------------------------------------------
-def with_copies(*patterns: CopyPattern, count: int = 3) -> TraceAnalysis:
-    """``count`` GPU steps of 10 ms with the given copy patterns."""
-    return analysis(steps(*[10.0] * count, gpu=gpu_step(2.0)), copies=patterns)
+def with_copies(
+    *patterns: CopyPattern, count: int = 3, htod_ms: float | None = None
+) -> TraceAnalysis:
+    """``count`` GPU steps of 10 ms with the given copy patterns; each step's host-to-device
+    copies take ``htod_ms`` on the timeline (their union; by default the patterns' time
+    spread evenly: no two copies at once)."""
+    union = sum(p.total_ms for p in patterns) / count if htod_ms is None else htod_ms
+    memcpy = [copy("HtoD", count=len(patterns), busy_ms=union)] if patterns else []
+    return analysis(steps(*[10.0] * count, gpu=gpu_step(2.0, memcpy=memcpy)), copies=patterns)
 
 
 def test_repeated_copy_fires_in_every_step() -> None:
@@ -42,23 +48,51 @@ def test_repeated_copy_fires_in_every_step() -> None:
         Figure("host_memory", "Pageable", "text"),
         Figure("per_step", (1, 1, 1), "count"),
         Figure("total_ms", 0.3, "ms"),
+        Figure(
+            "instances", ("4,096 bytes by aten::copy_ inside 'loss', 1× a step, 0.300 ms",), "names"
+        ),
     )
     assert found.severity == pytest.approx(0.01)  # 0.3 ms of 30 ms of steps
     assert found.level == "low"
     assert found.evidence.where == WHERE
     assert "(4,096 bytes, launched by aten::copy_ inside 'loss')" in found.observation
-    assert "happens 1× in every one of the 3 steps" in found.observation
+    assert "happens 1× in every one of the 3 steps, 0.300 ms in all." in found.observation
 
 
-def test_repeated_copy_one_finding_per_pattern_and_severity_as_share_of_wall() -> None:
+def test_repeated_copy_one_finding_for_every_pattern_with_the_largest_as_evidence() -> None:
     big = copy_pattern("aten::to", "model.forward", per_step=(2, 2, 2), total_ms=6.0)
     small = copy_pattern("aten::copy_", "loss", nbytes=None, total_ms=1.5)
-    found = repeated(with_copies(big, small))
-    assert [f.evidence.values()["operator"] for f in found] == ["aten::to", "aten::copy_"]
-    assert [f.severity for f in found] == [0.2, 0.05]
-    assert [f.level for f in found] == ["high", "medium"]
-    assert found[1].evidence.values()["bytes"] is None
-    assert "unknown size" in found[1].observation
+    (found,) = repeated(with_copies(big, small))
+    values = found.evidence.values()
+    assert (values["operator"], values["per_step"], values["total_ms"]) == (
+        "aten::to",
+        (2, 2, 2),
+        6.0,
+    )
+    assert values["instances"] == (
+        "4,096 bytes by aten::to inside 'model.forward', 2× a step, 6.000 ms",
+        "unknown size by aten::copy_ inside 'loss', 1× a step, 1.500 ms",
+    )
+    assert found.severity == pytest.approx(0.25)  # 7.5 ms of copies, none at once, of 30 ms
+    assert found.level == "high"
+    assert found.observation.endswith("6.000 ms in all; 1 other such copy adds 1.500 ms.")
+
+
+def test_repeated_copy_counts_copies_at_once_on_several_streams_once() -> None:
+    """Two patterns of 3 ms each, whose copies ran at the same time: the steps' copies
+    cover 1 ms each on the timeline, 3 ms in all, not 6."""
+    first = copy_pattern("aten::to", "model.forward", total_ms=3.0)
+    second = copy_pattern("aten::copy_", "loss", total_ms=3.0)
+    (found,) = repeated(with_copies(first, second, htod_ms=1.0))
+    assert found.severity == pytest.approx(0.1)
+    (alone,) = repeated(with_copies(first, second, htod_ms=5.0))  # other copies beside them
+    assert alone.severity == pytest.approx(0.2)  # never more than the patterns' own time
+
+
+def test_repeated_copy_without_the_steps_gpu_figures_adds_the_patterns_up() -> None:
+    patterns = [copy_pattern("aten::to", "model.forward", total_ms=3.0)] * 2
+    data = analysis(steps(10.0, 10.0, 10.0), copies=patterns, gpu_observed=True)
+    assert [f.severity for f in repeated(data)] == [pytest.approx(0.2)]
 
 
 @pytest.mark.parametrize(
