@@ -31,6 +31,7 @@ from steptrace.analysis.time.steps import too_many_steps
 from steptrace.analysis.timeline.model import Lanes
 from steptrace.errors import TraceError
 from steptrace.hypotheses import Case, complete_steps, find
+from steptrace.hypotheses.answers import answered_first
 from steptrace.hypotheses.thresholds import Thresholds
 from steptrace.hypotheses.variation import step_variation
 from steptrace.hypotheses.verdict import verdict_of
@@ -203,8 +204,10 @@ def _analyzed(
     varied = step_variation(analysis, limits)
     case = Case(analysis, scenario, capture)
     found = find(case, limits)
+    verdict = verdict_of(complete_steps(case), found, limits)
+    found = answered_first(found, verdict.answered_by)
     report = Report(
-        verdict=verdict_of(complete_steps(case), found, limits),
+        verdict=verdict,
         scenario=scenario,
         capture=msgspec.structs.replace(capture, inventory=None) if capture else None,
         analysis=analysis,

@@ -39,7 +39,15 @@ def test_json_has_the_documented_names() -> None:
     assert out["schema"] == "steptrace.report/4"
     # the verdict first; no lanes: the HTML report draws them, from the trace
     assert list(out)[:2] == ["schema", "verdict"]
-    assert set(out["verdict"]) == {"bound", "on", "gpu_bound", "sentence", "figures", "top"}
+    assert set(out["verdict"]) == {
+        "bound",
+        "on",
+        "gpu_bound",
+        "sentence",
+        "figures",
+        "top",
+        "answered_by",
+    }
     assert set(out) == {
         "schema",
         "verdict",

@@ -22,6 +22,7 @@ from tests.analyses import (
     step,
     steps,
 )
+from tests.conftest import report_of
 
 IDLE_RULES = ("input-pipeline", "sync-in-step", "small-launches", "cpu-bound")
 
@@ -136,3 +137,14 @@ def test_a_repeated_pageable_copy_is_counted_once() -> None:
     found = {f.rule: f for f in find(Case(data))}
     assert found["pageable-memcpy"].severity == pytest.approx(0.1)
     assert found["repeated-copy"].severity == 0.0  # the same 1 ms per step
+
+
+def test_silence_is_never_a_collective_s_exposed_time() -> None:
+    """On the sampled DLRM rank both fire: a silence has no GPU work (its all-to-all
+    kernels included), so unrecorded-time keeps its whole share beside comm-overlap's."""
+    report = report_of("sampled_128rank_rank0")
+    by_rule = {f.rule: f for f in report.findings}
+    silent, exposed = by_rule["unrecorded-time"], by_rule["comm-overlap"]
+    assert exposed.severity > 0.2
+    assert silent.severity == silent.evidence.values()["share_of_step_median"]
+    assert not any("comm-overlap" in c for c in silent.caveats)

@@ -205,21 +205,26 @@ def test_top_is_three_findings_time_first_never_a_minor_one() -> None:
         made("small-launches", 0.06),
     ]
     verdict = judged(on_gpu(8.0), *found)
+    # GPU-bound: precision answers it, first; the others by severity
+    assert verdict.answered_by == "precision"
     assert [(t.rule, t.basis) for t in verdict.top] == [
-        ("input-pipeline", "step time"),
         ("precision", "step time"),
+        ("input-pipeline", "step time"),
         ("small-launches", "step time"),
     ]
     two = judged(on_gpu(8.0), *found[:4])
-    assert [t.rule for t in two.top] == ["input-pipeline", "precision", "memory-churn"]
-    assert two.top[0].next_check == "check input-pipeline" and two.top[0].outcome is None
+    assert [t.rule for t in two.top] == ["precision", "input-pipeline", "memory-churn"]
+    assert two.top[0].next_check == "check precision" and two.top[0].outcome is None
+    unanswered = judged(on_gpu(8.0), found[0], found[3])  # nothing about the GPU's work
+    assert unanswered.answered_by is None
+    assert [t.rule for t in unanswered.top] == ["input-pipeline", "memory-churn"]
 
 
 def test_after_investigate_each_top_finding_carries_its_outcome() -> None:
     found = (made("input-pipeline", 0.3), made("precision", 0.1))
     verdict = judged(on_gpu(8.0), *found)
     checked = with_outcomes(verdict, found, {"precision": "supported: B/A 0.71 [0.69, 0.73]"})
-    assert [t.outcome for t in checked.top] == [None, "supported: B/A 0.71 [0.69, 0.73]"]
+    assert [t.outcome for t in checked.top] == ["supported: B/A 0.71 [0.69, 0.73]", None]
 
 
 def test_after_investigate_the_top_is_chosen_again_from_the_findings_as_checked() -> None:

@@ -13,6 +13,7 @@ from __future__ import annotations
 from typing import Any
 
 import msgspec
+import numpy as np
 
 from steptrace.analysis.communication.summary import CollectiveKind
 from steptrace.analysis.compose import compute
@@ -32,6 +33,7 @@ from steptrace.analysis.time.operators import OperatorStat
 from steptrace.analysis.time.outside import GpuOutsideSteps, outside_warnings
 from steptrace.analysis.time.phases import Phase, Reading, StepPhases
 from steptrace.analysis.time.steps import marker_warnings, overlap_warnings
+from steptrace.trace.kinds import Kind
 from steptrace.trace.table import Device, Trace
 
 # The first step is shown apart when its wall time is this far (relative) from the others'.
@@ -56,6 +58,8 @@ class TraceSummary(msgspec.Struct, frozen=True):
     warnings: tuple[str, ...]  # what loading skipped and measuring noticed, in words
     base_time_ns: int | None = None  # absolute time of ts 0 (baseTimeNanoseconds), if known
     origin_ns: int = 0  # the first event's ts, in ns: every ``*_us`` time counts from it
+    python_functions: int = 0  # python_function events: recorded with_stack
+    shapes_recorded: bool = False  # an operator's Input Dims: recorded with record_shapes
 
 
 class StepResult(msgspec.Struct, frozen=True):
@@ -208,6 +212,8 @@ def analysis_of(context: TraceContext, computed: dict[str, Any]) -> TraceAnalysi
             warnings=tuple(noticed),
             base_time_ns=info.base_time_ns,
             origin_ns=events.origin_ns,
+            python_functions=int(np.count_nonzero(events.kind == Kind.PYTHON_FUNCTION)),
+            shapes_recorded=_shapes_recorded(context),
         ),
         summary=_summary(steps),
         steps=steps,
@@ -224,6 +230,13 @@ def analysis_of(context: TraceContext, computed: dict[str, Any]) -> TraceAnalysi
         critical_path=computed.get("critical_path"),
         communication=computed["communication"],
     )
+
+
+def _shapes_recorded(context: TraceContext) -> bool:
+    """Does an operator carry its Input Dims (the column is loaded with the roofline's)?"""
+    dims = context.events.columns.get("input_dims")
+    ops = context.tree.ops
+    return dims is not None and ops.size > 0 and bool((dims[ops] >= 0).any())
 
 
 def _thread_label(trace: Trace, thread: int) -> str | None:

@@ -2,11 +2,13 @@
 
 Each rule is a plain function ``(case, thresholds) -> list[Finding]`` over a ``Case`` (the
 analysis, the scenario, the capture's facts); ``RULES`` lists them in the order of their
-documented ids (docs/findings.md). ``find`` runs them all, gives time that two findings
-claim to one of them, and ranks what fired by severity: the share of the step's wall time
-each explains (``steptrace.hypotheses.claims`` defines it); the memory findings, whose
-severity is a share of a device's memory, after them, ranked among themselves; the minor
-ones (under ``finding.NOISE_FLOOR`` of the step) last.
+documented ids (docs/findings.md). ``find`` runs them all, merges a rule's findings into
+one (``merge.one_per_rule``), gives time that two findings claim to one of them, and
+ranks what fired by severity: the share of the step's wall time each explains
+(``steptrace.hypotheses.claims`` defines it); the memory findings, whose severity is a
+share of a device's memory, after them, ranked among themselves; the minor ones (under
+``finding.NOISE_FLOOR`` of the step) last. The verdict then puts the finding that answers
+its bound first (``answers``).
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ import msgspec
 from steptrace.hypotheses.case import Case
 from steptrace.hypotheses.claims import resolve
 from steptrace.hypotheses.finding import Evidence, Figure, Finding, Where
+from steptrace.hypotheses.merge import one_per_rule
 from steptrace.hypotheses.on_path import off_path, on_critical_path
 from steptrace.hypotheses.rules.communication import comm_overlap
 from steptrace.hypotheses.rules.cpu_side import (
@@ -87,7 +90,7 @@ def find(case: Case, thresholds: Thresholds | None = None) -> tuple[Finding, ...
     last."""
     limits = thresholds or Thresholds()
     case = complete_steps(case)
-    found = [f for _, rule in RULES for f in rule(case, limits)]
+    found = one_per_rule([f for _, rule in RULES for f in rule(case, limits)])
     timed = resolve([f for f in found if f.basis == "step time"])  # memory claims no time
     timed = on_critical_path(timed, case.analysis)  # off the path: ranked after the others
     of_memory = [f for f in found if f.basis != "step time"]

@@ -84,16 +84,12 @@ SHARED: tuple[tuple[str, str, Callable[[Finding], bool]], ...] = (
     ("dispatch-bound", "input-pipeline", _always),
     ("dominant-op", "dispatch-bound", _short_operator),
     # time nothing records (the batch's wait apart) can be Python between small operators,
-    # a collective's wait, the host after a blocking call or between short launches
+    # the host after a blocking call or between short launches; never a collective's
+    # exposed time, when a communication kernel or gloo collective runs, which a silence
+    # excludes by its definition (``TraceContext.silences``)
     *(
         ("unrecorded-time", taker, _always)
-        for taker in (
-            "dispatch-bound",
-            "comm-overlap",
-            "sync-in-step",
-            "small-launches",
-            "cpu-bound",
-        )
+        for taker in ("dispatch-bound", "sync-in-step", "small-launches", "cpu-bound")
     ),
 )
 

@@ -39,9 +39,11 @@ class Thresholds(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_field
     # sync-in-step: GPU idle after blocking calls for at least this share of the step.
     sync_idle_share: float = 0.05
     # cpu-bound: GPU busy under this share (TensorBoard's 50%) while the CPU is in
-    # operators for at least the second share of the step.
+    # operators for at least the second share of the step, or the GPU waits on the host's
+    # recorded work (operators, Python, launches; not silence) for at least the third.
     cpu_bound_gpu_busy: float = 0.5
     cpu_bound_cpu_busy: float = 0.8
+    cpu_bound_host_share: float = 0.2
     # precision: fp32 matrix kernels take at least this share of kernel time, on a GPU with
     # tensor cores (compute capability 7.0 and later) and no tensor-core kernel in sight.
     precision_share: float = 0.20
@@ -78,6 +80,8 @@ class Thresholds(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_field
     # leaves 20-40% of a CPU step unrecorded on the shared traces; half the step is more
     # than the trace can explain.
     unrecorded_share: float = 0.5
+    # ... on a GPU trace, where the GPU runs nothing in that time either: this share
+    unrecorded_gpu_share: float = 0.2
     # thread-oversubscription: torch's intra-op threads exceed this many per free core.
     threads_per_free_core: float = 1.0
     # profiler-distortion, not measured: CPU operators of this many µs or less (median), at

@@ -21,7 +21,7 @@ scenario. The decision rule, on the complete steps, each share the median over t
    outside the reading), and the sentence names the largest of these causes.
    - ``gpu`` when the GPU computes at least ``bound_gpu_busy`` (80%) of the step; then
      ``gpu_bound`` says ``compute`` or ``memory`` when operators of that roofline bound
-     hold at least ``CLAIM`` (half) of the operators' GPU time
+     hold at least ``roofline_claim.CLAIM`` (half) of the operators' GPU time
      (``analysis.roofline_coverage``), else None (shapes not recorded, or cost models for
      too little of it: the sentence says how much the roofline covers);
    - else the step is bound by what keeps the GPU from computing: ``input``, ``host`` or
@@ -36,6 +36,8 @@ scenario. The decision rule, on the complete steps, each share the median over t
 and memory after, each with its share, its basis and its next check, or the check's
 outcome once ``investigate`` ran it (``with_outcomes``: the top chosen again from the
 findings as their checks ranked them, so a share is told once, the same everywhere).
+The finding that answers the bound (``answers``: the bound, the host's cause the sentence
+names, the roofline's bound) comes first, its rule in ``answered_by``.
 """
 
 from __future__ import annotations
@@ -45,7 +47,9 @@ from typing import TYPE_CHECKING, Literal, NamedTuple
 
 import msgspec
 
+from steptrace.hypotheses.answers import answered_first, answering
 from steptrace.hypotheses.finding import Basis, Figure, Finding, Level
+from steptrace.hypotheses.roofline_claim import GpuBound, gpu_bound_of, roofline_words
 from steptrace.hypotheses.rules.common import idle_causes, median
 from steptrace.hypotheses.rules.unrecorded import outside_reading
 from steptrace.units import pct, size
@@ -56,10 +60,8 @@ if TYPE_CHECKING:
     from steptrace.hypotheses.thresholds import Thresholds
 
 Bound = Literal["input", "host", "gpu", "communication", "memory", "mixed", "not-observed"]
-GpuBound = Literal["compute", "memory"]
 TOP = 3  # findings in the verdict
 MEMORY_FULL = 0.9  # of a device's memory at its peak: memory limits the step
-CLAIM = 0.5  # of the operators' GPU time: a roofline bound said of the step
 SILENT = 0.1  # of a CPU step with no work recorded in the host's part: said in the verdict
 
 
@@ -83,6 +85,9 @@ class Verdict(msgspec.Struct, frozen=True, kw_only=True):
     sentence: str
     figures: tuple[Figure, ...]
     top: tuple[TopFinding, ...]
+    # the rule of the finding that answers the bound (first in the findings and the top);
+    # None: no finding does
+    answered_by: str | None = None
 
 
 class Parts(NamedTuple):
@@ -97,9 +102,8 @@ class Parts(NamedTuple):
 def verdict_of(case: Case, findings: Sequence[Finding], limits: Thresholds) -> Verdict:
     """The verdict of a trace (see the module for the rule)."""
     analysis = case.analysis
-    top = _top(findings)
     if any(f.rule == "gpu-not-observed" for f in findings):
-        return _not_observed(findings, top)
+        return _answered(_not_observed(findings, ()), findings, "not-observed")
     on_gpu = analysis.trace.gpu_observed
     exposed = _cpu_exposed_ms(analysis)
     steps = [s for s in analysis.steps if s.wall_ms > 0]
@@ -113,21 +117,50 @@ def verdict_of(case: Case, findings: Sequence[Finding], limits: Thresholds) -> V
     on: Literal["gpu", "cpu"] = "gpu" if on_gpu else "cpu"
     full = _memory_full(analysis, findings)
     if full is not None:
-        return Verdict(bound="memory", on=on, sentence=full, figures=figures, top=top)
+        verdict = Verdict(bound="memory", on=on, sentence=full, figures=figures, top=())
+        return _answered(verdict, findings, "memory")
     short = any(f.rule == "small-launches" for f in findings)
+    cause = "host on cpu"
     if on_gpu:
-        bound, sentence = _on_gpu(shares, limits, _host_cause(steps, short))
+        cause, words = _host_cause(steps, short)
+        bound, sentence = _on_gpu(shares, limits, words)
     else:
         silent = median(
             max(0.0, (outside_reading(s) or 0.0) - p.communication) / s.wall_ms
             for p, s in zip(parts, steps, strict=True)
         )
         bound, sentence = _on_cpu(shares, silent)
-    gpu_bound = _gpu_bound(analysis) if bound == "gpu" else None
+    gpu_bound = gpu_bound_of(analysis) if bound == "gpu" else None
     if bound == "gpu":
-        sentence += _roofline_words(analysis, gpu_bound)
-    return Verdict(
-        bound=bound, on=on, gpu_bound=gpu_bound, sentence=sentence, figures=figures, top=top
+        sentence += roofline_words(analysis, gpu_bound)
+    verdict = Verdict(
+        bound=bound, on=on, gpu_bound=gpu_bound, sentence=sentence, figures=figures, top=()
+    )
+    return _answered(verdict, findings, _key(bound, gpu_bound, cause, shares))
+
+
+def _key(bound: Bound, gpu_bound: GpuBound | None, cause: str, shares: Parts) -> str:
+    """The verdict's key in ``answers.ANSWERS``: the bound, the host's cause, the roofline's."""
+    if bound == "mixed":  # the largest part that keeps the GPU from computing
+        parts: dict[Bound, float] = {
+            "input": shares.input,
+            "host": shares.host,
+            "communication": shares.communication,
+        }
+        bound = max(parts, key=lambda k: parts[k])
+    if bound == "host":
+        return cause
+    if bound == "gpu":
+        return f"gpu: {gpu_bound}" if gpu_bound else "gpu"
+    return bound
+
+
+def _answered(verdict: Verdict, findings: Sequence[Finding], key: str) -> Verdict:
+    """The verdict with the finding that answers it first in its top."""
+    answer = answering(findings, key)
+    rule = answer.rule if answer is not None else None
+    return msgspec.structs.replace(
+        verdict, top=_top(answered_first(findings, rule)), answered_by=rule
     )
 
 
@@ -138,7 +171,8 @@ def with_outcomes(
     ``findings`` as the checks ranked them (a refuted one keeps no share and leaves the
     top), each with its check's outcome in words (by rule): the same share and level as
     in the findings."""
-    top = tuple(msgspec.structs.replace(t, outcome=outcomes.get(t.rule)) for t in _top(findings))
+    chosen = _top(answered_first(findings, verdict.answered_by))
+    top = tuple(msgspec.structs.replace(t, outcome=outcomes.get(t.rule)) for t in chosen)
     return msgspec.structs.replace(verdict, top=top)
 
 
@@ -244,7 +278,7 @@ def _on_cpu(shares: Parts, silent: float) -> tuple[Bound, str]:
     )
 
 
-def _host_cause(steps: Sequence[StepResult], short_launches: bool) -> str:
+def _host_cause(steps: Sequence[StepResult], short_launches: bool) -> tuple[str, str]:
     """What most of the host's share is, in words (``idle_causes``, medians over steps);
     short kernels' launches only where ``small-launches`` fired (enough kernels)."""
     observed = [(s, c) for s in steps if (c := idle_causes(s)) is not None]
@@ -262,10 +296,21 @@ def _host_cause(steps: Sequence[StepResult], short_launches: bool) -> str:
         "while the trace records no work on the host": median(silent),
     }
     largest = max(named, key=lambda k: named[k])
-    return f", mostly {largest}" if named[largest] > 0 else ""
+    if named[largest] <= 0:
+        return "host", ""
+    return _CAUSES[largest], f", mostly {largest}"
+
+
+_CAUSES = {  # the host's cause in the sentence: its key in ``answers.ANSWERS``
+    "after blocking calls": "host: blocking calls",
+    "for launches of kernels shorter than their launch call": "host: short launches",
+    "for the host's own work between launches": "host: own work",
+    "while the trace records no work on the host": "host: unrecorded",
+}
 
 
 def _on_gpu(shares: Parts, limits: Thresholds, host_cause: str) -> tuple[Bound, str]:
+    """The bound and its sentence; ``host_cause``: the words naming the host's cause."""
     if shares.gpu >= limits.bound_gpu_busy:
         return "gpu", f"GPU-bound: the GPU computes {pct(shares.gpu)} of the step"
     away = 1.0 - shares.gpu  # the time the GPU is not computing
@@ -291,53 +336,6 @@ def _on_gpu(shares: Parts, limits: Thresholds, host_cause: str) -> tuple[Bound, 
     return "mixed", (
         f"Mixed: no single cause holds {pct(limits.bound_share)} of the time the GPU is not "
         f"computing: {listed}; {computing}."
-    )
-
-
-def _gpu_bound(analysis: TraceAnalysis) -> GpuBound | None:
-    """Compute- or memory-bound: the roofline bound of a majority (``CLAIM``) of the
-    operators' GPU time; None: no bound holds that much (or nothing is on the roofline)."""
-    covered = analysis.roofline_coverage
-    if covered is None:
-        return None
-    for bound, ms in (("compute", covered.compute_ms), ("memory", covered.memory_ms)):
-        if ms >= CLAIM * covered.operators_ms and ms > 0:
-            return bound  # type: ignore[return-value]
-    return None
-
-
-def _roofline_words(analysis: TraceAnalysis, bound: GpuBound | None) -> str:
-    covered = analysis.roofline_coverage
-    if covered is None:
-        if analysis.roofline:  # rows without GPU time
-            return "; compute- or memory-bound is not known here."
-        return (
-            "; compute- or memory-bound is not known here (record_shapes=True gives the "
-            "roofline per operator)."
-        )
-    on = f"the roofline places {pct(covered.share)} of the operators' GPU time"
-    if bound is None and covered.share == 0 and covered.modelled_ms > 0:
-        return (
-            "; compute- or memory-bound is not known here: the device's peaks are not known "
-            "(give them with --peaks FILE)."
-        )
-    if bound is None:
-        largest = max(covered.compute_ms, covered.memory_ms)
-        kind = "compute" if covered.compute_ms >= covered.memory_ms else "memory"
-        missing = (
-            f"; the largest without a cost model: {', '.join(covered.unmodelled)}"
-            if covered.unmodelled
-            else ""
-        )
-        return (
-            f"; compute- or memory-bound is not claimed: {on}, and no bound holds "
-            f"{pct(CLAIM)} of it ({kind}-bound operators {pct(largest / covered.operators_ms)}"
-            f"{missing})."
-        )
-    mine = covered.compute_ms if bound == "compute" else covered.memory_ms
-    return (
-        f", mostly in {bound}-bound operators ({pct(mine / covered.operators_ms)} of the "
-        f"operators' GPU time; the roofline places {pct(covered.share)} of it)."
     )
 
 

@@ -127,6 +127,26 @@ def test_three_types_over_the_share_make_one_finding_naming_each() -> None:
     assert "; for all-reduce: overlap the all-reduce with the backward pass" in found.next_check
 
 
+def test_types_under_the_share_alone_but_over_it_together_still_answer_the_verdict() -> None:
+    """No type reaches 20% of the step on the DLRM rank, all together do (32%, 27% of the
+    step unhidden): the communication the verdict counts is answered, by the most exposed
+    type; silent when all together stay under the share."""
+    evs, windows = dlrm()
+    expected = gpu_exposed_share(evs, windows)
+    assert expected >= 0.2
+    kinds = nccl_kinds(evs)
+    kernels = [e for e in reference.gpu_events(evs) if e.cat in reference.KERNEL_CATEGORIES]
+    compute = [(e.start, e.end) for e in kernels if not COMMUNICATION_KERNEL.search(e.name)]
+    alone = {k: shares(rows) for k, rows in types_per_step(kinds, compute, windows).items()}
+    assert all(share < 0.2 for share, _, _ in alone.values())
+    case = Case(report_of("sampled_128rank_rank0").analysis)
+    (found,) = comm_overlap(case, Thresholds(comm_share=0.2))
+    assert found.severity == pytest.approx(expected, rel=1e-6)
+    assert found.evidence.values()["collective"] == max(alone, key=lambda k: alone[k][2])
+    together = sum(share for share, _, _ in alone.values())
+    assert comm_overlap(case, Thresholds(comm_share=together + 0.01)) == []
+
+
 def gpu_exposed_share(evs: list[Ev], windows: list[tuple[str, int, int]]) -> float:
     """The median over steps of the union of communication kernels in the step, less its
     part under compute kernels on the same device, over the step's wall."""

@@ -56,6 +56,15 @@ def test_dominant_op_silent_just_under_the_share() -> None:
     assert dominant(on_gpu(2.5, 2.99, 2.5, 2.01)) == []  # 29.9%
 
 
+def test_on_a_gpu_bound_step_the_largest_operator_is_named_whatever_its_share() -> None:
+    """Five operators of 20% each: named on a GPU-bound step (busy 80% or more), the first
+    place to look; under 30% and not GPU-bound, silent."""
+    spread = [operator(f"op{k}", calls=4, self_ms=1.0, gpu_ms=2.0) for k in range(5)]
+    (found,) = dominant(analysis(steps(10.0, 10.0, 10.0, gpu=gpu_step(8.0)), operators=spread))
+    assert (found.evidence.values()["operator"], found.evidence.values()["share"]) == ("op0", 0.2)
+    assert dominant(analysis(steps(10.0, 10.0, 10.0, gpu=gpu_step(7.9)), operators=spread)) == []
+
+
 def test_dominant_op_needs_a_share_of_wall_time() -> None:
     assert len(dominant(on_gpu(3.0, 7.0, walls=(20.0, 20.0, 100.0)))) == 1  # 7 of 140 ms: 5%
     assert dominant(on_gpu(3.0, 7.0, walls=(20.0, 20.0, 101.0))) == []

@@ -104,7 +104,12 @@ def test_cpu_bound_fires_with_the_cpu_busy_80_percent_and_the_gpu_under_half() -
     assert found.evidence.figures == (
         Figure("gpu_busy_share", 0.4, "share"),
         Figure("cpu_in_operators_share", 0.8, "share"),
+        Figure("host_work_share", 0.6, "share"),
+        Figure("operators_per_step", 0.0, "count"),
+        Figure("operator_us_median", None, "us"),
+        Figure("recorded_options", (), "names"),
     )
+    assert found.next_check.startswith("Cut the host's time per step")
     assert found.severity == pytest.approx(0.6)  # the GPU idle share
     assert found.level == "high"
     assert found.evidence.where == WHERE
@@ -115,7 +120,7 @@ def test_cpu_bound_fires_with_the_cpu_busy_80_percent_and_the_gpu_under_half() -
 
 @pytest.mark.parametrize(("gpu_ms", "cpu_ms"), [(5.0, 9.0), (4.0, 7.99)])
 def test_cpu_bound_silent_at_half_gpu_or_under_the_cpu_share(gpu_ms: float, cpu_ms: float) -> None:
-    assert bound(busy(gpu_ms, cpu_ms)) == []
+    assert bound(busy(gpu_ms, cpu_ms), cpu_bound_host_share=0.7) == []
 
 
 def test_cpu_bound_just_under_half_gpu() -> None:
@@ -134,15 +139,32 @@ def test_cpu_bound_medians_over_steps() -> None:
         )
     )
     (found,) = bound(data)
-    assert found.evidence.values() == {"gpu_busy_share": 0.4, "cpu_in_operators_share": 0.9}
+    values = found.evidence.values()
+    assert (values["gpu_busy_share"], values["cpu_in_operators_share"]) == (0.4, 0.9)
     assert found.evidence.where.time_us == (1000.0, 41000.0)
 
 
 def test_cpu_bound_overridden_thresholds() -> None:
     assert bound(busy(4.0, 8.0), cpu_bound_gpu_busy=0.4) == []
-    assert bound(busy(4.0, 8.0), cpu_bound_cpu_busy=0.81) == []
+    assert bound(busy(4.0, 8.0), cpu_bound_cpu_busy=0.81, cpu_bound_host_share=0.61) == []
+    assert len(bound(busy(4.0, 8.0), cpu_bound_cpu_busy=0.81)) == 1  # the host's work: 0.6
     assert len(bound(busy(6.0, 5.0), cpu_bound_gpu_busy=0.7, cpu_bound_cpu_busy=0.5)) == 1
 
 
 def test_cpu_bound_silent_when_the_gpu_is_not_observed() -> None:
     assert bound(analysis(steps(10.0, 10.0, 10.0, cpu=cpu(10.0)))) == []
+
+
+def test_cpu_bound_fires_on_the_host_s_recorded_work_between_short_operators() -> None:
+    """Few operator µs but Python between them (recorded, not silent): the GPU waits for
+    the host's own work, which the verdict names; silent when that time is unrecorded."""
+    python = analysis(steps(4.43, gpu=gpu_step(0.31), cpu=cpu(0.9, operators=479, operator_us=1.9)))
+    (found,) = bound(python)
+    values = found.evidence.values()
+    assert values["cpu_in_operators_share"] == pytest.approx(0.9 / 4.43)
+    assert values["host_work_share"] == pytest.approx((4.43 - 0.31) / 4.43)
+    assert "479 CPU operators per step, 1.9 µs each" in found.observation
+    silent = analysis(
+        steps(4.43, gpu=gpu_step(0.31), cpu=cpu(0.9, operators=479, unrecorded_ms=3.9))
+    )
+    assert bound(silent) == []

@@ -97,3 +97,34 @@ def where(analysis: TraceAnalysis, steps: Sequence[StepResult] | None = None) ->
 def evidence(place: Where, *figures: tuple[str, Value, FigureUnit]) -> Evidence:
     """Evidence from ``(name, value, unit)`` triples, in the order given."""
     return Evidence(tuple(Figure(name, value, unit) for name, value, unit in figures), place)
+
+
+# Profiler options that add host time to every operator (kept in this order when named).
+INFLATING = ("with_stack", "record_shapes", "profile_memory", "with_flops", "with_modules")
+
+
+def recorded_options(analysis: TraceAnalysis) -> tuple[str, ...]:
+    """The options the trace was recorded with that inflate the host's time: those its
+    metadata names, and those its content shows (Python events, input shapes, memory
+    events)."""
+    trace = analysis.trace
+    said = {k for k, v in trace.options.items() if v not in ("0", "False", "false", "")}
+    if trace.python_functions:
+        said.add("with_stack")
+    if trace.shapes_recorded:
+        said.add("record_shapes")
+    if trace.memory_events:
+        said.add("profile_memory")
+    return tuple(k for k in INFLATING if k in said)
+
+
+def record_again_first(analysis: TraceAnalysis, then: str) -> str:
+    """A host-side check, led by recording again without the options that inflate the
+    host (when the trace was recorded with any): ``then`` is the check, capitalized."""
+    options = recorded_options(analysis)
+    if not options:
+        return then
+    return (
+        f"First record again without {', '.join(options)} (each adds host time to every "
+        f"operator) and see whether the host's share holds. Then {then[:1].lower()}{then[1:]}"
+    )

@@ -2,18 +2,20 @@
 
 Each type (all-reduce, all-gather, reduce-scatter, all-to-all, send/recv, ...) of
 ``analysis.communication`` is judged on its own: it fires when the type takes at least
-``comm_share`` of the step and less than ``comm_overlap`` of its time overlaps compute.
-When any fires, the rule gives one finding: its severity is the step's communication that
-no compute hides, as a whole, over the step (the median over the steps with collectives):
-on a GPU trace the union of the communication kernels less its overlap with compute (the
-verdict's figure, so types running at once are not added up); on a CPU trace, or a step
-whose GPU ran no communication kernel, the types' exposed times added up, at most the
-step. Its evidence is the largest firing type's (the most exposed): its sizes, bus
-bandwidth and advice, the other firing types' advice in brief; ``instances`` names every
-type that ran, with its share of the step and how much of it overlapped. On one rank's
-trace, a collective that lasts long while the rank computed little since its previous one
-is most likely waiting for other ranks: when such collectives hold half the largest
-type's time, the finding says so and sends to the job's traces together first.
+``comm_share`` of the step and less than ``comm_overlap`` of its time overlaps compute;
+when none does but all together do, as one type (their shares added up, the step's exposed
+communication as what compute did not hide), the most exposed type stands for them. Then
+the rule gives one finding: its severity is the step's communication that no compute hides,
+as a whole, over the step (the median over the steps with collectives): on a GPU trace the
+union of the communication kernels less its overlap with compute (the verdict's figure, so
+types running at once are not added up); on a CPU trace, or a step whose GPU ran no
+communication kernel, the types' exposed times added up, at most the step. Its evidence is
+the largest firing type's (the most exposed): its sizes, bus bandwidth and advice, the
+other firing types' advice in brief; ``instances`` names every type that ran, with its
+share of the step and how much of it overlapped. On one rank's trace, a collective that
+lasts long while the rank computed little since its previous one is most likely waiting for
+other ranks: when such collectives hold half the largest type's time, the finding says so
+and sends to the job's traces together first.
 """
 
 from __future__ import annotations
@@ -93,13 +95,16 @@ def comm_overlap(case: Case, limits: Thresholds) -> list[Finding]:
     fired = [
         j for j in judged if j.share >= limits.comm_share and j.overlapped < limits.comm_overlap
     ]
+    exposed = _exposed_share(analysis) if judged else 0.0
+    together = sum(j.share for j in judged)  # no type alone, but all together, as one
+    if not fired and together >= limits.comm_share and 1 - exposed / together < limits.comm_overlap:
+        fired = [max(judged, key=lambda j: j.exposed)]
     if not fired:
         return []
     largest = max(fired, key=lambda j: j.exposed)  # the first of the most exposed
     kind = largest.kind
     others = [j for j in fired if j is not largest]
     hypothesis, advice = _advice(kind)
-    exposed = _exposed_share(analysis)
     ranked = sorted(judged, key=lambda j: -j.exposed)
     return [
         finding(

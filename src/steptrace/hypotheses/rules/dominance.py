@@ -31,7 +31,9 @@ WRAPPER = re.compile(
 
 
 def dominant_op(case: Case, limits: Thresholds) -> list[Finding]:
-    """One operator holds a large share of the GPU time it launched (or of CPU self time)."""
+    """One operator holds a large share of the GPU time it launched (or of CPU self time);
+    on a GPU-bound step (the GPU busy ``bound_gpu_busy`` of it) the largest, whatever its
+    share, when it holds ``dominant_step_share`` of the step."""
     analysis = case.analysis
     ops = analysis.operators
     on_gpu = analysis.trace.gpu_observed
@@ -49,7 +51,13 @@ def dominant_op(case: Case, limits: Thresholds) -> list[Finding]:
         trace_share(values[top], analysis),
         step_share((s, share * _busy_ms(s, on_gpu)) for s in analysis.steps),
     )
-    if share < limits.dominant_share or of_step < limits.dominant_step_share:
+    # a GPU-bound step: its largest operator is the first place to look, whatever its share
+    gpu_bound = (
+        on_gpu
+        and median(s.gpu.utilization for s in analysis.steps if s.gpu) >= limits.bound_gpu_busy
+    )
+    needed = 0.0 if gpu_bound else limits.dominant_share
+    if share < needed or of_step < limits.dominant_step_share:
         return []
     shapes = op.input_shapes if op.input_shapes and _DIGIT.search(op.input_shapes) else None
     return [

@@ -13,7 +13,14 @@ from typing import TYPE_CHECKING
 
 from steptrace.analysis.time.parts import part_of
 from steptrace.hypotheses.finding import Finding, finding
-from steptrace.hypotheses.rules.common import evidence, idle_causes, median, step_share, where
+from steptrace.hypotheses.rules.common import (
+    evidence,
+    idle_causes,
+    median,
+    record_again_first,
+    step_share,
+    where,
+)
 from steptrace.units import pct
 
 if TYPE_CHECKING:
@@ -63,10 +70,12 @@ def small_launches(case: Case, limits: Thresholds) -> list[Finding]:
                 "The work is fragmented into many small kernels: launching them costs more "
                 "than running them, and the GPU waits for the CPU between them."
             ),
-            next_check=(
+            next_check=record_again_first(
+                analysis,
                 "Try grouping the work (a foreach or fused optimizer, fused operators, "
-                "torch.compile, CUDA graphs), one change at a time, same batch and warm-up; "
-                "compare ms/step outside the profiler and count the compile or capture cost."
+                'torch.compile, CUDA graphs: torch.compile(mode="reduce-overhead")), one '
+                "change at a time, same batch and warm-up; compare ms/step outside the "
+                "profiler and count the compile or capture cost.",
             ),
             caveats=(
                 "A larger batch also hides launch cost but changes the question; compilation "

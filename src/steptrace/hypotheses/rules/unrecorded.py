@@ -6,7 +6,9 @@ nothing, for 100 µs or more (``TraceContext.silences``), less what lies in the 
 read as reading the batch (a loader's wait records nothing either: ``input-pipeline``
 explains it). A profiler that records operators cannot say what the host did then; the
 labels around that time (``Phase.unrecorded_ms``) say where it lies. It fires on the GPU
-and on the CPU alike: the trace is silent either way.
+and on the CPU alike: the trace is silent either way; on a GPU trace from a lower share
+(``unrecorded_gpu_share``), since the GPU idles through that time too (a silence has no
+GPU work), and the verdict names it as the host's cause when it is the largest.
 """
 
 from __future__ import annotations
@@ -30,7 +32,8 @@ def unrecorded_time(case: Case, limits: Thresholds) -> list[Finding]:
     analysis = case.analysis
     timed = [(s, t) for s in analysis.steps if (t := outside_reading(s)) is not None]
     share = step_share(timed)
-    if not timed or share < limits.unrecorded_share:
+    floor = limits.unrecorded_gpu_share if analysis.trace.gpu_observed else limits.unrecorded_share
+    if not timed or share < floor:
         return []
     ms = median(t for _, t in timed)
     labels = _labels(s for s, _ in timed)

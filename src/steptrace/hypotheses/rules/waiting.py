@@ -10,7 +10,16 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from steptrace.hypotheses.finding import Finding, finding
-from steptrace.hypotheses.rules.common import evidence, idle_causes, median, step_share, where
+from steptrace.hypotheses.rules.common import (
+    evidence,
+    idle_causes,
+    median,
+    record_again_first,
+    recorded_options,
+    step_share,
+    where,
+)
+from steptrace.hypotheses.rules.unrecorded import outside_reading
 from steptrace.units import pct
 
 if TYPE_CHECKING:
@@ -76,32 +85,58 @@ def sync_in_step(case: Case, limits: Thresholds) -> list[Finding]:
 
 
 def cpu_bound(case: Case, limits: Thresholds) -> list[Finding]:
+    """The host's own work sets the pace: the GPU idle while the host is inside operators,
+    or while its work (operators, Python between them, launches) is recorded."""
     analysis = case.analysis
     if not analysis.trace.gpu_observed:
         return []
     gpu = median(s.gpu.utilization for s in analysis.steps if s.gpu)
     cpu = median(s.cpu.busy_ms / s.wall_ms for s in analysis.steps if s.wall_ms)
-    if gpu >= limits.cpu_bound_gpu_busy or cpu < limits.cpu_bound_cpu_busy:
+    working = median(  # the GPU idle while the host's work is recorded (not silent)
+        max(0.0, c.other - (outside_reading(s) or 0.0)) / s.wall_ms
+        for s in analysis.steps
+        if s.wall_ms and (c := idle_causes(s)) is not None
+    )
+    if gpu >= limits.cpu_bound_gpu_busy or (
+        cpu < limits.cpu_bound_cpu_busy and working < limits.cpu_bound_host_share
+    ):
         return []
     explained = step_share((s, c.other) for s in analysis.steps if (c := idle_causes(s)))
+    counts = [s.cpu.operators for s in analysis.steps]
+    durations = [s.cpu.operator_us.median for s in analysis.steps if s.cpu.operator_us]
+    options = recorded_options(analysis)
+    per_operator = (
+        f": {median(counts):.0f} CPU operators per step, {median(durations):.1f} µs each (median)"
+        if durations
+        else ""
+    )
     return [
         finding(
             "cpu-bound",
             explained,
             observation=(
                 f"The GPU is busy {pct(gpu)} of the step while the CPU is inside operators "
-                f"{pct(cpu)} of it."
+                f"{pct(cpu)} of it{per_operator}."
             ),
             evidence=evidence(
                 where(analysis),
                 ("gpu_busy_share", gpu, "share"),
                 ("cpu_in_operators_share", cpu, "share"),
+                ("host_work_share", working, "share"),
+                ("operators_per_step", median(counts), "count"),
+                ("operator_us_median", median(durations) if durations else None, "us"),
+                ("recorded_options", options, "names"),
             ),
-            hypothesis="The step may be bound by the CPU: the GPU may be waiting for work.",
-            next_check=(
-                "Look at the top CPU operators by self time; try reducing CPU work per step "
-                "(larger batch, fused or compiled operators, CUDA graphs) one change at a time, "
-                "and compare ms/step outside the profiler."
+            hypothesis=(
+                "The host's own work may set the pace: it may launch the GPU's work more "
+                "slowly than the GPU runs it, so the GPU waits between launches."
+            ),
+            next_check=record_again_first(
+                analysis,
+                "Cut the host's time per step, one change at a time: capture the step in a "
+                'CUDA graph (torch.compile(mode="reduce-overhead"), torch.cuda.graphs), a '
+                "larger batch per launch, fewer and larger operators (fused or compiled); "
+                "compare ms/step outside the profiler (steptrace compare).",
             ),
             caveats=(
                 "The profiler slows the CPU side more than the GPU side: part of this may be "

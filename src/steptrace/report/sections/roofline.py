@@ -96,8 +96,7 @@ def _coverage(covered: RooflineCoverage | None) -> str:
     return (
         f"Coverage: cost models cover {units.pct(covered.modelled_ms / total)} of the "
         f"operators' GPU time ({units.ms(total)} ms over the whole trace); {placed}. A "
-        "bound is said of the step only when operators of that bound hold half of it."
-        + missing
+        "bound is said of the step only when operators of that bound hold half of it." + missing
     )
 
 

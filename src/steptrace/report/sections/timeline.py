@@ -61,7 +61,8 @@ def timeline_section(report: Report, timeline: Lanes | None) -> Section | None:
         count = len(both.boundaries) + 1
         label = f"{count} steps together: {both.name}"
         views = (*views, TimelineView(label, both.wall_ns, (LaneGroup("", 0, both),)))
-    marks = tuple(m for f in report.findings if (m := _mark(f, timeline)) is not None)
+    major = [f for f in report.findings if not f.minor]  # the minor ones: in their list only
+    marks = tuple(m for f in major if (m := _mark(f, timeline)) is not None)
     figure = TimelineFigure(
         kinds=timeline.kinds,
         names=timeline.names,
@@ -154,10 +155,9 @@ def finding_jumps(report: Report, timeline: Lanes | None) -> Jumps | None:
         return None
     items: list[Jump] = []
     for found in report.findings:
-        if _mark(found, timeline) is None:
+        mark = None if found.minor else _mark(found, timeline)
+        if mark is None:
             continue
-        mark = _mark(found, timeline)
-        assert mark is not None
         text = f"{found.rule}: show it in {timeline.steps[mark.view].name} on the timeline"
         items.append(Jump(text, len(items)))
     return Jumps(KEY, tuple(items)) if items else None
@@ -193,7 +193,8 @@ def ranks_timeline_section(report: RanksReport, carried: tuple[RankLanes, ...]) 
         return None
     first_names = carried[0].lanes
     shown = min(first_names.shown, len(views) - 1)
-    marks = tuple(_rank_mark(f, shown, views[shown], names) for f in report.findings)
+    major = [f for f in report.findings if not f.minor]
+    marks = tuple(_rank_mark(f, shown, views[shown], names) for f in major)
     figure = TimelineFigure(
         kinds=first_names.kinds,
         names=names,
@@ -252,11 +253,10 @@ def _rank_mark(found: Finding, k: int, view: TimelineView, names: tuple[str, ...
 
 def ranks_jumps(report: RanksReport, section: Section | None) -> Jumps | None:
     """One link per finding of the job, to its mark on the ranks' figure."""
-    if section is None or not report.findings:
+    major = [f for f in report.findings if not f.minor]
+    if section is None or not major:
         return None
-    items = tuple(
-        Jump(f"{f.rule}: show it on the timeline", k) for k, f in enumerate(report.findings)
-    )
+    items = tuple(Jump(f"{f.rule}: show it on the timeline", k) for k, f in enumerate(major))
     return Jumps(KEY, items)
 
 
