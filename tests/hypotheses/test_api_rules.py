@@ -464,6 +464,7 @@ def test_rule_ids_are_the_documented_ones() -> None:
         "dispatch-bound",
         "thread-oversubscription",
         "unrecorded-time",
+        "recompilation",
         "profiler-distortion",
         "gpu-not-observed",
         "memory-growth",

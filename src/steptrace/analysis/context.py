@@ -27,6 +27,7 @@ from typing import Any, Generic, Literal, TypeVar
 import numpy as np
 
 from steptrace.analysis.communication.collectives import gloo_rows
+from steptrace.analysis.compiler.events import compiler_rows
 from steptrace.analysis.efficiency.hardware import DevicePeaks
 from steptrace.analysis.efficiency.kernel_kinds import DEFAULT, KernelKinds
 from steptrace.analysis.time.gpu_busy import GpuBusy, gpu_busy
@@ -136,7 +137,7 @@ class TraceContext:
 
     @cached_property
     def tree(self) -> CpuTree:
-        return self._given_back(cpu_tree(self.events))
+        return self._given_back(cpu_tree(self.events, compiler_rows(self.events)))
 
     @cached_property
     def launches(self) -> GpuLaunches:

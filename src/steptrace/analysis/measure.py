@@ -16,6 +16,7 @@ import msgspec
 import numpy as np
 
 from steptrace.analysis.communication.summary import CollectiveKind
+from steptrace.analysis.compiler.steps import COMPILING, StepCompile
 from steptrace.analysis.compose import compute
 from steptrace.analysis.context import TraceContext
 from steptrace.analysis.critical.path import CriticalPath
@@ -76,6 +77,24 @@ class StepResult(msgspec.Struct, frozen=True):
     cpu: CpuStep
     gpu: GpuStep | None  # None: GPU not observed
     partial: bool = False  # cut short by the profiler's stop: listed, left out of the summary
+    # what torch.compile did in it; None: it ran no compiled region and compiled nothing
+    compile: StepCompile | None = None
+
+    @property
+    def compiling(self) -> bool:
+        """Compiled for ``COMPILING`` of its wall time or more: left out of the steady
+        figures, shown apart with what it compiled."""
+        return self.compile is not None and self.compile.compile_ms >= COMPILING * self.wall_ms
+
+    @property
+    def said_name(self) -> str:
+        """Its name, and why it is apart: cut short, or compiling (with what, how long)."""
+        if self.partial:
+            return f"{self.name} (partial)"
+        if self.compile is not None and self.compiling:
+            ids = ", ".join(self.compile.compiled) or "a backward graph"
+            return f"{self.name} (compiled {ids}: {self.compile.compile_ms:,.2f} ms)"
+        return self.name
 
 
 class FirstStep(msgspec.Struct, frozen=True):
@@ -110,6 +129,9 @@ class StepSummary(msgspec.Struct, frozen=True):
     phases: tuple[PhaseSummary, ...]
     # GPU busy time by kind of work (GEMM, ...), per step; None: GPU not observed
     gpu_categories: tuple[CategorySummary, ...] | None = None
+    # the steps that compiled (``StepResult.compiling``), left out of the figures above
+    # while steps that did not remain
+    compiling: tuple[str, ...] = ()
 
 
 class TraceAnalysis(msgspec.Struct, frozen=True):
@@ -165,6 +187,7 @@ def analysis_of(context: TraceContext, computed: dict[str, Any]) -> TraceAnalysi
     phases: tuple[StepPhases, ...] = computed["phases"]
     cpu: tuple[CpuStep, ...] = computed["cpu"]
     gpu: tuple[GpuStep | None, ...] = computed["gpu"]
+    compiled: tuple[StepCompile | None, ...] = computed["compile"]
     outside: GpuOutsideSteps | None = computed["gpu_outside_steps"]
     steps = tuple(
         StepResult(
@@ -179,8 +202,11 @@ def analysis_of(context: TraceContext, computed: dict[str, Any]) -> TraceAnalysi
             cpu=c,
             gpu=g,
             partial=cut,
+            compile=made,
         )
-        for w, p, c, g, cut in zip(windows, phases, cpu, gpu, context.partial, strict=True)
+        for w, p, c, g, cut, made in zip(
+            windows, phases, cpu, gpu, context.partial, compiled, strict=True
+        )
     )
     info = trace.info
     dist = info.distributed
@@ -262,11 +288,14 @@ def _partial_warnings(steps: tuple[StepResult, ...], empty_last: bool) -> list[s
 
 def _summary(every: tuple[StepResult, ...]) -> StepSummary:
     """Over the complete steps (all of them when every one is partial); the medians and
-    ranges leave out the first step when it differs from the others (``first_step``: it
-    is shown apart, not averaged away)."""
+    ranges leave out the steps that compiled (``compiling``) while others remain, and the
+    first of those left when it differs from the others (``first_step``): shown apart, not
+    averaged away."""
     steps = tuple(s for s in every if not s.partial) or every
-    first = _first_step(steps)
-    steady = steps[1:] if first is not None and first.differs else steps
+    compiling = tuple(s.name for s in steps if s.compiling)
+    quiet = tuple(s for s in steps if not s.compiling) or steps
+    first = _first_step(quiet)
+    steady = quiet[1:] if first is not None and first.differs else quiet
     observed = [s.gpu for s in steady if s.gpu is not None]
     wall = Spread.of([s.wall_ms for s in steady])
     assert wall is not None  # a trace always has at least one step or one window
@@ -278,6 +307,7 @@ def _summary(every: tuple[StepResult, ...]) -> StepSummary:
         first_step=first,
         phases=_phase_summaries(steady),
         gpu_categories=summarize([g.categories for g in observed]) if observed else None,
+        compiling=compiling if len(quiet) < len(steps) else (),
     )
 
 

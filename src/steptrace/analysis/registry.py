@@ -13,11 +13,20 @@ from collections.abc import Iterable
 from typing import Any
 
 from steptrace.analysis.communication import summary as communication
+from steptrace.analysis.compiler import steps as compiled
 from steptrace.analysis.context import FigureSpec
 from steptrace.analysis.critical import path as critical_path
 from steptrace.analysis.efficiency import roofline
 from steptrace.analysis.memory import usage as memory
-from steptrace.analysis.time import copies, cpu, gpu, kernels, operators, outside, phases
+from steptrace.analysis.time import (
+    copies,
+    cpu,
+    gpu,
+    kernels,
+    operators,
+    outside,
+    phases,
+)
 from steptrace.analysis.timeline import lanes
 from steptrace.trace.fields import Selection, select
 
@@ -29,6 +38,7 @@ FIGURES: tuple[FigureSpec[Any], ...] = (
     copies.FIGURE,
     operators.FIGURE,
     cpu.FIGURE,
+    compiled.FIGURE,
     communication.FIGURE,
     memory.FIGURE,
     roofline.FIGURE,

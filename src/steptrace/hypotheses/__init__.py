@@ -23,6 +23,7 @@ from steptrace.hypotheses.finding import Evidence, Figure, Finding, Where
 from steptrace.hypotheses.merge import one_per_rule
 from steptrace.hypotheses.on_path import off_path, on_critical_path
 from steptrace.hypotheses.rules.communication import comm_overlap
+from steptrace.hypotheses.rules.compiled import recompilation
 from steptrace.hypotheses.rules.cpu_side import (
     dispatch_bound,
     per_tensor_optimizer,
@@ -64,6 +65,7 @@ RULES: tuple[tuple[str, Rule], ...] = (
     ("dispatch-bound", dispatch_bound),
     ("thread-oversubscription", thread_oversubscription),
     ("unrecorded-time", unrecorded_time),
+    ("recompilation", recompilation),
     ("profiler-distortion", profiler_distortion),
     ("gpu-not-observed", gpu_not_observed),
     ("memory-growth", memory_growth),
@@ -74,14 +76,18 @@ RULES: tuple[tuple[str, Rule], ...] = (
 
 
 def complete_steps(case: Case) -> Case:
-    """The case without its partial steps (cut short by the profiler's stop), which would
-    bias every per-step figure; all of them when every step is partial."""
+    """The case without its partial steps (cut short by the profiler's stop) and, while
+    others remain, the steps that compiled (torch.compile: the compiler's time is not the
+    step's work), which would bias every per-step figure; all of them when none is left."""
     steps = case.analysis.steps
-    complete = tuple(s for s in steps if not s.partial) or steps
+    whole = tuple(s for s in steps if not s.partial) or steps
+    complete = tuple(s for s in whole if not s.compiling) or whole
     if len(complete) == len(steps):
         return case
     return msgspec.structs.replace(
-        case, analysis=msgspec.structs.replace(case.analysis, steps=complete)
+        case,
+        analysis=msgspec.structs.replace(case.analysis, steps=complete),
+        compiled_apart=tuple(s for s in whole if s not in complete),
     )
 
 

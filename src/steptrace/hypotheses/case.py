@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import msgspec
 
-from steptrace.analysis.measure import TraceAnalysis
+from steptrace.analysis.measure import StepResult, TraceAnalysis
 from steptrace.scenario import CaptureFacts, Scenario
 
 
@@ -14,3 +14,5 @@ class Case(msgspec.Struct, frozen=True):
     analysis: TraceAnalysis
     scenario: Scenario | None = None  # None: no question was recorded
     capture: CaptureFacts | None = None  # None: not captured by steptrace, or unknown
+    # the steps that compiled, left out of ``analysis.steps`` for the rules (``find``)
+    compiled_apart: tuple[StepResult, ...] = ()

@@ -117,6 +117,16 @@ CHECKS: dict[str, Check] = {
             "or a sampling profiler (py-spy), and time the step outside the profiler"
         ),
     ),
+    "recompilation": Check(
+        "dynamic-or-fixed",
+        "A: the model as compiled; B: the value whose guard failed made dynamic "
+        "(dynamic=True, mark_dynamic) or fixed",
+        manual=(
+            "which value to make dynamic or fixed depends on the guard that failed: read "
+            "it with TORCH_LOGS=recompiles (or TORCH_TRACE), then compare both over the "
+            "same changing inputs (steptrace compare), compile time counted"
+        ),
+    ),
     "profiler-distortion": Check(
         "profiler-off",
         "A: the step while torch.profiler records; B: the bare step",

@@ -7,7 +7,7 @@ from __future__ import annotations
 import gzip
 import json
 import math
-from collections import defaultdict
+from collections import Counter, defaultdict
 from typing import Any
 
 import pytest
@@ -19,6 +19,7 @@ from tests.conftest import gpu_trace, report_of
 
 V100_RESNET = "kineto_v100_resnet50"
 FLOAT = 4  # bytes: the trace's tensors are float32
+GRADIENTS = ("aten::cudnn_convolution_backward_input", "aten::cudnn_convolution_backward_weight")
 
 
 def _events(name_part: str) -> list[dict[str, Any]]:
@@ -35,10 +36,11 @@ def _inside(outer: dict[str, Any], inner: dict[str, Any]) -> bool:
     )
 
 
-def _reference(events: list[dict[str, Any]]) -> dict[tuple[str, str], set[tuple[int, int]]]:
-    """Per (operator, input dims as recorded): the (FLOPs, bytes) of each of its calls,
-    from the shapes autograd recorded for the same convolution: a forward call is joined to
-    its backward node by sequence number, a gradient call to the backward call around it."""
+def _reference(events: list[dict[str, Any]]) -> dict[tuple[str, str], Counter[tuple[int, int]]]:
+    """Per (operator, input dims as recorded): how many of its calls cost each (FLOPs,
+    bytes), from the shapes autograd recorded for the same convolution: a forward call is
+    joined to its backward node by sequence number, a gradient call to the backward call
+    around it."""
     ops = [e for e in events if e.get("ph") == "X" and e.get("cat") in ("Operator", "cpu_op")]
     nodes = {
         e["args"]["Sequence number"]: e
@@ -51,7 +53,7 @@ def _reference(events: list[dict[str, Any]]) -> dict[tuple[str, str], set[tuple[
         (found,) = [w for w in whole if _inside(w, call)]
         return found
 
-    found: dict[tuple[str, str], set[tuple[int, int]]] = defaultdict(set)
+    found: dict[tuple[str, str], Counter[tuple[int, int]]] = defaultdict(Counter)
     for e in ops:
         name, dims = e["name"], e["args"].get("Input Dims")
         if name == "aten::cudnn_convolution":
@@ -59,42 +61,31 @@ def _reference(events: list[dict[str, Any]]) -> dict[tuple[str, str], set[tuple[
             (backward,) = [w for w in whole if _inside(node, w)]
             x, w = dims[0], dims[1]
             out = backward["args"]["Input Dims"][1]
-        elif name in (
-            "aten::cudnn_convolution_backward_input",
-            "aten::cudnn_convolution_backward_weight",
-        ):
+        elif name in GRADIENTS:
             x, out, w = around(e)["args"]["Input Dims"][:3]
         else:
             continue
         flops = 2 * math.prod(w[1:]) * math.prod(out)
         moved = (math.prod(x) + math.prod(w) + math.prod(out)) * FLOAT
-        found[(name, json.dumps(dims))].add((flops, moved))
+        found[(name, json.dumps(dims))][(flops, moved)] += 1
     return found
 
 
 def test_a_2021_trace_s_convolutions_are_costed_as_autograd_recorded_them() -> None:
-    """Every forward convolution, and every gradient whose missing shape one shape in the
-    trace gives, is costed as its own autograd record says; a gradient whose missing shape
-    two convolutions of the trace disagree on is left without a model, never guessed."""
+    """Every forward convolution and every gradient is costed as its own autograd record
+    says: a gradient whose missing shape two convolutions share (a 3×3 at stride 1 and 2)
+    is a row per convolution, joined to the backward call around it."""
     reference = _reference(_events(V100_RESNET))
     rows = [r for r in report_of(V100_RESNET).analysis.roofline if "convolution" in r.operator]
-    assert {r.operator for r in rows} == {
-        "aten::cudnn_convolution",
-        "aten::cudnn_convolution_backward_input",
-        "aten::cudnn_convolution_backward_weight",
-    }
-    modelled = 0
+    assert {r.operator for r in rows} == {"aten::cudnn_convolution", *GRADIENTS}
+    ours: dict[tuple[str, str], Counter[tuple[int, int]]] = defaultdict(Counter)
     for row in rows:
-        expected = reference[(row.operator, json.dumps(json.loads(row.input_shapes or "")))]
-        if len(expected) == 1:
-            assert (row.flops_per_call, row.bytes_per_call) == next(iter(expected)), row
-            assert row.model == "convolution"
-            modelled += 1
-        else:
-            assert row.model is None, row
-    forward = [r for r in rows if r.operator == "aten::cudnn_convolution"]
-    assert all(r.model == "convolution" for r in forward)
-    assert modelled >= 0.8 * len(rows)
+        assert row.model == "convolution", row
+        assert row.flops_per_call is not None and row.bytes_per_call is not None
+        key = (row.operator, json.dumps(json.loads(row.input_shapes or "")))
+        ours[key][(row.flops_per_call, row.bytes_per_call)] += row.calls
+    assert ours == reference
+    assert any(len(costs) > 1 for costs in reference.values())  # the shared shapes exist
 
 
 def test_a_2021_trace_s_batch_norm_backward_is_on_the_roofline() -> None:
@@ -119,7 +110,8 @@ def test_the_roofline_covers_most_of_a_2021_resnet_s_gpu_time() -> None:
     analysis = report_of(V100_RESNET).analysis
     covered = analysis.roofline_coverage
     assert covered is not None
-    assert covered.share >= 0.85
+    assert covered.share >= 0.95
+    assert not [n for n in covered.unmodelled if "conv" in n]
     assert covered.compute_ms > covered.memory_ms  # the convolutions are compute-bound
 
 

@@ -23,7 +23,9 @@ output's gradient. Bytes: the tensors read and the tensors written.
 - **Backward, one gradient** (``cudnn_convolution_backward_input``/``_weight``,
   ``miopen_*_backward_input``/``_weight``/``_bias``, ...): the size they do not hold as a
   tensor (the input's or the weight's) comes from their concrete inputs, else from
-  ``seen``.
+  ``seen``: the roofline gives them what the backward call around them holds (torch 1.x's
+  ``cudnn_convolution_backward``: input, output's gradient and weight), so two
+  convolutions that share the gradient's shapes are never mixed.
 """
 
 from __future__ import annotations
@@ -183,6 +185,7 @@ _WEIGHT_GRAD = {  # (weight_size, grad_output, self, ...)
     "aten::cudnn_convolution_transpose_backward_weight": (1, 2, 0, True),
     "aten::miopen_convolution_transpose_backward_weight": (1, 2, 0, True),
 }
+ONE_GRADIENT = frozenset(_INPUT_GRAD) | frozenset(_WEIGHT_GRAD)  # read with the call around
 _BIAS_GRAD = ("aten::miopen_convolution_backward_bias", "aten::cudnn_convolution_backward_bias")
 
 

@@ -8,7 +8,9 @@ cost models are not even imported.
 
 - ``flops_per_call``, ``bytes_per_call``: ``op_models``; None: no model (never a guess);
   a convolution whose call does not say its output reads it from the trace's backward
-  calls on the same input and weight (``conv_models.ConvShapes``). A
+  calls on the same input and weight (``conv_models.ConvShapes``); one gradient of a
+  convolution, from the backward call around it, whose inputs are then part of its row's
+  key (two convolutions sharing a gradient's shapes are two rows). A
   copy to or from the host is a ``host transfer``: the bytes its copies carried, no
   FLOPs, and no roof (the host's link bounds it, not the device's memory).
 - ``gpu_ms``: the union of the GPU work the calls launched (their children's included;
@@ -48,6 +50,7 @@ if TYPE_CHECKING:
     from steptrace.analysis.efficiency.conv_models import ConvShapes
     from steptrace.analysis.efficiency.op_inputs import Cost
     from steptrace.analysis.efficiency.roofline_calls import RowCalls
+    from steptrace.analysis.time.links import CpuTree
 
 Bound = Literal["compute", "memory"]
 Rows = NDArray[np.int64]
@@ -110,14 +113,26 @@ def roofline(context: TraceContext) -> Roofline:
     chosen = row_calls(events, context.tree, context.links if on_gpu else None)
     if chosen.calls.size == 0:
         return Roofline((), peaks)
-    group = _group_ids(events, ops[chosen.calls])
+    around = _whole_backward_around(events, context.tree, chosen.calls)
+    group = _group_ids(events, ops[chosen.calls], around)
     count = int(group.max()) + 1
     held = zip(_split(group, count), _split(group[chosen.work_call], count), strict=True)
     seen = _conv_shapes(events, ops)
     rows = [
         row
         for members, work in held
-        if (row := _row(events, chosen, ops, members, chosen.work[work], peaks, on_gpu, seen))
+        if (
+            row := _row(
+                events,
+                chosen,
+                ops,
+                members,
+                chosen.work[work],
+                peaks,
+                on_gpu,
+                _seen_by(events, int(around[members[0]]), seen),
+            )
+        )
     ]
     rows.sort(key=lambda r: -(r.gpu_ms if r.gpu_ms is not None else r.cpu_ms))
     return Roofline(tuple(rows), peaks, coverage_of(rows) if on_gpu else None)
@@ -147,14 +162,57 @@ def coverage_of(rows: list[RooflineRow]) -> RooflineCoverage | None:
     )
 
 
-def _group_ids(events: EventTable, calls: Rows) -> Rows:
-    """Per call (an event row): its group, by operator and recorded inputs."""
+def _group_ids(events: EventTable, calls: Rows, around: Rows) -> Rows:
+    """Per call (an event row): its group, by operator and recorded inputs, and for one
+    gradient of a convolution the inputs of the backward call around it (``around``)."""
     columns = [events.name_id, events.input_dims, events.input_types]
     columns.append(_column(events, "concrete_inputs"))
     keys = np.stack([c[calls].astype(np.int64) for c in columns], axis=1)
+    parent_dims = np.where(around >= 0, events.input_dims[np.maximum(around, 0)], -1)
+    keys = np.column_stack((keys, parent_dims.astype(np.int64)))
     _, group = np.unique(keys, axis=0, return_inverse=True)
     ids: Rows = group.reshape(-1)
     return ids
+
+
+def _whole_backward_around(events: EventTable, tree: CpuTree, calls: Rows) -> Rows:
+    """Per row call (an index into ``tree.ops``): for one gradient of a convolution (its
+    input's or its weight's, as torch 1.x's cuDNN and MIOpen record them), the event row
+    of the backward call around it that holds all three tensors; else -1."""
+    from steptrace.analysis.efficiency.conv_models import LEARNED_FROM, ONE_GRADIENT
+
+    names = events.names
+    gradient = np.array([n in ONE_GRADIENT for n in names], dtype=bool)
+    whole = np.array([n in LEARNED_FROM for n in names], dtype=bool)
+    ops = tree.ops
+    found = np.full(calls.size, -1, dtype=np.int64)
+    if not gradient.any():
+        return found
+    parent = tree.op_parent[calls]
+    mine = gradient[events.name_id[ops[calls]]] & (parent >= 0)
+    rows = ops[np.maximum(parent, 0)]
+    mine &= whole[events.name_id[rows]]
+    found[mine] = rows[mine]
+    return found
+
+
+def _seen_by(events: EventTable, around: int, seen: ConvShapes) -> ConvShapes:
+    """What a gradient's own backward call (event row ``around``) says of its convolution;
+    ``seen`` (the whole trace's) for any other call."""
+    if around < 0:
+        return seen
+    from steptrace.analysis.efficiency.conv_models import ConvShapes
+    from steptrace.analysis.efficiency.op_inputs import Call
+
+    dims, types = (
+        events.text(int(events.input_dims[around])),
+        events.text(int(events.input_types[around])),
+    )
+    concrete = events.text(int(_column(events, "concrete_inputs")[around]))
+    call = Call.parse(dims or "", types or "", None, concrete)
+    if call is None:
+        return seen
+    return ConvShapes.learn([(events.name_of(around), call)])
 
 
 def _conv_shapes(events: EventTable, ops: Rows) -> ConvShapes:

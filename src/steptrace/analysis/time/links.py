@@ -46,9 +46,12 @@ class GpuLinks(msgspec.Struct, frozen=True):
     before_trace: NDArray[np.bool_]  # per GPU row: launched before the trace began
 
 
-def cpu_tree(events: EventTable) -> CpuTree:
-    """Operators and launch calls nested on their threads."""
+def cpu_tree(events: EventTable, leave_out: NDArray[np.bool_] | None = None) -> CpuTree:
+    """Operators and launch calls nested on their threads; ``leave_out``: rows that are
+    no operator of the trace's work (the compiler's: ``compiler.compiler_rows``)."""
     is_op = events.kind == Kind.CPU_OP
+    if leave_out is not None:
+        is_op &= ~leave_out
     rows = _ops_first_on_ties(events, np.flatnonzero(is_op | events.mask(*LAUNCHES)), is_op)
     is_op = is_op[rows]
     index: type[np.signedinteger[Any]] = np.int32 if rows.size < 2**31 else np.int64

@@ -23,6 +23,8 @@ import msgspec
 import numpy as np
 from numpy.typing import NDArray
 
+from steptrace.analysis.compiler import steps as compiled
+from steptrace.analysis.compiler.events import compile_inside
 from steptrace.analysis.context import FigureSpec, TraceContext
 from steptrace.analysis.time.links import CpuTree, GpuLinks
 from steptrace.analysis.time.steps import StepWindow, step_of
@@ -53,19 +55,31 @@ def operator_stats(
     tree: CpuTree,
     links: GpuLinks | None,
     steps: tuple[StepWindow, ...] = (),
+    apart: tuple[StepWindow, ...] = (),
 ) -> tuple[OperatorStat, ...]:
     """Every CPU operator name, by self time (largest first); GPU figures need ``links``;
-    the per-step means are over ``steps`` (0 without steps)."""
+    the per-step means are over ``steps`` (0 without steps); the operators that start in
+    a step of ``apart`` (the steps that compiled: their eager first calls are not the
+    step's steady work) count in no CPU figure."""
     ops = tree.ops
     if ops.size == 0:
         return ()
     start, end = events.start_us[ops], events.end_us[ops]
     name = events.name_id[ops]
     own = self_time(start, end, tree.op_parent, events.thread_id[ops])
+    compiling = compile_inside(events, ops)  # the compiler's, left out of the tree
+    if compiling is not None:  # less what the operators' children already hold of it
+        child = np.flatnonzero(tree.op_parent >= 0)
+        held = np.bincount(tree.op_parent[child], weights=compiling[child], minlength=ops.size)
+        own = np.maximum(own - np.maximum(compiling - held, 0.0), 0.0)
     duration = np.subtract(end, start, out=end)  # ``end`` is not needed after
     in_step = step_of(steps, start) >= 0
+    kept = step_of(apart, start) < 0 if apart else None
     del start, end  # a large table's operators: let each array go once used
     outermost = ~has_same_name_ancestor(name, tree.op_parent)
+    if kept is not None:
+        name, own, duration = name[kept], own[kept], duration[kept]
+        in_step, outermost = in_step[kept], outermost[kept]
     n = len(events.names)
     calls = np.bincount(name, minlength=n)
     self_us = np.bincount(name, weights=own, minlength=n)
@@ -155,7 +169,14 @@ def _typical_shapes(events: EventTable, ops: NDArray[np.int64]) -> dict[int, tup
 def _figure(context: TraceContext) -> tuple[OperatorStat, ...]:
     """GPU time per operator only where the GPU was observed."""
     links = context.links if context.gpu_busy is not None else None
-    return operator_stats(context.events, context.tree, links, context.counted)
+    made = context.figure(compiled.FIGURE)
+    apart = tuple(
+        w for w, c in zip(context.windows, made, strict=True) if c is not None and c.compiling(w)
+    )
+    steady = tuple(w for w in context.counted if w not in apart) or context.counted
+    if len(steady) == len(context.counted):
+        apart = ()
+    return operator_stats(context.events, context.tree, links, steady, apart)
 
 
 FIGURE = FigureSpec("operators", _figure, frozenset({"steps", "tree", "links"}))

@@ -20,6 +20,7 @@ import msgspec
 import numpy as np
 from numpy.typing import NDArray
 
+from steptrace.analysis.compiler.events import is_compiler_label
 from steptrace.analysis.time.lightning_steps import BATCH_NAME, lightning_batches
 from steptrace.trace.kinds import Kind
 from steptrace.trace.table import EventTable
@@ -51,9 +52,12 @@ class Steps(msgspec.Struct, frozen=True):
 
 
 def label_rows(events: EventTable) -> NDArray[np.int64]:
-    """Rows of the user's labels (``record_function``), step markers excluded."""
+    """Rows of the user's labels (``record_function``), step markers and the compiler's
+    annotations (``compiler``) excluded."""
     labels = np.flatnonzero(events.kind == Kind.USER_ANNOTATION)
-    is_marker = np.array([bool(_STEP_MARKER.match(n)) for n in events.names], dtype=bool)
+    is_marker = np.array(
+        [bool(_STEP_MARKER.match(n)) or is_compiler_label(n) for n in events.names], dtype=bool
+    )
     rows: NDArray[np.int64] = labels[~is_marker[events.name_id[labels]]]
     return rows
 

@@ -127,6 +127,20 @@ def notes(report: Report) -> Section:
     case = complete_steps(Case(analysis, report.scenario, report.capture))
     if (distortion := distortion_note(case, report.thresholds)) is not None:
         blocks.append(Paragraph(distortion))
+    if compiling := [st for st in analysis.steps if st.compiling and st.compile is not None]:
+        said = "; ".join(
+            f"{st.name} compiled {', '.join(st.compile.compiled) or 'a backward graph'} in "
+            f"{units.ms(st.compile.compile_ms)} of its {units.ms(st.wall_ms)} ms"
+            + (" (a recompile)" if st.compile.recompiled else "")
+            for st in compiling
+            if st.compile is not None
+        )
+        kept = (
+            "shown apart, out of the steady figures"
+            if analysis.summary.compiling
+            else ("every step compiled: the figures are theirs")
+        )
+        blocks.append(Paragraph(f"torch.compile: {said}: {kept}.", "warning"))
     first = analysis.summary.first_step
     if first is not None and first.differs and first.ratio is not None:
         blocks.append(

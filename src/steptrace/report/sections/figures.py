@@ -52,7 +52,7 @@ def steps(report: Report) -> Section:
         ),
         tuple(
             (
-                f"{s.name} (partial)" if s.partial else s.name,
+                s.said_name,
                 s.wall_ms,
                 s.cpu.busy_ms,
                 s.unlabeled_ms if s.unlabeled_ms is not None else "—",
