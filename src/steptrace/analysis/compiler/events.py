@@ -61,20 +61,16 @@ def is_compiler_label(name: str) -> bool:
 
 def compiler_rows(events: EventTable) -> NDArray[np.bool_] | None:
     """Per row: the compiler's own event (see module); None when the trace has none."""
+    spans = _phase_spans(events)
+    if spans is None:
+        return None
     names = events.names
-    if not any(n.endswith(TIMED) for n in names):
-        return None  # no compile in the trace (its phases without one never occur alone)
-    timed = phase_names(list(names))
     data = [i for i, n in enumerate(names) if is_annotation(n)]
     ids = events.name_id
-    mine = np.isin(ids, np.array(timed + data, dtype=ids.dtype))
-    spans = np.flatnonzero(np.isin(ids, np.array(timed, dtype=ids.dtype)))
+    mine = np.isin(ids, np.array(phase_names(list(names)) + data, dtype=ids.dtype))
     ops = np.flatnonzero(events.kind == Kind.CPU_OP)
-    threads = events.thread_id
-    for thread in np.unique(threads[spans]).tolist():
-        on = spans[threads[spans] == thread]
-        starts, ends = iv.union(events.start_us[on], events.end_us[on])
-        here = ops[threads[ops] == thread]
+    for thread, (starts, ends) in spans.items():
+        here = ops[events.thread_id[ops] == thread]
         at = np.searchsorted(starts, events.start_us[here], side="right") - 1
         inside = (at >= 0) & (events.start_us[here] < ends[np.maximum(at, 0)])
         mine[here[inside]] = True
@@ -84,17 +80,27 @@ def compiler_rows(events: EventTable) -> NDArray[np.bool_] | None:
 def compile_inside(events: EventTable, ops: NDArray[np.int64]) -> NDArray[np.float64] | None:
     """Per operator row of ``ops``: the compiler's time (its phases' union on the same
     thread) inside it, in µs; None when the trace holds no compile."""
-    names = events.names
-    if not any(n.endswith(TIMED) for n in names):
+    spans = _phase_spans(events)
+    if spans is None:
         return None
-    ids = events.name_id
-    spans = np.flatnonzero(np.isin(ids, np.array(phase_names(list(names)), dtype=ids.dtype)))
     inside = np.zeros(ops.size, dtype=np.float64)
-    threads = events.thread_id
-    for thread in np.unique(threads[spans]).tolist():
-        on = spans[threads[spans] == thread]
-        union = iv.union(events.start_us[on], events.end_us[on])
-        here = np.flatnonzero(threads[ops] == thread)
+    for thread, union in spans.items():
+        here = np.flatnonzero(events.thread_id[ops] == thread)
         rows = ops[here]
         inside[here] = iv.covered(union, events.start_us[rows], events.end_us[rows])
     return inside
+
+
+def _phase_spans(events: EventTable) -> dict[int, iv.Intervals] | None:
+    """Per thread: the union of the compiler's phases on it; None without a compile."""
+    names = events.names
+    if not any(n.endswith(TIMED) for n in names):
+        return None  # no compile in the trace (its phases without one never occur alone)
+    ids = events.name_id
+    spans = np.flatnonzero(np.isin(ids, np.array(phase_names(list(names)), dtype=ids.dtype)))
+    threads = events.thread_id[spans]
+    return {
+        thread: iv.union(events.start_us[on], events.end_us[on])
+        for thread in np.unique(threads).tolist()
+        for on in [spans[threads == thread]]
+    }

@@ -25,7 +25,7 @@ import msgspec
 import numpy as np
 from numpy.typing import NDArray
 
-from steptrace.analysis.compiler.events import COMPILE_ID, TIMED
+from steptrace.analysis.compiler.events import COMPILE_ID, TIMED, is_annotation
 from steptrace.analysis.context import FigureSpec, TraceContext
 from steptrace.analysis.time.steps import StepWindow
 from steptrace.trace import intervals as iv
@@ -58,7 +58,9 @@ def compile_per_step(
     names = events.names
     timed = [i for i, n in enumerate(names) if n.endswith(TIMED)]
     data = {
-        i: m.group(1) for i, n in enumerate(names) if "_data: " in n and (m := COMPILE_ID.search(n))
+        i: m.group(1)
+        for i, n in enumerate(names)
+        if is_annotation(n) and (m := COMPILE_ID.search(n))
     }
     regions = {i: m.group(1) for i, n in enumerate(names) if (m := REGION.match(n))}
     if not timed and not data and not regions:

@@ -34,7 +34,7 @@ import math
 from collections.abc import Callable, Iterable
 from typing import NamedTuple, TypeVar
 
-from steptrace.analysis.efficiency.op_inputs import Call, Cost, Tensor
+from steptrace.analysis.efficiency.op_inputs import Call, Cost
 
 Shape = tuple[int, ...]
 T = TypeVar("T")
@@ -100,6 +100,7 @@ class Forward(NamedTuple):
     transposed: bool | int | None  # a fixed kind, or the argument that says it
     output_padding: int | None = None
     shift_without_bias: bool = False  # older signatures had a bias at 2: shift by one
+    bias: int = 2  # where a bias would be (not a tensor there: none)
 
 
 # torch's signatures (native_functions.yaml); input 0 is the input, 1 the weight
@@ -117,7 +118,7 @@ _FORWARD: dict[str, Forward] = {
     "aten::cudnn_convolution": Forward(3, 2, 4, 5, False, shift_without_bias=True),
     "aten::cudnn_convolution_transpose": Forward(4, 2, 5, 6, True, 3, shift_without_bias=True),
     "aten::cudnn_convolution_relu": Forward(3, 4, 5, 6, False),
-    "aten::cudnn_convolution_add_relu": Forward(5, 6, 7, 8, False),
+    "aten::cudnn_convolution_add_relu": Forward(5, 6, 7, 8, False, bias=4),
     **dict.fromkeys(
         (
             "aten::miopen_convolution",
@@ -132,14 +133,15 @@ _FORWARD: dict[str, Forward] = {
     # (self, weight, kernel_size, bias, stride, padding, ...)
     **dict.fromkeys(
         ("aten::_slow_conv2d_forward", "aten::thnn_conv2d", "aten::slow_conv3d"),
-        Forward(4, 5, None, None, False),
+        Forward(4, 5, None, None, False, bias=3),
     ),
     **dict.fromkeys(
-        ("aten::slow_conv_dilated2d", "aten::slow_conv_dilated3d"), Forward(4, 5, 6, None, False)
+        ("aten::slow_conv_dilated2d", "aten::slow_conv_dilated3d"),
+        Forward(4, 5, 6, None, False, bias=3),
     ),
     **dict.fromkeys(
         ("aten::slow_conv_transpose2d", "aten::slow_conv_transpose3d"),
-        Forward(4, 5, 7, None, True, 6),
+        Forward(4, 5, 7, None, True, 6, bias=3),
     ),
 }
 
@@ -218,7 +220,7 @@ def _forward(name: str, call: Call, seen: ConvShapes) -> Cost | None:
         transposed = transposed if transposed is not None else seen.transposed(x.shape, w.shape)
     if out is None or transposed is None or not _fits(x.shape, w.shape, out, transposed):
         return None
-    bias = _bias(name, call, places)
+    bias = call.tensor(places.bias)
     size = x.dtype.size
     read = x.bytes + w.bytes + (bias.bytes if bias is not None else 0)
     flops = _flops(x.shape, w.shape, out, transposed)
@@ -244,16 +246,6 @@ def _shifted(places: Forward, call: Call) -> Forward:
 
 def _is_list(kind: str) -> bool:
     return "List" in kind or kind.endswith("[]")
-
-
-def _bias(name: str, call: Call, places: Forward) -> Tensor | None:
-    if name in ("aten::_slow_conv2d_forward", "aten::thnn_conv2d", "aten::slow_conv3d"):
-        return call.tensor(3)
-    if name.startswith("aten::slow_conv_"):
-        return call.tensor(3)
-    if name == "aten::cudnn_convolution_add_relu":
-        return call.tensor(4)
-    return call.tensor(2)
 
 
 def _transposed(name: str, call: Call, kind: bool | int | None) -> bool | None:

@@ -48,7 +48,7 @@ from steptrace.trace.table import EventTable
 
 if TYPE_CHECKING:
     from steptrace.analysis.efficiency.conv_models import ConvShapes
-    from steptrace.analysis.efficiency.op_inputs import Cost
+    from steptrace.analysis.efficiency.op_inputs import Call, Cost
     from steptrace.analysis.efficiency.roofline_calls import RowCalls
     from steptrace.analysis.time.links import CpuTree
 
@@ -202,24 +202,16 @@ def _seen_by(events: EventTable, around: int, seen: ConvShapes) -> ConvShapes:
     if around < 0:
         return seen
     from steptrace.analysis.efficiency.conv_models import ConvShapes
-    from steptrace.analysis.efficiency.op_inputs import Call
 
-    dims, types = (
-        events.text(int(events.input_dims[around])),
-        events.text(int(events.input_types[around])),
-    )
-    concrete = events.text(int(_column(events, "concrete_inputs")[around]))
-    call = Call.parse(dims or "", types or "", None, concrete)
-    if call is None:
-        return seen
-    return ConvShapes.learn([(events.name_of(around), call)])
+    columns = (events.input_dims, events.input_types, _column(events, "concrete_inputs"))
+    call = _call(events, *(int(c[around]) for c in columns))
+    return ConvShapes.learn([(events.name_of(around), call)]) if call is not None else seen
 
 
 def _conv_shapes(events: EventTable, ops: Rows) -> ConvShapes:
     """What the trace's convolution backward calls recorded of each convolution (each
     distinct call read once)."""
     from steptrace.analysis.efficiency.conv_models import LEARNED_FROM, ConvShapes
-    from steptrace.analysis.efficiency.op_inputs import Call
 
     ids = [i for i, name in enumerate(events.names) if name in LEARNED_FROM]
     calls = ops[np.isin(events.name_id[ops], ids)] if ids else ops[:0]
@@ -230,12 +222,19 @@ def _conv_shapes(events: EventTable, ops: Rows) -> ConvShapes:
     distinct = np.unique(np.stack([c[calls].astype(np.int64) for c in columns]), axis=1)
     read = []
     for name_id, dims, types, concrete in distinct.T.tolist():
-        call = Call.parse(
-            events.text(dims) or "", events.text(types) or "", None, events.text(concrete)
-        )
-        if call is not None:
+        if (call := _call(events, dims, types, concrete)) is not None:
             read.append((events.names[name_id], call))
     return ConvShapes.learn(read)
+
+
+def _call(events: EventTable, dims: int, types: int, concrete: int) -> Call | None:
+    """A call's recorded inputs from the ids of their texts (no strides: no model of a
+    convolution's shape reads them)."""
+    from steptrace.analysis.efficiency.op_inputs import Call
+
+    return Call.parse(
+        events.text(dims) or "", events.text(types) or "", None, events.text(concrete)
+    )
 
 
 def _split(ids: Rows, count: int) -> list[Rows]:

@@ -44,6 +44,12 @@ def trace_share(ms: float, analysis: TraceAnalysis) -> float:
     return ms / wall if wall > 0 else 0.0
 
 
+def operator_figures(analysis: TraceAnalysis) -> tuple[list[float], list[float]]:
+    """Per step: the CPU operators' median duration (µs, where known) and their count."""
+    durations = [s.cpu.operator_us.median for s in analysis.steps if s.cpu.operator_us]
+    return durations, [float(s.cpu.operators) for s in analysis.steps]
+
+
 def carries_the_batch(label: str | None) -> bool:
     """Is ``label`` read as reading the batch or moving it to the device?"""
     return label is not None and part_of(label) in ("data_read", "transfer")

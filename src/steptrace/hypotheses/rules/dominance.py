@@ -14,11 +14,18 @@ import re
 from typing import TYPE_CHECKING
 
 from steptrace.hypotheses.finding import Finding, finding
-from steptrace.hypotheses.rules.common import evidence, median, step_share, trace_share, where
+from steptrace.hypotheses.rules.common import (
+    evidence,
+    median,
+    operator_figures,
+    step_share,
+    trace_share,
+    where,
+)
 from steptrace.units import pct
 
 if TYPE_CHECKING:
-    from steptrace.analysis.measure import StepResult, TraceAnalysis
+    from steptrace.analysis.measure import StepResult
     from steptrace.hypotheses.case import Case
     from steptrace.hypotheses.thresholds import Thresholds
     from steptrace.scenario import ProfilerCost
@@ -132,7 +139,7 @@ def profiler_distortion(case: Case, limits: Thresholds) -> list[Finding]:
         fires = ratio is not None and ratio >= limits.overhead_ratio
     if ratio is None or not fires:
         return []
-    durations, counts = _operator_figures(analysis)
+    durations, counts = operator_figures(analysis)
     observation = (
         f"{median(counts):.0f} CPU operators per step with a median duration of "
         f"{median(durations):.1f} µs"
@@ -175,7 +182,7 @@ def distortion_note(case: Case, limits: Thresholds) -> str | None:
     operators (``short_operator_us``, ``short_operator_count``) suggest one; else None."""
     if case.capture is not None and case.capture.overhead_ratio is not None:
         return None
-    durations, counts = _operator_figures(case.analysis)
+    durations, counts = operator_figures(case.analysis)
     if not durations or median(durations) > limits.short_operator_us:
         return None
     if median(counts) < limits.short_operator_count:
@@ -186,12 +193,6 @@ def distortion_note(case: Case, limits: Thresholds) -> str | None:
         "operator may be a large part of what they show, so validate any change outside "
         "it (steptrace compare; profile_training(measure_overhead=True) measures it)."
     )
-
-
-def _operator_figures(analysis: TraceAnalysis) -> tuple[list[float], list[float]]:
-    """Per step: the CPU operators' median duration (µs, where known) and their count."""
-    durations = [s.cpu.operator_us.median for s in analysis.steps if s.cpu.operator_us]
-    return durations, [float(s.cpu.operators) for s in analysis.steps]
 
 
 _UNPAIRED = (

@@ -14,6 +14,7 @@ from steptrace.hypotheses.rules.common import (
     evidence,
     idle_causes,
     median,
+    operator_figures,
     record_again_first,
     recorded_options,
     step_share,
@@ -102,8 +103,7 @@ def cpu_bound(case: Case, limits: Thresholds) -> list[Finding]:
     ):
         return []
     explained = step_share((s, c.other) for s in analysis.steps if (c := idle_causes(s)))
-    counts = [s.cpu.operators for s in analysis.steps]
-    durations = [s.cpu.operator_us.median for s in analysis.steps if s.cpu.operator_us]
+    durations, counts = operator_figures(analysis)
     options = recorded_options(analysis)
     per_operator = (
         f": {median(counts):.0f} CPU operators per step, {median(durations):.1f} µs each (median)"
