@@ -37,7 +37,9 @@ REPORT_LINES = ("steptrace: reports ", "steptrace: interrupted by Ctrl-C during 
 
 def interrupted(args: list[str], delay_s: float) -> tuple[int, str, str]:
     """The command's exit code, stdout and stderr when the group gets SIGINT at ``delay_s``."""
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+    # faulthandler: a process that outlives its Ctrl-C prints every thread's stack on the
+    # SIGABRT below, so a hang says where it is
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path), "PYTHONFAULTHANDLER": "1"}
     process = subprocess.Popen(
         [STEPTRACE, *args],
         stdout=subprocess.PIPE,
@@ -50,7 +52,18 @@ def interrupted(args: list[str], delay_s: float) -> tuple[int, str, str]:
     time.sleep(delay_s)
     if process.poll() is None:
         os.killpg(process.pid, signal.SIGINT)
-    out, err = process.communicate(timeout=120)
+    try:
+        out, err = process.communicate(timeout=120)
+    except subprocess.TimeoutExpired:
+        tree = subprocess.run(
+            ["ps", "-o", "pid,ppid,stat,etime,args", "-g", str(process.pid)],
+            capture_output=True,
+            text=True,
+            check=False,
+        ).stdout
+        os.killpg(process.pid, signal.SIGABRT)
+        _, err = process.communicate(timeout=30)
+        pytest.fail(f"no exit 120 s after SIGINT at {delay_s} s:\n{tree}\n{err[-20000:]}")
     return process.returncode, out, err
 
 
