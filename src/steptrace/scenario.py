@@ -212,6 +212,19 @@ class Inventory(msgspec.Struct, frozen=True):
     steps: tuple[StepInventory, ...]
 
 
+class CompileRecord(msgspec.Struct, frozen=True, kw_only=True):
+    """One torch.compile compile during a capture, from Dynamo's own record
+    (``capturing.measured.compiles``): what the trace cannot say, its reason."""
+
+    compile_id: str  # F/C, as in the trace's regions and annotations
+    frame: str | None  # "function (file:line)"; None: a backward graph (AOTAutograd's)
+    reason: str | None = None  # a recompile's failed guard(s); None: a first compile
+    failed: str | None = None  # why the compile failed (the frame then ran eagerly)
+    start_us: int | None = None  # epoch µs
+    duration_us: int | None = None
+    graph_breaks: int | None = None
+
+
 class CaptureFacts(msgspec.Struct, frozen=True, kw_only=True):
     """What a capture did and measured outside the profiler, stored beside its trace.
 
@@ -240,6 +253,8 @@ class CaptureFacts(msgspec.Struct, frozen=True, kw_only=True):
     inventory: Inventory | None = None  # training with profile_memory only; not in reports
     observed: ObservedRun | None = None
     cpu: CpuFacts | None = None  # torch's threads, the cores and the load; None: not recorded
+    compiles: tuple[CompileRecord, ...] = ()  # torch.compile's compiles in the capture
+    graph_break_reasons: tuple[str, ...] = ()  # the breaks Dynamo met in it, first lines
     warnings: tuple[str, ...] = ()
 
 

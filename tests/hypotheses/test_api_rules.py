@@ -465,6 +465,8 @@ def test_rule_ids_are_the_documented_ones() -> None:
         "thread-oversubscription",
         "unrecorded-time",
         "recompilation",
+        "graph-break",
+        "recompile-limit",
         "profiler-distortion",
         "gpu-not-observed",
         "memory-growth",

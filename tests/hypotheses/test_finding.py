@@ -32,7 +32,7 @@ def test_rules_are_listed_in_the_documented_order() -> None:
     single, _, ranks = rules.partition("## Rules over several ranks")
     documented = re.findall(r"^\| `([a-z-]+)` \|", single, re.M)
     assert [rule_id for rule_id, _ in RULES] == documented
-    assert len(RULES) == 24
+    assert len(RULES) == 26
     assert re.findall(r"^\| `([a-z-]+)` \|", ranks, re.M) == list(RANK_RULES)
 
 

@@ -27,6 +27,7 @@ from torch.profiler import profile, record_function, schedule
 
 from steptrace import devices
 from steptrace.capturing import files
+from steptrace.capturing.measured.compiles import CompileLog
 from steptrace.capturing.measured.peaks import measure_cpu_peaks
 from steptrace.capturing.result import CaptureResult
 from steptrace.errors import CaptureError, CaptureWarning
@@ -91,6 +92,7 @@ class Capture(AbstractContextManager["Capture"]):
         self._last = 0.0
         self.result: CaptureResult | None = None
         self._cpu: CpuFacts | None = None
+        self._compiles = CompileLog()  # from here: the cold steps compile first
 
     # -- the window -------------------------------------------------------------------
     def __enter__(self) -> Capture:
@@ -294,6 +296,8 @@ class Capture(AbstractContextManager["Capture"]):
             gpu_observed=gpu_observed,
             profiled_step_ms=tuple(self.step_ms),
             peaks=self._cpu_peaks(gpu_requested),
+            compiles=self._compiles.records(),
+            graph_break_reasons=self._compiles.break_reasons(),
         )
         return self.amend(CaptureResult(self.scenario, facts), warnings=tuple(warned))
 

@@ -23,7 +23,7 @@ from steptrace.hypotheses.finding import Evidence, Figure, Finding, Where
 from steptrace.hypotheses.merge import one_per_rule
 from steptrace.hypotheses.on_path import off_path, on_critical_path
 from steptrace.hypotheses.rules.communication import comm_overlap
-from steptrace.hypotheses.rules.compiled import recompilation
+from steptrace.hypotheses.rules.compiled import graph_break, recompilation, recompile_limit
 from steptrace.hypotheses.rules.cpu_side import (
     dispatch_bound,
     per_tensor_optimizer,
@@ -66,6 +66,8 @@ RULES: tuple[tuple[str, Rule], ...] = (
     ("thread-oversubscription", thread_oversubscription),
     ("unrecorded-time", unrecorded_time),
     ("recompilation", recompilation),
+    ("graph-break", graph_break),
+    ("recompile-limit", recompile_limit),
     ("profiler-distortion", profiler_distortion),
     ("gpu-not-observed", gpu_not_observed),
     ("memory-growth", memory_growth),

@@ -9,6 +9,7 @@ automated; the finding's own ``next_check`` is then the steps to follow by hand.
 
 from __future__ import annotations
 
+from steptrace.investigation import compiled
 from steptrace.investigation import runners as run
 from steptrace.investigation.check import Check
 from steptrace.validate.checks.autocast import autocast_check
@@ -19,6 +20,7 @@ from steptrace.validate.checks.inference_mode import inference_mode_check
 from steptrace.validate.checks.optimizer import optimizer_check
 
 COMPILE_S = 30.0  # torch.compile of a small model took 7-13 s on 2 CPU cores: leave room
+RECOMPILE_S = 10.0  # Dynamo alone (eager backend) over 16 batches, twice: about 1 s measured
 
 _BY_HAND = "the change depends on code steptrace cannot rewrite for you"
 _RANKS = "it needs the job's ranks: run the check across the ranks, as the finding says"
@@ -118,14 +120,25 @@ CHECKS: dict[str, Check] = {
         ),
     ),
     "recompilation": Check(
-        "dynamic-or-fixed",
-        "A: the model as compiled; B: the value whose guard failed made dynamic "
-        "(dynamic=True, mark_dynamic) or fixed",
-        manual=(
-            "which value to make dynamic or fixed depends on the guard that failed: read "
-            "it with TORCH_LOGS=recompiles (or TORCH_TRACE), then compare both over the "
-            "same changing inputs (steptrace compare), compile time counted"
-        ),
+        "recompile-reasons",
+        "the step over the workload's batches compiled afresh (Dynamo's eager backend): "
+        "each recompile's failed guard; and with dynamic=True, outputs compared",
+        compiled.recompiled,
+        min_s=RECOMPILE_S,
+    ),
+    "recompile-limit": Check(
+        "recompile-reasons",
+        "the step over the workload's batches compiled afresh (Dynamo's eager backend): "
+        "each recompile's failed guard; and with dynamic=True, outputs compared",
+        compiled.recompiled,
+        min_s=RECOMPILE_S,
+    ),
+    "graph-break": Check(
+        "break-sites",
+        "torch._dynamo.explain on the model with one batch's inputs: its graphs, and each "
+        "break's reason and line",
+        compiled.graph_breaks,
+        min_s=RECOMPILE_S,
     ),
     "profiler-distortion": Check(
         "profiler-off",
