@@ -22,6 +22,7 @@ from steptrace.analysis.context import TraceContext
 from steptrace.analysis.critical.path import CriticalPath
 from steptrace.analysis.efficiency.hardware import DevicePeaks
 from steptrace.analysis.efficiency.roofline import Roofline, RooflineCoverage, RooflineRow
+from steptrace.analysis.graphs.replays import GraphReplay, GraphReplays, ReplayedWork
 from steptrace.analysis.memory.usage import MemoryAnalysis, memory_warnings
 from steptrace.analysis.registry import figures
 from steptrace.analysis.spread import Spread
@@ -79,6 +80,8 @@ class StepResult(msgspec.Struct, frozen=True):
     partial: bool = False  # cut short by the profiler's stop: listed, left out of the summary
     # what torch.compile did in it; None: it ran no compiled region and compiled nothing
     compile: StepCompile | None = None
+    # the CUDA/HIP graphs whose launch call started in it, each with the work it replayed
+    graph_replays: tuple[GraphReplay, ...] = ()
 
     @property
     def compiling(self) -> bool:
@@ -161,6 +164,9 @@ class TraceAnalysis(msgspec.Struct, frozen=True):
     # collectives by type (all_reduce, all_to_all, ...): sizes, bandwidth, exposed time per
     # step; (): no collective in the trace
     communication: tuple[CollectiveKind, ...] = ()
+    # the graph replays of the whole trace whose launch has no operator above it: work the
+    # operator tables cannot attribute; None: no such replay
+    graph_work_without_operator: ReplayedWork | None = None
 
     def top(self, n: int) -> TraceAnalysis:
         """The same analysis listing only the first ``n`` operators, kernels and roofline
@@ -189,6 +195,8 @@ def analysis_of(context: TraceContext, computed: dict[str, Any]) -> TraceAnalysi
     gpu: tuple[GpuStep | None, ...] = computed["gpu"]
     compiled: tuple[StepCompile | None, ...] = computed["compile"]
     outside: GpuOutsideSteps | None = computed["gpu_outside_steps"]
+    graphs: GraphReplays | None = computed.get("graph_replays")  # None: not computed
+    replays = graphs.steps if graphs is not None else tuple(() for _ in windows)
     steps = tuple(
         StepResult(
             name=w.name,
@@ -203,9 +211,10 @@ def analysis_of(context: TraceContext, computed: dict[str, Any]) -> TraceAnalysi
             gpu=g,
             partial=cut,
             compile=made,
+            graph_replays=replayed,
         )
-        for w, p, c, g, cut, made in zip(
-            windows, phases, cpu, gpu, context.partial, compiled, strict=True
+        for w, p, c, g, cut, made, replayed in zip(
+            windows, phases, cpu, gpu, context.partial, compiled, replays, strict=True
         )
     )
     info = trace.info
@@ -255,6 +264,7 @@ def analysis_of(context: TraceContext, computed: dict[str, Any]) -> TraceAnalysi
         roofline_coverage=rooflined.coverage,
         critical_path=computed.get("critical_path"),
         communication=computed["communication"],
+        graph_work_without_operator=graphs.without_operator if graphs is not None else None,
     )
 
 

@@ -17,6 +17,7 @@ from steptrace.analysis.compiler import steps as compiled
 from steptrace.analysis.context import FigureSpec
 from steptrace.analysis.critical import path as critical_path
 from steptrace.analysis.efficiency import roofline
+from steptrace.analysis.graphs import replays as graphs
 from steptrace.analysis.memory import usage as memory
 from steptrace.analysis.time import (
     copies,
@@ -35,6 +36,7 @@ FIGURES: tuple[FigureSpec[Any], ...] = (
     phases.FIGURE,
     outside.FIGURE,
     kernels.FIGURE,
+    graphs.FIGURE,
     copies.FIGURE,
     operators.FIGURE,
     cpu.FIGURE,

@@ -127,12 +127,13 @@ FIELDS: tuple[Field, ...] = (
     Field("block", "block", Value.JSON, "gpu", (Kind.KERNEL, *LAUNCHES)),
     Field("warps_per_sm", "warps per SM", Value.FLOAT, "gpu", (Kind.KERNEL,)),
     Field("queued", "queued", Value.INT, "gpu", (Kind.KERNEL,)),
-    # launch: how each kernel filled the SMs (what the kernels table reads), kept for the
-    # kernels' rows only (sparse: every name, "", of a kernel)
+    # launch: how each kernel filled the SMs (what the kernels table reads) and the graph
+    # that replayed it, kept for the kernels' rows only (sparse: every name, "", of a kernel)
     _launch("registers_per_thread", "registers per thread", Value.INT),
     _launch("shared_memory", "shared memory", Value.INT),
     _launch("blocks_per_sm", "blocks per SM", Value.FLOAT),
     _launch("occupancy_pct", "est. achieved occupancy %", Value.FLOAT),
+    _launch("graph_id", "graph id", Value.INT),  # CUDA >= 12: the graph that replayed it
     Field("bandwidth_gbps", "memory bandwidth (GB/s)", Value.FLOAT, "gpu", GPU_WORK),
     # sync: what a synchronization waited for (with enable_cuda_sync_events)
     Field("sync_kind", "cuda_sync_kind", Value.TEXT, "sync", (Kind.CUDA_SYNC,)),

@@ -18,6 +18,7 @@ from steptrace.report.model import Report
 from steptrace.report.sections.kernel_launch import (
     LAUNCH_COLUMNS,
     LAUNCH_NOT_RECORDED,
+    graph_note,
     launch_caption,
     launch_shape,
 )
@@ -274,7 +275,7 @@ def operators(report: Report, totals: bool = False) -> Section:
     )
     shown = "totals over the whole trace" if totals else "per step"
     heading = f"CPU operators ({listed} by self time): {shown}"
-    return Section("operators", heading, (table,))
+    return Section("operators", heading, (table, *graph_note(analysis.graph_work_without_operator)))
 
 
 def kernels(report: Report, totals: bool = False) -> Section:
