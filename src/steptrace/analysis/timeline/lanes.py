@@ -50,6 +50,8 @@ from steptrace.analysis.timeline.model import (
     STEP_MAX,
     STEP_MIN,
     TOGETHER,
+    WORKER_KINDS,
+    BatchWait,
     Drawing,
     Lane,
     Lanes,
@@ -58,6 +60,7 @@ from steptrace.analysis.timeline.model import (
     StepLanes,
     ns,
 )
+from steptrace.analysis.timeline.workers import waiting_thread, worker_lanes, worker_spans
 from steptrace.trace import intervals as iv
 from steptrace.trace.arrays import distinct
 from steptrace.trace.kinds import Kind
@@ -92,7 +95,10 @@ def step_lanes(
     streams = np.stack((events.device[links.rows], events.stream[links.rows]), axis=1)
     lane = np.unique(streams, axis=0, return_inverse=True)[1].reshape(-1).astype(np.int32)
     gpu_depth = _depths(events, links.rows, lane)
-    drawing = Drawing(events, tree, links, cpu_rows, depth, names, trace, kinds, gpu_depth)
+    base_ns = trace.info.base_time_ns
+    loader = worker_spans(context.loader, events, windows, base_ns, len(names.names))
+    work, worker_names = loader if loader else (None, ())
+    drawing = Drawing(events, tree, links, cpu_rows, depth, names, trace, kinds, gpu_depth, work)
     curves = memory_curves(context.trace.instants, windows, _peak_labels(context))
     read = _read_spans(events)
     steps = tuple(
@@ -116,8 +122,8 @@ def step_lanes(
             reading=_inside(read, around[0]),
         )
     return Lanes(
-        kinds=KINDS,
-        names=names.names,
+        kinds=KINDS + WORKER_KINDS if work else KINDS,
+        names=names.names + worker_names,
         steps=steps,
         shown=shown,
         gpu_observed=observed is not None,
@@ -200,7 +206,7 @@ def _step(c: Drawing, w: StepWindow, share: int, gaps: IdleGaps | None) -> StepL
     length = gaps.end_ns - gaps.start_ns if gaps else np.zeros(0, dtype=np.int64)
     resolution = max(1, wall_ns // DETAIL)
     while True:
-        lanes = _lanes(c, w, lo_ns, cpu, cpu_depth, gpu_at, resolution)
+        lanes, waits = _lanes(c, w, lo_ns, cpu, cpu_depth, gpu_at, resolution)
         shown = length >= resolution
         items = sum(len(lane.bars) + len(lane.bands) for lane in lanes) + int(shown.sum())
         if items <= share or resolution >= wall_ns:
@@ -217,6 +223,7 @@ def _step(c: Drawing, w: StepWindow, share: int, gaps: IdleGaps | None) -> StepL
         gaps=gaps.drawn(shown) if gaps else (),
         small_gaps=int((~shown).sum()),
         small_gaps_ns=int(length[~shown].sum()),
+        waits=waits,
     )
 
 
@@ -228,12 +235,13 @@ def _lanes(
     cpu_depth: Rows,
     gpu_at: Rows,
     resolution: int,
-) -> tuple[Lane, ...]:
+) -> tuple[tuple[Lane, ...], tuple[BatchWait, ...]]:
     events = c.events
     lanes: list[Lane] = []
     drawn: dict[int, int] = {}  # CPU event row -> its bar's id in the step
     next_id = 0
-    for thread in distinct(events.thread_id[cpu]).tolist():
+    threads = distinct(events.thread_id[cpu]).tolist()
+    for thread in threads:
         on = events.thread_id[cpu] == thread
         rows, depth = cpu[on], cpu_depth[on]
         kind = np.where(events.kind[rows] == Kind.USER_ANNOTATION, 0, 1)
@@ -262,8 +270,15 @@ def _lanes(
                 bands=bands,
             )
         )
+    waits: tuple[BatchWait, ...] = ()
+    if c.work is not None:
+        workers, waits = worker_lanes(c.work, events, w, resolution, drawn, next_id)
+        next_id += sum(len(lane.bars) for lane in workers)
+        main = waiting_thread(c.work, events, w)
+        at = threads.index(main) + 1 if main in threads else len(lanes)
+        lanes[at:at] = workers  # under the thread that waits for the batches
     lanes.extend(gpu_lanes(c, lo_ns, gpu_at, resolution, drawn, next_id))
-    return tuple(lanes)
+    return tuple(lanes), waits
 
 
 def _thread_short(trace: Trace, thread: int) -> str:

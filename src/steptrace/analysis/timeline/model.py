@@ -28,14 +28,38 @@ QUEUE_DETAIL = 1000  # the launch queue's buckets: the step's wall time / QUEUE_
 TOGETHER = 3  # consecutive steps drawn at once: the median step and its neighbours
 NAME_CHARS = 300  # names are cut to this many characters (the tables hold them whole)
 KINDS = ("label", "operator", "kernel", "communication", "memset", "HtoD", "DtoH", "DtoD", "copy")
+WORKER_KINDS = ("sample", "collate")  # after KINDS, when DataLoader workers are drawn
+SAMPLE, COLLATE = len(KINDS), len(KINDS) + 1
+
+
+class WorkerLane(msgspec.Struct, frozen=True, kw_only=True):
+    """What a DataLoader worker's lane adds: the worker, and each bar's batch."""
+
+    worker: int  # its id in the DataLoader (0 to n - 1)
+    pid: int
+    batches: tuple[int, ...]  # per bar: the number k of its batch in the iterator; -1: unknown
+
+
+class BatchWait(msgspec.Struct, frozen=True, kw_only=True):
+    """A DataLoader ``__next__`` call of the main thread in the step, and the batch it
+    received: batch ``batch`` of its iterator, made by worker ``worker``."""
+
+    batch: int
+    worker: int
+    pid: int
+    start_ns: int  # the call, from the step's start
+    dur_ns: int
+    bar: int  # the call's bar id in the step (the batch's bars name it as owner); -1: merged
 
 
 class Lane(msgspec.Struct, frozen=True, kw_only=True):
     """One CPU thread or one GPU stream in one step."""
 
-    name: str  # "pid 1 tid 7 (name)" (the step's ``thread`` form) or "GPU 0 stream 7"
-    label: str  # short, for the figure: the thread's name when known, "stream 7"
-    kind: Literal["cpu", "gpu"]
+    name: str  # "pid 1 tid 7 (name)" (the step's ``thread`` form), "GPU 0 stream 7" or
+    # "DataLoader worker 0 (pid 9)"
+    label: str  # short, for the figure: the thread's name when known, "stream 7",
+    # "worker 0 (pid 9)"
+    kind: Literal["cpu", "gpu", "worker"]
     stream: int | None  # GPU lanes: the stream (``Where.streams`` names them)
     device: int | None
     depth: int  # rows of nesting on the lane (1 on a GPU stream, usually)
@@ -43,6 +67,7 @@ class Lane(msgspec.Struct, frozen=True, kw_only=True):
     bars: tuple[Bar, ...]
     bands: tuple[Band, ...]
     queue: QueueCurve | None = None  # GPU lanes: launched, not yet started; None: no launch
+    worker: WorkerLane | None = None  # DataLoader worker lanes: the worker, its bars' batches
 
 
 class StepLanes(msgspec.Struct, frozen=True, kw_only=True):
@@ -61,6 +86,7 @@ class StepLanes(msgspec.Struct, frozen=True, kw_only=True):
     boundaries: tuple[tuple[int, str], ...] = ()  # steps drawn together: (ns, name) of each
     # step's start after the first
     reading: tuple[tuple[int, int], ...] = ()  # (start, end) ns: the batch read (data_read)
+    waits: tuple[BatchWait, ...] = ()  # the DataLoader waits joined to their batch (workers)
 
 
 class Lanes(msgspec.Struct, frozen=True, kw_only=True):
@@ -89,6 +115,23 @@ class Names:
 
 
 @dataclass(frozen=True)
+class WorkerSpans:
+    """Every DataLoader worker's recorded work on the table's clock (``workers``), once per
+    timeline: one row per sample read and per collate, and the main thread's waits."""
+
+    workers: tuple[tuple[int, int], ...]  # (worker id, pid), in drawing order
+    lane: Rows  # per span: its worker, an index into ``workers``
+    start_ns: Rows  # from the table's ``origin_ns``
+    end_ns: Rows
+    kind: Rows  # SAMPLE or COLLATE
+    batch: Rows  # the number k of its batch in the iterator; -1: not joined
+    name: Rows  # an index into the timeline's names
+    life_ns: Rows  # per worker: (its first start, its last end), shape (workers, 2)
+    calls: Rows  # the table rows of the DataLoader ``__next__`` calls
+    received: dict[int, tuple[int, int, int]]  # call row -> (batch k, worker id, pid)
+
+
+@dataclass(frozen=True)
 class Drawing:
     events: EventTable
     tree: CpuTree
@@ -99,6 +142,7 @@ class Drawing:
     trace: Trace
     gpu_kinds: NDArray[np.int64]  # per ``links.rows``: its index in KINDS
     gpu_depth: Rows  # per ``links.rows``: its nesting depth on its (device, stream)
+    work: WorkerSpans | None = None  # the DataLoader workers' files; None: none beside it
 
 
 def ns(values: NDArray[np.float64], lo_ns: int) -> NDArray[np.int64]:

@@ -45,6 +45,13 @@ CAPTION = (
     "are that wait, not slow launches). Click a bar for its launch link; wheel or the "
     "buttons to zoom, drag to pan."
 )
+WORKERS_CAPTION = (
+    "Under the thread that waits for its batches, one lane per DataLoader worker (from the "
+    "files beside the trace), clipped to the step: each sample read named by its index, "
+    "then the batch's collate (darker), in a hue per batch; the main thread's DataLoader "
+    "wait is outlined in the hue of the batch it received. Click a wait to select that "
+    "batch's bars."
+)
 PATH_CAPTION = (
     "Under the lanes, the step's critical path (the chain of work that bounds it), coloured "
     "by kind; pieces too short to draw apart are merged, in the colour of their kind with the "
@@ -63,13 +70,14 @@ def timeline_section(report: Report, timeline: Lanes | None) -> Section | None:
         views = (*views, TimelineView(label, both.wall_ns, (LaneGroup("", 0, both),)))
     major = [f for f in report.findings if not f.minor]  # the minor ones: in their list only
     marks = tuple(m for f in major if (m := _mark(f, timeline)) is not None)
+    workers = any(lane.kind == "worker" for s in timeline.steps for lane in s.lanes)
     figure = TimelineFigure(
         kinds=timeline.kinds,
         names=timeline.names,
         views=views,
         shown=timeline.shown,
         marks=marks,
-        caption=CAPTION,
+        caption=f"{CAPTION} {WORKERS_CAPTION}" if workers else CAPTION,
     )
     if (path := report.analysis.critical_path) is not None:
         figure = _with_paths(figure, path)
@@ -97,9 +105,13 @@ def stand_in(step: StepLanes) -> str:
     """The figure in one line, for the formats that cannot draw it."""
     events = sum(lane.events for lane in step.lanes)
     cpu = sum(1 for lane in step.lanes if lane.kind == "cpu")
-    gpu = len(step.lanes) - cpu
+    gpu = sum(1 for lane in step.lanes if lane.kind == "gpu")
+    workers = len(step.lanes) - cpu - gpu
+    lanes = f"{cpu} CPU and {gpu} GPU lanes" + (
+        f" and {workers} DataLoader worker lanes" if workers else ""
+    )
     return (
-        f"{step.name} (the median step) in {cpu} CPU and {gpu} GPU lanes, {events} events: "
+        f"{step.name} (the median step) in {lanes}, {events} events: "
         "drawn in the HTML report, with every step, zoom and the findings' places."
     )
 

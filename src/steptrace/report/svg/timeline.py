@@ -21,6 +21,7 @@ from steptrace.analysis.timeline.model import Lane
 from steptrace.analysis.timeline.queue import QueueCurve
 from steptrace.report.document import LaneGroup, TimelineFigure, TimelineView
 from steptrace.report.svg import timeline_path as timeline_path_svg
+from steptrace.report.svg import timeline_workers as workers_svg
 from steptrace.report.svg.timeline_style import ALLOCATED, COLORS, GAP_COLORS, QUEUED, RESERVED
 from steptrace.safe_text import html_text, visible
 from steptrace.units import short, size
@@ -102,6 +103,7 @@ def _legend(block: TimelineFigure) -> str:
     keys = [
         f'<span class="key" style="background:{COLORS[k]}"></span>{html_text(block.kinds[k])}'
         for k in sorted(used_kinds)
+        if k < len(COLORS)  # the workers' kinds: their keys below
     ] + [
         f'<span class="key" style="background:{GAP_COLORS[i]}"></span>GPU idle: {html_text(c)}'
         for i, c in enumerate(CAUSES)
@@ -119,6 +121,7 @@ def _legend(block: TimelineFigure) -> str:
             "launch queue (launched, not started)"
         )
     curves = [v.groups[0].lanes.memory for v in block.views if len(v.groups) == 1]
+    keys.extend(workers_svg.legend(block))
     if any(curves):
         keys.append(f'<span class="key" style="background:{ALLOCATED}"></span>memory allocated')
     if any(c and any(c.reserved) for c in curves):
@@ -308,7 +311,9 @@ def _group(
 ) -> tuple[list[str], list[str], int, int]:
     rows: list[str] = [f'<g class="grp" data-off="{group.offset_ns * scale:.2f}">']
     texts: list[str] = []
+    tops: list[int] = []
     for lane in group.lanes.lanes:
+        tops.append(y)
         labels.append(
             f'<text class="ln" data-lane="{lane_index}" x="{LABELS - 6}" y="{y + 9}" '
             f'text-anchor="end"><title>{html_text(lane.name)}</title>'
@@ -318,9 +323,16 @@ def _group(
             f'<rect class="lane" data-lane="{lane_index}" x="0" y="{y}" width="{PLOT}" '
             f'height="{lane.depth * ROW}" fill="none"/>'
         )
-        rows.extend(_bars(lane, group, scale, y, texts, block))
+        if lane.kind == "worker":
+            drawn = workers_svg.worker_bars(
+                lane, group, scale, y, texts, block, row=ROW, text_min_px=TEXT_MIN_PX
+            )
+            rows.extend(drawn)
+        else:
+            rows.extend(_bars(lane, group, scale, y, texts, block))
         y += lane.depth * ROW + 2
         lane_index += 1
+    rows.extend(workers_svg.wait_outlines(group, scale, tops, row=ROW))
     rows.append("</g>")
     return rows, texts, y, lane_index
 
@@ -328,17 +340,19 @@ def _group(
 def _bars(
     lane: Lane, group: LaneGroup, scale: float, y: int, texts: list[str], block: TimelineFigure
 ) -> Iterator[str]:
-    off = group.offset_ns
+    off, titles = group.offset_ns, workers_svg.wait_titles(group)  # a wait: what it received
     for b in lane.bars:
         x, w = (off + b.start_ns) * scale, b.dur_ns * scale
         top = y + b.depth * ROW
         name = group.name_base + b.name
         link = f' data-o="{b.owner}"' if b.owner >= 0 else ""
         link += f' data-l="{b.launch_ns}"' if b.launch_ns >= 0 else ""
+        title = titles.get(b.id)
         yield (
             f'<rect class="b k{b.kind}" x="{x:.2f}" y="{top}" width="{max(w, 0.2):.2f}" '
             f'height="{ROW - 1}" data-i="{b.id}" data-n="{name}" data-s="{b.start_ns}" '
-            f'data-d="{b.dur_ns}"{link}/>'
+            f'data-d="{b.dur_ns}"{link}'
+            + ("/>" if title is None else f"><title>{html_text(title)}</title></rect>")
         )
         if w >= TEXT_MIN_PX:
             text = html_text(short(visible(block.names[name]), int(w / 7)))
@@ -361,7 +375,7 @@ def _gaps(group: LaneGroup, scale: float, top: int, bottom: int, texts: list[str
     gpu = [lane for lane in group.lanes.lanes if lane.kind == "gpu"]
     if not gpu:
         return ""
-    cpu_rows = sum(lane.depth * ROW + 2 for lane in group.lanes.lanes if lane.kind == "cpu")
+    cpu_rows = sum(lane.depth * ROW + 2 for lane in group.lanes.lanes if lane.kind != "gpu")
     y = top + cpu_rows
     out = []
     for gap in group.lanes.gaps:
