@@ -11,6 +11,7 @@ import steptrace
 
 PUBLIC = [
     "Finding",
+    "LoaderSpans",
     "RankThresholds",
     "RanksReport",
     "Report",

@@ -24,6 +24,7 @@ from steptrace.lazy import lazy_names  # noqa: E402
 if TYPE_CHECKING:
     from steptrace.across.ranks.rank_thresholds import RankThresholds
     from steptrace.capturing import capture, profile_inference, profile_training
+    from steptrace.capturing.loader_spans import LoaderSpans
     from steptrace.hypotheses import Finding, Thresholds
     from steptrace.investigation import investigate
     from steptrace.pipeline import analyze, analyze_ranks, analyze_trace, diff
@@ -45,10 +46,12 @@ _MODULE_OF = {
     **dict.fromkeys(("capture", "profile_inference", "profile_training"), "steptrace.capturing"),
     "compare": "steptrace.validate",
     "investigate": "steptrace.investigation",
+    "LoaderSpans": "steptrace.capturing.loader_spans",
 }
 
 __all__ = [
     "Finding",
+    "LoaderSpans",
     "RankThresholds",
     "RanksReport",
     "Report",

@@ -25,6 +25,7 @@ from steptrace.analysis.compose import compute
 from steptrace.analysis.context import FigureSpec, TraceContext
 from steptrace.analysis.efficiency.hardware import DevicePeaks, measured_peaks
 from steptrace.analysis.efficiency.kernel_kinds import DEFAULT, KernelKinds
+from steptrace.analysis.loader.log import loader_log_of
 from steptrace.analysis.measure import analysis_of
 from steptrace.analysis.registry import fields_for, figures
 from steptrace.analysis.time.steps import too_many_steps
@@ -195,6 +196,7 @@ def _analyzed(
         peaks=tables.peaks.over(measured) if tables.peaks else measured,
         inventory=capture.inventory if capture else None,
         what_if=tables.what_if,
+        loader=loader_log_of(trace.info, capture.loader_spans if capture else None),
     )
     if refused := too_many_steps(context.steps.windows, str(trace.info.url or trace.info.path)):
         raise TraceError(refused)

@@ -255,6 +255,7 @@ class CaptureFacts(msgspec.Struct, frozen=True, kw_only=True):
     cpu: CpuFacts | None = None  # torch's threads, the cores and the load; None: not recorded
     compiles: tuple[CompileRecord, ...] = ()  # torch.compile's compiles in the capture
     graph_break_reasons: tuple[str, ...] = ()  # the breaks Dynamo met in it, first lines
+    loader_spans: str | None = None  # the folder of the DataLoader workers' files, if any
     warnings: tuple[str, ...] = ()
 
 

@@ -9,7 +9,8 @@ the operator tree (``links.cpu_tree``), the launch calls and links of the GPU wo
 figure once (``figure(spec)``: the timeline reads the memory figure); and the caller's
 settings: the table of kernel kinds (``kernel_kinds``), the device's peaks when they were
 given or measured at capture (``hardware``; None: the figures look the device up) and the
-capture's inventory of its tensors (``scenario.Inventory``: what holds a memory peak). A
+capture's inventory of its tensors (``scenario.Inventory``: what holds a memory peak), and
+the DataLoader workers' files read beside the trace (``loader.log.LoaderLog``). A
 figure module reads what it needs from it (its ``FIGURE``, see ``registry``); ``compose``
 decides where and in which order figures run. Nothing here does I/O or finds anything.
 
@@ -30,6 +31,7 @@ from steptrace.analysis.communication.collectives import gloo_rows
 from steptrace.analysis.compiler.events import compiler_rows
 from steptrace.analysis.efficiency.hardware import DevicePeaks
 from steptrace.analysis.efficiency.kernel_kinds import DEFAULT, KernelKinds
+from steptrace.analysis.loader.log import LoaderLog
 from steptrace.analysis.time.gpu_busy import GpuBusy, gpu_busy
 from steptrace.analysis.time.links import (
     CpuTree,
@@ -65,6 +67,7 @@ class TraceContext:
         peaks: DevicePeaks | None = None,
         inventory: Inventory | None = None,
         what_if: tuple[tuple[str, float], ...] = (),
+        loader: LoaderLog | None = None,
     ) -> None:
         self.trace = trace
         self.events: EventTable = trace.events
@@ -73,6 +76,7 @@ class TraceContext:
         self.peaks = peaks  # given or measured at capture; None: the device table's
         self.inventory = inventory  # the capture's tensors by address; None: not listed
         self.what_if = what_if  # the user's what-if targets (name, speedup): critical_path
+        self.loader = loader  # the DataLoader workers' files, read; None: none beside it
         self._figures: dict[str, Any] = {}
 
     def figure(self, spec: FigureSpec[T]) -> T:

@@ -23,6 +23,7 @@ from steptrace.analysis.critical.path import CriticalPath
 from steptrace.analysis.efficiency.hardware import DevicePeaks
 from steptrace.analysis.efficiency.roofline import Roofline, RooflineCoverage, RooflineRow
 from steptrace.analysis.graphs.replays import GraphReplay, GraphReplays, ReplayedWork
+from steptrace.analysis.loader.figure import LoaderAnalysis
 from steptrace.analysis.memory.usage import MemoryAnalysis, memory_warnings
 from steptrace.analysis.registry import figures
 from steptrace.analysis.spread import Spread
@@ -167,6 +168,9 @@ class TraceAnalysis(msgspec.Struct, frozen=True):
     # the graph replays of the whole trace whose launch has no operator above it: work the
     # operator tables cannot attribute; None: no such replay
     graph_work_without_operator: ReplayedWork | None = None
+    # the DataLoader's workers (their files beside the trace): each one's load, the batch
+    # each step waited for, the slow samples; None: no worker files
+    loader: LoaderAnalysis | None = None
 
     def top(self, n: int) -> TraceAnalysis:
         """The same analysis listing only the first ``n`` operators, kernels and roofline
@@ -265,6 +269,7 @@ def analysis_of(context: TraceContext, computed: dict[str, Any]) -> TraceAnalysi
         critical_path=computed.get("critical_path"),
         communication=computed["communication"],
         graph_work_without_operator=graphs.without_operator if graphs is not None else None,
+        loader=computed.get("loader"),
     )
 
 

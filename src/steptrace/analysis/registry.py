@@ -18,6 +18,7 @@ from steptrace.analysis.context import FigureSpec
 from steptrace.analysis.critical import path as critical_path
 from steptrace.analysis.efficiency import roofline
 from steptrace.analysis.graphs import replays as graphs
+from steptrace.analysis.loader import figure as loader
 from steptrace.analysis.memory import usage as memory
 from steptrace.analysis.time import (
     copies,
@@ -37,6 +38,7 @@ FIGURES: tuple[FigureSpec[Any], ...] = (
     outside.FIGURE,
     kernels.FIGURE,
     graphs.FIGURE,
+    loader.FIGURE,
     copies.FIGURE,
     operators.FIGURE,
     cpu.FIGURE,

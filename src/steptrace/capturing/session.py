@@ -133,6 +133,12 @@ class Capture(AbstractContextManager["Capture"]):
             self._profiler.add_metadata_json(TRACE_METADATA_KEY, json.dumps(payload))
 
     @property
+    def first_trace(self) -> Path:
+        """The trace of the first active window (what is written beside it is named after
+        it)."""
+        return self._paths[0]
+
+    @property
     def active_now(self) -> bool:
         """Is the step about to run inside an active (recorded) window?"""
         return self.steps_done % self.window.cycle >= self._active_from and not self.done

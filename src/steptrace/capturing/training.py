@@ -23,6 +23,7 @@ import torch
 from steptrace import devices
 from steptrace.capturing import batches
 from steptrace.capturing.batches import SplitBatch, call_model, split_batch
+from steptrace.capturing.loader_spans import LoaderSpans, folder_for
 from steptrace.capturing.measured import flops
 from steptrace.capturing.measured.inventory import InventoryRecorder
 from steptrace.capturing.measured.overhead import profiler_cost
@@ -189,15 +190,24 @@ def _run(
         extra["flops_per_step"] = flops.count_flops(lambda: step(next(iter(loader))))
         saved.restore()
     model.train(scenario.mode == "train")
-    iterator = _Batches(loader, plan.needed_steps)  # made before the window: start-up unmeasured
-    extra["observed"] = _observe(model, split(iterator.first), scenario)
-    extra["cold_start_ms"] = _timed_steps(iterator, plan.cold_steps, step, device, clock)
-    with capture:
-        for _ in range(capture.total_steps):
-            with capture.phase("read_batch"):
-                batch = next(iterator)
-            step(batch, capture.phase)
-            capture.step()
+    spans = LoaderSpans(folder_for(capture.first_trace))  # the workers' files, beside the trace
+    try:
+        with spans.installed(loader) as recorded:
+            source = _Iterated(spans.iterate, loader) if recorded else loader
+            iterator = _Batches(source, plan.needed_steps)  # before the window: unmeasured
+            extra["observed"] = _observe(model, split(iterator.first), scenario)
+            extra["cold_start_ms"] = _timed_steps(iterator, plan.cold_steps, step, device, clock)
+            with capture:
+                for _ in range(capture.total_steps):
+                    with capture.phase("read_batch"):
+                        batch = next(iterator)
+                    step(batch, capture.phase)
+                    capture.step()
+    except BaseException:  # no trace was kept: nor are the workers' files
+        spans.discard()
+        raise
+    if recorded:
+        extra["loader_spans"] = str(spans.folder)
     extra["inventory"] = listing.inventory()  # before anything is restored
     if plan.measure_overhead:
         saved.restore()
@@ -247,6 +257,17 @@ class _Batches(Iterator[Any]):
             raise CaptureError(
                 f"the loader ran out after {self._taken - 1} batches; {self._needed} are needed"
             ) from None
+
+
+class _Iterated(Iterable[Any]):
+    """``loader`` iterated through ``iterate`` (``LoaderSpans.iterate``: each batch timed)."""
+
+    def __init__(self, iterate: Callable[[Iterable[Any]], Iterator[Any]], loader: Any) -> None:
+        self._iterate = iterate
+        self._loader = loader
+
+    def __iter__(self) -> Iterator[Any]:
+        return self._iterate(self._loader)
 
 
 class _Cycled(Iterator[Any]):

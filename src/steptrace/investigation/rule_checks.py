@@ -9,7 +9,8 @@ automated; the finding's own ``next_check`` is then the steps to follow by hand.
 
 from __future__ import annotations
 
-from steptrace.investigation import compiled
+from steptrace.hypotheses.finding import Finding
+from steptrace.investigation import compiled, loader_checks
 from steptrace.investigation import runners as run
 from steptrace.investigation.check import Check
 from steptrace.validate.checks.autocast import autocast_check
@@ -24,6 +25,43 @@ RECOMPILE_S = 10.0  # Dynamo alone (eager backend) over 16 batches, twice: about
 
 _BY_HAND = "the change depends on code steptrace cannot rewrite for you"
 _RANKS = "it needs the job's ranks: run the check across the ranks, as the finding says"
+
+# input-pipeline's check by the cause its workers' files show (``rules.input``)
+BY_CAUSE: dict[str, Check] = {
+    "slow-samples": Check(
+        "samples-alone",
+        "the slow samples read alone from the dataset, against others of the same batches",
+        loader_checks.samples,
+        kinds=("training",),
+    ),
+    "slow-worker": Check(
+        "samples-alone",
+        "the late worker's samples read alone, against the other workers' samples",
+        loader_checks.samples,
+        kinds=("training",),
+    ),
+    "collate": Check(
+        "collate-alone",
+        "a late batch's collate alone on its prepared samples, against reading them",
+        loader_checks.collate,
+        kinds=("training",),
+    ),
+    "workers-busy": Check(
+        "more-workers",
+        "A: the loader as built; B: the same with twice the workers",
+        loader_checks.more,
+        kinds=("training",),
+        min_s=10.0,
+    ),
+}
+
+
+def check_for(finding: Finding) -> Check:
+    """The finding's check: its rule's, or for input-pipeline the one of the cause its
+    workers' files show."""
+    cause = finding.evidence.values().get("cause") if finding.rule == "input-pipeline" else None
+    return BY_CAUSE.get(str(cause), CHECKS[finding.rule]) if cause else CHECKS[finding.rule]
+
 
 CHECKS: dict[str, Check] = {
     "input-pipeline": Check(

@@ -30,7 +30,7 @@ from steptrace.investigation.order import check_order, cost_s, sharing_now, stat
 from steptrace.investigation.outcome import outcome_of
 from steptrace.investigation.predicted import with_predictions
 from steptrace.investigation.ranking import ranked
-from steptrace.investigation.rule_checks import CHECKS
+from steptrace.investigation.rule_checks import check_for
 from steptrace.investigation.subject import Subject, subject_of
 from steptrace.pipeline import analyze
 from steptrace.process import ctrl_c
@@ -136,14 +136,14 @@ def run_checks(
     start = clock()
     findings = report.findings
     copied = state_bytes(subject.make_state())
-    costs = [cost_s(CHECKS[f.rule], copied) for f in findings]
-    first = [CHECKS[f.rule].first for f in findings]
+    costs = [cost_s(check_for(f), copied) for f in findings]
+    first = [check_for(f).first for f in findings]
     order = check_order(findings, costs, first, memory_first=window.profile_memory)
     runnable = [_reason_not_run(f, subject) is None for f in findings]
     results: dict[int, CheckResult] = {}
     ran = 0
     for place, k in enumerate(order):
-        finding, spec, cost = findings[k], CHECKS[findings[k].rule], costs[k]
+        finding, spec, cost = findings[k], check_for(findings[k]), costs[k]
         reason = _reason_not_run(finding, subject)
         counted = not spec.first  # a check run first (threads) protects the others: free
         if reason is None and (ran >= checks if counted else checks == 0):
@@ -178,12 +178,12 @@ def _so_far(
     """The results done, the others not run (Ctrl-C)."""
     stopped = "not run: interrupted by Ctrl-C"
     return tuple(
-        results.get(k) or _not_run(f, CHECKS[f.rule], stopped) for k, f in enumerate(findings)
+        results.get(k) or _not_run(f, check_for(f), stopped) for k, f in enumerate(findings)
     )
 
 
 def _reason_not_run(finding: Finding, subject: Subject) -> str | None:
-    spec = CHECKS[finding.rule]
+    spec = check_for(finding)
     if spec.run is None:
         return f"cannot be automated: {spec.manual}"
     if subject.kind not in spec.kinds:

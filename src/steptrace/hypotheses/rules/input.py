@@ -4,18 +4,36 @@ Reading the batch is what the labels read as the ``data_read`` part say
 (``steptrace.analysis.time.parts``: the scenario's own name, ``read_batch``, the DataLoader's
 ``__next__``, Lightning's ``train_dataloader_next``, ...). It explains the GPU's idle time
 while reading when the GPU is observed, the reading time itself when it is not.
+
+With the DataLoader's workers recorded beside the trace (``analysis.loader``), they decide
+(``from_workers``, None without worker files joined to the steps). The finding's share is
+then the time the steps waited for a batch that was not ready yet (``StepBatch.behind_ms``)
+over their wall time, both summed (steps alternate between a late batch and a ready one);
+under ``input_share`` the workers kept up, a wait is the batch's arrival, and there is no
+finding. Its ``cause``, in this order:
+
+- ``collate``: collating took at least ``COLLATE`` of the late batches' making;
+- ``slow-samples``: the late batches held slow samples (``LoaderAnalysis.slow_samples``):
+  named, with their workers;
+- ``slow-worker``: no slow sample, but one worker's batches hold ``ONE_WORKER`` of the
+  waiting, the workers' busy time uneven (``imbalance`` at least ``UNEVEN``);
+- ``workers-busy``: the waiting spread over workers that are all late: too few of them.
 """
 
 from __future__ import annotations
 
+from collections import defaultdict
 from typing import TYPE_CHECKING
 
-from steptrace.hypotheses.finding import Finding, finding
+import msgspec
+
+from steptrace.hypotheses.finding import Figure, FigureUnit, Finding, Value, finding
 from steptrace.hypotheses.rules.common import evidence, idle_causes, median, step_share, where
 from steptrace.units import pct
 
 if TYPE_CHECKING:
-    from steptrace.analysis.measure import StepResult
+    from steptrace.analysis.loader.figure import LoaderAnalysis, SlowSample, StepBatch
+    from steptrace.analysis.measure import StepResult, TraceAnalysis
     from steptrace.hypotheses.case import Case
     from steptrace.hypotheses.thresholds import Thresholds
 
@@ -34,36 +52,56 @@ def input_pipeline(case: Case, limits: Thresholds) -> list[Finding]:
     labels = sorted({name for r in reads for name in r.labels})
     share = median(shares)
     explained = step_share(_explained(step) for step in analysis.steps if step.reading)
+    workers = from_workers(analysis, limits)
+    if workers is not None and workers.cause is None:
+        return []  # the workers kept up: the wait is the batch's arrival, not the pipeline
+    if workers is not None and not analysis.trace.gpu_observed:
+        explained = workers.share  # the time the steps waited for a late batch
     gpu_text = (
         f"and the GPU sat idle for {pct(idle_share)} of that time"
         if idle_share is not None
         else "(GPU not observed: whether it waits cannot be told from this trace)"
     )
-    return [
-        finding(
-            "input-pipeline",
-            explained,
-            observation=(
-                f"Reading the batch (labels read as data_read: {', '.join(labels)}) takes "
-                f"{pct(share)} of the step (median over {len(shares)} steps), {gpu_text}."
-            ),
-            evidence=evidence(
-                where(analysis),
-                ("read_ms_median", read_ms, "ms"),
-                ("share_of_step_median", share, "share"),
-                ("gpu_idle_share_while_reading", idle_share, "share"),
-                ("labels", tuple(labels), "names"),
-            ),
-            hypothesis="The input pipeline may not keep up with the compute.",
-            next_check=(
+    observation = (
+        f"Reading the batch (labels read as data_read: {', '.join(labels)}) takes "
+        f"{pct(share)} of the step (median over {len(shares)} steps), {gpu_text}."
+    )
+    figures: list[tuple[str, Value, FigureUnit]] = [
+        ("read_ms_median", read_ms, "ms"),
+        ("share_of_step_median", share, "share"),
+        ("gpu_idle_share_while_reading", idle_share, "share"),
+        ("labels", tuple(labels), "names"),
+    ]
+    if workers is None:
+        hypothesis, next_check = (
+            "The input pipeline may not keep up with the compute.",
+            (
                 "Run the same compute on a batch prepared in advance (read once, reused for "
                 "every step), with the same model, batch and warm-up, outside the profiler; "
                 "compare ms/step with the real loader and check the outputs match."
             ),
-            caveats=(
-                "It does not measure storage directly: decoding, augmentation, collation "
-                "or a too-small number of workers look the same from here.",
-            ),
+        )
+        caveat = (
+            "It does not measure storage directly: decoding, augmentation, collation "
+            "or a too-small number of workers look the same from here."
+        )
+    else:
+        observation += " " + workers.observation
+        hypothesis, next_check = workers.hypothesis, workers.next_check
+        figures += [(f.name, f.value, f.unit) for f in workers.figures]
+        caveat = (
+            "The workers' figures come from their own files, written beside the trace by "
+            "the capture: each sample's read and each batch's collate, on the trace's clock."
+        )
+    return [
+        finding(
+            "input-pipeline",
+            explained,
+            observation=observation,
+            evidence=evidence(where(analysis), *figures),
+            hypothesis=hypothesis,
+            next_check=next_check,
+            caveats=(caveat,),
         )
     ]
 
@@ -73,3 +111,153 @@ def _explained(step: StepResult) -> tuple[StepResult, float]:
     causes = idle_causes(step)
     reading = step.reading.ms if step.reading else 0.0
     return step, causes.reading if causes is not None else reading
+
+
+COLLATE = 0.5  # of the late batches' fetch and collate time
+ONE_WORKER = 0.75  # of the waiting, on one worker's batches
+UNEVEN = 1.5  # the busiest worker's busy time over the mean
+NAMED = 12  # slow samples named in a sentence
+
+
+class Workers(msgspec.Struct, frozen=True):
+    cause: str | None  # None: the workers kept up
+    share: float
+    observation: str
+    hypothesis: str
+    next_check: str
+    figures: tuple[Figure, ...]
+    workers: tuple[int, ...]  # the workers named
+    samples: tuple[object, ...]  # the slow samples' indices named
+
+
+def from_workers(analysis: TraceAnalysis, limits: Thresholds) -> Workers | None:
+    loader = analysis.loader
+    names = {s.name for s in analysis.steps}
+    joined = [s for s in loader.steps if s.step in names] if loader else []
+    if loader is None or not joined:
+        return None
+    wall = sum(s.wall_ms for s in analysis.steps if s.name in {b.step for b in joined})
+    late = [s for s in joined if s.behind_ms > 0]
+    behind = sum(s.behind_ms for s in late)
+    share = behind / wall if wall > 0 else 0.0
+    shares = ", ".join(f"worker {w.worker} {pct(w.share)}" for w in loader.workers)
+    figures = [
+        Figure("late_batches", len(late), "count"),
+        Figure("behind_ms", behind, "ms"),
+        Figure(
+            "worker_busy_shares",
+            tuple(f"{w.worker}: {w.share:.3f}" for w in loader.workers),
+            "names",
+        ),
+        Figure("imbalance", loader.imbalance, "ratio"),
+        Figure("collate_share", loader.collate_share, "share"),
+        Figure("sample_ms_median", loader.sample_ms_median, "ms"),
+    ]
+    if share < limits.input_share:
+        received = sum(s.wait_ms - s.behind_ms for s in joined)
+        return Workers(
+            None,
+            share,
+            f"The DataLoader's {loader.num_workers} workers kept up: {len(joined) - len(late)} of "
+            f"{len(joined)} batches were ready before the step asked for them; the wait is "
+            f"receiving them from the workers ({received / len(joined):.2f} ms a batch).",
+            "",
+            "",
+            tuple(figures),
+            (),
+            (),
+        )
+    cause, workers, samples = _cause(loader, late, behind)
+    figures += [
+        Figure("cause", cause, "text"),
+        Figure("workers_waited_for", workers, "names"),
+        Figure("slow_sample_indices", tuple(str(i) for i in samples), "names"),
+    ]
+    said = _said(cause, loader, late, workers, samples)
+    waited = (
+        f"The step waited for a batch that was not ready in {len(late)} of {len(joined)} "
+        f"steps, {behind:,.2f} ms in all ({pct(share)} of those steps' time), "
+    )
+    observation = waited + said[0] + f" Busy over the window: {shares}."
+    return Workers(cause, share, observation, said[1], said[2], tuple(figures), workers, samples)
+
+
+def _cause(
+    loader: LoaderAnalysis, late: list[StepBatch], behind: float
+) -> tuple[str, tuple[int, ...], tuple[object, ...]]:
+    made = sum(s.fetch_ms + s.collate_ms for s in late)
+    collated = sum(s.collate_ms for s in late)
+    batches = {s.batch for s in late}
+    slow = [x for x in loader.slow_samples if x.batch in batches]
+    by_worker: dict[int, float] = defaultdict(float)
+    for s in late:
+        by_worker[s.worker] += s.behind_ms
+    top = max(by_worker, key=lambda w: by_worker[w])
+    if made > 0 and collated >= COLLATE * made:
+        return "collate", tuple(sorted(by_worker)), ()
+    if slow:
+        workers = tuple(sorted({x.worker for x in slow}))
+        return "slow-samples", workers, tuple(x.index for x in sorted(slow, key=_order))
+    if (
+        len(loader.workers) > 1
+        and by_worker[top] >= ONE_WORKER * behind
+        and loader.imbalance >= UNEVEN
+    ):
+        return "slow-worker", (top,), ()
+    return "workers-busy", tuple(sorted(by_worker)), ()
+
+
+def _order(sample: SlowSample) -> tuple[int, str]:
+    """Samples by index: numbers in order, other indices after them as text."""
+    index = sample.index
+    return (index, "") if isinstance(index, int) else (1 << 62, str(index))
+
+
+def _said(
+    cause: str,
+    loader: LoaderAnalysis,
+    late: list[StepBatch],
+    workers: tuple[int, ...],
+    samples: tuple[object, ...],
+) -> tuple[str, str, str]:
+    """(what the workers show, the hypothesis, the next check) for ``cause``."""
+    who = " and ".join(f"worker {w}" for w in workers)
+    median = loader.sample_ms_median
+    if cause == "slow-samples":
+        slow = sorted((x for x in loader.slow_samples if x.index in samples), key=_order)[:NAMED]
+        listed = ", ".join(str(x.index) for x in slow)
+        ms = max(x.ms for x in slow)
+        return (
+            f"each time for {who}'s batches, which held slow samples {listed} (up to "
+            f"{ms:,.1f} ms each against a {median:.3f} ms median sample).",
+            f"A few slow samples ({listed}) hold up the batches of {who} that the step "
+            "waits for; the other workers wait their turn with their batches ready.",
+            f"Time samples {listed} alone (dataset[i], outside the loader) against median "
+            "ones: slow alone, the fix is in the data (prepare, cache or split them); not "
+            "slow alone, it is the worker (its process, its share of the machine).",
+        )
+    if cause == "slow-worker":
+        return (
+            f"mostly for {who}'s batches, with no slow sample: its batches take longer to "
+            "make than the others'.",
+            f"{who.capitalize()} makes its batches more slowly than the others (its samples, "
+            "its process or its share of the machine), and the step waits for each of them.",
+            f"Time {who}'s samples alone against the other workers' samples, outside the loader.",
+        )
+    if cause == "collate":
+        collated = sum(s.collate_ms for s in late) / len(late)
+        return (
+            f"and collating took {collated:,.2f} ms of each late batch's making "
+            f"({pct(loader.collate_share)} of the batches' time in the window).",
+            "Collating the samples into a batch, not reading them, makes the batch late.",
+            "Time the collate_fn alone on a prepared list of one batch's samples, against "
+            "reading those samples: then a cheaper collate (tensors stacked once, no Python "
+            "per element) compared in ms/step.",
+        )
+    return (
+        f"for batches of {who}.",
+        f"The {loader.num_workers} workers are all busy and the batches still come late: "
+        "there are too few workers for the step's pace.",
+        f"A/B outside the profiler: the same loader with num_workers={2 * loader.num_workers} "
+        "(same dataset, sampler, batch size and collate), ms/step compared.",
+    )

@@ -1,0 +1,2 @@
+"""The DataLoader's workers beside a trace: their files read (``log``), their figures
+(``figure``)."""

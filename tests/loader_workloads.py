@@ -1,0 +1,77 @@
+"""CPU training workloads whose batches come from DataLoader workers, for the worker lanes
+(``capturing.loader_spans``, ``analysis.loader``) and the input-pipeline rule's causes.
+
+- ``slow_samples(context)``: 2 workers, 4 samples a batch; every eighth sample (index % 8
+  == 5) takes ``SLOW_S`` to read, the others ``READ_S`` (sleeps: what a worker waits on,
+  storage or a decoder in another process, not this machine's two cores): each slow
+  sample falls in an odd batch, so worker 1 makes every slow batch.
+- ``cheap(context)``: the same loader with every sample cheap: the workers keep up.
+- ``in_process()``: the same data without workers (``num_workers=0``).
+
+The model is a small MLP (under a millisecond a step), one intra-op thread.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import torch
+from torch.utils.data import DataLoader, Dataset
+
+import steptrace
+from steptrace.capturing import Workload
+
+FEATURES, BATCH, SAMPLES = 32, 4, 256
+READ_S, SLOW_S = 0.0002, 0.03
+SLOW_EVERY, SLOW_AT = 8, 5
+
+
+class Samples(Dataset[tuple[torch.Tensor, int]]):
+    """Deterministic samples; those at ``index % SLOW_EVERY == SLOW_AT`` slow when
+    ``slow``."""
+
+    def __init__(self, slow: bool) -> None:
+        self.slow = slow
+
+    def __len__(self) -> int:
+        return SAMPLES
+
+    def __getitem__(self, index: int) -> tuple[torch.Tensor, int]:
+        slow = self.slow and index % SLOW_EVERY == SLOW_AT
+        time.sleep(SLOW_S if slow else READ_S)
+        generator = torch.Generator().manual_seed(index)
+        return torch.randn(FEATURES, generator=generator), index % 4
+
+
+def _workload(loader: Any, question: str) -> Workload:
+    torch.manual_seed(0)
+    torch.set_num_threads(1)
+    model = torch.nn.Sequential(
+        torch.nn.Linear(FEATURES, 64), torch.nn.ReLU(), torch.nn.Linear(64, 4)
+    )
+    return Workload(
+        scenario=steptrace.Scenario(question=question, batch_size=BATCH),
+        model=model,
+        optimizer=torch.optim.SGD(model.parameters(), lr=0.01),
+        loss_fn=torch.nn.functional.cross_entropy,
+        loader=loader,
+    )
+
+
+def slow_samples(context: str = "fork") -> Workload:
+    loader = DataLoader(
+        Samples(slow=True), batch_size=BATCH, num_workers=2, multiprocessing_context=context
+    )
+    return _workload(loader, "Does the step wait for its batches?")
+
+
+def cheap(context: str = "fork") -> Workload:
+    loader = DataLoader(
+        Samples(slow=False), batch_size=BATCH, num_workers=2, multiprocessing_context=context
+    )
+    return _workload(loader, "Does the step wait for its batches?")
+
+
+def in_process() -> Workload:
+    return _workload(DataLoader(Samples(slow=True), batch_size=BATCH), "A step in one process")
