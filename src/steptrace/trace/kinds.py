@@ -58,6 +58,8 @@ IGNORED_CATEGORIES = frozenset({"overhead", "cuda_profiler_range", "cpu_instant_
 
 GPU_WORK = (Kind.KERNEL, Kind.MEMCPY, Kind.MEMSET)
 LAUNCHES = (Kind.RUNTIME, Kind.DRIVER)
+# A graph's replay: one runtime or driver call launches every node of the graph
+GRAPH_LAUNCH = re.compile(r"^(?:cuda|cu|hip)GraphLaunch(?:_\w+)?$")
 # What the host is recorded doing: operators, Python functions, runtime and driver calls
 # (labels only name time: a label with none of these inside records no work).
 HOST_WORK = (Kind.CPU_OP, Kind.PYTHON_FUNCTION, *LAUNCHES)

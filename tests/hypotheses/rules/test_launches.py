@@ -1,15 +1,21 @@
-"""Rules ``small-launches`` and ``optimizer-kernels`` on hand-built analyses."""
+"""Rules ``small-launches`` and ``optimizer-kernels`` on hand-built analyses, and
+``small-launches`` on real graph traces."""
 
 from __future__ import annotations
 
+import re
+from pathlib import Path
 from typing import Any
 
 import pytest
 
+import steptrace
 from steptrace.analysis.measure import TraceAnalysis
 from steptrace.hypotheses import Case, Figure, Finding, Thresholds, Where
 from steptrace.hypotheses.rules.launches import optimizer_kernels, small_launches
+from tests import reference
 from tests.analyses import THREAD, analysis, gpu_step, phase, reading, steps
+from tests.paths import FIXTURES
 
 NAMES = ("ProfilerStep#1", "ProfilerStep#2", "ProfilerStep#3")
 WHERE = Where(NAMES, (1000.0, 31000.0), THREAD, (7,))
@@ -195,3 +201,29 @@ def test_optimizer_kernels_overridden_threshold() -> None:
 def test_optimizer_kernels_silent_when_the_gpu_is_not_observed() -> None:
     phases = (phase("optimizer_step", 2.0, gpu_launches=None),)  # launches not known
     assert optimizer(analysis(steps(10.0, 10.0, 10.0, phases=phases))) == []
+
+
+# -- graph replays: one launch for the whole graph --------------------------------------------
+
+GRAPHS = sorted((FIXTURES / "graphs").glob("*.json.gz"))
+GRAPH_LAUNCH = re.compile(r"^(?:cuda|cu|hip)GraphLaunch(?:_\w+)?$")
+
+
+@pytest.mark.parametrize("path", GRAPHS, ids=lambda p: p.name[:24])
+def test_kernels_a_graph_replays_are_not_launched_one_by_one(path: Path) -> None:
+    """TraceLens's graph traces (tests/fixtures/graphs/): the kernels sharing a graph
+    launch's correlation have no launch of their own; small-launches must not count them
+    (it fired on each with a 'launch delay' of milliseconds, the graph's length)."""
+    doc = reference.read_exact(path)
+    events = reference.complete_events(doc)
+    graph = {
+        e["args"]["correlation"]
+        for e in events
+        if GRAPH_LAUNCH.match(e["name"]) and "correlation" in (e.get("args") or {})
+    }
+    kernels = [e for e in events if e.get("cat") == "kernel"]
+    replayed = sum(1 for e in kernels if (e.get("args") or {}).get("correlation") in graph)
+    assert replayed > 0.8 * len(kernels)
+    report = steptrace.analyze(path)
+    assert sum(s.gpu.kernels.replayed for s in report.analysis.steps if s.gpu) == replayed
+    assert "small-launches" not in {f.rule for f in report.findings}

@@ -19,8 +19,6 @@ replayed work is GPU work like any other (``gpu_busy``).
 
 from __future__ import annotations
 
-import re
-
 import msgspec
 import numpy as np
 from numpy.typing import NDArray
@@ -29,10 +27,8 @@ from steptrace.analysis.context import FigureSpec, TraceContext
 from steptrace.analysis.time.links import GpuLinks
 from steptrace.analysis.time.steps import StepWindow, indices_by_step, step_of
 from steptrace.trace import intervals as iv
-from steptrace.trace.kinds import LAUNCHES, Kind
+from steptrace.trace.kinds import GRAPH_LAUNCH, LAUNCHES, Kind
 from steptrace.trace.table import EventTable, Sparse
-
-GRAPH_LAUNCH = re.compile(r"^(?:cuda|cu|hip)GraphLaunch(?:_\w+)?$")
 
 
 class GraphReplay(msgspec.Struct, frozen=True):

@@ -65,6 +65,7 @@ class KernelSummary(msgspec.Struct, frozen=True):
     busy_ms: float  # union of kernel intervals only
     duration_us: Spread | None
     shorter_than_launch: int  # kernels that ran for less time than their launch call took
+    replayed: int = 0  # of them, replayed by a graph launch: no launch call of their own
 
 
 class CopySummary(msgspec.Struct, frozen=True):
@@ -130,6 +131,8 @@ def gpu_per_step(
     busy = iv.covered(timeline.busy, lo, hi) / 1000.0
     gpu_start = timeline.start_us
     launch_delay = gpu_start - timeline.launch_end_us  # queueing included
+    if timeline.replayed is not None:  # a graph's nodes wait for each other, not the launch
+        launch_delay = np.where(timeline.replayed, np.nan, launch_delay)
     syncs = _sync_rows(events)
     blocking = SyncCalls.of(events.start_us[syncs], events.end_us[syncs])
     sync_step = step_of(steps, events.start_us[syncs])
@@ -189,6 +192,7 @@ def _kernels(events: EventTable, timeline: GpuBusy, inside: NDArray[np.int64]) -
         busy_ms=_busy_ms(events, kernels),
         duration_us=Spread.of(duration),
         shorter_than_launch=int((duration < launch).sum()),  # NaN launch: not counted
+        replayed=0 if timeline.replayed is None else int(timeline.replayed[chosen].sum()),
     )
 
 

@@ -15,6 +15,7 @@ from numpy.typing import NDArray
 
 from steptrace.analysis.time.links import GpuLaunches, GpuLinks
 from steptrace.trace import intervals as iv
+from steptrace.trace.kinds import GRAPH_LAUNCH
 from steptrace.trace.table import EventTable
 
 
@@ -29,6 +30,9 @@ class GpuBusy(msgspec.Struct, frozen=True):
     issued_us: NDArray[np.float64]  # launch start, else GPU start; NaN: before the trace
     before_trace: NDArray[np.bool_]  # launched before the trace began (no step issued it)
     any_launch_known: bool  # some row's launch call is known (then launch_end_us has some)
+    # per GPU row: replayed by a graph launch (cudaGraphLaunch, ...): one call for the whole
+    # graph, so no launch of its own (its launch_dur_us is NaN)
+    replayed: NDArray[np.bool_] | None = None
 
 
 def gpu_busy(events: EventTable, links: GpuLaunches | GpuLinks) -> GpuBusy | None:
@@ -46,6 +50,29 @@ def gpu_busy(events: EventTable, links: GpuLaunches | GpuLinks) -> GpuBusy | Non
     issued[known] = events.start_us[links.launch[known]]
     issued[links.before_trace] = np.nan
     busy = iv.union(start, end)
+    replayed = _replayed(events, links.launch)
+    if replayed is not None:
+        launch_dur[replayed] = np.nan  # a graph's launch is not any one kernel's
     return GpuBusy(
-        rows, start, busy, launch_end, launch_dur, issued, links.before_trace, bool(known.any())
+        rows,
+        start,
+        busy,
+        launch_end,
+        launch_dur,
+        issued,
+        links.before_trace,
+        bool(known.any()),
+        replayed,
     )
+
+
+def _replayed(events: EventTable, launch: NDArray[np.int64]) -> NDArray[np.bool_] | None:
+    """Per GPU row: its launch call is a graph launch; None when the trace has none."""
+    graph = [i for i, n in enumerate(events.names) if GRAPH_LAUNCH.match(n)]
+    if not graph:
+        return None
+    known = launch >= 0
+    replayed = np.zeros(launch.size, dtype=bool)
+    ids = events.name_id[launch[known]]
+    replayed[known] = np.isin(ids, np.array(graph, dtype=ids.dtype))
+    return replayed

@@ -24,7 +24,7 @@ from steptrace.hypotheses.rules.common import (
 from steptrace.units import pct
 
 if TYPE_CHECKING:
-    from steptrace.analysis.measure import StepResult
+    from steptrace.analysis.measure import StepResult, TraceAnalysis
     from steptrace.analysis.time.phases import Phase
     from steptrace.hypotheses.case import Case
     from steptrace.hypotheses.thresholds import Thresholds
@@ -38,7 +38,7 @@ def small_launches(case: Case, limits: Thresholds) -> list[Finding]:
     for step in analysis.steps:
         if step.gpu is None:
             return []
-        counts.append(step.gpu.kernels.count)
+        counts.append(step.gpu.kernels.count - step.gpu.kernels.replayed)  # launched one by one
         short.append(step.gpu.kernels.shorter_than_launch)
         waiting.append(step.gpu.idle_waiting_on_host_ms or 0.0)
         walls.append(step.wall_ms)
@@ -55,8 +55,10 @@ def small_launches(case: Case, limits: Thresholds) -> list[Finding]:
             "small-launches",
             explained,
             observation=(
-                f"{count:.0f} kernels per step, {pct(short_share)} of them shorter than the "
-                f"runtime call that launched them; the GPU waited on the host for "
+                f"{count:.0f} kernels launched one by one per step, {pct(short_share)} of them "
+                "shorter than the "
+                f"runtime call that launched them{_replayed(analysis)}; the GPU waited on the "
+                "host for "
                 f"{median(waiting):.3f} ms per step ({pct(wait_share)})."
             ),
             evidence=evidence(
@@ -85,6 +87,12 @@ def small_launches(case: Case, limits: Thresholds) -> list[Finding]:
             ),
         )
     ]
+
+
+def _replayed(analysis: TraceAnalysis) -> str:
+    """`` (and N replayed by graphs)`` when graphs replayed kernels in the steps."""
+    replayed = [s.gpu.kernels.replayed for s in analysis.steps if s.gpu is not None]
+    return f" (and {median(replayed):.0f} replayed by graphs)" if any(replayed) else ""
 
 
 def _launch_wait_ms(step: StepResult) -> float:
