@@ -153,8 +153,10 @@ def test_the_slow_samples_are_worker_ones_and_long_on_its_lane(
     captured: tuple[Raw, Lanes],
 ) -> None:
     raw, lanes = captured
-    if not raw.slow:
-        pytest.skip("no slow sample in this capture")
+    if not raw.slow:  # cheap samples (0.2 ms): no sample bar anywhere near a slow one's
+        bars = [b for s in lanes.steps for lane in s.lanes if lane.worker for b in lane.bars]
+        assert bars and max(b.dur_ns for b in bars) < 5_000_000
+        return
     slow = [
         (w, index, e - s)
         for w in range(len(raw.workers))
