@@ -33,10 +33,37 @@ def clipped(spans: Spans, lo: int, hi: int) -> Spans:
     return [(max(a, lo), min(b, hi)) for a, b in spans if min(b, hi) > max(a, lo)]
 
 
+def merged(spans: Spans) -> Spans:
+    """The union of ``spans`` as sorted, disjoint intervals."""
+    out: Spans = []
+    for a, b in sorted(spans):
+        if out and a <= out[-1][1]:
+            out[-1] = (out[-1][0], max(out[-1][1], b))
+        else:
+            out.append((a, b))
+    return out
+
+
+def both(spans: Spans, cover: Spans) -> Spans:
+    """The union of ``spans`` intersected with the union of ``cover``: both merged, then
+    walked together (each pair of overlapping intervals gives its common part)."""
+    x, y = merged(spans), merged(cover)
+    out: Spans = []
+    i = j = 0
+    while i < len(x) and j < len(y):
+        lo, hi = max(x[i][0], y[j][0]), min(x[i][1], y[j][1])
+        if hi > lo:
+            out.append((lo, hi))
+        if x[i][1] < y[j][1]:
+            i += 1
+        else:
+            j += 1
+    return out
+
+
 def covered_by(spans: Spans, cover: Spans) -> int:
     """Of the union of ``spans``, the time also inside the union of ``cover``."""
-    both = [(max(a, c), min(b, d)) for a, b in spans for c, d in cover if min(b, d) > max(a, c)]
-    return reference.merged_length(both)
+    return reference.merged_length(both(spans, cover))
 
 
 def launch_calls(evs: list[Ev]) -> dict[object, Ev]:
@@ -161,12 +188,9 @@ def gpu_exposed_share(evs: list[Ev], windows: list[tuple[str, int, int]]) -> flo
         busy = reference.merged_length(clipped(every_comm, lo, hi))
         overlapped = reference.merged_length(
             [
-                both
+                s
                 for comm, compute in by_device.values()
-                for a, b in clipped(comm, lo, hi)
-                for c, d in compute
-                if min(b, d) > max(a, c)
-                for both in [(max(a, c), min(b, d))]
+                for s in both(clipped(comm, lo, hi), compute)
             ]
         )
         values.append((busy - overlapped) / (hi - lo))
