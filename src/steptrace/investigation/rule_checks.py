@@ -46,6 +46,12 @@ BY_CAUSE: dict[str, Check] = {
         loader_checks.collate,
         kinds=("training",),
     ),
+    "transfer": Check(
+        "pinned-memory",
+        "A: copies from pageable memory; B: pinned memory, non_blocking",
+        run.pinned_memory,
+        needs_gpu=True,
+    ),
     "workers-busy": Check(
         "more-workers",
         "A: the loader as built; B: the same with twice the workers",

@@ -122,3 +122,58 @@ def test_where_joins_the_streams_of_every_step_and_names_the_first_thread() -> N
     )
     unknown = analysis([msgspec.structs.replace(s, thread=None) for s in data.steps])
     assert run(unknown)[0].evidence.where.thread is None
+
+
+# -- with the DataLoader's workers beside the trace -----------------------------------------
+
+
+def _with_workers(data: TraceAnalysis, behind_ms: float) -> TraceAnalysis:
+    """``data`` with a worker file joined to each step: a 2 ms wait of which ``behind_ms``
+    came before the batch was made."""
+    from steptrace.analysis.loader.figure import LoaderAnalysis, StepBatch, WorkerLoad
+
+    joined = tuple(
+        StepBatch(
+            step=s.name,
+            batch=k,
+            worker=k % 2,
+            pid=100 + k % 2,
+            wait_ms=2.0,
+            behind_ms=behind_ms,
+            fetch_ms=1.0,
+            collate_ms=0.1,
+            ready_ms=2.0 - behind_ms,
+            samples=4,
+            slow_samples=0,
+        )
+        for k, s in enumerate(data.steps)
+    )
+    load = WorkerLoad(worker=0, pid=100, busy_ms=1.0, share=0.2, samples=4, batches=1, waited_ms=1)
+    loader = LoaderAnalysis(
+        folder="t.workers",
+        num_workers=2,
+        window_ms=30.0,
+        workers=(load, msgspec.structs.replace(load, worker=1, pid=101)),
+        sample_ms_median=0.25,
+        samples=12,
+        slow_samples=(),
+        slow_samples_total=0,
+        imbalance=1.0,
+        collate_share=0.1,
+        steps=joined,
+    )
+    return msgspec.structs.replace(data, loader=loader)
+
+
+def test_on_the_gpu_ready_batches_the_gpu_waits_for_are_their_transfer() -> None:
+    (found,) = run(_with_workers(gpu_reads(4.0, 4.0), behind_ms=0.0))
+    values = found.evidence.values()
+    assert values["cause"] == "transfer" and "pin_memory=True" in found.next_check
+    assert found.severity == pytest.approx(0.4)  # the GPU's idle time while reading, as before
+
+
+def test_on_the_cpu_ready_batches_are_no_finding_and_late_ones_are_the_share() -> None:
+    assert run(_with_workers(cpu_reads(2.0, 2.0, 2.0), behind_ms=0.0)) == []
+    (found,) = run(_with_workers(cpu_reads(2.0, 2.0, 2.0), behind_ms=1.5))
+    assert found.severity == pytest.approx(4.5 / 30)  # 1.5 ms late of each 10 ms step
+    assert found.evidence.values()["cause"] == "workers-busy"
