@@ -14,7 +14,7 @@ finding. Its ``cause``, in this order:
 
 - ``collate``: collating took at least ``COLLATE`` of the late batches' making;
 - ``slow-samples``: the late batches held slow samples (``LoaderAnalysis.slow_samples``):
-  named, with their workers;
+  those that hold the lateness (``_holding``) named, with their workers;
 - ``slow-worker``: no slow sample, but one worker's batches hold ``ONE_WORKER`` of the
   waiting, the workers' busy time uneven (``imbalance`` at least ``UNEVEN``);
 - ``workers-busy``: the waiting spread over workers that are all late: too few of them;
@@ -119,6 +119,7 @@ COLLATE = 0.5  # of the late batches' fetch and collate time
 ONE_WORKER = 0.75  # of the waiting, on one worker's batches
 UNEVEN = 1.5  # the busiest worker's busy time over the mean
 NAMED = 12  # slow samples named in a sentence
+HOLDING = 0.25  # of the slowest sample's time over the median: a slow sample named with it
 
 
 class Workers(msgspec.Struct, frozen=True):
@@ -197,7 +198,7 @@ def _cause(
     made = sum(s.fetch_ms + s.collate_ms for s in late)
     collated = sum(s.collate_ms for s in late)
     batches = {s.batch for s in late}
-    slow = [x for x in loader.slow_samples if x.batch in batches]
+    slow = _holding(loader, [x for x in loader.slow_samples if x.batch in batches])
     by_worker: dict[int, float] = defaultdict(float)
     for s in late:
         by_worker[s.worker] += s.behind_ms
@@ -214,6 +215,17 @@ def _cause(
     ):
         return "slow-worker", (top,), ()
     return "workers-busy", tuple(sorted(by_worker)), ()
+
+
+def _holding(loader: LoaderAnalysis, slow: list[SlowSample]) -> list[SlowSample]:
+    """Of the late batches' slow samples, those that hold their lateness: each at least
+    ``HOLDING`` of the slowest one's time over the median sample. A sample the machine's
+    load delayed a millisecond beside one that took 30 is not named (a live capture on a
+    busy machine named one)."""
+    if not slow:
+        return []
+    excess = max(x.ms for x in slow) - loader.sample_ms_median
+    return [x for x in slow if x.ms - loader.sample_ms_median >= HOLDING * excess]
 
 
 def _order(sample: SlowSample) -> tuple[int, str]:
