@@ -1,7 +1,8 @@
 """investigate on live loaders with workers (``tests/loader_workloads.py``): every eighth
 sample slow names worker 1 and those samples, and its check (the samples read alone)
-supports it, in fork and spawn; cheap samples make no input finding; without workers the
-check is the prepared batch, as before."""
+supports it, in fork and spawn; workers all busy are checked by twice as many, a slow
+collate by the collate alone, each supported; cheap samples make no input finding; without
+workers the check is the prepared batch, as before."""
 
 from __future__ import annotations
 
@@ -58,3 +59,24 @@ def test_without_workers_the_check_is_the_prepared_batch(tmp_path: Path) -> None
     assert report.findings[0].rule == "input-pipeline"
     assert report.checks[0].check == "prepared-batch"
     assert report.analysis.loader is None
+
+
+def test_workers_all_busy_are_checked_with_twice_as_many(tmp_path: Path) -> None:
+    """Each sample waits 10 ms: a batch takes 40 ms a worker, 20 ms with 2 against a step of
+    about 1 ms (a few on a busy machine); 4 workers make them twice as fast (waits, not the
+    two cores)."""
+    report = _investigated(loader_workloads.busy_workers("fork"), tmp_path, budget_s=12)
+    found = report.findings[0]
+    assert found.rule == "input-pipeline" and found.evidence.values()["cause"] == "workers-busy"
+    check = report.checks[0]
+    assert check.check == "more-workers" and check.outcome == "supported", check.sentence
+
+
+def test_a_slow_collate_is_checked_alone(tmp_path: Path) -> None:
+    report = _investigated(loader_workloads.slow_collate("fork"), tmp_path)
+    found = report.findings[0]
+    assert found.rule == "input-pipeline" and found.evidence.values()["cause"] == "collate"
+    check = report.checks[0]
+    assert check.check == "collate-alone" and check.outcome == "supported", check.sentence
+    share = {f.name: f.value for f in check.measured}["collate_share"]
+    assert isinstance(share, float) and share >= 0.5

@@ -6,13 +6,16 @@ workload's DataLoader (``validate.checks.loader``).
   workers' (slow-worker): supported when they are ``SLOW`` times slower alone.
 - ``collate`` (collate): a late batch's collate alone on its prepared samples: supported
   when it takes ``COLLATE`` of the batch's making.
-- ``more_workers`` (workers-busy): A/B, the loader as built against the same with twice
-  the workers, each step reading its next batch (the batches differ by design when the
-  sampler shuffles: accepted and said).
+- ``more`` (workers-busy): the loader as built (A) against the same with twice the workers
+  (B), each step reading its next batch, paced in rounds of ``QUEUES`` times B's queue of
+  prefetched batches (``validate.checks.loader.paced``): supported when B's whole CI is
+  under 1. The step's outputs are not compared: the loader changes when batches come, not
+  what they hold (a shuffled sampler reads other batches in either case).
 """
 
 from __future__ import annotations
 
+import copy
 import statistics
 from typing import Any
 
@@ -29,13 +32,11 @@ from steptrace.errors import NotTestable
 from steptrace.hypotheses.finding import Figure
 from steptrace.hypotheses.rules.input import COLLATE
 from steptrace.investigation.check import Context, Measured
-from steptrace.validate.ab import compare
-from steptrace.validate.checks.loader import collate_alone, more_workers, samples_alone
-from steptrace.validate.inputs import Output, State
-from steptrace.validate.results import Comparison
-from steptrace.validate.timing import CheckPlan
+from steptrace.validate.checks.loader import collate_alone, more_workers, paced, samples_alone
 
 OTHERS = 16  # samples the named ones are compared with, at most
+QUEUES = 4  # a more-workers round: this many of the larger side's full queues of batches
+BAND = 0.01  # B's pace is called faster only beyond this (as compare's noise band)
 
 
 def samples(context: Context) -> Measured:
@@ -94,39 +95,43 @@ def collate(context: Context) -> Measured:
     return Measured("not-supported", f"{said}: alone it is not what makes it late.", figures)
 
 
-def more(context: Context) -> Comparison:
+def more(context: Context) -> Measured:
     subject = context.subject
     loader = subject.loader
     workers = getattr(loader, "num_workers", 0)
     if not workers:
         raise NotTestable("the loader has no workers to double", "set num_workers by hand")
     doubled = more_workers(loader, 2 * workers)
-    sources: dict[str, Any] = {}
+    queued = 2 * workers * (getattr(loader, "prefetch_factor", None) or 2)
+    state = copy.deepcopy(subject.make_state())  # the user's objects are never changed
 
-    def reading(key: str, source: Any) -> Any:
-        def run(state: State, _: object) -> Output:
-            try:
-                batch = next(sources[key])
-            except (KeyError, StopIteration):
-                sources[key] = iter(source)
-                batch = next(sources[key])
-            return subject.step(state, to_device(batch, subject.device))
+    def step(batch: Any) -> None:
+        subject.step(state, to_device(batch, subject.device))
 
-        return run
-
-    accepted = CheckPlan(accept_difference=True)  # the batches may differ (a shuffle)
-    try:
-        return compare(
-            reading("a", loader),
-            reading("b", doubled),
-            make_state=subject.make_state,
-            batches=[None],
-            device=subject.device,
-            check=accepted,
-            plan=context.plan,
-        )
-    finally:
-        sources.clear()  # the iterators' workers end with them
+    found = paced(step, loader, doubled, block=QUEUES * queued, budget_s=context.plan.budget_s)
+    low, high = found.ci
+    figures = (
+        Figure("workers", f"{workers} -> {2 * workers}", "text"),
+        Figure("a_ms_per_step", statistics.median(found.a_ms), "ms"),
+        Figure("b_ms_per_step", statistics.median(found.b_ms), "ms"),
+        Figure("ratio", found.ratio, "ratio"),
+        Figure("ratio_ci", f"{low:.3f}-{high:.3f}", "text"),
+        Figure("rounds", found.rounds, "count"),
+        Figure("steps_a_round", found.block, "count"),
+    )
+    said = (
+        f"{2 * workers} workers against {workers}, {found.rounds} rounds of {found.block} "
+        f"steps a side, each step reading its next batch: B takes {found.ratio:.0%} of A's "
+        f"time per step [{found.confidence:.0%} CI {low:.0%}-{high:.0%}]"
+    )
+    if high < 1 - BAND:
+        return Measured("supported", f"{said}: more workers make the batches come sooner.", figures)
+    return Measured(
+        "not-supported",
+        f"{said}: more workers do not make the step faster (the workers share what limits "
+        "them: the cores, the storage, a lock).",
+        figures,
+    )
 
 
 def _loader(context: Context) -> tuple[Any, LoaderAnalysis]:

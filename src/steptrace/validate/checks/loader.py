@@ -8,7 +8,13 @@
   collate function alone on that prepared list, each ``READS`` times: its share of the
   batch's making.
 - ``more_workers(loader, n)``: the same loader (dataset, batch sampler, collate, pinning,
-  worker start) with ``n`` workers, for an A/B against the loader as built.
+  worker start) with ``n`` workers; ``paced(step, a, b, ...)`` times steps that each read
+  their next batch from A's or B's loader, in rounds side by side: each round a side runs
+  ``block`` steps (several of its full queues of prefetched batches, which it refills
+  while the other side runs, so that the round measures the pace at which batches come and
+  not the queue), its time per step the round's total over its steps (batches arrive in
+  bursts, a worker's each: a step's median or minimum would read the burst, not the
+  pace); the paired rounds' ratio B/A with its signed-rank CI (``steptrace.paired``).
 
 Reading samples runs the user's dataset in this process: a dataset that cannot be read
 outside its workers (it opens a handle per worker in ``worker_init_fn``) is
@@ -23,8 +29,10 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 import msgspec
+import numpy as np
 
 from steptrace.errors import NotTestable
+from steptrace.paired import MIN_PAIRS, paired_ratio
 from steptrace.validate.checks.factory import one_line
 
 READS = 3  # each sample read this many times: the median is its time
@@ -110,6 +118,57 @@ def more_workers(loader: Any, workers: int) -> Any:
         multiprocessing_context=loader.multiprocessing_context,
         prefetch_factor=loader.prefetch_factor,
         persistent_workers=loader.persistent_workers,
+    )
+
+
+class Paced(msgspec.Struct, frozen=True):
+    rounds: int
+    block: int  # steps a side runs in a round
+    a_ms: tuple[float, ...]  # per round: ms per step
+    b_ms: tuple[float, ...]
+    ratio: float  # B/A, Hodges-Lehmann of the rounds' log-ratios
+    ci: tuple[float, float]
+    confidence: float
+
+
+def paced(
+    step: Callable[[Any], object],
+    a: Any,
+    b: Any,
+    *,
+    block: int,
+    budget_s: float,
+    min_rounds: int = MIN_PAIRS,
+    max_rounds: int = 40,
+) -> Paced:
+    """B's pace against A's (see module): ``step(batch)`` runs one step on a batch."""
+    sources = {"a": iter(a), "b": iter(b)}
+    loaders = {"a": a, "b": b}
+
+    def run(side: str) -> float:
+        began = time.perf_counter()
+        for _ in range(block):
+            try:
+                batch = next(sources[side])
+            except StopIteration:
+                sources[side] = iter(loaders[side])
+                batch = next(sources[side])
+            step(batch)
+        return 1000 * (time.perf_counter() - began) / block
+
+    run("a"), run("b")  # the workers' start, and their first queue, left out
+    a_ms: list[float] = []
+    b_ms: list[float] = []
+    started = time.perf_counter()
+    while len(a_ms) < max_rounds and (
+        len(a_ms) < min_rounds or time.perf_counter() - started < budget_s
+    ):
+        for side in ("b", "a") if len(a_ms) % 2 else ("a", "b"):
+            (a_ms if side == "a" else b_ms).append(run(side))
+    sources.clear()  # the iterators' workers end with them
+    found = paired_ratio(np.log(np.array(b_ms) / np.array(a_ms)))
+    return Paced(
+        len(a_ms), block, tuple(a_ms), tuple(b_ms), found.ratio, found.ci, found.confidence
     )
 
 
