@@ -55,11 +55,9 @@ def small_launches(case: Case, limits: Thresholds) -> list[Finding]:
             "small-launches",
             explained,
             observation=(
-                f"{count:.0f} kernels launched one by one per step, {pct(short_share)} of them "
-                "shorter than the "
-                f"runtime call that launched them{_replayed(analysis)}; the GPU waited on the "
-                "host for "
-                f"{median(waiting):.3f} ms per step ({pct(wait_share)})."
+                f"{count:.0f} kernels{_one_by_one(analysis)} per step, {pct(short_share)} of "
+                "them shorter than the runtime call that launched them; the GPU waited on the "
+                f"host for {median(waiting):.3f} ms per step ({pct(wait_share)})."
             ),
             evidence=evidence(
                 where(analysis),
@@ -89,10 +87,13 @@ def small_launches(case: Case, limits: Thresholds) -> list[Finding]:
     ]
 
 
-def _replayed(analysis: TraceAnalysis) -> str:
-    """`` (and N replayed by graphs)`` when graphs replayed kernels in the steps."""
+def _one_by_one(analysis: TraceAnalysis) -> str:
+    """`` launched one by one (and N replayed by graphs)`` when graphs replayed kernels in
+    the steps; nothing otherwise (every kernel then has its launch)."""
     replayed = [s.gpu.kernels.replayed for s in analysis.steps if s.gpu is not None]
-    return f" (and {median(replayed):.0f} replayed by graphs)" if any(replayed) else ""
+    if not any(replayed):
+        return ""
+    return f" launched one by one (and {median(replayed):.0f} replayed by graphs)"
 
 
 def _launch_wait_ms(step: StepResult) -> float:
