@@ -101,18 +101,24 @@ class LoaderSpans:
         times: list[int] = []  # start, end of each next: written once the iteration ends
         pids: list[int] = []
         try:
-            while True:
-                start = time.time_ns()
-                try:
-                    item = next(source)
-                except StopIteration:
-                    return
-                times += (start, time.time_ns())
+            for item, start, end in _timed(source):
+                times += (start, end)
                 if not pids:
                     pids = _worker_pids(source)
                 yield item
         finally:  # exhausted, closed, or collected: the lines are written
             _write_main(path, number, times, pids)
+
+
+def _timed(source: Iterator[Any]) -> Iterator[tuple[Any, int, int]]:
+    """Each item of ``source`` with the ``time.time_ns`` before and after its ``next``."""
+    while True:
+        start = time.time_ns()
+        try:
+            item = next(source)
+        except StopIteration:
+            return
+        yield item, start, time.time_ns()
 
 
 def _write_main(path: Path, iterator: int, times: list[int], pids: list[int]) -> None:
@@ -214,16 +220,8 @@ class _TimedDataset:
         return len(self._dataset)
 
     def __iter__(self) -> Iterator[Any]:  # an IterableDataset: each item as it comes
-        source = iter(self._dataset)
-        k = 0
-        while True:
-            start = time.time_ns()
-            try:
-                item = next(source)
-            except StopIteration:
-                return
-            self._log.samples.append([k, start, time.time_ns()])
-            k += 1
+        for k, (item, start, end) in enumerate(_timed(iter(self._dataset))):
+            self._log.samples.append([k, start, end])
             yield item
 
     def __getattr__(self, name: str) -> Any:

@@ -26,6 +26,14 @@ RECOMPILE_S = 10.0  # Dynamo alone (eager backend) over 16 batches, twice: about
 _BY_HAND = "the change depends on code steptrace cannot rewrite for you"
 _RANKS = "it needs the job's ranks: run the check across the ranks, as the finding says"
 
+RECOMPILE_REASONS = Check(
+    "recompile-reasons",
+    "the step over the workload's batches compiled afresh (Dynamo's eager backend): each "
+    "recompile's failed guard; and with dynamic=True, outputs compared",
+    compiled.recompiled,
+    min_s=RECOMPILE_S,
+)
+
 # input-pipeline's check by the cause its workers' files show (``rules.input``)
 BY_CAUSE: dict[str, Check] = {
     "slow-samples": Check(
@@ -163,20 +171,8 @@ CHECKS: dict[str, Check] = {
             "or a sampling profiler (py-spy), and time the step outside the profiler"
         ),
     ),
-    "recompilation": Check(
-        "recompile-reasons",
-        "the step over the workload's batches compiled afresh (Dynamo's eager backend): "
-        "each recompile's failed guard; and with dynamic=True, outputs compared",
-        compiled.recompiled,
-        min_s=RECOMPILE_S,
-    ),
-    "recompile-limit": Check(
-        "recompile-reasons",
-        "the step over the workload's batches compiled afresh (Dynamo's eager backend): "
-        "each recompile's failed guard; and with dynamic=True, outputs compared",
-        compiled.recompiled,
-        min_s=RECOMPILE_S,
-    ),
+    "recompilation": RECOMPILE_REASONS,
+    "recompile-limit": RECOMPILE_REASONS,
     "graph-break": Check(
         "break-sites",
         "torch._dynamo.explain on the model with one batch's inputs: its graphs, and each "

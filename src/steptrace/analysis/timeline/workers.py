@@ -24,12 +24,12 @@ them the same way.
 
 from __future__ import annotations
 
-from collections import defaultdict
 from typing import NamedTuple
 
 import numpy as np
 from numpy.typing import NDArray
 
+from steptrace.analysis.loader.figure import batches_by_number
 from steptrace.analysis.loader.log import LoaderLog, MainNext, WorkerLog
 from steptrace.analysis.time.steps import StepWindow
 from steptrace.analysis.timeline.merge import merge
@@ -193,23 +193,13 @@ class _Numbers(NamedTuple):
 
 
 def _numbers(log: LoaderLog) -> _Numbers:
-    """Each worker batch's number k in its iterator: the iterator's workers from its first
-    ``next`` record, a worker's epoch the iterators before this one that had its process."""
-    pids_of = {n.iterator: n.pids for n in log.nexts if n.pids}
-    by_pid = {w.pid: w for w in log.workers}
-    epochs: dict[int, int] = defaultdict(int)
+    """Each worker batch's number k in its iterator, joined as the loader's figure joins
+    them (``loader.figure.batches_by_number``)."""
     found = _Numbers({}, {})
-    for iterator in sorted(pids_of):
-        pids = pids_of[iterator] or []
-        for position, pid in enumerate(pids):
-            epoch = epochs[pid]
-            epochs[pid] += 1
-            worker = by_pid.get(pid)
-            for batch in worker.batches if worker else ():
-                if batch.epoch == epoch and worker is not None:
-                    k = batch.batch * len(pids) + position
-                    found.of_batch[(pid, epoch, batch.batch)] = k
-                    found.made_by[(iterator, k)] = (worker.worker, pid)
+    for (iterator, k), made in batches_by_number(log).items():
+        pid = made.worker.pid
+        found.of_batch[(pid, made.batch.epoch, made.batch.batch)] = k
+        found.made_by[(iterator, k)] = (made.worker.worker, pid)
     return found
 
 
