@@ -9,7 +9,10 @@
 - ``in_process()``: the same data without workers (``num_workers=0``).
 - ``busy_workers(context)``: every sample takes ``BUSY_S``: 2 workers cannot keep up with
   the step, and a worker more would (the reads are waits, not this machine's cores).
-- ``slow_collate(context)``: cheap samples, a collate that takes ``COLLATE_S``.
+- ``slow_collate(context)``: cheap samples, a collate that takes ``COLLATE_S``: 2 workers
+  make a batch every 30 ms, several times a step even on a loaded machine (with 20 ms, on
+  two busy cores the step's receiving of each batch slowed it to the workers' pace: they
+  kept up, and there was no finding).
 
 The model is a small MLP (under a millisecond a step), one intra-op thread.
 """
@@ -27,7 +30,7 @@ from steptrace.capturing import Workload
 
 FEATURES, BATCH, SAMPLES = 32, 4, 256
 READ_S, SLOW_S = 0.0002, 0.03
-BUSY_S, COLLATE_S = 0.01, 0.02
+BUSY_S, COLLATE_S = 0.01, 0.06
 SLOW_EVERY, SLOW_AT = 8, 5
 
 
