@@ -105,6 +105,24 @@ def test_collective_args_follow_their_rows_into_table_order(write_trace: WriteTr
     assert table.sparse_column("seq").values.tolist() == [10, 20, 30, 50]
 
 
+@pytest.mark.parametrize("largest", [2**31 - 1, 2**31, 2**40 + 3])
+def test_integer_columns_are_int32_where_every_value_fits(
+    write_trace: WriteTrace, largest: int
+) -> None:
+    """Devices, streams and correlation ids are held in int32 (half the memory) when every
+    value of the trace fits, in int64 when one does not; their values are those written."""
+    written = [1, 5, largest]
+    events = [step(1, 0, 100)] + [
+        kernel(f"k{i}", 10 + i, 1, stream=3 + i, correlation=c) for i, c in enumerate(written)
+    ]
+    table = steptrace.load_trace(write_trace(document(events))).events
+    kernels = np.flatnonzero(table.kind == Kind.KERNEL)
+    assert table.correlation[kernels].tolist() == written
+    assert table.stream[kernels].tolist() == [3, 4, 5] and table.stream.dtype == np.int32
+    assert table.correlation.dtype == (np.int32 if largest < 2**31 else np.int64)
+    assert table.device.dtype == np.int32
+
+
 def test_the_host_a_trace_names_but_not_a_scrubbed_placeholder(write_trace: WriteTrace) -> None:
     events = document([step(1, 0, 100), kernel("k", 10, 20)])
     named = steptrace.load_trace(write_trace({**events, "host_name": "node-a"}, name="a.json"))

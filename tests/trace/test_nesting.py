@@ -148,8 +148,9 @@ def test_parents_of_rows_refuses_rows_not_by_start() -> None:
 def test_parents_match_a_stack_walk_whatever_the_blocks_of_a_round(
     raw: list[tuple[int, int, int]], block: int
 ) -> None:
-    """A round of jumps taken in blocks of any size (candidates updated by one block are
-    read by the next) finds the same containers."""
+    """Events resolved in blocks of any size, one block's rounds of jumps after another
+    (the later blocks' jumps land on containers the earlier ones found), find the same
+    containers."""
     with patch.object(nesting, "_BLOCK", block):
         assert_parents_match_a_stack_walk(raw)
 

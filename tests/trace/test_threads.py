@@ -49,9 +49,9 @@ def test_a_table_built_with_the_helper_is_the_same(
     gathered_by: set[int] = set()
     pop = assemble._pop
 
-    def spied(batches: Any, name: str, total: int) -> object:
+    def spied(batches: Any, name: str, total: int, compact: bool = False) -> object:
         gathered_by.add(threading.get_ident())
-        return pop(batches, name, total)
+        return pop(batches, name, total, compact)
 
     monkeypatch.setattr(assemble, "_pop", spied)
     helped = load_trace(path, progress=False).events

@@ -33,7 +33,9 @@ ABSENT = -(2**63)  # integer fields whose -1 is a value (a 1-byte free, a CPU's 
 class Value(Enum):
     """How a field's value is read, and the column that holds it."""
 
-    INT = "int"  # int64; ``7``, ``"7"``, ``"stream 7"``, ``"0x0"`` as written; else MISSING
+    # int64 (in the table int32 where a trace's values all fit); ``7``, ``"7"``,
+    # ``"stream 7"``, ``"0x0"`` as written; else MISSING
+    INT = "int"
     FLOAT = "float"  # float64; NaN where absent or not a number
     TEXT = "text"  # interned text (ids into ``EventTable.texts``); MISSING where absent
     JSON = "json"  # the value's JSON text, interned as TEXT is (shapes, grid, ...)

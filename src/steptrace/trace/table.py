@@ -24,6 +24,7 @@ from steptrace.trace.kinds import Kind
 
 Floats = NDArray[np.float64]
 Ints = NDArray[np.int64]
+Integers = NDArray[np.signedinteger[Any]]  # an INT field's column: int32 or int64
 Bools = NDArray[np.bool_]
 
 Texts = NDArray[np.int32]  # ids into a table's ``texts``; MISSING where absent
@@ -90,15 +91,15 @@ class EventTable(msgspec.Struct, frozen=True, eq=False):
         return None if text_id < 0 else self.texts[text_id]
 
     @property
-    def correlation(self) -> Ints:
+    def correlation(self) -> Integers:  # int32 where the trace's values fit (``assemble``)
         return self.columns["correlation"]
 
     @property
-    def device(self) -> Ints:
+    def device(self) -> Integers:
         return self.columns["device"]
 
     @property
-    def stream(self) -> Ints:
+    def stream(self) -> Integers:
         return self.columns["stream"]
 
     @property

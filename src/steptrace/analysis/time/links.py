@@ -55,7 +55,7 @@ def cpu_tree(events: EventTable, leave_out: NDArray[np.bool_] | None = None) -> 
     rows = _ops_first_on_ties(events, np.flatnonzero(is_op | events.mask(*LAUNCHES)), is_op)
     is_op = is_op[rows]
     index: type[np.signedinteger[Any]] = np.int32 if rows.size < 2**31 else np.int64
-    parent = parents_of_rows(events, rows).astype(index)  # int32: half the memory, most often
+    parent = parents_of_rows(events, rows).astype(index, copy=False)  # int32 most often
     owner = parent.copy()  # climb through launch calls (runtime > driver) to an operator
     climbing = np.flatnonzero(owner >= 0).astype(index, copy=False)
     while (climbing := climbing[~is_op[owner[climbing]]]).size:
