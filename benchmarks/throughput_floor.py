@@ -17,7 +17,7 @@ builds it). Each part is the least it can cost, everything around it left out:
    event can do), ``typed`` (steptrace's decoder: the fields the analyses read, as typed
    structs), ``columns`` (``typed`` and then the columns of each piece, steptrace's
    ``ColumnBuilder``: a worker's whole job);
-3. **analysis**: ``steptrace.analyze_trace(trace, timeline=False)`` (what ``analyze
+3. **analysis**: ``steptrace.analyze_trace(trace)`` (what ``analyze
    --format json`` computes), the trace loaded beforehand, in one process, repeated in it
    (warm: its memory already mapped, hence a little optimistic, as a floor may be);
 4. **steptrace**: ``steptrace analyze TRACE --format json`` as users run it, for reference.
@@ -134,7 +134,7 @@ def analysis_times(path: Path, repeats: int, workers: int) -> list[float]:
     times = []
     for _ in range(repeats):
         t0 = time.perf_counter()
-        steptrace.analyze_trace(trace, timeline=False)
+        steptrace.analyze_trace(trace)
         times.append(time.perf_counter() - t0)
     return times
 
