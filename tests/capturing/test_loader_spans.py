@@ -9,6 +9,7 @@ import json
 import os
 import warnings
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -122,3 +123,77 @@ def test_without_workers_the_report_is_as_before(tmp_path: Path) -> None:
     assert not folder_for(tmp_path / "t.json").exists()
     (found,) = [f for f in report.findings if f.rule == "input-pipeline"]
     assert "cause" not in found.evidence.values()
+
+
+def _main_lines(folder: Path) -> list[dict[str, Any]]:
+    (path,) = folder.glob("main-*.jsonl")
+    return [json.loads(x) for x in path.read_text().splitlines()]
+
+
+def _worker_pids(folder: Path) -> set[int]:
+    return {int(p.name.split("-")[2].split(".")[0]) for p in folder.glob("worker-*.jsonl")}
+
+
+def test_recorded_times_the_iterators_a_loop_makes_itself(tmp_path: Path) -> None:
+    """A loop that iterates the loader itself (as Lightning's and the Trainer's do): each
+    ``iter`` of a loader with persistent workers is a numbered iterator whose every batch
+    is timed; at the exit the lines are written and the loader is as it was."""
+    from torch.utils.data import DataLoader
+
+    loader = DataLoader(
+        loader_workloads.Samples(slow=False), batch_size=4, num_workers=2, persistent_workers=True
+    )
+    spans = LoaderSpans(tmp_path / "w")
+    with spans.recorded(loader) as recorded:
+        assert recorded
+        taken = [sum(1 for _ in zip(range(k), loader, strict=False)) for k in (6, 3)]
+    lines = _main_lines(tmp_path / "w")
+    assert [(x["iterator"], x["batch"]) for x in lines] == [
+        (i, k) for i, n in enumerate(taken) for k in range(n)
+    ]
+    assert all(int(x["start"]) <= int(x["end"]) for x in lines)
+    assert {int(p) for p in lines[0]["pids"]} == _worker_pids(tmp_path / "w")
+    assert loader.worker_init_fn is None and "_get_iterator" not in vars(loader)
+    assert sum(1 for _ in loader) == len(loader)  # it goes on as itself
+
+
+def test_an_accelerate_shard_is_recorded_through_the_dataloader_it_holds(tmp_path: Path) -> None:
+    accelerate = pytest.importorskip("accelerate")
+    shard = accelerate.data_loader.DataLoaderShard(
+        loader_workloads.Samples(slow=False), batch_size=4, num_workers=2
+    )
+    base = shard.base_dataloader
+    spans = LoaderSpans(tmp_path / "w")
+    with spans.recorded(shard) as recorded:
+        assert recorded
+        batches = sum(1 for _ in zip(range(5), shard, strict=False))
+    assert batches == 5
+    assert len(_worker_pids(tmp_path / "w")) == 2
+    # the shard reads one batch ahead: its DataLoader's nexts, each timed
+    assert len(_main_lines(tmp_path / "w")) >= batches
+    assert base.worker_init_fn is None and "_get_iterator" not in vars(base)
+
+
+def test_the_torch_profiler_recipe_joins_each_step_to_its_batch(tmp_path: Path) -> None:
+    """docs/capture.md's recipe: ``spans.recorded(loader)`` around a plain torch.profiler
+    loop; the report joins each profiled step's wait to the batch from worker k mod 2."""
+    from torch.profiler import profile, schedule
+
+    loader = loader_workloads.slow_samples("fork").loader
+    model = torch.nn.Linear(loader_workloads.FEATURES, 4)
+    spans = LoaderSpans(tmp_path / "t.workers")
+    with (
+        spans.recorded(loader),
+        profile(schedule=schedule(wait=1, warmup=1, active=3, repeat=1)) as prof,
+    ):
+        for _, (x, _y) in zip(range(6), loader, strict=False):
+            model(x).sum().backward()
+            prof.step()
+    prof.export_chrome_trace(str(tmp_path / "t.json"))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        report = steptrace.analyze(tmp_path / "t.json")
+    found = report.analysis.loader
+    assert found is not None and found.num_workers == 2
+    assert [s.step for s in found.steps] == [s.name for s in report.analysis.steps]
+    assert found.steps and all(s.worker == s.batch % 2 for s in found.steps)

@@ -15,6 +15,7 @@ from click.testing import CliRunner
 
 torch = pytest.importorskip("torch")
 
+from steptrace.capturing.loader_spans import folder_for  # noqa: E402
 from steptrace.cli import app  # noqa: E402
 from steptrace.scenario import sidecar_path  # noqa: E402
 from tests.integrations.workloads import QUESTION, SCENARIO, gloo_rank  # noqa: E402
@@ -72,6 +73,64 @@ def test_a_fit_too_short_for_the_window_warns_and_leaves_no_file(tmp_path: Path)
     assert not any((tmp_path / "traces").iterdir())
 
 
+def _joined_to_their_batches(report: dict[str, Any], steps: int) -> list[dict[str, Any]]:
+    """The report's steps joined to the batch each waited for (``analysis.loader``): every
+    profiled step's, each from worker k mod 2."""
+    loader = report["analysis"]["loader"]
+    assert loader is not None and loader["num_workers"] == 2
+    joined: list[dict[str, Any]] = loader["steps"]
+    assert [s["step"] for s in joined] == [s["name"] for s in report["analysis"]["steps"]]
+    assert len(joined) == steps
+    assert all(s["worker"] == s["batch"] % 2 for s in joined)
+    return joined
+
+
+@pytest.mark.parametrize("context", ["fork", "spawn"])
+def test_lightning_records_the_workers_and_names_the_slow_ones(
+    tmp_path: Path, context: str
+) -> None:
+    """Batches of 4 from 2 workers, every eighth sample slow (index % 8 == 5): each slow
+    one falls in an odd batch, worker 1's. The profiler records the workers beside its
+    trace; the report names worker 1 and those samples; the loader is left as it was."""
+    pytest.importorskip("lightning")
+    import steptrace
+    from steptrace.integrations.lightning import StepTraceProfiler
+    from tests.integrations.workloads import SLOW_AT, SLOW_EVERY, Pairs, lightning_fit
+
+    loader = torch.utils.data.DataLoader(
+        Pairs(slow=True), batch_size=4, num_workers=2, multiprocessing_context=context
+    )
+    profiler = StepTraceProfiler(
+        scenario=SCENARIO, dirpath=tmp_path / "traces", window=steptrace.Window(active=4)
+    )
+    lightning_fit(tmp_path, profiler, steps=8, loader=loader)
+    trace = only_trace(tmp_path / "traces")
+    assert profiler.result is not None
+    assert profiler.result.facts.loader_spans == str(folder_for(trace))
+    assert loader.worker_init_fn is None and "_get_iterator" not in vars(loader)
+    report = analyze_json(trace)
+    _joined_to_their_batches(report, 4)
+    (found,) = [f for f in report["findings"] if f["rule"] == "input-pipeline"]
+    values = {f["name"]: f["value"] for f in found["evidence"]["figures"]}
+    assert values["cause"] == "slow-samples" and values["workers_waited_for"] == [1]
+    named = [int(i) for i in values["slow_sample_indices"]]
+    assert named and all(i % SLOW_EVERY == SLOW_AT for i in named)
+
+
+def test_a_fit_too_short_for_the_window_leaves_no_worker_files(tmp_path: Path) -> None:
+    pytest.importorskip("lightning")
+    from steptrace.errors import CaptureWarning
+    from steptrace.integrations.lightning import StepTraceProfiler
+    from tests.integrations.workloads import Pairs, lightning_fit
+
+    loader = torch.utils.data.DataLoader(Pairs(), batch_size=8, num_workers=2)
+    profiler = StepTraceProfiler(scenario=SCENARIO, dirpath=tmp_path / "traces")
+    with pytest.warns(CaptureWarning, match="no active step completed"):
+        lightning_fit(tmp_path, profiler, steps=3, loader=loader)
+    assert not any((tmp_path / "traces").iterdir())
+    assert loader.worker_init_fn is None
+
+
 def test_lightnings_own_profiler_is_read_with_its_labels(tmp_path: Path) -> None:
     pytest.importorskip("lightning")
     from lightning.pytorch.profilers import PyTorchProfiler
@@ -106,6 +165,23 @@ def test_hf_trainer_step_trace_callback(tmp_path: Path) -> None:
     assert [s["name"] for s in report["analysis"]["steps"]] == ["ProfilerStep#2", "ProfilerStep#3"]
     for found in parts_in_every_step(report):
         assert found >= PARTS | {"data_read"}
+
+
+def test_hf_trainer_records_its_loaders_workers(tmp_path: Path) -> None:
+    """``dataloader_num_workers=2``: the Trainer's loader (an Accelerate shard, reading one
+    batch ahead) has its workers recorded beside the trace, each step's wait joined to the
+    batch the step's next fetched."""
+    pytest.importorskip("transformers")
+    from steptrace.integrations.transformers import StepTraceCallback
+    from tests.integrations.workloads import hf_train
+
+    callback = StepTraceCallback(scenario=SCENARIO, out=tmp_path / "traces", active=3)
+    hf_train(tmp_path, callback, steps=6, workers=2)
+    trace = only_trace(tmp_path / "traces")
+    assert callback.result is not None
+    assert callback.result.facts.loader_spans == str(folder_for(trace))
+    joined = _joined_to_their_batches(analyze_json(trace), 3)
+    assert [s["batch"] for s in joined] == [3, 4, 5]  # steps 2-4, each fetching the next
 
 
 def test_accelerate_recipe_gives_two_steps(tmp_path: Path) -> None:

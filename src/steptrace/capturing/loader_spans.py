@@ -17,6 +17,9 @@ written beside the trace (the main trace shows only the main process's wait).
   number in the iterator: batch k of an iterator comes from
   worker k mod n, its (k // n)-th batch (the order ``_MultiProcessingDataLoaderIter``
   sends indices in), which is how the analysis joins a wait to the batch it waited for.
+- ``recorded(loader)``: ``installed`` and ``iterate`` at once, for a loop that iterates
+  the loader itself (Lightning's, the Hugging Face Trainer's): within it, each iterator
+  the loader makes is a ``TimedIterator``, whose lines are written at the exit.
 
 Formats (JSON lines; ``analysis.loader.files`` reads them):
 
@@ -92,10 +95,44 @@ class LoaderSpans:
         finally:
             loader.worker_init_fn = user
 
+    @contextlib.contextmanager
+    def recorded(self, loader: Any) -> Iterator[bool]:
+        """``installed``, and within it every iterator the loader makes times each ``next``
+        as ``iterate`` does (``TimedIterator``), its lines written at the exit: for a loop
+        steptrace does not own (Lightning's, the Hugging Face Trainer's), which calls
+        ``iter(loader)`` itself. A loader wrapped by Accelerate is recorded through the
+        ``DataLoader`` it holds (``base_dataloader``)."""
+        base = _underlying(loader)
+        with self.installed(base) as recording:
+            if not recording:
+                yield False
+                return
+            made: list[TimedIterator] = []
+            build = type(base)._get_iterator  # what DataLoader.__iter__ calls
+
+            def get_iterator() -> TimedIterator:
+                timed = TimedIterator(build(base), self._number)
+                made.append(timed)
+                return timed
+
+            base._get_iterator = get_iterator  # this loader only: an instance attribute
+            try:
+                yield True
+            finally:
+                del base._get_iterator
+                path = self.folder / MAIN_FILE.format(pid=os.getpid())
+                for timed in made:
+                    timed.write(path)
+
+    def _number(self) -> int:
+        """The next iterator's number (in the main process's lines)."""
+        number, self._iterators = self._iterators, self._iterators + 1
+        return number
+
     def iterate(self, iterable: Iterable[Any]) -> Iterator[Any]:
         """``iterable``'s items, each ``next`` timed and written (see module)."""
         self.folder.mkdir(parents=True, exist_ok=True)
-        number, self._iterators = self._iterators, self._iterators + 1
+        number = self._number()
         source = iter(iterable)
         path = self.folder / MAIN_FILE.format(pid=os.getpid())
         times: list[int] = []  # start, end of each next: written once the iteration ends
@@ -108,6 +145,63 @@ class LoaderSpans:
                 yield item
         finally:  # exhausted, closed, or collected: the lines are written
             _write_main(path, number, times, pids)
+
+
+class TimedIterator:
+    """A DataLoader's iterator whose every ``next`` is timed (``LoaderSpans.recorded``);
+    everything else is the iterator's. Persistent workers' ``_reset`` (a new ``iter`` of
+    the loader) starts a new numbered iterator, as in ``iterate``. ``write`` writes the
+    lines and ends the timing: the iterator goes on as itself."""
+
+    def __init__(self, inner: Iterator[Any], number: Callable[[], int]) -> None:
+        self._inner = inner
+        self._number: Callable[[], int] | None = number
+        self._runs: list[tuple[int, list[int], list[int]]] = []  # (iterator, times, pids)
+        self._begin()
+
+    def _begin(self) -> None:
+        if self._number is not None:
+            self._runs.append((self._number(), [], []))
+
+    def __iter__(self) -> TimedIterator:
+        return self
+
+    def __next__(self) -> Any:
+        start = time.time_ns()
+        item = next(self._inner)
+        end = time.time_ns()
+        if self._number is not None:
+            _, times, pids = self._runs[-1]
+            times += (start, end)
+            if not pids:
+                pids += _worker_pids(self._inner)
+        return item
+
+    def __len__(self) -> int:
+        return len(self._inner)  # type: ignore[arg-type]
+
+    def _reset(self, *args: Any, **kwargs: Any) -> None:
+        self._inner._reset(*args, **kwargs)  # type: ignore[attr-defined]
+        self._begin()
+
+    def write(self, path: Path) -> None:
+        """Append the lines of every run so far to ``path``; no timing after."""
+        self._number = None
+        runs, self._runs = self._runs, []
+        for number, times, pids in runs:
+            _write_main(path, number, times, pids)
+
+    def __getattr__(self, name: str) -> Any:
+        if name == "_inner":
+            raise AttributeError(name)
+        return getattr(self._inner, name)
+
+
+def _underlying(loader: Any) -> Any:
+    """The DataLoader an Accelerate ``DataLoaderShard`` (or ``DataLoaderDispatcher``) holds,
+    else ``loader`` itself (their attributes are read from it, but set on the wrapper)."""
+    inner = getattr(loader, "__dict__", {}).get("base_dataloader")
+    return loader if inner is None else _underlying(inner)
 
 
 def _timed(source: Iterator[Any]) -> Iterator[tuple[Any, int, int]]:

@@ -17,7 +17,10 @@ sidecar. While the window is open every Lightning action is labelled
 label is read as the step part its name says (``steptrace.analysis.time.parts``). A fit that
 ends before the window's end keeps what completed (with a ``CaptureWarning``); a window
 with no complete active step writes nothing and warns. Training only: the window opens at
-the first training batch of ``fit``.
+the first training batch of ``fit``. A training loader with workers has them recorded
+beside the trace (``capturing.loader_spans``: ``<trace>.workers/``) from the fit's start,
+since Lightning makes the loader's iterator then, before the first batch: the trace's name
+is chosen at the profiler's ``setup``.
 
 ``workload_of(module, loader, scenario)`` makes a ``Workload`` of a ``LightningModule``
 (its ``training_step``, backward and optimizer step) for ``steptrace investigate``, whose
@@ -30,9 +33,10 @@ as step parts, and its steps (cut after the forward) are replaced by Lightning's
 
 from __future__ import annotations
 
+import contextlib
 import time
 import warnings
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Any
@@ -42,6 +46,7 @@ from lightning.pytorch.profilers import Profiler
 from torch.profiler import record_function
 
 from steptrace.capturing.handler import free_trace_path, worker_label
+from steptrace.capturing.loader_spans import LoaderSpans, folder_for
 from steptrace.capturing.result import CaptureResult
 from steptrace.capturing.session import Capture
 from steptrace.capturing.workload import Workload
@@ -52,6 +57,7 @@ from steptrace.window import Window
 BATCH_ACTION = "run_training_batch"
 READ_ACTION = "[_TrainingEpochLoop].train_dataloader_next"
 LABEL_PREFIX = "[pl][profile]"  # Lightning's PyTorchProfiler writes the same
+_SELECT = "_select_data_fetcher"  # FitLoop.setup_data's fetcher, set up then iterated
 
 
 class StepTraceProfiler(Profiler):
@@ -79,6 +85,31 @@ class StepTraceProfiler(Profiler):
         self._cold_ms: list[float] = []
         self._mark: float | None = None
         self._finished = False
+        self._out: Path | None = None  # the trace's path, chosen at the fit's setup
+        self._spans: LoaderSpans | None = None
+        self._recording = contextlib.ExitStack()  # the training loaders' workers recorded
+        self._recorded = False
+
+    def setup(self, stage: str, local_rank: int | None = None, log_dir: str | None = None) -> None:
+        """Choose the trace's path; have the training loaders' workers recorded beside it."""
+        super().setup(stage, local_rank, log_dir)
+        if stage != "fit" or self._out is not None:
+            return
+        directory = Path(self.dirpath) if self.dirpath is not None else Path.cwd()
+        self._out = free_trace_path(directory, worker_label(f"rank{self.local_rank}"))
+        self._spans = LoaderSpans(folder_for(self._out))
+        module = getattr(self, "_lightning_module", None)  # set by the Trainer before setup
+        trainer = getattr(module, "trainer", None)
+        if trainer is not None:
+            _before_iteration(trainer.fit_loop, self._record)
+
+    def _record(self, loaders: Iterable[Any]) -> None:
+        """Record the workers of the first training loader that has them."""
+        spans = self._spans
+        for loader in loaders:
+            if spans is None or self._finished or self._recorded:
+                return
+            self._recorded = self._recording.enter_context(spans.recorded(loader))
 
     def start(self, action_name: str) -> None:
         """Open the window at the first training batch due; label the action inside it."""
@@ -118,8 +149,10 @@ class StepTraceProfiler(Profiler):
         )
 
     def _open(self) -> None:
-        directory = Path(self.dirpath) if self.dirpath is not None else Path.cwd()
-        out = free_trace_path(directory, worker_label(f"rank{self.local_rank}"))
+        out = self._out
+        if out is None:  # no fit's setup (a profiler driven by hand)
+            directory = Path(self.dirpath) if self.dirpath is not None else Path.cwd()
+            out = free_trace_path(directory, worker_label(f"rank{self.local_rank}"))
         capture = Capture(self.scenario, out=out, window=self.window)
         capture.__enter__()
         self._capture = capture
@@ -130,14 +163,24 @@ class StepTraceProfiler(Profiler):
         for label in reversed(list(self._labels.values())):
             label.__exit__(None, None, None)
         self._labels.clear()
+        recorded, self._recorded = self._recorded, False
+        self._recording.close()  # the main process's lines written, the loader as it was
         if capture is None:
+            self._discard_spans()
             return
         try:
             capture.__exit__(None, None, None)
         except CaptureError as exc:
+            self._discard_spans()
             warnings.warn(f"steptrace: {exc}", CaptureWarning, stacklevel=2)
             return
-        self.result = capture.amend(cold_start_ms=tuple(self._cold_ms))
+        folder = str(self._spans.folder) if recorded and self._spans else None
+        self.result = capture.amend(cold_start_ms=tuple(self._cold_ms), loader_spans=folder)
+
+    def _discard_spans(self) -> None:
+        """No trace: nor are the workers' files kept."""
+        if self._spans is not None:
+            self._spans.discard()
 
     def summary(self) -> str:
         """Where the trace is, and the command that reads it."""
@@ -150,7 +193,46 @@ class StepTraceProfiler(Profiler):
         """End a window still open (the fit stopped early) and close Lightning's streams."""
         if self._capture is not None:
             self._close()
+        elif not self._finished and stage == "fit":  # the window never opened
+            self._finished = True
+            self._recording.close()
+            self._discard_spans()
         super().teardown(stage)
+
+
+def _before_iteration(fit_loop: Any, record: Callable[[Iterable[Any]], None]) -> None:
+    """Have ``record`` called with the training loaders (``CombinedLoader.flattened``)
+    after Lightning prepared them and before it makes their iterators (in
+    ``FitLoop.setup_data``, which does both at once): only that call of ``setup_data``
+    sees the data fetcher's ``setup`` wrapped. Where Lightning's loop is not as in 2.x,
+    nothing is recorded."""
+    import lightning.pytorch.loops.fit_loop as loop_module
+
+    select = getattr(loop_module, _SELECT, None)
+    setup_data = getattr(fit_loop, "setup_data", None)
+    if select is None or setup_data is None:
+        return
+
+    def selecting(*args: Any, **kwargs: Any) -> Any:
+        fetcher = select(*args, **kwargs)
+        setup = fetcher.setup
+
+        def setup_recorded(combined_loader: Any) -> None:
+            record(getattr(combined_loader, "flattened", ()))
+            setup(combined_loader)
+
+        fetcher.setup = setup_recorded
+        return fetcher
+
+    def watched() -> None:
+        setattr(loop_module, _SELECT, selecting)
+        try:
+            setup_data()
+        finally:
+            setattr(loop_module, _SELECT, select)
+            del fit_loop.setup_data  # the loop's own again, for later epochs
+
+    fit_loop.setup_data = watched
 
 
 def workload_of(

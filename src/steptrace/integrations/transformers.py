@@ -16,6 +16,9 @@ computes it), ``backward`` from the forward's end to the optimizer step (with gr
 clipping inside when ``max_grad_norm`` > 0, then labelled ``backward + clip_grad_norm``),
 ``optimizer_step``; reading the batch is torch's own ``enumerate(DataLoader)`` label.
 Moving the batch to the device happens inside the Trainer, before the forward, unlabelled.
+A training loader with workers (``dataloader_num_workers``) has them recorded beside the
+trace while the window is open (``capturing.loader_spans``: ``<trace>.workers/``), so that
+the report says which worker and which samples a step waited for.
 The main process records (``state.is_world_process_zero``); ``per_rank=True`` records
 every process, one file each. A run shorter than the window keeps what completed, with a
 ``CaptureWarning``; a window with no complete active step writes nothing and warns.
@@ -27,6 +30,7 @@ that step outside the Trainer.
 
 from __future__ import annotations
 
+import contextlib
 import warnings
 from collections.abc import Mapping
 from contextlib import AbstractContextManager
@@ -38,6 +42,7 @@ from torch.profiler import record_function
 from transformers import TrainerCallback, TrainerControl, TrainerState, TrainingArguments
 
 from steptrace.capturing.handler import free_trace_path, worker_label
+from steptrace.capturing.loader_spans import LoaderSpans, folder_for
 from steptrace.capturing.result import CaptureResult
 from steptrace.capturing.session import Capture
 from steptrace.capturing.workload import Workload
@@ -74,6 +79,9 @@ class StepTraceCallback(TrainerCallback):
         self._label: AbstractContextManager[Any] | None = None
         self._hooks: list[Any] = []
         self._backward = "backward"
+        self._spans: LoaderSpans | None = None
+        self._recording = contextlib.ExitStack()  # the training loader's workers recorded
+        self._recorded = False
 
     # -- the window ---------------------------------------------------------------------
     def on_train_begin(
@@ -94,6 +102,10 @@ class StepTraceCallback(TrainerCallback):
         capture = Capture(self.scenario, out=out, window=self.window)
         capture.__enter__()
         self._capture = capture
+        loader = kw.get("train_dataloader")  # iterated by the Trainer after this hook
+        if loader is not None:
+            self._spans = LoaderSpans(folder_for(out))
+            self._recorded = self._recording.enter_context(self._spans.recorded(loader))
 
     def on_pre_optimizer_step(
         self, args: TrainingArguments, state: TrainerState, control: TrainerControl, **kw: Any
@@ -131,14 +143,21 @@ class StepTraceCallback(TrainerCallback):
         for hook in self._hooks:
             hook.remove()
         self._hooks = []
+        recorded, self._recorded = self._recorded, False
+        self._recording.close()  # the main process's lines written, the loader as it was
         if capture is None:
             return
         try:
             capture.__exit__(None, None, None)
         except CaptureError as exc:
+            if self._spans is not None:
+                self._spans.discard()  # no trace: nor are the workers' files kept
             warnings.warn(f"steptrace: {exc}", CaptureWarning, stacklevel=2)
             return
-        self.result = capture.result
+        if recorded and self._spans is not None:
+            self.result = capture.amend(loader_spans=str(self._spans.folder))
+        else:
+            self.result = capture.result
 
     # -- labels -------------------------------------------------------------------------
     def _switch(self, name: str | None) -> None:

@@ -1,6 +1,7 @@
 """input-pipeline with the DataLoader's workers beside the trace (tests/fixtures/loader/):
 the step's waits for a late batch are the finding's share, its cause told from the workers'
-files: slow samples named with their worker; workers that keep up make no finding."""
+files: slow samples named with their worker; workers that keep up make no finding; the
+workers decide where the median step's read says little (a Lightning fit's)."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from pathlib import Path
 import pytest
 
 import steptrace
+from steptrace.hypotheses.thresholds import Thresholds
 from tests import reference
 from tests.paths import FIXTURES
 
@@ -78,3 +80,23 @@ def test_workers_that_keep_up_make_no_input_finding() -> None:
     assert not [f for f in report.findings if f.rule == "input-pipeline"]
     reading = [s.reading.ms / s.wall_ms for s in report.analysis.steps if s.reading]
     assert sorted(reading)[len(reading) // 2] > 0.1  # what fired before the workers' files
+
+
+def test_the_workers_decide_where_a_ready_batch_lowers_the_median_read() -> None:
+    """A Lightning fit (``lightning-fork/record.py``): worker 1's odd batches hold the slow
+    samples, and Lightning's fetcher reads ahead, so a step whose batch was ready reads in
+    a few percent of its time: the median step's read is low, while the steps waited for
+    late batches a far larger share of their time (from the raw files). At an input_share
+    between the two, the finding is there, its share the workers'."""
+    folder = LOADER / "lightning-fork"
+    behind, wall, workers = _late(folder)
+    assert workers == {1}
+    report = steptrace.analyze(folder / "t.json.gz")
+    reading = sorted(s.reading.ms / s.wall_ms for s in report.analysis.steps if s.reading)
+    median = (reading[1] + reading[2]) / 2  # four steps
+    assert median < 0.3 < behind / wall
+    limits = Thresholds(input_share=0.3)
+    found = [f for f in steptrace.analyze(folder / "t.json.gz", thresholds=limits).findings]
+    (finding,) = [f for f in found if f.rule == "input-pipeline"]
+    assert finding.severity == pytest.approx(behind / wall, rel=1e-6)
+    assert finding.evidence.values()["workers_waited_for"] == (1,)

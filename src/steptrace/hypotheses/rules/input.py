@@ -5,8 +5,9 @@ Reading the batch is what the labels read as the ``data_read`` part say
 ``__next__``, Lightning's ``train_dataloader_next``, ...). It explains the GPU's idle time
 while reading when the GPU is observed, the reading time itself when it is not.
 
-With the DataLoader's workers recorded beside the trace (``analysis.loader``), they decide
-(``from_workers``, None without worker files joined to the steps). The finding's share is
+With the DataLoader's workers recorded beside the trace (``analysis.loader``), they decide,
+in place of the median step's reading share (``from_workers``, None without worker files
+joined to the steps: a ready batch every other step would halve that median). The share is
 then the time the steps waited for a batch that was not ready yet (``StepBatch.behind_ms``)
 over their wall time, both summed (steps alternate between a late batch and a ready one);
 under ``input_share`` the workers kept up, a wait is the batch's arrival, and there is no
@@ -44,7 +45,8 @@ def input_pipeline(case: Case, limits: Thresholds) -> list[Finding]:
     analysis = case.analysis
     reads = [s.reading for s in analysis.steps if s.reading is not None]
     shares = [s.reading.ms / s.wall_ms for s in analysis.steps if s.reading and s.wall_ms]
-    if not shares or median(shares) < limits.input_share:
+    workers = from_workers(analysis, limits)  # with them, they decide (see module)
+    if not shares or (workers is None and median(shares) < limits.input_share):
         return []
     read_ms = median(r.ms for r in reads)
     idles = [r.gpu_idle_ms for r in reads if r.gpu_idle_ms is not None]
@@ -54,7 +56,6 @@ def input_pipeline(case: Case, limits: Thresholds) -> list[Finding]:
     labels = sorted({name for r in reads for name in r.labels})
     share = median(shares)
     explained = step_share(_explained(step) for step in analysis.steps if step.reading)
-    workers = from_workers(analysis, limits)
     if workers is not None and workers.cause is None:
         return []  # the workers kept up: the wait is the batch's arrival, not the pipeline
     if workers is not None and not analysis.trace.gpu_observed:
