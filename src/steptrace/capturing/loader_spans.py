@@ -153,7 +153,7 @@ class TimedIterator:
     the loader) starts a new numbered iterator, as in ``iterate``. ``write`` writes the
     lines and ends the timing: the iterator goes on as itself."""
 
-    def __init__(self, inner: Iterator[Any], number: Callable[[], int]) -> None:
+    def __init__(self, inner: Iterator[object], number: Callable[[], int]) -> None:
         self._inner = inner
         self._number: Callable[[], int] | None = number
         self._runs: list[tuple[int, list[int], list[int]]] = []  # (iterator, times, pids)
@@ -166,7 +166,7 @@ class TimedIterator:
     def __iter__(self) -> TimedIterator:
         return self
 
-    def __next__(self) -> Any:
+    def __next__(self) -> object:
         start = time.time_ns()
         item = next(self._inner)
         end = time.time_ns()
@@ -180,7 +180,7 @@ class TimedIterator:
     def __len__(self) -> int:
         return len(self._inner)  # type: ignore[arg-type]
 
-    def _reset(self, *args: Any, **kwargs: Any) -> None:
+    def _reset(self, *args: object, **kwargs: object) -> None:
         self._inner._reset(*args, **kwargs)  # type: ignore[attr-defined]
         self._begin()
 

@@ -103,7 +103,7 @@ class StepTraceProfiler(Profiler):
         if trainer is not None:
             _before_iteration(trainer.fit_loop, self._record)
 
-    def _record(self, loaders: Iterable[Any]) -> None:
+    def _record(self, loaders: Iterable[object]) -> None:
         """Record the workers of the first training loader that has them."""
         spans = self._spans
         for loader in loaders:
@@ -200,7 +200,7 @@ class StepTraceProfiler(Profiler):
         super().teardown(stage)
 
 
-def _before_iteration(fit_loop: Any, record: Callable[[Iterable[Any]], None]) -> None:
+def _before_iteration(fit_loop: Any, record: Callable[[Iterable[object]], None]) -> None:
     """Have ``record`` called with the training loaders (``CombinedLoader.flattened``)
     after Lightning prepared them and before it makes their iterators (in
     ``FitLoop.setup_data``, which does both at once): only that call of ``setup_data``
@@ -213,11 +213,11 @@ def _before_iteration(fit_loop: Any, record: Callable[[Iterable[Any]], None]) ->
     if select is None or setup_data is None:
         return
 
-    def selecting(*args: Any, **kwargs: Any) -> Any:
+    def selecting(*args: object, **kwargs: object) -> object:
         fetcher = select(*args, **kwargs)
         setup = fetcher.setup
 
-        def setup_recorded(combined_loader: Any) -> None:
+        def setup_recorded(combined_loader: object) -> None:
             record(getattr(combined_loader, "flattened", ()))
             setup(combined_loader)
 
@@ -232,7 +232,7 @@ def _before_iteration(fit_loop: Any, record: Callable[[Iterable[Any]], None]) ->
             setattr(loop_module, _SELECT, select)
             del fit_loop.setup_data  # the loop's own again, for later epochs
 
-    fit_loop.setup_data = watched
+    fit_loop.setup_data = watched  # this loop only: an instance attribute
 
 
 def workload_of(

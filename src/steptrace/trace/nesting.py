@@ -18,6 +18,7 @@ from steptrace.trace.table import EventTable
 
 Floats = NDArray[np.float64]
 Ints = NDArray[np.int64]
+Indices = NDArray[np.signedinteger[Any]]  # int32 where the events fit, else int64
 _MOST_THREADS_SCANNED = 4096  # threads beyond which roots are left to the jumps to find
 _BLOCK = 1 << 17  # events resolved together by rounds of jumps
 _MOST_ROUNDS = 64  # rounds of jumps (a trace's need a few dozen) before a walk takes over
@@ -59,7 +60,7 @@ def parents(start: Floats, end: Floats, thread: NDArray[np.int32]) -> Ints:
     return _not_too_deep(found).astype(np.int64, copy=False)
 
 
-def parents_of_rows(table: EventTable, rows: NDArray[np.intp]) -> NDArray[np.signedinteger[Any]]:
+def parents_of_rows(table: EventTable, rows: NDArray[np.intp]) -> Indices:
     """``parents`` of a table's ``rows``, indices into ``rows`` (int32 where they fit: half
     the memory), which must be by start, longer first (as the table's are: increasing rows,
     or ties reordered among themselves).
@@ -80,7 +81,7 @@ def parents_of_rows(table: EventTable, rows: NDArray[np.intp]) -> NDArray[np.sig
     return _not_too_deep(_back_to_given_order(order, found))
 
 
-def _not_too_deep(parent: NDArray[np.signedinteger[Any]]) -> NDArray[np.signedinteger[Any]]:
+def _not_too_deep(parent: Indices) -> Indices:
     """``parent``, unless an event has ``MOST_DEPTH`` ancestors (``NestedTooDeepError``): found by
     pointer jumping, each round doubling the levels climbed (``DEPTH_ROUNDS`` rounds)."""
     ancestor = parent.astype(_index_type(parent.size))  # half the memory, most often
@@ -100,7 +101,7 @@ def _index_type(n: int) -> type[np.signedinteger[Any]]:
     return np.int32 if n < 2**31 else np.int64  # half the memory
 
 
-def _containers(s: Floats, e: Floats, t: NDArray[np.int32]) -> NDArray[np.signedinteger[Any]]:
+def _containers(s: Floats, e: Floats, t: NDArray[np.int32]) -> Indices:
     """Per event ordered by (thread, start, longer first): its container's position in
     that order, or -1 (see ``parents``).
 
@@ -126,7 +127,7 @@ def _containers(s: Floats, e: Floats, t: NDArray[np.int32]) -> NDArray[np.signed
 
 def _walked(
     s: Floats, e: Floats, t: NDArray[np.int32], index: type[np.signedinteger[Any]]
-) -> NDArray[np.signedinteger[Any]]:
+) -> Indices:
     """``_containers`` by a stack walk: one Python step per event (a second per few million),
     for what the jumps would take too many rounds to resolve."""
     container = np.empty(s.size, dtype=index)
@@ -144,9 +145,7 @@ def _walked(
     return container
 
 
-def _jump(
-    candidate: NDArray[np.signedinteger[Any]], s: Floats, e: Floats, pending: NDArray[Any]
-) -> NDArray[Any]:
+def _jump(candidate: Indices, s: Floats, e: Floats, pending: NDArray[Any]) -> NDArray[Any]:
     """One round for some events: those whose candidate closed before they started take
     its candidate instead; returns those that may jump again. Any order of the blocks
     finds the same containers: a candidate only ever moves to one that is valid."""
@@ -158,9 +157,7 @@ def _jump(
     return again
 
 
-def _back_to_given_order(
-    order: NDArray[np.signedinteger[Any]], candidate: NDArray[np.signedinteger[Any]]
-) -> NDArray[np.signedinteger[Any]]:
+def _back_to_given_order(order: Indices, candidate: Indices) -> Indices:
     """Containers found in ``order`` (positions in it), as indices in the given order (of
     ``candidate``'s type)."""
     root = candidate < 0
