@@ -197,3 +197,34 @@ def test_the_torch_profiler_recipe_joins_each_step_to_its_batch(tmp_path: Path) 
     assert found is not None and found.num_workers == 2
     assert [s.step for s in found.steps] == [s.name for s in report.analysis.steps]
     assert found.steps and all(s.worker == s.batch % 2 for s in found.steps)
+
+
+def test_an_epoch_starting_in_the_window_makes_no_input_finding(tmp_path: Path) -> None:
+    """Cheap samples, 3 batches an epoch, the window across the second epoch's start: the
+    new iterator's first batch waits for its spawned workers to start (the raw files say
+    so), which is not the pipeline's pace: no input finding (it was a 'slow-worker' one)."""
+    from torch.profiler import profile, schedule
+
+    data = loader_workloads.Samples(slow=False, length=12)
+    loader = torch.utils.data.DataLoader(
+        data, batch_size=4, num_workers=2, multiprocessing_context="spawn"
+    )
+    model = torch.nn.Linear(loader_workloads.FEATURES, 4)
+    spans = LoaderSpans(tmp_path / "t.workers")
+    with (
+        spans.recorded(loader),
+        profile(schedule=schedule(wait=1, warmup=1, active=4, repeat=1)) as prof,
+    ):
+        for _ in range(2):  # 6 steps: the window's last 4 hold the second epoch's start
+            for x, _y in loader:
+                model(x).sum().backward()
+                prof.step()
+    prof.export_chrome_trace(str(tmp_path / "t.json"))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        report = steptrace.analyze(tmp_path / "t.json")
+    found = report.analysis.loader
+    assert found is not None
+    starts = [s for s in found.steps if s.batch < found.num_workers]
+    assert starts and any(s.behind_ms > 0 for s in starts)  # they did wait for the start
+    assert not [f for f in report.findings if f.rule == "input-pipeline"]

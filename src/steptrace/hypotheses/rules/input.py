@@ -7,7 +7,9 @@ while reading when the GPU is observed, the reading time itself when it is not.
 
 With the DataLoader's workers recorded beside the trace (``analysis.loader``), they decide,
 in place of the median step's reading share (``from_workers``, None without worker files
-joined to the steps: a ready batch every other step would halve that median). The share is
+joined to the steps: a ready batch every other step would halve that median). Each worker's
+first batch of an iterator is left out (it waited for the worker to start: an epoch's
+start inside the window, not the pipeline's pace), and said. The share is
 then the time the steps waited for a batch that was not ready yet (``StepBatch.behind_ms``)
 over their wall time, both summed (steps alternate between a late batch and a ready one);
 under ``input_share`` the workers kept up, a wait is the batch's arrival, and there is no
@@ -137,9 +139,13 @@ class Workers(msgspec.Struct, frozen=True):
 def from_workers(analysis: TraceAnalysis, limits: Thresholds) -> Workers | None:
     loader = analysis.loader
     names = {s.name for s in analysis.steps}
-    joined = [s for s in loader.steps if s.step in names] if loader else []
+    every = [s for s in loader.steps if s.step in names] if loader else []
+    # each worker's first batch of an iterator waited for the worker to start: an epoch's
+    # start, not the pipeline's pace
+    joined = [s for s in every if loader and s.batch >= loader.num_workers]
     if loader is None or not joined:
         return None
+    starts = len(every) - len(joined)
     wall = sum(s.wall_ms for s in analysis.steps if s.name in {b.step for b in joined})
     late = [s for s in joined if s.behind_ms > 0]
     behind = sum(s.behind_ms for s in late)
@@ -163,7 +169,7 @@ def from_workers(analysis: TraceAnalysis, limits: Thresholds) -> Workers | None:
             f"The DataLoader's {loader.num_workers} workers kept up: {len(joined) - len(late)} "
             f"of {len(joined)} batches were ready before the step asked for them; the wait is "
             f"receiving them from the workers ({received / len(joined):.2f} ms a batch)."
-        )
+        ) + _left_out(starts)
         if not analysis.trace.gpu_observed:
             return Workers(None, share, kept_up, "", "", tuple(figures), (), ())
         return Workers(  # the GPU idles while a ready batch reaches it
@@ -189,8 +195,17 @@ def from_workers(analysis: TraceAnalysis, limits: Thresholds) -> Workers | None:
         f"The step waited for a batch that was not ready in {len(late)} of {len(joined)} "
         f"steps, {behind:,.2f} ms in all ({pct(share)} of those steps' time), "
     )
-    observation = waited + said[0] + f" Busy over the window: {shares}."
+    observation = waited + said[0] + f" Busy over the window: {shares}." + _left_out(starts)
     return Workers(cause, share, observation, said[1], said[2], tuple(figures), workers, samples)
+
+
+def _left_out(starts: int) -> str:
+    if not starts:
+        return ""
+    return (
+        f" {starts} step(s) waited for an iterator's first batches, its workers starting: "
+        "left out here (persistent_workers=True keeps them between epochs)."
+    )
 
 
 def _cause(
