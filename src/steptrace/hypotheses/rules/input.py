@@ -7,9 +7,10 @@ while reading when the GPU is observed, the reading time itself when it is not.
 
 With the DataLoader's workers recorded beside the trace (``analysis.loader``), they decide,
 in place of the median step's reading share (``from_workers``, None without worker files
-joined to the steps: a ready batch every other step would halve that median). Each worker's
-first batch of an iterator is left out (it waited for the worker to start: an epoch's
-start inside the window, not the pipeline's pace), and said. The share is
+joined to the steps: a ready batch every other step would halve that median). A step that
+waited for a worker's first batch of an iterator longer than the batch took to make is left
+out (it waited for the worker to start: an epoch's start inside the window, not the
+pipeline's pace), and said. The share is
 then the time the steps waited for a batch that was not ready yet (``StepBatch.behind_ms``)
 over their wall time, both summed (steps alternate between a late batch and a ready one);
 under ``input_share`` the workers kept up, a wait is the batch's arrival, and there is no
@@ -140,9 +141,7 @@ def from_workers(analysis: TraceAnalysis, limits: Thresholds) -> Workers | None:
     loader = analysis.loader
     names = {s.name for s in analysis.steps}
     every = [s for s in loader.steps if s.step in names] if loader else []
-    # each worker's first batch of an iterator waited for the worker to start: an epoch's
-    # start, not the pipeline's pace
-    joined = [s for s in every if loader and s.batch >= loader.num_workers]
+    joined = [s for s in every if loader and not _starting(s, loader.num_workers)]
     if loader is None or not joined:
         return None
     starts = len(every) - len(joined)
@@ -197,6 +196,12 @@ def from_workers(analysis: TraceAnalysis, limits: Thresholds) -> Workers | None:
     )
     observation = waited + said[0] + f" Busy over the window: {shares}." + _left_out(starts)
     return Workers(cause, share, observation, said[1], said[2], tuple(figures), workers, samples)
+
+
+def _starting(step: StepBatch, workers: int) -> bool:
+    """The step waited for a worker's first batch of an iterator longer than the batch took
+    to make: part of its wait was the worker starting (an epoch's start), not its pace."""
+    return step.batch < workers and step.behind_ms > step.fetch_ms + step.collate_ms
 
 
 def _left_out(starts: int) -> str:
