@@ -8,6 +8,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 _T = np.generic
+_INT32 = np.iinfo(np.int32)
 
 
 def distinct(values: NDArray[_T]) -> NDArray[_T]:
@@ -38,3 +39,8 @@ def by_start_longer_first(start: NDArray[Any], dur: NDArray[Any]) -> NDArray[np.
         rows = order[grouped]  # each group of equal starts in given order, groups by start
         order[grouped] = rows[np.lexsort((-dur[rows], start[rows]))]
     return order
+
+
+def fits_int32(values: NDArray[Any]) -> bool:
+    """Every value of an integer array fits in int32 (an empty one: yes)."""
+    return not values.size or bool(_INT32.min <= values.min() and values.max() <= _INT32.max)

@@ -17,7 +17,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from steptrace.trace import heap
-from steptrace.trace.arrays import by_start_longer_first
+from steptrace.trace.arrays import by_start_longer_first, fits_int32
 from steptrace.trace.columns import Batch, Columns
 from steptrace.trace.fields import MISSING, Field, Value
 from steptrace.trace.table import EventTable, FlowTable, InstantTable, Sparse
@@ -27,7 +27,6 @@ from steptrace.trace.timestamps import LIMIT_NS, NOT_A_NUMBER, OK, OUT_OF_RANGE
 Ints = NDArray[np.int64]
 Rows = NDArray[np.intp]
 _HELPED = ("kind", "name_id", "raw_thread")  # the core columns this thread takes
-_INT32 = np.iinfo(np.int32)
 
 
 class Skipped(NamedTuple):
@@ -91,7 +90,7 @@ def _pop(batches: list[Batch], name: str, total: int, compact: bool = False) -> 
     fit in int32 is made int32 (half the memory: ids, devices and streams do)."""
     parts = [batch.pop(name) for batch in batches]
     column: NDArray[Any]
-    if compact and parts and all(_fits_int32(p) for p in parts):
+    if compact and parts and all(fits_int32(p) for p in parts):
         column = np.concatenate(parts, dtype=np.int32, casting="same_kind")
     else:
         column = np.concatenate(parts) if parts else np.zeros(0)
@@ -99,10 +98,6 @@ def _pop(batches: list[Batch], name: str, total: int, compact: bool = False) -> 
     if total >= heap.TRIM_ROWS:  # a few ms each: worth it only for large tables
         heap.release_freed_memory()
     return column
-
-
-def _fits_int32(values: NDArray[Any]) -> bool:
-    return not values.size or (_INT32.min <= values.min() and values.max() <= _INT32.max)
 
 
 def _gather(

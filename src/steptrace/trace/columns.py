@@ -20,6 +20,7 @@ from typing import Any, NamedTuple, TypeVar, cast
 import numpy as np
 from numpy.typing import NDArray
 
+from steptrace.trace.arrays import fits_int32
 from steptrace.trace.decode import METADATA_FIELDS, AnyEvent, Codec, Metadata, RawDocument
 from steptrace.trace.fields import MISSING, Field, Value
 from steptrace.trace.kinds import Kind, kind_of, legacy_operator_kind
@@ -32,7 +33,6 @@ Batch = dict[str, NDArray[np.generic]]
 _S = TypeVar("_S")
 
 _FLOW_PHASES = {"s": 0, "t": 1, "f": 2}
-_INT32 = np.iinfo(np.int32)
 _TEXT_VALUES = (Value.TEXT, Value.JSON)
 _NONE = {NoneType}
 _NUMBERS = {int, float, NoneType}
@@ -379,9 +379,7 @@ class Columns(NamedTuple):
 def _compact(column: NDArray[np.int64]) -> NDArray[np.signedinteger[Any]]:
     """An integer column as int32 when every value fits (a batch of ids, devices, streams:
     half the memory while the batches wait to be joined), else as it is."""
-    if column.size and _INT32.min <= column.min() and column.max() <= _INT32.max:
-        return column.astype(np.int32)
-    return column
+    return column.astype(np.int32) if column.size and fits_int32(column) else column
 
 
 def _ids(interner: _Interner, keys: Iterator[Any], n: int) -> NDArray[np.int32]:
