@@ -236,6 +236,20 @@ def test_each_class_is_removed_from_every_kind_of_field(
     assert (again, second.total) == (scrubbed, 0)
 
 
+def test_a_docker_auth_that_reads_as_a_password_assignment_is_removed(
+    small_doc: dict[str, Any],
+) -> None:
+    """Hypothesis found it: this auth's base64 holds ``pwd``, and before ``(12)`` in a stack
+    frame it read as the name of a ``pwd=...`` assignment, whose name was kept whole."""
+    value = base64.b64encode(b"gjpumj:g06PLiQItI").decode()
+    assert "pwd" in value
+    fields = {"auths": {"https://index.docker.io/v1/": {"auth": value}}}
+    secret = Secret("secret", f"registry auth {value}", (value,), fields=fields)
+    for place in MORE_PLACES:
+        scrubbed, _ = scrub_document(plant(small_doc, secret, place))
+        assert left(scrubbed, secret) == [], place
+
+
 def _escaped(text: str, rng: random.Random) -> str:
     """JSON contents of ``text`` with some of its letters and digits written as ``\\u``
     escapes."""

@@ -204,7 +204,11 @@ class Scrubber:
         if PLACEHOLDER.fullmatch(body.strip()) or (not scheme and body.lower() in _NOT_SECRETS):
             return match.group()  # Authorization: Bearer (the token follows elsewhere)
         kind = "token" if scheme else "secret"  # Authorization: Bearer ...
-        return _with_groups(match, {value_group: prefix + self.secret(body, kind)})
+        # the name keeps no declared name or secret: a Docker auth whose base64 held "pwd"
+        # read as the name of a "pwd=..." assignment, and was kept whole
+        text, (start, end) = match.string, match.span(value_group)
+        head = self.names_only.sub(self.replace, text[match.start() : start])
+        return head + prefix + self.secret(body, kind) + text[end : match.end()]
 
     def _cluster(self, match: re.Match[str]) -> str:
         root, folders_text = match.group("cluster_root", "cluster_folders")
