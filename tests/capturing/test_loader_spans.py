@@ -5,6 +5,7 @@ trace's __next__ call), nothing left changed on the loader."""
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import warnings
@@ -174,25 +175,30 @@ def test_an_accelerate_shard_is_recorded_through_the_dataloader_it_holds(tmp_pat
     assert base.worker_init_fn is None and "_get_iterator" not in vars(base)
 
 
-def test_the_torch_profiler_recipe_joins_each_step_to_its_batch(tmp_path: Path) -> None:
+def _profiled(tmp_path: Path, loader: Any, epochs: int, active: int) -> steptrace.Report:
     """docs/capture.md's recipe: ``spans.recorded(loader)`` around a plain torch.profiler
-    loop; the report joins each profiled step's wait to the batch from worker k mod 2."""
+    loop (wait 1, warm-up 1, ``active``) over ``epochs`` of the loader, 2 + ``active`` steps
+    at most; the exported trace's report."""
     from torch.profiler import profile, schedule
 
-    loader = loader_workloads.slow_samples("fork").loader
     model = torch.nn.Linear(loader_workloads.FEATURES, 4)
     spans = LoaderSpans(tmp_path / "t.workers")
-    with (
-        spans.recorded(loader),
-        profile(schedule=schedule(wait=1, warmup=1, active=3, repeat=1)) as prof,
-    ):
-        for _, (x, _y) in zip(range(6), loader, strict=False):
+    plan = schedule(wait=1, warmup=1, active=active, repeat=1)
+    with spans.recorded(loader), profile(schedule=plan) as prof:
+        batches = itertools.chain.from_iterable(loader for _ in range(epochs))
+        for x, _y in itertools.islice(batches, 2 + active):
             model(x).sum().backward()
             prof.step()
     prof.export_chrome_trace(str(tmp_path / "t.json"))
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        report = steptrace.analyze(tmp_path / "t.json")
+        return steptrace.analyze(tmp_path / "t.json")
+
+
+def test_the_torch_profiler_recipe_joins_each_step_to_its_batch(tmp_path: Path) -> None:
+    """The recipe: the report joins each profiled step's wait to the batch from worker
+    k mod 2."""
+    report = _profiled(tmp_path, loader_workloads.slow_samples("fork").loader, 1, 3)
     found = report.analysis.loader
     assert found is not None and found.num_workers == 2
     assert [s.step for s in found.steps] == [s.name for s in report.analysis.steps]
@@ -203,26 +209,11 @@ def test_an_epoch_starting_in_the_window_makes_no_input_finding(tmp_path: Path) 
     """Cheap samples, 3 batches an epoch, the window across the second epoch's start: the
     new iterator's first batch waits for its spawned workers to start (the raw files say
     so), which is not the pipeline's pace: no input finding (it was a 'slow-worker' one)."""
-    from torch.profiler import profile, schedule
-
     data = loader_workloads.Samples(slow=False, length=12)
     loader = torch.utils.data.DataLoader(
         data, batch_size=4, num_workers=2, multiprocessing_context="spawn"
     )
-    model = torch.nn.Linear(loader_workloads.FEATURES, 4)
-    spans = LoaderSpans(tmp_path / "t.workers")
-    with (
-        spans.recorded(loader),
-        profile(schedule=schedule(wait=1, warmup=1, active=4, repeat=1)) as prof,
-    ):
-        for _ in range(2):  # 6 steps: the window's last 4 hold the second epoch's start
-            for x, _y in loader:
-                model(x).sum().backward()
-                prof.step()
-    prof.export_chrome_trace(str(tmp_path / "t.json"))
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        report = steptrace.analyze(tmp_path / "t.json")
+    report = _profiled(tmp_path, loader, 2, 4)  # 6 steps: the last 4 hold epoch 2's start
     found = report.analysis.loader
     assert found is not None
     starts = [s for s in found.steps if s.batch < found.num_workers]  # the second epoch's
