@@ -22,14 +22,21 @@ are absolute integer nanoseconds of the rank's own clock (``clock_ns``: base + o
 from __future__ import annotations
 
 import functools
-import json
 import re
-from typing import Literal
+from typing import Literal, cast
 
 import msgspec
 import numpy as np
 from numpy.typing import NDArray
 
+from steptrace.analysis.communication.call_args import (
+    CommArgs,
+    first_of_each,
+    group_ranks,
+    message_bytes,
+    nanoseconds_at,
+    shape_bytes,
+)
 from steptrace.analysis.time.links import CpuTree, GpuLinks
 from steptrace.trace.kinds import Kind
 from steptrace.trace.table import EventTable
@@ -55,32 +62,6 @@ _KINDS = {
     "reduce": "reduce",
     "gather": "gather",
     "scatter": "scatter",
-}
-_DTYPE_BYTES = {
-    "float": 4,
-    "float32": 4,
-    "double": 8,
-    "float64": 8,
-    "half": 2,
-    "float16": 2,
-    "bfloat16": 2,
-    "long": 8,
-    "int64": 8,
-    "int": 4,
-    "int32": 4,
-    "short": 2,
-    "int16": 2,
-    "byte": 1,
-    "uint8": 1,
-    "char": 1,
-    "int8": 1,
-    "signed char": 1,
-    "unsigned char": 1,
-    "bool": 1,
-    "c10::half": 2,
-    "c10::bfloat16": 2,
-    "float8_e4m3fn": 1,
-    "float8_e5m2": 1,
 }
 DEFAULT_GROUP = "default"
 CollectiveSource = Literal["record_param_comms", "c10d", "gloo", "nccl_kernel"]
@@ -126,12 +107,9 @@ def collective_instances(
     kernels_of, claimed = _kernels_inside(events, links, comm_kernels, cpu_rows)
     gloo = gloo_rows(events)
     gpu_trace = bool(links.rows.size)
-    found: list[Instance] = []
-    for row in cpu_rows.tolist():
-        kernels = kernels_of.get(row, [])
-        if not kernels and gloo.size:
-            continue  # the gloo event of this call is counted instead
-        found.append(_cpu_instance(events, row, rpc.get(row), kernels, clock_ns, gpu_trace))
+    if gloo.size:  # calls that launched no kernel: their gloo event is counted instead
+        cpu_rows = cpu_rows[np.isin(cpu_rows, list(kernels_of))]
+    found = _cpu_instances(events, cpu_rows, rpc, kernels_of, clock_ns, gpu_trace)
     for row in gloo.tolist():
         found.append(_gloo_instance(events, row, clock_ns))
     for row in comm_kernels[~np.isin(comm_kernels, claimed)].tolist():
@@ -149,25 +127,6 @@ def _comm_kernels(events: EventTable, links: GpuLinks) -> NDArray[np.int64]:
     keep = (events.kind[rows] == Kind.KERNEL) & names[events.name_id[rows]]
     out: NDArray[np.int64] = rows[keep]
     return out
-
-
-class CommArgs:
-    """The collective args of the rows that carry them (the ``collective`` field group):
-    ``at(row)`` is a row's index among them, the getters read the field there."""
-
-    def __init__(self, events: EventTable) -> None:
-        self.events = events
-        self.rows = events.sparse_column("collective").rows
-
-    def at(self, row: int) -> int | None:
-        k = int(np.searchsorted(self.rows, row))
-        return k if k < self.rows.size and int(self.rows[k]) == row else None
-
-    def text(self, field: str, k: int) -> str | None:
-        return self.events.text(int(self.events.sparse_column(field).values[k]))
-
-    def number(self, field: str, k: int) -> int:
-        return int(self.events.sparse_column(field).values[k])
 
 
 def _param_comms(events: EventTable) -> dict[int, int]:
@@ -245,45 +204,92 @@ def _kernels_inside(
     return owned, np.array(claimed, dtype=np.int64)
 
 
-def _cpu_instance(
-    events: EventTable, row: int, k: int | None, kernels: list[int], clock_ns: int, gpu: bool
-) -> Instance:
-    comm = CommArgs(events)
-    if k is not None:
-        kind = kind_of(comm.text("collective", k) or "unknown")
-        group = comm.text("process_group", k) or DEFAULT_GROUP
-        seq_k, size_k = comm.number("seq", k), comm.number("group_size", k)
-        seq = seq_k if seq_k >= 0 else None
-        nbytes = _bytes(comm.number("in_nelems", k), comm.text("dtype", k))
-        size = size_k if size_k > 0 else None
-        ranks = _ranks(comm.text("group_ranks", k))
-    else:
-        match = _C10D.match(events.name_of(row))
-        kind = kind_of(match.group(1) if match else "unknown")
-        group, seq, nbytes, size, ranks = DEFAULT_GROUP, None, _shape_bytes(events, row), None, None
-    issued = _ns(float(events.start_us[row]), clock_ns)
-    if kernels:
-        rows = np.array(kernels)
-        start = _ns(float(events.start_us[rows].min()), clock_ns)
-        end = _ns(float(events.end_us[rows].max()), clock_ns)
-        lane = f"stream {int(events.stream[rows[0]])}"
-    else:
-        start, end = issued, _ns(float(events.end_us[row]), clock_ns)
-        lane = "cpu"
-    return Instance(
-        kind=kind,
-        process_group=group,
-        seq=seq,
-        lane=lane,
-        source="record_param_comms" if k is not None else "c10d",
-        issued_ns=issued,
-        start_ns=start,
-        end_ns=end,
-        blocking=bool(kernels) or not gpu,
-        nbytes=nbytes,
-        group_size=size,
-        group_ranks=ranks,
-    )
+def _cpu_instances(
+    events: EventTable,
+    rows: NDArray[np.int64],
+    rpc: dict[int, int],
+    kernels_of: dict[int, list[int]],
+    clock_ns: int,
+    gpu: bool,
+) -> list[Instance]:
+    """One instance per CPU call (a ``record_param_comms`` row in ``rpc``, else a c10d
+    operator), each field read for every call at once."""
+    listed = rows.tolist()
+    issued = nanoseconds_at(events.start_us[rows], clock_ns)
+    start, end = list(issued), nanoseconds_at(events.end_us[rows], clock_ns)
+    lane = ["cpu"] * len(listed)
+    launched = [k for k, row in enumerate(listed) if kernels_of.get(row)]
+    if launched:  # the call's time is its kernels': the first start, the last end
+        groups = [kernels_of[listed[k]] for k in launched]
+        kernels, first = np.array([r for g in groups for r in g]), first_of_each(groups)
+        starts = nanoseconds_at(np.minimum.reduceat(events.start_us[kernels], first), clock_ns)
+        ends = nanoseconds_at(np.maximum.reduceat(events.end_us[kernels], first), clock_ns)
+        streams = events.stream[kernels[first]].tolist()
+        for k, s, e, stream in zip(launched, starts, ends, streams, strict=True):
+            start[k], end[k], lane[k] = s, e, f"stream {stream}"
+    args = _call_args(events, listed, rpc)
+    return [
+        Instance(
+            kind=kind,
+            process_group=group,
+            seq=seq,
+            lane=lane[k],
+            source="record_param_comms" if listed[k] in rpc else "c10d",
+            issued_ns=issued[k],
+            start_ns=start[k],
+            end_ns=end[k],
+            blocking=lane[k] != "cpu" or not gpu,
+            nbytes=nbytes,
+            group_size=size,
+            group_ranks=ranks,
+        )
+        for k, (kind, group, seq, nbytes, size, ranks) in enumerate(args)
+    ]
+
+
+_CallArgs = tuple[str, str, int | None, int | None, int | None, tuple[int, ...] | None]
+
+
+def _call_args(events: EventTable, rows: list[int], rpc: dict[int, int]) -> list[_CallArgs]:
+    """Per call: its kind, process group, seq, message bytes, group size and ranks (what
+    ``record_param_comms`` recorded; a c10d operator's name and input shape else)."""
+    found: list[_CallArgs | None] = [None] * len(rows)
+    recorded = [k for k, row in enumerate(rows) if row in rpc]
+    if recorded:
+        comm = CommArgs(events)
+        ks = np.array([rpc[rows[k]] for k in recorded], dtype=np.intp)
+        columns = zip(
+            comm.texts("collective", ks),
+            comm.texts("process_group", ks),
+            comm.numbers("seq", ks),
+            comm.numbers("in_nelems", ks),
+            comm.texts("dtype", ks),
+            comm.numbers("group_size", ks),
+            comm.texts("group_ranks", ks),
+            strict=True,
+        )
+        for k, (name, group, seq, count, dtype, size, ranks) in zip(recorded, columns, strict=True):
+            found[k] = (
+                kind_of(name or "unknown"),
+                group or DEFAULT_GROUP,
+                seq if seq >= 0 else None,
+                message_bytes(count, dtype),
+                size if size > 0 else None,
+                group_ranks(ranks),
+            )
+    kinds: dict[int, str] = {}  # per name id
+    sizes: dict[tuple[int, int], int | None] = {}  # per input dims and types ids
+    for k, row in enumerate(rows):
+        if found[k] is None:
+            name = int(events.name_id[row])
+            if name not in kinds:
+                match = _C10D.match(events.names[name])
+                kinds[name] = kind_of(match.group(1) if match else "unknown")
+            shape = (int(events.input_dims[row]), int(events.input_types[row]))
+            if shape not in sizes:
+                sizes[shape] = shape_bytes(events, row)
+            found[k] = (kinds[name], DEFAULT_GROUP, None, sizes[shape], None, None)
+    return cast(list[_CallArgs], found)
 
 
 def _gloo_instance(events: EventTable, row: int, clock_ns: int) -> Instance:
@@ -299,7 +305,7 @@ def _gloo_instance(events: EventTable, row: int, clock_ns: int) -> Instance:
         start_ns=start,
         end_ns=_ns(float(events.end_us[row]), clock_ns),
         blocking=True,
-        nbytes=_shape_bytes(events, row),
+        nbytes=shape_bytes(events, row),
         group_size=None,
         group_ranks=None,
     )
@@ -332,45 +338,7 @@ def _kernel_instance(events: EventTable, row: int, clock_ns: int) -> Instance:
         kind=kind_of(comm.text("collective", k) or (match.group(1) if match else "") or "unknown"),
         process_group=comm.text("process_group", k) or DEFAULT_GROUP,
         seq=seq if seq >= 0 else None,
-        nbytes=_bytes(comm.number("in_nelems", k), comm.text("dtype", k)),
+        nbytes=message_bytes(comm.number("in_nelems", k), comm.text("dtype", k)),
         group_size=size if size > 0 else None,
-        group_ranks=_ranks(comm.text("group_ranks", k)),
+        group_ranks=group_ranks(comm.text("group_ranks", k)),
     )
-
-
-def _bytes(nelems: int, dtype: str | None) -> int | None:
-    size = _DTYPE_BYTES.get((dtype or "").lower())
-    return nelems * size if size is not None and nelems >= 0 else None
-
-
-def _shape_bytes(events: EventTable, row: int) -> int | None:
-    """The first input tensor's size from the recorded shapes, when shapes were recorded."""
-    dims_text = events.text(int(events.input_dims[row]))
-    if dims_text is None:
-        return None
-    try:
-        dims = json.loads(dims_text)
-        types = json.loads(events.text(int(events.input_types[row])) or "[]")
-    except ValueError:
-        return None
-    while dims and isinstance(dims[0], list) and dims[0] and isinstance(dims[0][0], list):
-        dims = dims[0]  # a TensorList: its first tensor
-    if not dims or not isinstance(dims[0], list) or not dims[0] or not types:
-        return None
-    count = 1
-    for d in dims[0]:
-        count *= int(d)
-    return _bytes(count, str(types[0]))
-
-
-@functools.lru_cache(maxsize=256)
-def _ranks(text: str | None) -> tuple[int, ...] | None:
-    if not text:
-        return None
-    try:
-        ranks = json.loads(text)
-    except ValueError:
-        return None
-    if not isinstance(ranks, list) or not ranks or not all(isinstance(r, int) for r in ranks):
-        return None
-    return tuple(ranks)

@@ -118,20 +118,19 @@ def _span_us(instance: Instance) -> tuple[float, float]:
 def _waiting(
     instances: Sequence[Instance], compute: iv.Intervals, windows: tuple[StepWindow, ...]
 ) -> set[int]:
-    """The ids of the long instances that lasted longer than the compute before them."""
+    """The ids of the long instances that lasted longer than the compute before them: since
+    the end of every instance that started before (or since the step's start), every
+    instance at once."""
     ordered = sorted(instances, key=lambda i: i.start_ns)
-    starts = np.array([i.start_ns / 1000 for i in ordered])
+    spans = np.array([_span_us(i) for i in ordered]).reshape(-1, 2)
+    starts, ends = spans[:, 0], spans[:, 1]
     step = step_of(windows, starts)
-    found: set[int] = set()
-    previous_end = -np.inf
-    for instance, k in zip(ordered, step.tolist(), strict=True):
-        start, end = _span_us(instance)
-        since = max(previous_end, windows[k].start_us if k >= 0 else start)
-        before = iv.total(iv.clip(compute, since, start)) if start > since else 0.0
-        if end - start >= LONG_MS * 1000 and end - start > before:
-            found.add(id(instance))
-        previous_end = max(previous_end, end)
-    return found
+    previous_end = np.maximum.accumulate(np.concatenate(([-np.inf], ends[:-1])))
+    step_start = np.array([w.start_us for w in windows] + [0.0])[step]  # [-1]: no step
+    since = np.maximum(previous_end, np.where(step >= 0, step_start, starts))
+    before = np.where(starts > since, iv.covered(compute, since, starts), 0.0)
+    found = (ends - starts >= LONG_MS * 1000) & (ends - starts > before)
+    return {id(ordered[k]) for k in np.flatnonzero(found).tolist()}
 
 
 def _kind(
