@@ -37,7 +37,9 @@ short of the issue's target, the target is named beside it and not claimed.
    they fit; 0.52-0.54 before), and 0.55 catches a regression of a tenth. 16x, not 8x:
    the interpreter, the workers and the ring that feeds them take about 160 MB whatever the
    size, a third of an 8x copy and a fifth of this one. The wall time against
-   ``json.loads`` of the same copy is reported beside it (information).
+   ``json.loads`` of the same copy is reported beside it (information), from a run of its
+   own in each round: the memory sampling takes CPU from the run it measures
+   (``scale_one_trace._measured``).
 3. The demo: ``steptrace demo`` as ``make demo`` runs it, into a temporary folder; its
    ``report.json`` must show the planted slow input pipeline found (rule ``input-pipeline``),
    its check run, and the check's outcome ``supported``. FAIL otherwise, or when the demo fails.

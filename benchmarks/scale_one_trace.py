@@ -23,12 +23,14 @@ Each measurement is a fresh process, the tools interleaved for ``--repeats`` rou
    predicted from the previous size (linear in the text) and the run is skipped when the
    prediction exceeds half of the memory available.
 
-Wall time is taken around the child. Peak memory: for steptrace, the peak over time of the
-PSS summed over its whole process tree, the workers included (``process_tree``, psutil every
-20 ms): the memory the command takes from the machine, a page a worker shares with its
-parent counted once; the summed RSS (an upper bound, such pages counted in every process)
-is reported beside it. For json.loads, the child's ``ru_maxrss`` from ``os.wait4``
-(``analyze_speed.run_child``). Reported: medians, MB of JSON per second of the whole
+Wall time is taken around the child, with nothing else measuring it. Peak memory: for
+steptrace, the peak over time of the PSS summed over its whole process tree, the workers
+included (``process_tree``, psutil every 20 ms), in a second run of each round (the
+sampling takes CPU: timed with it, the 32x run took 16% longer): the memory the command
+takes from the machine, a page a worker shares with its parent counted once; the summed
+RSS (an upper bound, such pages counted in every process) is reported beside it. For
+json.loads, the child's ``ru_maxrss`` from ``os.wait4`` (``analyze_speed.run_child``),
+from its timed run. Reported: medians, MB of JSON per second of the whole
 process, and peak memory / uncompressed size. The load average is printed: on a shared
 machine, quote the figures with it.
 
@@ -220,12 +222,19 @@ def time_size(
 
 
 def _measured(name: str, argv: list[str], timeout_s: float) -> Run:
-    """A steptrace run with its whole process tree's memory; json.loads with its own."""
+    """json.loads: one run, its wall time and ``ru_maxrss``. steptrace: two runs, its wall
+    time from one measured as json.loads' is (nothing beside it), its whole process tree's
+    memory from the other: sampling the tree's PSS every 20 ms takes CPU from the measured
+    command (on two cores, 10.3 s became 11.9 s on the 32x replica, 2026-12-07), so the
+    sampled run's wall time would not compare with json.loads'."""
     if not name.startswith("steptrace"):
         return run_child(argv, timeout_s)
+    timed = run_child(argv, timeout_s)
+    if timed.returncode != 0:
+        return timed
     tree = run_tree(argv, timeout_s=timeout_s)
     return Run(
-        tree.wall_s,
+        timed.wall_s,
         tree.peak_pss_bytes,
         tree.returncode,
         "",
