@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, TypeVar, cast
 
 import numpy as np
 from numpy.typing import NDArray
 
 _T = np.generic
+_Array = TypeVar("_Array", bound=NDArray[Any])
 _INT32 = np.iinfo(np.int32)
 
 
@@ -18,10 +19,19 @@ def distinct(values: NDArray[_T]) -> NDArray[_T]:
     here 100x slower than sorting on a million spread-out ids (1.4 s against 11 ms).
     NaNs, if any, are kept each (unlike ``np.unique``): pass integers.
     """
-    ordered = np.sort(values, axis=None)
+    ordered = in_order(values.ravel())
     if ordered.size == 0:
         return ordered
     return ordered[np.concatenate(([True], ordered[1:] != ordered[:-1]))]
+
+
+def in_order(values: _Array) -> _Array:
+    """``np.sort(values)`` of a 1-d array, at once when it is in order already (a column in
+    table order, rows found by ``flatnonzero``): numpy's default sort takes as long on
+    sorted input as on any (50 ms a million values here), the check 0.2 ms."""
+    if values.size < 2 or bool((values[1:] >= values[:-1]).all()):
+        return values.copy()
+    return cast(_Array, np.sort(values))
 
 
 def by_start_longer_first(start: NDArray[Any], dur: NDArray[Any]) -> NDArray[np.intp]:

@@ -36,6 +36,7 @@ from steptrace.analysis.compiler.events import COMPILE_ID, TIMED, compiler_rows,
 from steptrace.analysis.context import FigureSpec, TraceContext
 from steptrace.analysis.time.steps import StepWindow
 from steptrace.trace import intervals as iv
+from steptrace.trace.arrays import in_order
 from steptrace.trace.kinds import Kind
 from steptrace.trace.table import EventTable
 
@@ -194,9 +195,9 @@ def _eager_calls(
     eager = 0
     for thread in np.unique(events.thread_id[lookups]).tolist():
         mine = lookups[events.thread_id[lookups] == thread]
-        ends = np.sort(events.end_us[mine])
-        nexts = np.append(np.sort(events.start_us[mine])[1:], step.end_us)
-        starts = np.sort(events.start_us[regions[events.thread_id[regions] == thread]])
+        ends = in_order(events.end_us[mine])
+        nexts = np.append(in_order(events.start_us[mine])[1:], step.end_us)
+        starts = in_order(events.start_us[regions[events.thread_id[regions] == thread]])
         if not starts.size:
             eager += mine.size
             continue

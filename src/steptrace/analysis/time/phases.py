@@ -24,7 +24,7 @@ from steptrace.analysis.time.parts import part_of
 from steptrace.analysis.time.steps import StepWindow, label_rows
 from steptrace.scenario import TRAINING_STEP
 from steptrace.trace import intervals as iv
-from steptrace.trace.arrays import distinct
+from steptrace.trace.arrays import distinct, in_order
 from steptrace.trace.kinds import Kind
 from steptrace.trace.nesting import innermost_pieces, parents
 from steptrace.trace.table import EventTable
@@ -109,9 +109,9 @@ def phases_per_step(
 ) -> tuple[StepPhases, ...]:
     """Labels of every step, in the order they first appear in it."""
     labels = _Labels.of(events, label_rows(events))
-    launches = None if launch_starts is None else np.sort(launch_starts)
-    grads = np.sort(events.start_us[events.records_grad])
-    operators = np.sort(events.start_us[events.kind == Kind.CPU_OP])
+    launches = None if launch_starts is None else in_order(launch_starts)
+    grads = in_order(events.start_us[events.records_grad])
+    operators = in_order(events.start_us[events.kind == Kind.CPU_OP])
     return tuple(
         _step_phases(events, step, labels, (gpu_busy, silences), launches, (grads, operators))
         for step in steps

@@ -62,7 +62,7 @@ from steptrace.analysis.timeline.model import (
 )
 from steptrace.analysis.timeline.workers import waiting_thread, worker_lanes, worker_spans
 from steptrace.trace import intervals as iv
-from steptrace.trace.arrays import distinct
+from steptrace.trace.arrays import distinct, in_order
 from steptrace.trace.kinds import Kind
 from steptrace.trace.nesting import parents
 from steptrace.trace.table import EventTable, Trace
@@ -178,7 +178,7 @@ def _cpu_rows(events: EventTable, tree: CpuTree) -> Rows:
     """Labels (step markers included) and top operators, in table order."""
     labels = np.flatnonzero(events.kind == Kind.USER_ANNOTATION)
     top_ops = tree.ops[tree.op_parent < 0]
-    return np.sort(np.concatenate((labels, top_ops)))
+    return in_order(np.concatenate((labels, top_ops)))
 
 
 def _depths(events: EventTable, rows: Rows, lane: NDArray[np.int32] | None = None) -> Rows:
