@@ -48,7 +48,7 @@ def _report(path: Path, jobs: int, code: int = 0) -> str:
 
 def _small_pieces(monkeypatch: pytest.MonkeyPatch, piece: int) -> None:
     """Pieces of about ``piece`` bytes: the text read and gunzipped in chunks that small
-    too (a worker's piece ends at a chunk's last cut)."""
+    too (a worker's piece ends at the first cut past its size)."""
     monkeypatch.setattr(splitting, "_PIECE_BYTES", piece)
     monkeypatch.setattr(streaming, "CHUNK_BYTES", piece)
     monkeypatch.setattr(streaming, "_READ_BYTES", piece)

@@ -289,3 +289,24 @@ def test_raw_pieces_hold_every_byte_once_in_order(sizes: list[int], piece: int) 
             b"".join(bytes(p) for p in parts) + between for parts, between in cut.raw_pieces(start)
         )
     assert (seen + bytes(cut.buffer)) == text[text.index(b"[", text.index(b"traceEvents")) + 1 :]
+
+
+def test_worker_pieces_are_of_one_size_the_first_and_the_last_too() -> None:
+    """Each piece ends at the first cut past its size, even in the middle of a chunk: the
+    first (the text after the events' key and the next chunk) is not twice the others, and
+    the events of the text's last chunk go to a piece too, not to this process's end."""
+    events = [cpu(f"op{i}", 10 + i * 20, 5) for i in range(4000)]
+    text = json.dumps(document(events), indent=1).encode()
+    size = 1 << 14
+    with mock.patch.object(splitting, "_PIECE_BYTES", size // splitting._WORKER_PIECES):
+        chunks = [text[i : i + size] for i in range(0, len(text), size)]
+        rest, _, start = splitting.start_pieces(chunks, CODEC)
+        pieces = [b"".join(parts) for parts, _ in rest.raw_pieces(start)]
+        left = bytes(rest.buffer)
+    event_bytes = len(text) // len(events)
+    assert len(pieces) >= len(text) // size - 1
+    assert all(size <= len(p) < size + 2 * event_bytes for p in pieces[:-1])
+    assert len(pieces[-1]) < size + 2 * event_bytes
+    assert len(left) < 2 * event_bytes + 200  # the last event, the array's end, the rest
+    decoded = [e for p in pieces for e in CODEC.event_list.decode(b"[" + p + b"]")]
+    assert len(decoded) + left.count(b'"ph"') == text.count(b'"ph"')  # each event once

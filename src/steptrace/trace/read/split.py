@@ -244,27 +244,42 @@ class _Text:
         the next (``,`` and spaces): a cut may be wrong, which the pieces' decoding tells
         (``parallel``). What is left in ``buffer`` is the rest.
 
-        A piece ends at a chunk's last ``}, {``, once it holds ``worker_piece_bytes()``:
-        it is the chunks taken since the previous cut, as they came (views of them), so
-        that each byte is copied once, where the caller puts it (a worker's slot), not
-        first into a buffer here. The text after the cut, most often a part of one event,
-        starts the next piece. The parts are valid until the next piece is asked for."""
+        A piece ends at the first ``}, {`` once it holds ``worker_piece_bytes()`` (else at
+        the last one of its last chunk): it is the chunks taken since the previous cut, as
+        they came (views of them), so that each byte is copied once, where the caller puts
+        it (a worker's slot), not first into a buffer here. The text after the cut starts
+        the next piece. The parts are valid until the next piece is asked for. (Cut at a
+        chunk's last ``}, {``, as until 2026-12-07, the first piece took the text before
+        the events' key and a whole chunk after it: twice the others, the one whose
+        columns every other piece waits behind.)"""
         size = worker_piece_bytes()
         held: list[bytes | memoryview] = []
         held_bytes = 0
         for chunk in chain((bytes(self.buffer[start:]),), self._chunks):
             held.append(chunk)
             held_bytes += len(chunk)
-            if held_bytes < size or (cut := _last_cut(chunk)) is None:
-                if held_bytes > size + _MAX_PENDING:
-                    raise TextOverflow
-                continue  # too little yet, or no cut inside this chunk: take the next
-            view = memoryview(chunk)
-            held[-1] = view[: cut[0]]
-            yield held, bytes(view[cut[0] : cut[1]])
-            held = [view[cut[1] :]]
-            held_bytes = len(held[0])
-        self.buffer = bytearray().join(held)
+            while held_bytes >= size and (cut := _cut(held[-1], held_bytes - size)) is not None:
+                view = memoryview(held[-1])
+                held[-1] = view[: cut[0]]
+                yield held, bytes(view[cut[0] : cut[1]])
+                held = [view[cut[1] :]]
+                held_bytes = len(held[0])
+            if held_bytes > size + _MAX_PENDING:
+                raise TextOverflow
+        rest = b"".join(held)
+        if len(rest) > _PIECE_BYTES // 8 and (cut := _last_cut(rest)) is not None:
+            # the text's end: its events but the last are a piece too, not decoded here
+            view = memoryview(rest)
+            yield [view[: cut[0]]], bytes(view[cut[0] : cut[1]])
+            rest = rest[cut[1] :]
+        self.buffer = bytearray(rest)
+
+
+def _cut(chunk: bytes | memoryview, beyond: int) -> tuple[int, int] | None:
+    """Where the piece ending in ``chunk`` is cut, ``beyond`` its bytes past the piece's
+    size: the first ``}, {`` from there, else the chunk's last; None if it has none."""
+    first = _BETWEEN_EVENTS.search(chunk, max(len(chunk) - beyond - 1, 0))
+    return (first.start() + 1, first.end() - 1) if first else _last_cut(chunk)
 
 
 def _last_cut(chunk: bytes | memoryview) -> tuple[int, int] | None:
