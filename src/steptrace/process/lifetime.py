@@ -39,17 +39,22 @@ def worker_start(parent: int) -> None:
 
 
 @contextmanager
-def starting_children() -> Iterator[None]:
+def starting_children(forked: bool = False) -> Iterator[None]:
     """Processes started in the block begin with SIGINT blocked (a signal mask is inherited
     across fork and exec), and a Ctrl-C in the block is raised here once it ends: never
-    while a child is half started (one whose parent is gone dies in a traceback)."""
+    while a child is half started (one whose parent is gone dies in a traceback).
+
+    ``forked``: only forked workers start in the block. Their pool's semaphores are
+    unlinked at once, and nothing else of theirs needs multiprocessing's resource tracker, so
+    it is not started: an interpreter of its own (20 ms of CPU), beside the first pieces'
+    decoding on two cores."""
     if threading.current_thread() is not threading.main_thread():
         yield  # another thread's children: its caller's to handle
         return
     from multiprocessing import resource_tracker
 
-    # started first: starting it unblocks SIGINT in the thread that spawns it
-    resource_tracker.ensure_running()
+    if not forked:  # started first: starting it unblocks SIGINT in the thread that spawns it
+        resource_tracker.ensure_running()
     caught: list[int] = []
     handler = signal.signal(signal.SIGINT, lambda number, frame: caught.append(number))
     mask = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})

@@ -14,6 +14,8 @@ import gzip
 import json
 import multiprocessing
 import os
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -259,6 +261,23 @@ def test_workers_that_cannot_all_start_leave_none_behind(monkeypatch: pytest.Mon
         assert pool is None
     assert forks[0] == 3
     assert multiprocessing.active_children() == []
+
+
+def test_forked_workers_start_no_resource_tracker() -> None:
+    """A fork pool's semaphores are unlinked at once: multiprocessing's resource tracker (an
+    interpreter of its own) is not started for it. In a fresh interpreter: this one may
+    have started it for another pool."""
+    code = (
+        "from multiprocessing import resource_tracker\n"
+        "from steptrace.trace.read.parallel import worker_pool\n"
+        "with worker_pool(2) as pool:\n"
+        "    assert pool is not None and pool.ring is not None  # forked\n"
+        "    assert pool.pool.submit(int).result() == 0\n"
+        "print(resource_tracker._resource_tracker._pid)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "None"
 
 
 def test_one_file_gets_at_most_max_workers() -> None:

@@ -180,7 +180,7 @@ def worker_pool(workers: int) -> Iterator[WorkerPool | None]:
         ring = mmap.mmap(-1, slots * (slot_bytes + room_bytes)) if forks else None
         _RING = ring  # the workers forked next see it there
         context = multiprocessing.get_context("fork" if forks else "spawn")
-        with starting_children():
+        with starting_children(forked=forks):
             pool = ProcessPoolExecutor(
                 workers, mp_context=context, initializer=_worker_start, initargs=(os.getpid(),)
             )
