@@ -125,7 +125,18 @@ def leave(code: int) -> NoReturn:
     _STATE.code = code
     if "torch" in sys.modules:
         sys.exit(code)
+    _release_named_semaphores()
     os._exit(code)
+
+
+def _release_named_semaphores() -> None:
+    """multiprocessing's objects still alive (a pool's queues, held by an interruption's
+    traceback) unlink their named semaphores, as the interpreter's exit would: skipped,
+    the resource tracker warns of them as leaked once this process is gone. Their
+    finalizers, not its exit function: that one joins the children."""
+    util = sys.modules.get("multiprocessing.util")
+    if util is not None:
+        util._run_finalizers(0)  # those of priority 0 and up: semaphores, queues' closing
 
 
 def _last() -> None:
