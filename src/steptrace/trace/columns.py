@@ -331,17 +331,12 @@ class _Carriers:
             rows = np.flatnonzero(member[self.kind.view(np.uint8)])
             if flags is not None:
                 rows = rows[flags[self.name_id[rows]]] if flags.any() else rows[:0]
-            self._found[key] = rows, self._every_args()[rows].tolist()
+            if self._args is None:  # every event's, read once: numpy picks each field's rows
+                empty = self.no_args
+                found = [a or empty for a in map(attrgetter("args"), self.complete)]
+                self._args = np.fromiter(found, dtype=object, count=len(found))
+            self._found[key] = rows, self._args[rows].tolist()
         return self._found[key]
-
-    def _every_args(self) -> NDArray[np.object_]:
-        """Every event's ``args`` (an empty one for events without), read in one pass for
-        all the fields: each field's rows are then picked by numpy, not one by one."""
-        if self._args is None:
-            empty, complete = self.no_args, self.complete
-            found = [a or empty for a in map(attrgetter("args"), complete)]
-            self._args = np.fromiter(found, dtype=object, count=len(complete))
-        return self._args
 
     def fallback(self, field: Field, rows: Rows) -> Iterator[int | str] | None:
         """Where ``field`` falls back on the event's pid or tid: those, per row."""
