@@ -114,12 +114,17 @@ def group_ranks(text: str | None) -> tuple[int, ...] | None:
     return tuple(ranks)
 
 
+def nanoseconds(us: float, clock_ns: int) -> int:
+    """Absolute integer ns of a time in the table's microseconds: exact, because they hold
+    integer ns of the trace's origin."""
+    return clock_ns + round(us * 1000)
+
+
 def nanoseconds_at(us: NDArray[np.float64], clock_ns: int) -> list[int]:
-    """``clock_ns + round(us * 1000)`` for each value (ties to even, as ``round``): absolute
-    integer ns, exact because the microseconds hold integer ns of the trace's origin."""
+    """``nanoseconds`` of each value, the rounding (ties to even) done by numpy."""
+    if not (np.abs(us * 1000) < 2**62).all():  # beyond int64 (or NaN): one at a time
+        return [nanoseconds(x, clock_ns) for x in us.tolist()]
     scaled = us * 1000
-    if not (np.abs(scaled) < 2**62).all():  # beyond int64 (or NaN): as ``round`` does it
-        return [clock_ns + round(x) for x in scaled.tolist()]
     return [clock_ns + x for x in np.rint(scaled).astype(np.int64).tolist()]
 
 

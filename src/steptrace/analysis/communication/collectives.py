@@ -34,6 +34,7 @@ from steptrace.analysis.communication.call_args import (
     first_of_each,
     group_ranks,
     message_bytes,
+    nanoseconds,
     nanoseconds_at,
     shape_bytes,
 )
@@ -115,10 +116,6 @@ def collective_instances(
     for row in comm_kernels[~np.isin(comm_kernels, claimed)].tolist():
         found.append(_kernel_instance(events, row, clock_ns))
     return tuple(sorted(found, key=lambda i: (i.issued_ns, i.start_ns)))
-
-
-def _ns(us: float, clock_ns: int) -> int:
-    return clock_ns + round(us * 1000)  # exact: start_us holds integer ns of the origin
 
 
 def _comm_kernels(events: EventTable, links: GpuLinks) -> NDArray[np.int64]:
@@ -294,7 +291,7 @@ def _call_args(events: EventTable, rows: list[int], rpc: dict[int, int]) -> list
 
 def _gloo_instance(events: EventTable, row: int, clock_ns: int) -> Instance:
     match = _GLOO.match(events.name_of(row))
-    start = _ns(float(events.start_us[row]), clock_ns)
+    start = nanoseconds(float(events.start_us[row]), clock_ns)
     return Instance(
         kind=kind_of(match.group(1) if match else "unknown"),
         process_group=DEFAULT_GROUP,
@@ -303,7 +300,7 @@ def _gloo_instance(events: EventTable, row: int, clock_ns: int) -> Instance:
         source="gloo",
         issued_ns=start,
         start_ns=start,
-        end_ns=_ns(float(events.end_us[row]), clock_ns),
+        end_ns=nanoseconds(float(events.end_us[row]), clock_ns),
         blocking=True,
         nbytes=shape_bytes(events, row),
         group_size=None,
@@ -315,7 +312,7 @@ def _kernel_instance(events: EventTable, row: int, clock_ns: int) -> Instance:
     comm = CommArgs(events)
     k = comm.at(row)
     match = NCCL_KERNEL.match(events.name_of(row))
-    start = _ns(float(events.start_us[row]), clock_ns)
+    start = nanoseconds(float(events.start_us[row]), clock_ns)
     instance = Instance(
         kind=kind_of((match.group(1) if match else "") or "unknown"),
         process_group=DEFAULT_GROUP,
@@ -324,7 +321,7 @@ def _kernel_instance(events: EventTable, row: int, clock_ns: int) -> Instance:
         source="nccl_kernel",
         issued_ns=start,
         start_ns=start,
-        end_ns=_ns(float(events.end_us[row]), clock_ns),
+        end_ns=nanoseconds(float(events.end_us[row]), clock_ns),
         blocking=True,
         nbytes=None,
         group_size=None,
