@@ -23,8 +23,11 @@ from tests import reference
 from tests.conftest import gpu_trace, report_of, trace_params
 
 V100S = ["resnet50_train", "v100_1rank_train_nsres", "v100_ddp2_rank1"]
-# the profiler's and torch's wrappers, written here apart from the rule's own list
-WRAPPERS = re.compile(r"record_param_comms|ProfilerStep#|^## .* ##$|Optimizer\.step#")
+# the profiler's, torch's and torch.compile's wrappers, written here apart from the rule's own
+WRAPPERS = re.compile(
+    r"record_param_comms|ProfilerStep#|^## .* ##$|Optimizer\.step#|^CompiledFunction"
+    r"|^Torch-Compiled Region|^TorchDynamo Cache Lookup"
+)
 
 
 def texts(name: str) -> list[str]:

@@ -160,6 +160,27 @@ def test_a_cpu_trace_is_answered_on_the_cpu() -> None:
     assert judged(talking).bound == "communication"
 
 
+@pytest.mark.parametrize(
+    ("unrecorded_ms", "answer"), [(6.0, "unrecorded-time"), (4.0, "dominant-op")]
+)
+def test_a_cpu_step_mostly_unrecorded_is_answered_by_unrecorded_time(
+    unrecorded_ms: float, answer: str
+) -> None:
+    """The host holds the step; an operator holds 30% of it. With more of the step
+    unrecorded than recorded, the unrecorded time answers the verdict, whatever the order
+    of the findings; with less, the operator does."""
+    found = (made("dominant-op", 0.3), made("unrecorded-time", unrecorded_ms / 10))
+    data = analysis(
+        steps(10.0, 10.0, 10.0, cpu=cpu(10.0 - unrecorded_ms, unrecorded_ms=unrecorded_ms))
+    )
+    verdict = judged(data, *found)
+    assert (
+        verdict.bound == "host"
+        and f"no work is recorded in {unrecorded_ms * 10:.1f}%" in verdict.sentence
+    )
+    assert verdict.answered_by == answer and verdict.top[0].rule == answer
+
+
 def test_a_gpu_expected_but_not_recorded_is_not_observed() -> None:
     data = analysis(steps(10.0, cpu=cpu(5.0)), launch_calls=12)
     found = find(Case(data, Scenario(question="q", device="cuda")))

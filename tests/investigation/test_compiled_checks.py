@@ -84,6 +84,26 @@ def test_a_steady_compiled_model_gets_no_compile_finding(tmp_path: Path) -> None
     assert not {f.rule for f in report.findings} & COMPILE_RULES
 
 
+def test_a_compiled_graph_is_never_named_a_dominant_operator(tmp_path: Path) -> None:
+    """A compiled graph's records (``CompiledFunction``, its backward, the region) hold the
+    most self time of a compiled step: with every limit at zero, ``dominant-op`` names the
+    largest recorded operator instead, one of the trace's own."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        captured = run_workload(
+            compile_workloads.batch_size_changes(),
+            out=tmp_path / "t.json",
+            window=steptrace.Window(),
+        )
+    anything = steptrace.Thresholds(dominant_share=0.0, dominant_step_share=0.0)
+    report = steptrace.analyze(captured.trace, thresholds=anything)
+    names = {o.name for o in report.analysis.operators}
+    assert {"CompiledFunction", "CompiledFunctionBackward"} <= names  # the premise
+    (found,) = [f for f in report.findings if f.rule == "dominant-op"]
+    named = found.evidence.values()["operator"]
+    assert isinstance(named, str) and named.startswith(("aten::", "prims::")), named
+
+
 def _step(workload: Workload):  # type: ignore[no-untyped-def]
     loss_fn = workload.loss_fn
     assert loss_fn is not None

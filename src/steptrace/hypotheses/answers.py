@@ -3,7 +3,8 @@
 Contract: ``answering(findings, key) -> Finding | None`` picks it by ``ANSWERS[key]``, a
 verdict's key being its bound, refined by the host's cause its sentence names (``host:
 short launches``, ...), the roofline's bound on a GPU-bound step (``gpu: memory``), or
-``host on cpu``; ``answered_first(findings, rule)`` puts it first. A kernel's efficiency
+``host on cpu`` (``host on cpu: unrecorded`` when most of the host's part has no work
+recorded); ``answered_first(findings, rule)`` puts it first. A kernel's efficiency
 hardly matters while the GPU waits for the host: what fired is ranked after what answers.
 """
 
@@ -14,6 +15,14 @@ from collections.abc import Sequence
 from steptrace.hypotheses.finding import Finding
 
 _MEMORY_RULES = ("memory-peak", "memory-reserved", "memory-growth", "memory-churn")
+# What the CPU's recorded work can be cut into, on a CPU-only trace.
+_CPU_WORK = (
+    "dispatch-bound",
+    "per-tensor-optimizer",
+    "thread-oversubscription",
+    "inference-autograd",
+    "dominant-op",
+)
 # Per bound (and the host's cause, the roofline's bound): the findings that answer it, in
 # tiers: the first tier with a finding that fired answers it, with its most severe finding
 # (``answering``; the findings' own order, on the critical path first, decides in a tier).
@@ -25,16 +34,8 @@ ANSWERS: dict[str, tuple[tuple[str, ...], ...]] = {
     "host: own work": (("cpu-bound",), ("optimizer-kernels", "small-launches", "sync-in-step")),
     "host: unrecorded": (("unrecorded-time",), ("cpu-bound",)),
     "host": (("cpu-bound", "small-launches", "sync-in-step", "unrecorded-time"),),
-    "host on cpu": (
-        (
-            "dispatch-bound",
-            "per-tensor-optimizer",
-            "thread-oversubscription",
-            "inference-autograd",
-            "dominant-op",
-        ),
-        ("unrecorded-time",),
-    ),
+    "host on cpu": (_CPU_WORK, ("unrecorded-time",)),
+    "host on cpu: unrecorded": (("unrecorded-time",), _CPU_WORK),
     "gpu: compute": (("low-efficiency", "precision"), ("dominant-op", "fusion")),
     "gpu: memory": (("fusion",), ("dominant-op", "low-efficiency", "precision")),
     "gpu": (("precision", "dominant-op", "low-efficiency", "fusion"),),

@@ -11,7 +11,8 @@ scenario. The decision rule, on the complete steps, each share the median over t
    the rest, the CPU computing (``host``); the largest share bounds it. When at least
    ``SILENT`` (10%) of the step lies in the host's part with no work recorded
    (``cpu.unrecorded_ms`` outside the reading, less communication), the host "holds" its share
-   rather than "computes" it, and the sentence says how much is unrecorded.
+   rather than "computes" it, and the sentence says how much is unrecorded; when that is
+   more than the host's recorded work, ``unrecorded-time`` answers the verdict.
 3. On the GPU, each step splits into four parts that add up to its wall time: the GPU
    computing (busy time less its exposed communication: ``gpu``), communication that no
    compute covers (``communication``), the GPU idle while the batch is read (``input``),
@@ -130,6 +131,8 @@ def verdict_of(case: Case, findings: Sequence[Finding], limits: Thresholds) -> V
             for p, s in zip(parts, steps, strict=True)
         )
         bound, sentence = _on_cpu(shares, silent)
+        if silent > shares.host - silent:  # the host's part is mostly no work recorded
+            cause = "host on cpu: unrecorded"
     gpu_bound = gpu_bound_of(analysis) if bound == "gpu" else None
     if bound == "gpu":
         sentence += roofline_words(analysis, gpu_bound)

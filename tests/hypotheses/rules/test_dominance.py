@@ -86,6 +86,30 @@ def test_dominant_op_on_a_cpu_trace_uses_self_time() -> None:
     assert not any("record_shapes" in c for c in found.caveats)
 
 
+@pytest.mark.parametrize(
+    "record",
+    [
+        "CompiledFunction",
+        "CompiledFunctionBackward",
+        "Torch-Compiled Region: 0/1",
+        "TorchDynamo Cache Lookup",
+        "## Call CompiledFxGraph fcmxbq2v ##",
+    ],
+)
+def test_a_compiled_graph_s_record_is_never_the_dominant_operator(record: str) -> None:
+    """Its self time is the graph's generated code, no operator to time alone: the largest
+    operator is named instead, or nothing when none is large enough."""
+    ops = [
+        operator(record, calls=2, self_ms=6.0),
+        operator("aten::addmm", calls=2, self_ms=3.0),
+        operator("aten::relu", calls=2, self_ms=1.0),
+    ]
+    (found,) = dominant(analysis(steps(10.0, 10.0, 10.0, cpu=cpu(8.0)), operators=ops))
+    assert found.evidence.values()["operator"] == "aten::addmm"
+    ops[1] = operator("aten::addmm", calls=2, self_ms=1.0)
+    assert dominant(analysis(steps(10.0, 10.0, 10.0, cpu=cpu(8.0)), operators=ops)) == []
+
+
 @pytest.mark.parametrize("gpu_ms", [(None, None), (0.0, 0.0)])
 def test_dominant_op_silent_without_gpu_time(gpu_ms: tuple[float | None, ...]) -> None:
     assert dominant(on_gpu(*gpu_ms)) == []

@@ -2,7 +2,10 @@
 
 ``dominant-op`` never names a wrapper (``WRAPPER``): a collective's ``record_param_comms``
 record, the ``ProfilerStep#`` marker, ``## name ##`` annotations, torch's
-``Optimizer.step#`` labels hold the work of others, which the other rules name.
+``Optimizer.step#`` labels hold the work of others, which the other rules name; nor a
+compiled graph's records (``Torch-Compiled Region: F/C``, ``CompiledFunction``, Dynamo's
+runtime: ``analysis.compiler.steps``), whose self time is a whole graph's generated code,
+no operator that could be timed alone.
 ``profiler-distortion`` is a finding only when the distortion was measured; the
 suggestion from very short operators, unmeasured, is a line of the report's context
 (``distortion_note``).
@@ -13,6 +16,7 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING
 
+from steptrace.analysis.compiler.steps import GRAPH_CALLS, REGION, WRAPPERS
 from steptrace.hypotheses.finding import Finding, finding
 from steptrace.hypotheses.rules.common import (
     evidence,
@@ -31,9 +35,12 @@ if TYPE_CHECKING:
     from steptrace.scenario import ProfilerCost
 
 
-# What the profiler or torch wraps around other work, never work of its own.
+# What the profiler or torch wraps around other work, never work of its own; and what runs
+# a compiled graph, whose work is the graph's, not one operator's.
 WRAPPER = re.compile(
-    r"^record_param_comms$|^ProfilerStep#|^##.*##$|^Optimizer\.\w+#|^enumerate\(DataLoader\)#"
+    r"^record_param_comms$|^ProfilerStep#|^##.*##$|^Optimizer\.\w+#|^enumerate\(DataLoader\)#|"
+    + "|".join(f"^{re.escape(name)}" for name in (*GRAPH_CALLS, *WRAPPERS))
+    + f"|{REGION.pattern}"
 )
 
 
