@@ -3,8 +3,8 @@ loop (``steptrace investigate``): the planted finding must rank first, its check
 
 - ``per_tensor_optimizer``: 128 small layers (256 parameters) under Adam with its CPU
   default, one tensor at a time (``foreach=None`` picks the loop on the CPU).
-- ``tiny_op_loop``: a model whose forward is a Python loop of 200 elementwise operators on
-  a 16-number tensor.
+- ``tiny_op_loop``: a model whose forward is a Python loop of 600 elementwise operators
+  on a 16-number tensor (three calls of a 200-operator block, compiled once).
 - ``slow_collate``: a ``collate_fn`` that decodes each sample in Python (about 3 ms of CPU
   a batch) in front of an MLP of about 1 ms a step. CPU work, not a sleep: a sleep's share
   of the step moves with the machine's load on the compute alone, so no measurement taken
@@ -98,8 +98,22 @@ def keeps_ctrl_c() -> Workload:
     return dataclasses.replace(workload, loss_fn=None, step=step)
 
 
+TINY_BLOCKS = 3  # of 200 operators: a step of several scheduler slices (4 ms beside others)
+
+
+@torch.compiler.nested_compile_region
+def _tiny_block(y: torch.Tensor) -> torch.Tensor:
+    """200 elementwise operators on a 16-number tensor, one Python call each; compiled once
+    however often it is called (so the check's compile stays short)."""
+    for _ in range(100):
+        y = torch.tanh(y) * 0.9
+    return y
+
+
 class TinyOps(torch.nn.Module):
-    """200 elementwise operators on a 16-number tensor, one Python call each."""
+    """``TINY_BLOCKS`` blocks of 200 elementwise operators on a 16-number tensor: a step long
+    enough that a time slice the scheduler gives another process (about 4 ms on a loaded
+    2-core machine) cannot make one operator most of it, as it could of a 3 ms step."""
 
     def __init__(self) -> None:
         super().__init__()
@@ -108,8 +122,8 @@ class TinyOps(torch.nn.Module):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         y = x[:, :16] * self.scale
-        for _ in range(100):
-            y = torch.tanh(y) * 0.9
+        for _ in range(TINY_BLOCKS):
+            y = _tiny_block(y)
         return self.head(y)
 
 
