@@ -71,6 +71,26 @@ def test_a_tiny_op_loop_is_dispatch_bound_and_a_matrix_bound_step_is_not(tmp_pat
     assert "dispatch-bound" not in findings_of(loop_workloads.healthy(), tmp_path / "healthy")
 
 
+def test_an_operator_s_share_beside_too_many_threads_says_it_may_be_waiting(
+    tmp_path: Path,
+) -> None:
+    """Live: four intra-op threads per core, every limit of dominant-op at zero: the
+    dominant operator's caveats name the threads; with one thread they do not."""
+    anything = steptrace.Thresholds(dominant_share=0.0, dominant_step_share=0.0)
+    for make, waits in ((loop_workloads.oversubscribed, True), (loop_workloads.healthy, False)):
+        workload = make()  # each sets torch's threads
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            captured = run_workload(
+                workload, out=tmp_path / f"{waits}.json", window=steptrace.Window()
+            )
+        report = steptrace.analyze(captured.trace, thresholds=anything)
+        found = {f.rule: f for f in report.findings}
+        assert ("thread-oversubscription" in found) == waits  # the premise
+        caveats = found["dominant-op"].caveats
+        assert any("thread-oversubscription" in c for c in caveats) == waits
+
+
 def test_threads_beyond_the_cores_are_found_and_one_thread_is_not(tmp_path: Path) -> None:
     found = findings_of(loop_workloads.oversubscribed(), tmp_path / "many")
     assert "thread-oversubscription" in found

@@ -14,7 +14,7 @@ from steptrace.hypotheses.rules.dominance import (
     profiler_distortion,
 )
 from steptrace.report.sections.context import capture_lines
-from steptrace.scenario import CaptureFacts, ProfilerCost
+from steptrace.scenario import CaptureFacts, CpuFacts, ProfilerCost
 from tests.analyses import THREAD, analysis, cpu, gpu_step, operator, steps
 
 NAMES = ("ProfilerStep#1", "ProfilerStep#2", "ProfilerStep#3")
@@ -108,6 +108,28 @@ def test_a_compiled_graph_s_record_is_never_the_dominant_operator(record: str) -
     assert found.evidence.values()["operator"] == "aten::addmm"
     ops[1] = operator("aten::addmm", calls=2, self_ms=1.0)
     assert dominant(analysis(steps(10.0, 10.0, 10.0, cpu=cpu(8.0)), operators=ops)) == []
+
+
+@pytest.mark.parametrize(
+    ("threads", "others", "waits"), [(4, 1, True), (1, 1, False), (2, 0, False)]
+)
+def test_a_cpu_operator_s_share_may_be_waiting_for_threads(
+    threads: int, others: int, waits: bool
+) -> None:
+    """More intra-op threads than free cores (2 cores, ``others`` busy): the dominant
+    operator's time may be a wait for a thread, and its caveat says so."""
+    ops = [operator("aten::mm", calls=2, self_ms=6.0), operator("aten::relu", calls=2, self_ms=1.0)]
+    data = analysis(steps(10.0, 10.0, 10.0, cpu=cpu(8.0)), operators=ops)
+    facts = CpuFacts(
+        torch_threads=threads, interop_threads=1, cores=2, others_running=others, load_1min=None
+    )
+    (found,) = dominant_op(Case(data, capture=CaptureFacts(cpu=facts)), Thresholds())
+    said = [c for c in found.caveats if "thread-oversubscription" in c]
+    assert bool(said) == waits
+    assert (
+        not said
+        or f"torch ran {threads} intra-op threads with {2 - others} core(s) free" in said[0]
+    )
 
 
 @pytest.mark.parametrize("gpu_ms", [(None, None), (0.0, 0.0)])

@@ -29,6 +29,7 @@ if TYPE_CHECKING:
     from steptrace.analysis.measure import TraceAnalysis
     from steptrace.hypotheses.case import Case
     from steptrace.hypotheses.thresholds import Thresholds
+    from steptrace.scenario import CpuFacts
 
 MULTI_TENSOR = ("_foreach_", "_fused_")  # operators that update many tensors at once
 
@@ -131,13 +132,22 @@ def dispatch_bound(case: Case, limits: Thresholds) -> list[Finding]:
     ]
 
 
-def thread_oversubscription(case: Case, limits: Thresholds) -> list[Finding]:
+def oversubscribed(case: Case, limits: Thresholds) -> CpuFacts | None:
+    """The capture's CPU facts when torch ran more intra-op threads than the free cores
+    hold (``threads_per_free_core`` each, at least one core); else None."""
     cpu = case.capture.cpu if case.capture is not None else None
     if cpu is None or cpu.free_cores is None or cpu.torch_threads <= 1:
+        return None
+    if cpu.torch_threads <= limits.threads_per_free_core * max(cpu.free_cores, 1):
+        return None
+    return cpu
+
+
+def thread_oversubscription(case: Case, limits: Thresholds) -> list[Finding]:
+    cpu = oversubscribed(case, limits)
+    if cpu is None or cpu.free_cores is None:
         return []
     room = max(cpu.free_cores, 1)
-    if cpu.torch_threads <= limits.threads_per_free_core * room:
-        return []
     load = f", load {cpu.load_1min:.1f}" if cpu.load_1min is not None else ""
     return [
         finding(

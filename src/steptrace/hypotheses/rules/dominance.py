@@ -26,6 +26,7 @@ from steptrace.hypotheses.rules.common import (
     trace_share,
     where,
 )
+from steptrace.hypotheses.rules.cpu_side import oversubscribed
 from steptrace.units import pct
 
 if TYPE_CHECKING:
@@ -100,6 +101,7 @@ def dominant_op(case: Case, limits: Thresholds) -> list[Finding]:
             ),
             caveats=(
                 *_shape_caveat(op.input_shapes, shapes),
+                *_waiting_caveat(case, limits, on_gpu),
                 "A large share says where time goes, not that it can be saved.",
             ),
         )
@@ -118,6 +120,19 @@ def _shape_caveat(recorded: str | None, shapes: str | None) -> tuple[str, ...]:
             "them, knowing it adds overhead.",
         )
     return (f"Its recorded inputs ({recorded}) hold no tensor size to time it on.",)
+
+
+def _waiting_caveat(case: Case, limits: Thresholds, on_gpu: bool) -> tuple[str, ...]:
+    """On the CPU, with more intra-op threads than free cores: its time may be waiting."""
+    cpu = None if on_gpu else oversubscribed(case, limits)
+    if cpu is None:
+        return ()
+    return (
+        f"torch ran {cpu.torch_threads} intra-op threads with {cpu.free_cores} core(s) free "
+        "(thread-oversubscription): a parallel operator that waits for a thread the "
+        "scheduler put aside shows that wait as its own time, so part of this share may be "
+        "waiting, not work: settle the threads first (thread-oversubscription's check).",
+    )
 
 
 def _busy_ms(step: StepResult, on_gpu: bool) -> float:
