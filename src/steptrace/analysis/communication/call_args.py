@@ -122,9 +122,9 @@ def nanoseconds(us: float, clock_ns: int) -> int:
 
 def nanoseconds_at(us: NDArray[np.float64], clock_ns: int) -> list[int]:
     """``nanoseconds`` of each value, the rounding (ties to even) done by numpy."""
-    if not (np.abs(us * 1000) < 2**62).all():  # beyond int64 (or NaN): one at a time
-        return [nanoseconds(x, clock_ns) for x in us.tolist()]
     scaled = us * 1000
+    if not (np.abs(scaled) < 2**62).all():  # beyond int64 (or NaN): one at a time
+        return [nanoseconds(x, clock_ns) for x in us.tolist()]
     return [clock_ns + x for x in np.rint(scaled).astype(np.int64).tolist()]
 
 
