@@ -18,6 +18,7 @@ import numpy as np
 import pytest
 
 from steptrace.errors import TraceError
+from steptrace.trace.decode import ABSENT_JSON, codec
 from steptrace.trace.fields import (
     ALL_GROUPS,
     FIELDS,
@@ -276,3 +277,17 @@ def test_a_plain_load_reads_fewer_fields_than_everything() -> None:
     assert set(core.events.columns) == {f.column for f in select().complete}
     with gzip.open(PROFMEM) as handle:
         assert json.load(handle)["traceEvents"]  # the file itself is untouched
+
+
+def test_an_absent_json_key_is_the_one_absent_value() -> None:
+    """A JSON field's absent key decodes to ``ABSENT_JSON`` itself, a struct default never
+    copied: its column finds the absent rows by identity (``columns._json_ids``), so a copy
+    would make every row an empty text instead of missing."""
+    coded = codec(select(ALL_GROUPS))
+    shaped = cpu("a", 0, 1, **{"Input Dims": [[2, 3]], "Input type": ["float"]})
+    bare = cpu("c", 4, 1)
+    del bare["args"]
+    events = coded.event_list.decode(json.dumps([shaped, cpu("b", 2, 1), bare]))
+    first, second, third = (e.args or coded.no_args for e in events)
+    assert bytes(first.input_dims) == b"[[2, 3]]" and first.input_strides is ABSENT_JSON
+    assert second.input_dims is ABSENT_JSON and third.input_types is ABSENT_JSON

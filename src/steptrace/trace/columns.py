@@ -11,7 +11,7 @@ they are counted. The builder also keeps what the metadata events say.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from itertools import compress, repeat
 from operator import attrgetter, is_, is_not
 from types import NoneType
@@ -21,13 +21,13 @@ import numpy as np
 from numpy.typing import NDArray
 
 from steptrace.trace.arrays import fits_int32
+from steptrace.trace.decode import ABSENT_JSON as _ABSENT
 from steptrace.trace.decode import METADATA_FIELDS, AnyEvent, Codec, Metadata, RawDocument
 from steptrace.trace.fields import MISSING, Field, Value
 from steptrace.trace.kinds import Kind, kind_of, legacy_operator_kind
 from steptrace.trace.timestamps import durations, nanoseconds
 from steptrace.trace.values import ThreadKey, canonical_threads, ints, thread_id_of
 
-Ints = NDArray[np.int64]
 Rows = NDArray[np.intp]
 Batch = dict[str, NDArray[np.generic]]
 _S = TypeVar("_S")
@@ -140,11 +140,12 @@ class ColumnBuilder:
         """Take the batches of a ``piece`` (built in another process), its ids made ours."""
         self.counts += piece.counts
         self.thread_names |= piece.thread_names
-        names = _remap(self.names, piece.names)
-        categories = _remap(self.categories, piece.categories)
+        names = _ids(self.names, piece.names, len(piece.names))
+        categories = _ids(self.categories, piece.categories, len(piece.categories))
         self._learn_categories()
-        threads = _remap(self.raw_threads, piece.raw_threads)
-        texts = np.append(_remap(self.texts, piece.texts), np.int32(MISSING))  # [-1]: none
+        threads = _ids(self.raw_threads, piece.raw_threads, len(piece.raw_threads))
+        texts = _ids(self.texts, piece.texts, len(piece.texts))
+        texts = np.append(texts, np.int32(MISSING))  # [-1]: none
         for batch in piece.batches:
             batch["name_id"] = names[batch["name_id"]]
             batch["category"] = categories[batch["category"]]
@@ -175,7 +176,10 @@ class ColumnBuilder:
         by_category = np.array([Kind.OTHER if k is None else k for k in self.category_kinds])
         kind = by_category[category].astype(np.int8)
         legacy = np.flatnonzero(kind == Kind.LEGACY_OPERATOR)
-        kind[legacy] = [_legacy_kind(complete[i]) for i in legacy.tolist()]
+        kind[legacy] = [  # 2021's "Operator" category: operators and labels alike
+            legacy_operator_kind(e.name, e.args is not None and len(e.args.input_dims) > 0)
+            for e in map(complete.__getitem__, legacy.tolist())
+        ]
         name_id = _ids(self.names, map(attrgetter("name"), complete), n)
         start_ns, start_status = nanoseconds(list(map(attrgetter("ts"), complete)))
         dur_ns, dur_status = durations(list(map(attrgetter("dur"), complete)))
@@ -215,10 +219,13 @@ class ColumnBuilder:
         self, field: Field, args: list[Any], fallback: Iterator[int | str] | None, n: int
     ) -> Any:
         """The ``field``'s value in each of ``args``, as its column holds it."""
-        values: list[Any] = list(map(attrgetter(field.column), args))
-        value, types = field.value, set(map(type, values))
+        value, read = field.value, attrgetter(field.column)
         if value is Value.FLAG:
-            return np.fromiter(map(is_not, values, repeat(None)), bool, n)
+            return np.fromiter(map(is_not, map(read, args), repeat(None)), bool, n)
+        if value is Value.JSON:
+            return self._json_ids(args, read, n)
+        values: list[Any] = list(map(read, args))
+        types = set(map(type, values))
         if types == _NONE and fallback is None:  # a field no row here carries: no pass
             return np.full(n, field.missing, dtype=_DTYPES[value])
         if value is Value.INT:
@@ -231,14 +238,19 @@ class ColumnBuilder:
             )
         texts = self.texts
         ids = np.full(n, MISSING, dtype=np.int32)
-        if value is Value.JSON:  # msgspec.Raw: empty where the key is absent
-            present = np.fromiter(map(len, values), np.int64, n).astype(bool)
-            kept = map(bytes, compress(values, present.tolist()))
-            ids[present] = np.fromiter(map(texts.__getitem__, kept), np.int32)
-            return ids
         for k, v in enumerate(values):
             if v is not None:
                 ids[k] = texts[v if type(v) is str else str(v)]
+        return ids
+
+    def _json_ids(self, args: list[Any], read: Callable[[Any], Any], n: int) -> NDArray[np.int32]:
+        """The ids of the JSON texts (``msgspec.Raw``) ``read`` from ``args``, interned as
+        bytes; ``MISSING`` where the key was absent (``decode.ABSENT_JSON``, found by identity)."""
+        ids = np.full(n, MISSING, dtype=np.int32)
+        present = np.fromiter(map(is_not, map(read, args), repeat(_ABSENT)), bool, n)
+        if present.any():  # else no second pass
+            kept = map(bytes, map(read, compress(args, present.tolist())))
+            ids[present] = np.fromiter(map(self.texts.__getitem__, kept), np.int32)
         return ids
 
     def _instant_columns(self, instants: list[Any]) -> Batch:
@@ -380,20 +392,9 @@ class Columns(NamedTuple):
 
 
 def _compact(column: NDArray[np.int64]) -> NDArray[np.signedinteger[Any]]:
-    """An integer column as int32 when every value fits (a batch of ids, devices, streams:
-    half the memory while the batches wait to be joined), else as it is."""
+    """An integer column as int32 when every value fits (ids, devices: half the memory)."""
     return column.astype(np.int32) if column.size and fits_int32(column) else column
 
 
-def _ids(interner: _Interner, keys: Iterator[Any], n: int) -> NDArray[np.int32]:
+def _ids(interner: _Interner, keys: Iterable[Any], n: int) -> NDArray[np.int32]:
     return np.fromiter(map(interner.__getitem__, keys), dtype=np.int32, count=n)
-
-
-def _remap(interner: _Interner, keys: list[Any]) -> NDArray[np.int32]:
-    """Our id of each key, by its id elsewhere."""
-    return np.fromiter(map(interner.__getitem__, keys), dtype=np.int32, count=len(keys))
-
-
-def _legacy_kind(event: Any) -> Kind:
-    has_inputs = event.args is not None and len(event.args.input_dims) > 0
-    return legacy_operator_kind(event.name, has_inputs)

@@ -199,13 +199,18 @@ def _tags(classes: tuple[type[msgspec.Struct], ...]) -> list[str]:
     return [str(c.__struct_config__.tag) for c in classes]
 
 
+# What a JSON field holds where its key is absent: this one object, a struct's default as it
+# is (never a copy), so that ``columns`` finds the absent values by identity, in C.
+ABSENT_JSON = msgspec.Raw()
+
+
 def _args_struct(name: str, fields: tuple[Field, ...]) -> type[msgspec.Struct]:
-    """A struct of the ``fields``' args keys: JSON values kept as text (``msgspec.Raw``),
-    the others as scalars; every other key is skipped."""
+    """A struct of the ``fields``' args keys: JSON values kept as text (``msgspec.Raw``;
+    ``ABSENT_JSON`` where absent), the others as scalars; every other key is skipped."""
     return msgspec.defstruct(
         name,
         [
-            (f.column, msgspec.Raw, msgspec.field(default=msgspec.Raw(), name=f.key))
+            (f.column, msgspec.Raw, msgspec.field(default=ABSENT_JSON, name=f.key))
             if f.value is Value.JSON
             else (f.column, Scalar, msgspec.field(default=None, name=f.key))
             for f in fields
