@@ -38,8 +38,10 @@ from steptrace.hypotheses.variation import step_variation
 from steptrace.hypotheses.verdict import verdict_of
 from steptrace.report.model import FINDINGS_SCHEMA, SCHEMA, RanksReport, Report
 from steptrace.scenario import decode_record, read_sidecar, sidecar_path, throughput
+from steptrace.tables import Tables
 from steptrace.trace.load import read_trace
 from steptrace.trace.nesting import NestedTooDeepError
+from steptrace.trace.read.parallel import WorkerPool
 from steptrace.trace.read.remote import is_url, read_sidecar_url
 from steptrace.trace.read.source import GZIP_MAGIC, FileText, decompress, file_size, read_file
 from steptrace.trace.table import Trace
@@ -133,13 +135,17 @@ def analyze_checked(
     text: FileText | None = None,
     lanes: bool = False,
     tables: Tables | None = None,
+    pool: WorkerPool | None = None,
 ) -> Checked:
     """``analyze_source``, and whether its input was damaged (``Checked``); ``tables``: the
-    user's kernel kinds and peaks."""
+    user's kernel kinds and peaks; ``pool``: worker processes started already, which
+    decode the file's events (``trace.load.read_trace``)."""
     tables = tables or Tables()
     chosen = figures() + (figures(["lanes"]) if lanes else ())
     chosen += figures(["critical_path"]) if tables.critical_path else ()
-    trace = read_trace(path, fields_for(chosen), progress=progress, text=text, workers=workers)
+    trace = read_trace(
+        path, fields_for(chosen), progress=progress, text=text, workers=workers, pool=pool
+    )
     del text  # the analysis needs the columns, not the file's text: let it go
     if isinstance(path, str) and is_url(path):
         sidecar, unreadable = read_sidecar_url(path)
@@ -163,17 +169,6 @@ def lanes_of(path: str | Path) -> Lanes:
 def analyze_trace(trace: Trace, *, thresholds: Thresholds | None = None) -> Report:
     """The report of a loaded trace, with the scenario the trace itself carries. No I/O."""
     return _analyzed(trace, None, [], thresholds, figures(), Tables()).report
-
-
-class Tables(NamedTuple):
-    """The user's tables: kernel kinds and the device's peaks (None: the defaults); and
-    whether to compute the critical path (``analysis.critical_path``, on demand), with
-    the user's what-if targets (name, speedup)."""
-
-    kinds: KernelKinds | None = None
-    peaks: DevicePeaks | None = None
-    critical_path: bool = False
-    what_if: tuple[tuple[str, float], ...] = ()
 
 
 def _analyzed(

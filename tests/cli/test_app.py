@@ -273,3 +273,47 @@ def test_huge_pages_are_left_to_the_caller_when_set() -> None:
     environ = {"NUMPY_MADVISE_HUGEPAGE": "1"}
     without_huge_pages(environ)
     assert environ == {"NUMPY_MADVISE_HUGEPAGE": "1"}
+
+
+_REPORTS_THREADS = """
+import os, sys
+import steptrace.cli as cli
+real_exit = os._exit
+def reporting_exit(code):  # the process's threads, native ones (OpenBLAS's) included
+    sys.stderr.write(f"threads: {len(os.listdir('/proc/self/task'))}\\n")
+    sys.stderr.write(f"left set: {os.environ.get('OPENBLAS_NUM_THREADS')}\\n")
+    sys.stderr.flush()
+    real_exit(code)
+os._exit = reporting_exit
+sys.argv = ["steptrace", sys.argv[1], *sys.argv[2:], "--format", "json"]
+cli.main()
+"""
+
+
+@pytest.mark.skipif(not Path("/proc/self/task").exists(), reason="counts threads in /proc")
+@pytest.mark.parametrize("command", ["analyze", "diff"])
+@pytest.mark.parametrize("caller", [None, "2"])
+def test_the_trace_commands_start_no_blas_thread_unless_told(
+    command: str, caller: str | None
+) -> None:
+    """numpy's OpenBLAS starts no thread of its own in ``analyze`` and ``diff`` (loaded, it
+    starts one per core, which spins a tenth of a second), the setting let go after the
+    command; a caller's own OPENBLAS_NUM_THREADS wins (then its threads are there, where
+    the cores allow)."""
+    environ = {k: v for k, v in os.environ.items() if k != "OPENBLAS_NUM_THREADS"}
+    if caller is not None:
+        environ["OPENBLAS_NUM_THREADS"] = caller
+    trace = str(gpu_trace("amd_mi250"))
+    done = subprocess.run(
+        [sys.executable, "-c", _REPORTS_THREADS, command, trace, *([trace] * (command == "diff"))],
+        capture_output=True,
+        text=True,
+        env=environ,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    expected = 1 if caller is None else min(int(caller), cores or 1)
+    assert f"threads: {expected}\n" in done.stderr
+    assert f"left set: {caller}\n" in done.stderr

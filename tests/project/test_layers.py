@@ -36,7 +36,7 @@ LAYERS: tuple[frozenset[str], ...] = (
     frozenset({"hypotheses"}),
     # integrations: capture inside Lightning, Hugging Face and Accelerate loops
     frozenset({"report", "capturing", "validate", "integrations"}),
-    frozenset({"pipeline"}),
+    frozenset({"pipeline", "tables"}),  # tables: the user's, built before the pipeline loads
     frozenset({"investigation"}),  # the closed loop: capture, analyze, check
     frozenset({"tools", "cli"}),
 )

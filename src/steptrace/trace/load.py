@@ -1,7 +1,8 @@
 """Load a torch.profiler (Kineto) Chrome trace, ``.json`` or ``.json.gz``, into a ``Trace``.
 
 ``load_trace(path, groups=...)`` decodes the field groups asked for (``fields``: all of
-them by default); ``read_trace`` is the same for a ``Selection`` and a text read already.
+them by default); ``read_trace`` is the same for a ``Selection``, a text read already and
+worker processes started already.
 """
 
 from __future__ import annotations
@@ -9,7 +10,7 @@ from __future__ import annotations
 import gc
 import re
 from collections.abc import Iterable, Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -33,7 +34,7 @@ from steptrace.trace.read.parallel import WorkerPool, parallel_columns, worker_p
 from steptrace.trace.read.progress import Stage, loading_progress
 from steptrace.trace.read.remote import is_url, open_url
 from steptrace.trace.read.source import FileText, file_size, inflate, read_text, too_large
-from steptrace.trace.read.split import split_documents, stream_documents
+from steptrace.trace.read.split import slices, split_documents, stream_documents
 from steptrace.trace.read.stream import Opener, TextStream
 from steptrace.trace.table import Device, Distributed, Trace, TraceInfo
 from steptrace.trace.values import as_int
@@ -66,6 +67,7 @@ def read_trace(
     progress: bool | None = None,
     text: FileText | None = None,
     workers: int = 1,
+    pool: WorkerPool | None = None,
 ) -> Trace:
     """``load_trace`` of the fields ``selection`` names.
 
@@ -73,15 +75,18 @@ def read_trace(
     the file (a local path, or what an ``Opener`` opens: ``remote``) is streamed
     (``stream.TextStream``): read, gunzipped and decoded a few megabytes at a time, so that
     its text is never held whole; with ``workers`` > 1 the pieces are decoded by that many
-    processes (``parallel``). A text that cannot be cut between events (``split``) is read
-    whole and decoded by the exact path.
+    processes (``parallel``). A ``pool`` of them started already (``worker_pool``, before
+    the caller's threads and imports) decodes the pieces of either, and is closed once
+    they are. A text that cannot be cut between events (``split``) is read whole and
+    decoded by the exact path.
     """
     source = _source(path)
     where = source.name if isinstance(source, Opener) else str(source)  # in messages
     size = text.size if text is not None else _size(source)
+    pooled = nullcontext(pool) if pool is not None else worker_pool(workers if text is None else 1)
     try:
         with (
-            worker_pool(workers if text is None else 1) as pool,  # before the loading's threads
+            pooled as pool,  # before the loading's threads
             loading_progress(Path(where).name, size, progress) as stage,
             _collector_paused(),
         ):
@@ -122,7 +127,10 @@ def _decoded(
         stage.step("decoding")
         data = text.data
         del text
-        columns = _in_one_pass(coded, split_documents(data, coded, malformed))
+        if pool is None:
+            columns = _in_one_pass(coded, split_documents(data, coded, malformed))
+        else:
+            columns = _in_workers(slices(data), pool, coded, malformed)
     else:
         columns = _streamed(source, stage, pool, coded, (ignored, malformed))
     if columns is None:  # here, not in an except block whose traceback holds the first try
@@ -196,12 +204,20 @@ def _streamed(
 
         if pool is None:
             return _in_one_pass(coded, stream_documents(chunks(), coded, malformed))
-        try:
-            return parallel_columns(chunks(), pool, coded, malformed)
-        except UnsplittableError:
-            return None
-        finally:
-            pool.close()  # the workers' memory back before the table is built
+        return _in_workers(chunks(), pool, coded, malformed)
+
+
+def _in_workers(
+    chunks: Iterable[bytes | memoryview], pool: WorkerPool, coded: Codec, malformed: Malformed
+) -> tuple[ColumnBuilder, RawDocument[AnyEvent]] | None:
+    """The columns of a text's chunks, decoded by the ``pool``'s processes (closed then:
+    their memory back before the table is built); None where it cannot be cut."""
+    try:
+        return parallel_columns(chunks, pool, coded, malformed)
+    except UnsplittableError:
+        return None
+    finally:
+        pool.close()
 
 
 @contextmanager

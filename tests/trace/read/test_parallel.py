@@ -29,7 +29,7 @@ from steptrace.trace import load as loading
 from steptrace.trace.assemble import assemble
 from steptrace.trace.columns import Piece
 from steptrace.trace.decode import codec
-from steptrace.trace.fields import select
+from steptrace.trace.fields import ALL_GROUPS, select
 from steptrace.trace.load import load_trace
 from steptrace.trace.read import parallel, source
 from steptrace.trace.read import split as splitting
@@ -310,3 +310,47 @@ def test_instants_and_flows_merge_from_the_workers_as_read_alone(
             elif field != "texts":
                 assert np.array_equal(x, y, equal_nan=True), field
     assert_same_table(one.events, two.events)
+
+
+def test_a_text_read_already_is_decoded_by_the_pool_given(write_trace: WriteTrace) -> None:
+    """A pool started before the text was read (the command line's first file) decodes it
+    from memory as a stream's chunks, the table that of one process; then it is closed."""
+    path = write_trace(_nasty_text(), gz=True)
+    one = load_trace(path, progress=False)
+    with parallel.worker_pool(2) as pool:
+        assert pool is not None
+        two = loading.read_trace(path, select(ALL_GROUPS), text=source.read_text(path), pool=pool)
+        with pytest.raises(RuntimeError):  # closed once the pieces were decoded
+            pool.pool.submit(int)
+    assert one.info == two.info
+    assert_same_table(one.events, two.events)
+
+
+def test_the_first_large_file_has_its_workers_before_its_reading_starts(
+    write_trace: WriteTrace, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The workers are forked before the reading thread starts (a fork beside a thread
+    copies the locks it holds) and before the analysis is imported; they decode the text
+    read ahead, and the report is the exact path's."""
+    path = write_trace(_nasty_text(), gz=True)
+    exact = _exact_report(path, monkeypatch)
+    monkeypatch.setattr(source, "PARALLEL_TEXT_BYTES", 1)
+    _small_pieces(monkeypatch, 500)
+    order: list[str] = []
+    pool_of = parallel.worker_pool
+
+    def pool_first(workers: int) -> Any:
+        order.append("workers")
+        return pool_of(workers)
+
+    reading = source.BackgroundRead.start
+
+    def read_after(self: source.BackgroundRead) -> None:
+        order.append("reading")
+        reading(self)
+
+    monkeypatch.setattr(parallel, "worker_pool", pool_first)
+    monkeypatch.setattr(source.BackgroundRead, "start", read_after)
+    in_workers = _calls_of(monkeypatch, loading, "_in_workers")
+    assert _report(path, jobs=2) == exact
+    assert order == ["workers", "reading"] and in_workers == [1]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gzip
 import io
+import os
 import sys
 import threading
 from pathlib import Path
@@ -104,3 +105,24 @@ def test_a_file_shown_loading_on_a_terminal_is_left_to_its_loader(
     monkeypatch.setattr(sys, "stderr", io.StringIO())  # a pipe: read ahead
     ((_, reading),) = ReadAhead([path])
     assert _data(reading.take()) == b"{}"
+
+
+def test_only_a_large_regular_file_is_decoded_in_parallel(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The text's size, as a gzip trailer says it, decides; a named pipe is never opened
+    for it (it would block), and a trailer deflate cannot reach is not believed."""
+    small, large = tmp_path / "small.json.gz", tmp_path / "large.json"
+    small.write_bytes(gzip.compress(b"x" * 1_000))
+    large.write_bytes(b"x" * 3_000)
+    monkeypatch.setattr(source, "PARALLEL_TEXT_BYTES", 2_000)
+    assert source.text_bytes(small) == 1_000 and source.text_bytes(large) == 3_000
+    assert not source.decodes_in_parallel(small) and source.decodes_in_parallel(large)
+    liar = tmp_path / "liar.json.gz"
+    liar.write_bytes(gzip.compress(b"x")[:-4] + (2**32 - 1).to_bytes(4, "little"))
+    assert source.text_bytes(liar) is None and not source.decodes_in_parallel(liar)
+    if sys.platform != "win32":
+        pipe = tmp_path / "pipe.json"
+        os.mkfifo(pipe)
+        assert source.text_bytes(pipe) is None and not source.decodes_in_parallel(pipe)
+    assert source.text_bytes(tmp_path / "absent.json") is None

@@ -3,7 +3,9 @@ traces that say they are one job's ranks, one report across them."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import os
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from itertools import chain
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
@@ -11,7 +13,7 @@ from typing import TYPE_CHECKING, Any, Literal
 import click
 
 from steptrace.cli import printing
-from steptrace.cli.app import app
+from steptrace.cli.app import app, one_blas_thread
 from steptrace.cli.critical import critical_options, parse_what_if
 from steptrace.cli.options import (
     ranks_options,
@@ -22,7 +24,9 @@ from steptrace.cli.tables import read_kinds, read_peaks, table_options
 from steptrace.errors import TraceError
 
 if TYPE_CHECKING:
-    from steptrace.pipeline import Analyzed, Tables
+    from steptrace.pipeline import Analyzed
+    from steptrace.tables import Tables
+    from steptrace.trace.read.parallel import WorkerPool
 
 
 Grouping = Literal["said", "job", "each"]  # several traces: one job when said, always, never
@@ -79,31 +83,35 @@ def analyze(
     may be fsspec URLs (s3://..., gs://..., file://...). In a folder, files that are not
     traces are skipped.
     """
-    from steptrace.pipeline import Tables
+    from steptrace.tables import Tables
     from steptrace.trace.read.budget import max_bytes_set
 
     if per_rank and as_job:
         raise click.UsageError("--per-rank and --as-job exclude each other: give one")
-    try:
-        targets = parse_what_if(what_if)
-        tables = Tables(
-            read_kinds(kinds_file), read_peaks(peaks_file), critical_path or bool(targets), targets
-        )
-    except TraceError as error:
-        printing.fail(str(error))
-    with max_bytes_set(max_bytes):  # read where each trace loads, worker processes too
-        _analyze(
-            traces,
-            output_format,
-            top,
-            findings_only,
-            totals,
-            threshold,
-            "each" if per_rank else "job" if as_job else "said",
-            jobs,
-            scheduler,
-            tables,
-        )
+    with one_blas_thread(os.environ):  # before numpy is imported
+        try:
+            targets = parse_what_if(what_if)
+            tables = Tables(
+                read_kinds(kinds_file),
+                read_peaks(peaks_file),
+                critical_path or bool(targets),
+                targets,
+            )
+        except TraceError as error:
+            printing.fail(str(error))
+        with max_bytes_set(max_bytes):  # read where each trace loads, worker processes too
+            _analyze(
+                traces,
+                output_format,
+                top,
+                findings_only,
+                totals,
+                threshold,
+                "each" if per_rank else "job" if as_job else "said",
+                jobs,
+                scheduler,
+                tables,
+            )
 
 
 def _analyze(
@@ -158,32 +166,38 @@ def _analyze(
             tables.critical_path,
         )
         return
-    texts = ReadAhead(files)  # reading starts now, beside the imports
     from steptrace.cli.jobs import usable_cores
-    from steptrace.pipeline import analyze_checked
 
-    limits = _thresholds(list(threshold))
-    lanes, workers = output_format == "html", jobs or usable_cores()
-    reports: list[Analyzed] = []
-    failures, damaged = [], False
-    given: Iterable[tuple[str | Path, BackgroundRead | None]] = chain(
-        texts, ((url, None) for url in remote)
-    )  # lazy: two texts held at most
-    for where, reading in given:
-        try:  # one trace that cannot be analyzed costs only its own report
-            text = reading.take() if reading is not None else None
-            checked = analyze_checked(
-                where,
-                thresholds=limits,
-                text=text,
-                lanes=lanes,
-                workers=workers,
-                tables=tables,
-            )
-            reports.append(checked.found)
-            damaged = damaged or checked.damaged
-        except TraceError as error:
-            failures.append(str(error))
+    workers = jobs or usable_cores()
+    with _first_pool(files, workers) as pool:  # forked before any reading thread starts
+        texts = ReadAhead(files)  # reading starts now, beside the imports
+        from steptrace.pipeline import analyze_checked
+
+        limits = _thresholds(list(threshold))
+        reports: list[Analyzed] = []
+        failures, damaged = [], False
+        given: Iterable[tuple[str | Path, BackgroundRead | None]] = chain(
+            texts, ((url, None) for url in remote)
+        )  # lazy: two texts held at most
+        for index, (where, reading) in enumerate(given):
+            try:  # one trace that cannot be analyzed costs only its own report
+                text = reading.take() if reading is not None else None
+                checked = analyze_checked(
+                    where,
+                    thresholds=limits,
+                    text=text,
+                    lanes=output_format == "html",
+                    workers=workers,
+                    tables=tables,
+                    pool=pool if index == 0 else None,
+                )
+                reports.append(checked.found)
+                damaged = damaged or checked.damaged
+            except TraceError as error:
+                failures.append(str(error))
+            finally:
+                if index == 0 and pool is not None:
+                    pool.close()  # its processes end: the next files start their own
     if not reports:
         more = f" (and {len(failures) - 1} more traces failed)" if len(failures) > 1 else ""
         printing.fail(f"{failures[0]}{more}")
@@ -193,6 +207,23 @@ def _analyze(
     printing.reports(reports, output_format, findings_only=findings_only, totals=totals, top=top)
     if failures or damaged:  # a report written, from damaged input or beside a failure
         raise SystemExit(1)
+
+
+@contextmanager
+def _first_pool(files: list[Path], workers: int) -> Iterator[WorkerPool | None]:
+    """The worker processes that decode the first file's events, when its text is large
+    enough (``source.decodes_in_parallel``): forked now, before its reading thread starts
+    and the analysis is imported, from a process that holds only what decoding needs,
+    they are ready when its text is. None otherwise."""
+    from steptrace.trace.read.source import decodes_in_parallel
+
+    if workers < 2 or not files or not decodes_in_parallel(files[0]):
+        yield None
+        return
+    from steptrace.trace.read.parallel import worker_pool
+
+    with worker_pool(workers) as pool:
+        yield pool
 
 
 def _one_job_said(locations: list[str]) -> bool:

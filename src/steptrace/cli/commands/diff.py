@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import click
 
 from steptrace.cli import printing
-from steptrace.cli.app import app
+from steptrace.cli.app import app, one_blas_thread
 from steptrace.cli.options import (
     FILE,
     format_option,
@@ -31,8 +32,9 @@ def diff(before: Path, after: Path, output_format: str, top: int) -> None:
 
     BEFORE and AFTER are traces or reports saved by `steptrace analyze --format json`.
     """
-    from steptrace.pipeline import diff_checked
-    from steptrace.report.sections.diff import diff_document
+    with one_blas_thread(os.environ):  # numpy is imported here, read with one BLAS thread
+        from steptrace.pipeline import diff_checked
+        from steptrace.report.sections.diff import diff_document
 
     try:
         result, damaged = diff_checked(before, after)

@@ -26,10 +26,16 @@ GZIP_MAGIC = b"\x1f\x8b"
 _CHUNK = 8 * 1024 * 1024
 # Read ahead whole only below these sizes; a larger file is streamed by its loader.
 READ_AHEAD_BYTES = 16 << 20  # on disk
-# Gunzipped, as the gzip trailer says: above it the loader's workers decode the pieces in
-# parallel, which pays from about this size (``analyze`` on 2 cores, whole processes: the 54 MB
-# V100 DDP trace 1.09 s streamed, 1.26 s read ahead; the 35 MB ResNet-50 one 0.79 s and 0.82 s).
-READ_AHEAD_TEXT_BYTES = 32 << 20
+# Gunzipped, as the gzip trailer says: a text read ahead is inflated in one call, which
+# releases the GIL throughout, beside the imports of the analysis (streamed, the same
+# text is inflated chunk by chunk, each chunk waiting for the GIL: 0.13 s for the 54 MB
+# V100 DDP trace beside those imports, 0.07 s alone).
+READ_AHEAD_TEXT_BYTES = 64 << 20
+# From this size of text (the trailer's) the loader's worker processes decode the pieces,
+# which pays from about this size (``analyze`` on 2 cores, whole processes, 2026-12: the
+# 54 MB V100 DDP trace 1.09 s in workers, 1.26 s in one process; the 35 MB ResNet-50 one
+# 0.79 s and 0.82 s).
+PARALLEL_TEXT_BYTES = 32 << 20
 _MAX_RATIO = 1032  # deflate's largest expansion of its input
 _ISAL_ERROR = cast(type[Exception], isal_zlib.error)
 _SILENT = Stage(None, 0)
@@ -220,22 +226,47 @@ class ReadAhead:
 def reads_ahead(path: Path) -> bool:
     """Whether a file is small enough to be read whole ahead of its use.
 
-    Below ``READ_AHEAD_BYTES`` on disk, and for gzip below ``READ_AHEAD_TEXT_BYTES``
-    gunzipped as its trailer says (modulo 2**32: a wrapped size errs towards reading ahead;
-    so does a size deflate cannot reach, a broken file whose reading reports it). Anything
-    but a regular file is read "ahead": the reading refuses it in one line.
+    Below ``READ_AHEAD_BYTES`` on disk, and below ``READ_AHEAD_TEXT_BYTES`` of text
+    (``text_bytes``: a gzip's trailer says it modulo 2**32, a wrapped size erring towards
+    reading ahead; so does a size deflate cannot reach, a broken file whose reading
+    reports it). Anything but a regular file is read "ahead": the reading refuses it in
+    one line.
     """
     mode = path.stat()
     if not stat.S_ISREG(mode.st_mode):
         return True
     if mode.st_size >= READ_AHEAD_BYTES:
         return False
-    with path.open("rb") as handle:
-        if handle.read(2) != GZIP_MAGIC or mode.st_size < 4:
-            return True
-        handle.seek(mode.st_size - 4)
-        text_size = int.from_bytes(handle.read(4), "little")
-    return text_size < READ_AHEAD_TEXT_BYTES or text_size > mode.st_size * _MAX_RATIO
+    text = text_bytes(path)
+    return text is None or text < READ_AHEAD_TEXT_BYTES
+
+
+def text_bytes(path: Path) -> int | None:
+    """A regular file's text size: its own, or the one its gzip trailer says; None for
+    anything but a regular file (never opened: a named pipe would block), when that
+    trailer cannot be true (more than deflate's largest expansion), or when the file
+    cannot be read (its reading says why)."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+        with os.fdopen(fd, "rb") as handle:
+            mode = os.fstat(handle.fileno())
+            if not stat.S_ISREG(mode.st_mode):
+                return None
+            size = mode.st_size
+            if handle.read(2) != GZIP_MAGIC or size < 4:
+                return size
+            handle.seek(size - 4)
+            text = int.from_bytes(handle.read(4), "little")
+    except OSError:
+        return None
+    return None if text > size * _MAX_RATIO else text
+
+
+def decodes_in_parallel(path: Path) -> bool:
+    """Whether a local file's text is large enough (``PARALLEL_TEXT_BYTES``) for its
+    events to be decoded by worker processes."""
+    text = text_bytes(path)
+    return text is not None and text >= PARALLEL_TEXT_BYTES
 
 
 class BackgroundRead(threading.Thread):

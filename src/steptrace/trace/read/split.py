@@ -57,7 +57,7 @@ _WORKER_PIECES = 2
 _RETRIES = 32  # cuts tried after one that did not decode, before giving up
 _MAX_PENDING = PENDING_BYTES  # text held while looking for a cut, or one that decodes
 _KEY_LOOKAHEAD = 4096  # text read after the first "traceEvents" before matching the key
-_SLICE_BYTES = 4 << 20  # split_documents hands its text over in slices of this size
+_SLICE_BYTES = 4 << 20  # a text in memory is handed over in slices of this size
 _EVENTS_NAME = b'"traceEvents"'
 _ESCAPE = b"\\"
 _UNICODE_ESCAPE = b"\\u"
@@ -70,9 +70,13 @@ def split_documents(
     data: bytes, codec: Codec, malformed: Malformed | None = None
 ) -> Iterator[RawDocument[AnyEvent]]:
     """``stream_documents`` over a text held in memory."""
+    return stream_documents(slices(data), codec, malformed)
+
+
+def slices(data: bytes) -> Iterator[memoryview]:
+    """A text held in memory, handed over as a stream's chunks are, without a copy."""
     view = memoryview(data)
-    slices = (view[i : i + _SLICE_BYTES] for i in range(0, len(data), _SLICE_BYTES))
-    return stream_documents(slices, codec, malformed)
+    return (view[i : i + _SLICE_BYTES] for i in range(0, len(data), _SLICE_BYTES))
 
 
 def stream_documents(
