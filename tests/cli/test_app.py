@@ -244,17 +244,16 @@ cli.main()
 """
 
 
-@pytest.mark.parametrize(("caller", "expected"), [(None, "False"), ("1", "True")])
-def test_the_command_keeps_numpy_off_huge_pages_unless_told(
-    caller: str | None, expected: str
-) -> None:
-    """numpy in ``steptrace``'s process asks for no huge pages (their compaction stalls
-    large arrays' first touches); a caller's own NUMPY_MADVISE_HUGEPAGE wins."""
-    environ = {k: v for k, v in os.environ.items() if k != "NUMPY_MADVISE_HUGEPAGE"}
+def _reporting(
+    script: str, args: list[str], variable: str, caller: str | None
+) -> subprocess.CompletedProcess[str]:
+    """``script`` (a command line that reports at its exit) run with ``args``, in this
+    environment with ``variable`` as the caller set it (None: unset); it must succeed."""
+    environ = {k: v for k, v in os.environ.items() if k != variable}
     if caller is not None:
-        environ["NUMPY_MADVISE_HUGEPAGE"] = caller
+        environ[variable] = caller
     done = subprocess.run(
-        [sys.executable, "-c", _REPORTS_HUGE_PAGES, str(gpu_trace("amd_mi250"))],
+        [sys.executable, "-c", script, *args],
         capture_output=True,
         text=True,
         env=environ,
@@ -262,6 +261,17 @@ def test_the_command_keeps_numpy_off_huge_pages_unless_told(
         check=False,
     )
     assert done.returncode == 0, done.stderr
+    return done
+
+
+@pytest.mark.parametrize(("caller", "expected"), [(None, "False"), ("1", "True")])
+def test_the_command_keeps_numpy_off_huge_pages_unless_told(
+    caller: str | None, expected: str
+) -> None:
+    """numpy in ``steptrace``'s process asks for no huge pages (their compaction stalls
+    large arrays' first touches); a caller's own NUMPY_MADVISE_HUGEPAGE wins."""
+    trace = str(gpu_trace("amd_mi250"))
+    done = _reporting(_REPORTS_HUGE_PAGES, [trace], "NUMPY_MADVISE_HUGEPAGE", caller)
     assert json.loads(done.stdout)["analysis"]["steps"]
     assert f"huge pages: {expected}" in done.stderr
 
@@ -300,19 +310,9 @@ def test_the_trace_commands_start_no_blas_thread_unless_told(
     starts one per core, which spins a tenth of a second), the setting let go after the
     command; a caller's own OPENBLAS_NUM_THREADS wins (then its threads are there, where
     the cores allow)."""
-    environ = {k: v for k, v in os.environ.items() if k != "OPENBLAS_NUM_THREADS"}
-    if caller is not None:
-        environ["OPENBLAS_NUM_THREADS"] = caller
     trace = str(gpu_trace("amd_mi250"))
-    done = subprocess.run(
-        [sys.executable, "-c", _REPORTS_THREADS, command, trace, *([trace] * (command == "diff"))],
-        capture_output=True,
-        text=True,
-        env=environ,
-        timeout=120,
-        check=False,
-    )
-    assert done.returncode == 0, done.stderr
+    args = [command, trace, *([trace] * (command == "diff"))]
+    done = _reporting(_REPORTS_THREADS, args, "OPENBLAS_NUM_THREADS", caller)
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
     expected = 1 if caller is None else min(int(caller), cores or 1)
     assert f"threads: {expected}\n" in done.stderr
